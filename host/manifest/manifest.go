@@ -1,0 +1,239 @@
+// Package manifest reads and validates the workflow manifests (manifests/*.yaml).
+//
+// A manifest names a workflow: its id, version, the engine that runs it (node, graph, automation or
+// chatflow), the engine used while that one is down (fallback, always node today), engine-specific
+// settings, a small input schema, a timeout and the node `steps`: the DAG the node engine executes,
+// for node workflows and when another engine degrades to node.
+//
+// Load reads a folder into a Registry and refuses the first start with an error naming the file and
+// the field of every problem. A Registry is read-only after Load and safe for concurrent use.
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Engine names a manifest may use.
+const (
+	EngineNode       = "node"
+	EngineGraph      = "graph"
+	EngineAutomation = "automation"
+	EngineChatflow   = "chatflow"
+)
+
+// Input field types of an input schema.
+const (
+	TypeString  = "string"
+	TypeNumber  = "number"
+	TypeBoolean = "boolean"
+	TypeObject  = "object"
+)
+
+// Manifest is one validated workflow manifest.
+type Manifest struct {
+	ID          string
+	Name        string
+	Description string
+	Version     string
+	Engine      string
+	Fallback    string // engine used while Engine is down; "node"
+	Schedulable bool   // the scheduler may trigger it
+	Settings    map[string]any
+	Inputs      []Field
+	Timeout     time.Duration
+	Steps       []engine.Step
+	File        string // the file it was read from
+}
+
+// Field is one input of a manifest's input schema.
+type Field struct {
+	Name        string `json:"name" yaml:"name"`
+	Type        string `json:"type" yaml:"type"`
+	Required    bool   `json:"required" yaml:"required"`
+	MaxLength   int    `json:"max_length,omitempty" yaml:"max_length"` // in characters; strings only
+	Description string `json:"description,omitempty" yaml:"description"`
+}
+
+// Summary is the public description of a manifest, as GET /api/workflow/manifests lists it.
+type Summary struct {
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	Description string  `json:"description,omitempty"`
+	Version     string  `json:"version"`
+	Engine      string  `json:"engine"`
+	Fallback    string  `json:"fallback"`
+	Schedulable bool    `json:"schedulable"`
+	Inputs      []Field `json:"inputs"`
+}
+
+// Summary returns the public description of m.
+func (m *Manifest) Summary() Summary {
+	inputs := slices.Clone(m.Inputs)
+	if inputs == nil {
+		inputs = []Field{}
+	}
+	return Summary{
+		ID: m.ID, Name: m.Name, Description: m.Description, Version: m.Version,
+		Engine: m.Engine, Fallback: m.Fallback, Schedulable: m.Schedulable, Inputs: inputs,
+	}
+}
+
+// Workflow returns the part of m an engine needs. Each call returns a fresh copy.
+func (m *Manifest) Workflow() engine.Workflow {
+	var settings json.RawMessage
+	if len(m.Settings) > 0 {
+		// Settings came from YAML as plain maps, lists and scalars: they always marshal.
+		b, err := json.Marshal(m.Settings)
+		if err == nil {
+			settings = b
+		}
+	}
+	steps := make([]engine.Step, len(m.Steps))
+	for i, s := range m.Steps {
+		s.DependsOn = slices.Clone(s.DependsOn)
+		s.With = slices.Clone(s.With)
+		if s.Retries != nil {
+			r := *s.Retries
+			s.Retries = &r
+		}
+		steps[i] = s
+	}
+	return engine.Workflow{
+		ID: m.ID, Name: m.Name, Version: m.Version, Engine: m.Engine,
+		Settings: settings, Steps: steps, Timeout: m.Timeout,
+	}
+}
+
+// Setting returns the string setting key of m ("" when absent), e.g. graph_id.
+func (m *Manifest) Setting(key string) string {
+	s, _ := m.Settings[key].(string)
+	return s
+}
+
+// ValidateInputs checks inputs against m's input schema: required fields present, declared fields
+// of the right type and length. Inputs the schema does not declare are allowed. The error is an
+// *errcode.Error VALIDATION_ERROR whose Details are []errcode.FieldError, one per problem.
+func (m *Manifest) ValidateInputs(inputs map[string]any) error {
+	var problems []errcode.FieldError
+	for _, f := range m.Inputs {
+		v, ok := inputs[f.Name]
+		if !ok || v == nil {
+			if f.Required {
+				problems = append(problems, errcode.FieldError{Field: f.Name, Problem: "is required"})
+			}
+			continue
+		}
+		if p := f.check(v); p != "" {
+			problems = append(problems, errcode.FieldError{Field: f.Name, Problem: p})
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	msg := problems[0].Field + ": " + problems[0].Problem
+	if len(problems) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(problems)-1)
+	}
+	return errcode.New(errcode.Validation, msg).WithDetails(problems)
+}
+
+// check returns the problem with value v, or "".
+func (f Field) check(v any) string {
+	switch f.Type {
+	case TypeString:
+		s, ok := v.(string)
+		if !ok {
+			return "must be a string"
+		}
+		if f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength {
+			return fmt.Sprintf("must be at most %d characters", f.MaxLength)
+		}
+	case TypeNumber:
+		switch v.(type) {
+		case float64, float32, int, int32, int64, uint, uint32, uint64, json.Number:
+		default:
+			return "must be a number"
+		}
+	case TypeBoolean:
+		if _, ok := v.(bool); !ok {
+			return "must be a boolean"
+		}
+	case TypeObject:
+		if _, ok := v.(map[string]any); !ok {
+			return "must be an object"
+		}
+	}
+	return ""
+}
+
+// Registry holds the manifests of a folder. It is read-only and safe for concurrent use.
+type Registry struct {
+	byID map[string]*Manifest
+}
+
+// NewRegistry builds a Registry from already validated manifests (for tests and embedders).
+// Later manifests with the same id replace earlier ones.
+func NewRegistry(ms ...*Manifest) *Registry {
+	r := &Registry{byID: make(map[string]*Manifest, len(ms))}
+	for _, m := range ms {
+		r.byID[m.ID] = m
+	}
+	return r
+}
+
+// Get returns the manifest with id.
+func (r *Registry) Get(id string) (*Manifest, bool) {
+	m, ok := r.byID[id]
+	return m, ok
+}
+
+// List returns every manifest, sorted by id.
+func (r *Registry) List() []*Manifest {
+	ids := slices.Sorted(maps.Keys(r.byID))
+	out := make([]*Manifest, len(ids))
+	for i, id := range ids {
+		out[i] = r.byID[id]
+	}
+	return out
+}
+
+// Summaries returns the summaries of every manifest, sorted by id.
+func (r *Registry) Summaries() []Summary {
+	ms := r.List()
+	out := make([]Summary, len(ms))
+	for i, m := range ms {
+		out[i] = m.Summary()
+	}
+	return out
+}
+
+// Engines returns the engines the manifests name (primary and fallback), sorted and unique.
+func (r *Registry) Engines() []string {
+	set := map[string]bool{}
+	for _, m := range r.byID {
+		set[m.Engine] = true
+		if m.Fallback != "" {
+			set[m.Fallback] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// Schedulable returns the ids of the manifests the scheduler may trigger, sorted.
+func (r *Registry) Schedulable() []string {
+	var out []string
+	for _, m := range r.List() {
+		if m.Schedulable {
+			out = append(out, m.ID)
+		}
+	}
+	return out
+}
