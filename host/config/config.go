@@ -1,0 +1,347 @@
+// Package config loads the host's configuration, once, from the environment (and an optional .env
+// file, and *_FILE secrets). Defaults live in Defaults; every variable is listed in the README.
+package config
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration of the host. It is read-only after Load.
+type Config struct {
+	Port        int
+	DataDir     string
+	DatabaseURL string // empty: embedded SQLite in DataDir
+	// VectorSearch switches the pgvector path: "auto" (use it when the extension can be created)
+	// or "off" (always the in-memory path). Env KB_VECTOR_SEARCH.
+	VectorSearch string
+
+	JWTSecret      string
+	CallbackSecret string
+
+	LLMBaseURL     string
+	LLMAPIKey      string
+	EmbeddingModel string
+	KBAskModel     string
+	KBRerankOn     bool
+	KBRerankModel  string
+	KBMinScore     float64
+
+	RunnerURL         string
+	ChatflowURL       string
+	ChatflowKBID      string
+	AutomationURL     string // AUTOMATION_WEBHOOK_URL: base for workflow triggering
+	MusicAPIURL       string
+	VideogenAPIURL    string
+	SpeechAPIURL      string
+	VideoparseAPIURL  string
+	CallbackBaseURL   string
+	PluginDir         string
+	PluginsEnabled    bool // PLUGINS_ENABLED=false runs every workflow on the in-process node engine
+	ManifestDir       string
+	SchedulerMode     string // automation_managed or cron
+	SchedulerInterval time.Duration
+
+	EventWebhookURL     string
+	WebhookSecret       string
+	NotificationsOn     bool
+	NotificationTimeout time.Duration
+	BatchSize           int
+	BatchInterval       time.Duration
+	EnabledEvents       []string // empty: all
+
+	BodyLimit       int // bytes of a JSON body
+	UploadLimit     int // bytes of an upload
+	RateLimitUser   int // requests a minute per user on /api
+	RateLimitAuth   int // register/login a minute per address
+	FreeRunsPerDay  int
+	ShutdownTimeout time.Duration
+	MetricsToken    string // bearer token for GET /metrics; empty: only loopback callers
+	Version         string
+	LogFormat       string // json or text; empty: json unless on a terminal
+}
+
+// Defaults returns the configuration used when no variable is set.
+func Defaults() Config {
+	return Config{
+		Port:                3001,
+		DataDir:             "./data",
+		VectorSearch:        "auto",
+		KBMinScore:          0.2,
+		EmbeddingModel:      "",
+		KBAskModel:          "gpt-4o-mini",
+		KBRerankModel:       "gpt-4o-mini",
+		ChatflowKBID:        "",
+		PluginDir:           "./bin/plugins",
+		PluginsEnabled:      true,
+		ManifestDir:         "./manifests",
+		SchedulerMode:       "automation_managed",
+		SchedulerInterval:   15 * time.Minute,
+		NotificationTimeout: 5 * time.Second,
+		BatchSize:           10,
+		BatchInterval:       5 * time.Second,
+		BodyLimit:           1 << 20,
+		UploadLimit:         50 << 20,
+		RateLimitUser:       600,
+		RateLimitAuth:       20,
+		FreeRunsPerDay:      20,
+		ShutdownTimeout:     15 * time.Second,
+		Version:             "0.1.0",
+	}
+}
+
+// Load reads the environment (after an optional .env file in the working directory, whose values
+// never override the real environment), applies defaults and validates.
+func Load() (*Config, error) {
+	return LoadFrom(envWithDotenv(".env"))
+}
+
+// LoadFrom builds a Config from a lookup function (os.LookupEnv in production, a map in tests).
+func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
+	c := Defaults()
+	r := reader{lookup: lookup}
+	r.int("PORT", &c.Port)
+	r.str("DATA_DIR", &c.DataDir)
+	r.str("DATABASE_URL", &c.DatabaseURL)
+	r.str("KB_VECTOR_SEARCH", &c.VectorSearch)
+	r.str("JWT_SECRET", &c.JWTSecret)
+	r.str("CALLBACK_SECRET", &c.CallbackSecret)
+	r.str("LLM_BASE_URL", &c.LLMBaseURL)
+	r.str("LLM_API_KEY", &c.LLMAPIKey)
+	r.str("EMBEDDING_MODEL", &c.EmbeddingModel)
+	r.str("KB_ASK_MODEL", &c.KBAskModel)
+	r.bool("KB_RERANK_ENABLED", &c.KBRerankOn)
+	r.str("KB_RERANK_MODEL", &c.KBRerankModel)
+	r.float("KB_MIN_SCORE", &c.KBMinScore)
+	r.str("RUNNER_URL", &c.RunnerURL)
+	r.str("CHATFLOW_URL", &c.ChatflowURL)
+	r.str("CHATFLOW_KB_ID", &c.ChatflowKBID)
+	r.str("AUTOMATION_WEBHOOK_URL", &c.AutomationURL)
+	r.str("MUSIC_API_URL", &c.MusicAPIURL)
+	r.str("VIDEOGEN_API_URL", &c.VideogenAPIURL)
+	r.str("SPEECH_API_URL", &c.SpeechAPIURL)
+	r.str("VIDEOPARSE_API_URL", &c.VideoparseAPIURL)
+	r.str("CALLBACK_BASE_URL", &c.CallbackBaseURL)
+	r.str("PLUGIN_DIR", &c.PluginDir)
+	r.bool("PLUGINS_ENABLED", &c.PluginsEnabled)
+	r.str("MANIFEST_DIR", &c.ManifestDir)
+	r.str("SCHEDULER_MODE", &c.SchedulerMode)
+	r.millis("SCHEDULER_INTERVAL_MS", &c.SchedulerInterval)
+	r.str("AUTOMATION_EVENT_WEBHOOK_URL", &c.EventWebhookURL)
+	r.str("AUTOMATION_WEBHOOK_SECRET", &c.WebhookSecret)
+	r.bool("AUTOMATION_ENABLE_NOTIFICATIONS", &c.NotificationsOn)
+	r.millis("AUTOMATION_NOTIFICATION_TIMEOUT", &c.NotificationTimeout)
+	r.int("AUTOMATION_BATCH_SIZE", &c.BatchSize)
+	r.millis("AUTOMATION_BATCH_INTERVAL", &c.BatchInterval)
+	r.list("AUTOMATION_ENABLED_EVENTS", &c.EnabledEvents)
+	r.int("BODY_LIMIT_BYTES", &c.BodyLimit)
+	r.int("UPLOAD_LIMIT_BYTES", &c.UploadLimit)
+	r.int("RATE_LIMIT_PER_MINUTE", &c.RateLimitUser)
+	r.int("AUTH_RATE_LIMIT_PER_MINUTE", &c.RateLimitAuth)
+	r.int("FREE_RUNS_PER_DAY", &c.FreeRunsPerDay)
+	r.millis("SHUTDOWN_TIMEOUT_MS", &c.ShutdownTimeout)
+	r.str("METRICS_TOKEN", &c.MetricsToken)
+	r.str("LOG_FORMAT", &c.LogFormat)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if c.CallbackBaseURL == "" {
+		c.CallbackBaseURL = fmt.Sprintf("http://127.0.0.1:%d", c.Port)
+	}
+	c.CallbackBaseURL = strings.TrimRight(c.CallbackBaseURL, "/")
+	return &c, c.Validate()
+}
+
+// Validate checks values that would make the host misbehave.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Port < 1 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("PORT: %d is not a port", c.Port))
+	}
+	if c.SchedulerMode != "automation_managed" && c.SchedulerMode != "cron" {
+		errs = append(errs, fmt.Errorf("SCHEDULER_MODE: want automation_managed or cron, got %q", c.SchedulerMode))
+	}
+	if c.VectorSearch != "auto" && c.VectorSearch != "off" {
+		errs = append(errs, fmt.Errorf("KB_VECTOR_SEARCH: want auto or off, got %q", c.VectorSearch))
+	}
+	if c.BatchSize < 1 {
+		errs = append(errs, fmt.Errorf("AUTOMATION_BATCH_SIZE: must be at least 1"))
+	}
+	if c.BodyLimit < 1024 || c.UploadLimit < 1024 {
+		errs = append(errs, fmt.Errorf("BODY_LIMIT_BYTES and UPLOAD_LIMIT_BYTES: must be at least 1024"))
+	}
+	if c.RateLimitUser < 1 || c.RateLimitAuth < 1 {
+		errs = append(errs, fmt.Errorf("rate limits must be at least 1 a minute"))
+	}
+	return errors.Join(errs...)
+}
+
+// EnsureJWTSecret fills JWTSecret when unset: a random secret generated on first start and kept in
+// the data directory with mode 0600, reused on later starts.
+func (c *Config) EnsureJWTSecret() error {
+	if c.JWTSecret != "" {
+		return nil
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("config: data dir: %w", err)
+	}
+	path := filepath.Join(c.DataDir, "jwt_secret")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		c.JWTSecret = strings.TrimSpace(string(b))
+		return nil
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return fmt.Errorf("config: generate jwt secret: %w", err)
+	}
+	secret := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("config: write jwt secret: %w", err)
+	}
+	c.JWTSecret = secret
+	return nil
+}
+
+// EnsureCallbackSecret fills CallbackSecret like the JWT secret when unset.
+func (c *Config) EnsureCallbackSecret() error {
+	if c.CallbackSecret != "" {
+		return nil
+	}
+	path := filepath.Join(c.DataDir, "callback_secret")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		c.CallbackSecret = strings.TrimSpace(string(b))
+		return nil
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return fmt.Errorf("config: generate callback secret: %w", err)
+	}
+	c.CallbackSecret = hex.EncodeToString(buf)
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("config: data dir: %w", err)
+	}
+	return os.WriteFile(path, []byte(c.CallbackSecret+"\n"), 0o600)
+}
+
+type reader struct {
+	lookup func(string) (string, bool)
+	err    error
+}
+
+// get reads NAME, or the contents of the file named by NAME_FILE (for secrets).
+func (r *reader) get(name string) (string, bool) {
+	if v, ok := r.lookup(name); ok {
+		return strings.TrimSpace(v), true
+	}
+	if p, ok := r.lookup(name + "_FILE"); ok && p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			r.err = errors.Join(r.err, fmt.Errorf("%s_FILE: %w", name, err))
+			return "", false
+		}
+		return strings.TrimSpace(string(b)), true
+	}
+	return "", false
+}
+
+func (r *reader) str(name string, dst *string) {
+	if v, ok := r.get(name); ok {
+		*dst = v
+	}
+}
+
+func (r *reader) int(name string, dst *int) {
+	if v, ok := r.get(name); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			r.err = errors.Join(r.err, fmt.Errorf("%s: %q is not a whole number", name, v))
+			return
+		}
+		*dst = n
+	}
+}
+
+func (r *reader) float(name string, dst *float64) {
+	if v, ok := r.get(name); ok && v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			r.err = errors.Join(r.err, fmt.Errorf("%s: %q is not a number", name, v))
+			return
+		}
+		*dst = f
+	}
+}
+
+func (r *reader) bool(name string, dst *bool) {
+	if v, ok := r.get(name); ok && v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			r.err = errors.Join(r.err, fmt.Errorf("%s: %q is not true or false", name, v))
+			return
+		}
+		*dst = b
+	}
+}
+
+func (r *reader) millis(name string, dst *time.Duration) {
+	var n int
+	set := false
+	if v, ok := r.get(name); ok && v != "" {
+		set = true
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			r.err = errors.Join(r.err, fmt.Errorf("%s: %q is not a number of milliseconds", name, v))
+			return
+		}
+	}
+	if set {
+		*dst = time.Duration(n) * time.Millisecond
+	}
+}
+
+func (r *reader) list(name string, dst *[]string) {
+	if v, ok := r.get(name); ok && v != "" {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		*dst = out
+	}
+}
+
+// envWithDotenv looks a name up in the environment, then in the .env file at path.
+func envWithDotenv(path string) func(string) (string, bool) {
+	file := map[string]string{}
+	if f, err := os.Open(path); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+			if !ok {
+				continue
+			}
+			file[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return func(name string) (string, bool) {
+		if v, ok := os.LookupEnv(name); ok {
+			return v, true
+		}
+		v, ok := file[name]
+		return v, ok
+	}
+}

@@ -1,0 +1,5 @@
+package store
+
+// Outbox stores outbound events waiting for delivery.
+type Outbox interface {
+}

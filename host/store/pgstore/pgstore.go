@@ -1,0 +1,251 @@
+// Package pgstore is the PostgreSQL store driver: a pgx/v5 pool, migrations under an advisory
+// lock, and pgvector's vector column and HNSW index when the extension can be created.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/sqldb"
+)
+
+// Driver is the PostgreSQL store.
+type Driver struct {
+	*sqldb.DB
+	pool   *pgxpool.Pool
+	vector bool
+}
+
+var _ store.Driver = (*Driver)(nil)
+
+// Options configure Open.
+type Options struct {
+	// VectorSearch tries to use pgvector (CREATE EXTENSION vector); false keeps the in-memory path.
+	VectorSearch bool
+	// Schema, when set, is created and put first on the search path (tests use one per test).
+	Schema string
+	Clock  func() time.Time
+	Logger *slog.Logger
+}
+
+// migrationLock is the advisory lock key under which hosts migrate one at a time.
+const migrationLock = 7_316_220_451
+
+// Open connects, migrates under an advisory lock, and sets up pgvector when asked and possible.
+func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse DATABASE_URL: %w", err)
+	}
+	if opt.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = opt.Schema + ",public"
+	}
+	setup, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	vector, err := prepare(ctx, setup, opt, log)
+	setup.Close()
+	if err != nil {
+		return nil, err
+	}
+	if vector {
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	d := &Driver{pool: pool, vector: vector}
+	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
+	if err := d.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// prepare creates the schema, migrates and sets up pgvector, holding the migration lock on one
+// connection so several hosts starting together take turns.
+func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Logger) (bool, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return false, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		return false, fmt.Errorf("pgstore: migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock)) //nolint:errcheck // released with the session anyway
+	if opt.Schema != "" {
+		if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{opt.Schema}.Sanitize()); err != nil {
+			return false, fmt.Errorf("pgstore: create schema: %w", err)
+		}
+	}
+	db := sqldb.New(singleConn{conn.Conn()}, func(ctx context.Context) (sqldb.Tx, error) {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return txConn{tx}, nil
+	}, dialect, opt.Clock)
+	if err := db.Migrate(ctx, func(ctx context.Context, tx *sqldb.DB, script string) error {
+		_, err := tx.Exec(ctx, script)
+		return err
+	}); err != nil {
+		return false, err
+	}
+	if !opt.VectorSearch {
+		log.Info("knowledge search path: in-memory vector scoring (KB_VECTOR_SEARCH=off)")
+		return false, nil
+	}
+	// The extension lives in public so that per-test schemas share one installation.
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public`); err != nil {
+		log.Warn("knowledge search path: in-memory vector scoring (pgvector unavailable)", "reason", err.Error())
+		return false, nil
+	}
+	for _, q := range []string{
+		`ALTER TABLE knowledge_embeddings ADD COLUMN IF NOT EXISTS embedding_vector public.vector(1536)`,
+		`CREATE INDEX IF NOT EXISTS knowledge_embeddings_hnsw ON knowledge_embeddings USING hnsw (embedding_vector public.vector_cosine_ops)`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return false, fmt.Errorf("pgstore: pgvector setup: %w", err)
+		}
+	}
+	log.Info("knowledge search path: pgvector (HNSW, cosine)")
+	return true, nil
+}
+
+var dialect = &sqldb.Dialect{
+	Name:     "postgres",
+	MapError: mapError,
+	TimeArg:  func(t time.Time) any { return t },
+}
+
+func mapError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return fmt.Errorf("%w: %v", store.ErrConflict, err)
+	}
+	return err
+}
+
+// Pool exposes the pgx pool to this driver's own extensions (LISTEN/NOTIFY, advisory locks).
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+
+// Name implements store.Driver.
+func (d *Driver) Name() string { return "postgres" }
+
+// Ping implements store.Driver.
+func (d *Driver) Ping(ctx context.Context) error {
+	if err := d.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("pgstore: ping: %w", err)
+	}
+	return nil
+}
+
+// Close implements store.Driver.
+func (d *Driver) Close() error {
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	return nil
+}
+
+// SupportsVectorSearch implements store.Driver.
+func (d *Driver) SupportsVectorSearch() bool { return d.vector }
+
+// InTx implements store.Driver.
+func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
+	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
+		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector})
+	})
+}
+
+func (d *Driver) begin(ctx context.Context) (sqldb.Tx, error) {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return txConn{tx}, nil
+}
+
+type pgQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+type poolConn struct{ q pgQuerier }
+
+func (c poolConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := c.q.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (c poolConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
+	rows, err := c.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rowsAdapter{rows}, nil
+}
+
+func (c poolConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
+	return c.q.QueryRow(ctx, q, args...)
+}
+
+type singleConn struct{ c *pgx.Conn }
+
+func (s singleConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	return poolConn{s.c}.Exec(ctx, q, args...)
+}
+func (s singleConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
+	return poolConn{s.c}.Query(ctx, q, args...)
+}
+func (s singleConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
+	return poolConn{s.c}.QueryRow(ctx, q, args...)
+}
+
+type txConn struct{ tx pgx.Tx }
+
+func (t txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	return poolConn{t.tx}.Exec(ctx, q, args...)
+}
+func (t txConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
+	return poolConn{t.tx}.Query(ctx, q, args...)
+}
+func (t txConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
+	return poolConn{t.tx}.QueryRow(ctx, q, args...)
+}
+func (t txConn) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
+func (t txConn) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+
+type rowsAdapter struct{ r pgx.Rows }
+
+func (r rowsAdapter) Next() bool             { return r.r.Next() }
+func (r rowsAdapter) Scan(dest ...any) error { return r.r.Scan(dest...) }
+func (r rowsAdapter) Close() error           { r.r.Close(); return nil }
+func (r rowsAdapter) Err() error             { return r.r.Err() }

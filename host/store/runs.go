@@ -1,0 +1,5 @@
+package store
+
+// Runs stores workflow runs, trace steps and jobs.
+type Runs interface {
+}

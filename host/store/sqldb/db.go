@@ -1,0 +1,261 @@
+// Package sqldb is the SQL shared by the two store drivers. Queries are written once, with $n
+// placeholders, and run through a small connection interface that pgstore implements over a pgx
+// pool and sqlitestore over database/sql. Only the drivers import this package.
+package sqldb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Rows is a result set.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Close() error
+	Err() error
+}
+
+// Row is a single-row result.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Conn runs statements: a pool, a connection or a transaction.
+type Conn interface {
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Tx is a transaction.
+type Tx interface {
+	Conn
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// Dialect is what differs between the drivers.
+type Dialect struct {
+	Name string // "postgres" or "sqlite"
+	// MapError turns driver errors into store sentinels (no rows: ErrNotFound, unique: ErrConflict).
+	MapError func(error) error
+	// TimeArg encodes a time argument (time.Time for pgx, fixed-width text for SQLite).
+	TimeArg func(time.Time) any
+}
+
+// DB runs the shared queries over one Conn.
+type DB struct {
+	conn  Conn
+	begin func(ctx context.Context) (Tx, error) // nil inside a transaction
+	D     *Dialect
+	Clock func() time.Time
+}
+
+// New returns a DB over conn; begin starts transactions (nil for a DB that is one already).
+func New(conn Conn, begin func(ctx context.Context) (Tx, error), d *Dialect, clock func() time.Time) *DB {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &DB{conn: conn, begin: begin, D: d, Clock: clock}
+}
+
+// Now is the store's clock, in UTC with microsecond precision (what both databases keep).
+func (db *DB) Now() time.Time { return db.Clock().UTC().Truncate(time.Microsecond) }
+
+// InTransaction reports whether db is a transaction.
+func (db *DB) InTransaction() bool { return db.begin == nil }
+
+// WithTx runs fn in a transaction; inside one already, fn runs in it.
+func (db *DB) WithTx(ctx context.Context, fn func(tx *DB) error) (err error) {
+	if db.begin == nil {
+		return fn(db)
+	}
+	tx, err := db.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+		if err != nil {
+			if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}()
+	if err = fn(&DB{conn: tx, D: db.D, Clock: db.Clock}); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return fmt.Errorf("store: commit: %w", db.D.MapError(err))
+	}
+	return nil
+}
+
+// Exec runs a statement and returns the rows it affected.
+func (db *DB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	n, err := db.conn.Exec(ctx, q, args...)
+	return n, db.D.MapError(err)
+}
+
+// Query runs a query.
+func (db *DB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	rows, err := db.conn.Query(ctx, q, args...)
+	if err != nil {
+		return nil, db.D.MapError(err)
+	}
+	return rows, nil
+}
+
+// QueryRow runs a single-row query; Scan returns store.ErrNotFound when there is no row.
+func (db *DB) QueryRow(ctx context.Context, q string, args ...any) Row {
+	return mappedRow{db.conn.QueryRow(ctx, q, args...), db.D.MapError}
+}
+
+type mappedRow struct {
+	r   Row
+	fix func(error) error
+}
+
+func (m mappedRow) Scan(dest ...any) error { return m.fix(m.r.Scan(dest...)) }
+
+// T encodes a time argument; the zero time is NULL.
+func (db *DB) T(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return db.D.TimeArg(t.UTC())
+}
+
+// TP encodes an optional time argument.
+func (db *DB) TP(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return db.T(*t)
+}
+
+// SQLiteTimeFormat is the fixed-width UTC form times are stored in on SQLite, so they sort as text.
+const SQLiteTimeFormat = "2006-01-02T15:04:05.000000Z"
+
+// J encodes a JSON argument; empty is NULL.
+func J(raw []byte) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+// JOr encodes a JSON argument, with def when raw is empty.
+func JOr(raw []byte, def string) any {
+	if len(raw) == 0 {
+		return def
+	}
+	return string(raw)
+}
+
+// JV marshals v as a JSON argument.
+func JV(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode json: %w", err)
+	}
+	return string(b), nil
+}
+
+// Time scans a timestamp column (time.Time from pgx, text from SQLite) into *dst.
+func Time(dst *time.Time) any { return timeScanner{dst: dst} }
+
+// NullTime scans a nullable timestamp column into *dst (nil for NULL).
+func NullTime(dst **time.Time) any { return nullTimeScanner{dst: dst} }
+
+// JSON scans a JSON column (text or bytes) into *dst (nil for NULL).
+func JSON(dst *json.RawMessage) any { return jsonScanner{dst: dst} }
+
+type timeScanner struct{ dst *time.Time }
+
+func (s timeScanner) Scan(v any) error {
+	t, ok, err := parseTime(v)
+	if err != nil {
+		return err
+	}
+	if ok {
+		*s.dst = t
+	} else {
+		*s.dst = time.Time{}
+	}
+	return nil
+}
+
+type nullTimeScanner struct{ dst **time.Time }
+
+func (s nullTimeScanner) Scan(v any) error {
+	t, ok, err := parseTime(v)
+	if err != nil {
+		return err
+	}
+	if ok {
+		*s.dst = &t
+	} else {
+		*s.dst = nil
+	}
+	return nil
+}
+
+func parseTime(v any) (time.Time, bool, error) {
+	switch x := v.(type) {
+	case nil:
+		return time.Time{}, false, nil
+	case time.Time:
+		return x.UTC(), true, nil
+	case string:
+		return parseTimeText(x)
+	case []byte:
+		return parseTimeText(string(x))
+	}
+	return time.Time{}, false, fmt.Errorf("store: cannot scan %T as a time", v)
+}
+
+func parseTimeText(s string) (time.Time, bool, error) {
+	if s == "" {
+		return time.Time{}, false, nil
+	}
+	for _, layout := range []string{SQLiteTimeFormat, time.RFC3339Nano, "2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), true, nil
+		}
+	}
+	return time.Time{}, false, fmt.Errorf("store: bad time %q", s)
+}
+
+type jsonScanner struct{ dst *json.RawMessage }
+
+func (s jsonScanner) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*s.dst = nil
+	case string:
+		*s.dst = json.RawMessage(x)
+	case []byte:
+		*s.dst = append(json.RawMessage(nil), x...)
+	default:
+		b, err := json.Marshal(x) // pgx may hand jsonb over decoded
+		if err != nil {
+			return fmt.Errorf("store: scan json: %w", err)
+		}
+		*s.dst = b
+	}
+	return nil
+}
+
+var placeholder = regexp.MustCompile(`\$(\d+)`)
+
+// RebindSQLite turns $n placeholders into SQLite's ?n.
+func RebindSQLite(q string) string { return placeholder.ReplaceAllString(q, "?$1") }

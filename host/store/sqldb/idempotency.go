@@ -1,0 +1,59 @@
+package sqldb
+
+import (
+	"context"
+	"time"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// ReserveIdempotencyKey implements store.Idempotency. An expired record is replaced.
+func (db *DB) ReserveIdempotencyKey(ctx context.Context, r *store.IdempotentResponse, since time.Time) (*store.IdempotentResponse, error) {
+	var got *store.IdempotentResponse
+	err := db.WithTx(ctx, func(tx *DB) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND created_at < $3`,
+			r.UserID, r.Key, tx.T(since)); err != nil {
+			return err
+		}
+		r.CreatedAt = tx.Now()
+		n, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status_code, created_at)
+			VALUES ($1, $2, $3, 0, $4) ON CONFLICT (user_id, key) DO NOTHING`, r.UserID, r.Key, r.RequestHash, tx.T(r.CreatedAt))
+		if err == nil && n == 0 {
+			var old store.IdempotentResponse
+			old.UserID, old.Key = r.UserID, r.Key
+			if err := tx.QueryRow(ctx, `SELECT request_hash, status_code, content_type, body, created_at
+				FROM idempotency_keys WHERE user_id = $1 AND key = $2`, r.UserID, r.Key).
+				Scan(&old.RequestHash, &old.Status, &old.ContentType, &old.Body, Time(&old.CreatedAt)); err != nil {
+				return err
+			}
+			got = &old
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if got != nil {
+		return got, store.ErrConflict
+	}
+	return nil, nil
+}
+
+// CompleteIdempotencyKey implements store.Idempotency.
+func (db *DB) CompleteIdempotencyKey(ctx context.Context, r *store.IdempotentResponse) error {
+	_, err := db.Exec(ctx, `UPDATE idempotency_keys SET status_code = $3, content_type = $4, body = $5
+		WHERE user_id = $1 AND key = $2`, r.UserID, r.Key, r.Status, r.ContentType, r.Body)
+	return err
+}
+
+// ReleaseIdempotencyKey implements store.Idempotency.
+func (db *DB) ReleaseIdempotencyKey(ctx context.Context, userID, key string) error {
+	_, err := db.Exec(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status_code = 0`, userID, key)
+	return err
+}
+
+// PurgeIdempotencyKeys implements store.Idempotency.
+func (db *DB) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
+	return db.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, db.T(before))
+}

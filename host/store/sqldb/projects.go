@@ -1,0 +1,117 @@
+package sqldb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+const projectCols = `id, user_id, name, description, status, workflow_preset_id, blueprint, created_at, updated_at, is_deleted`
+
+func scanProject(r Row) (*store.Project, error) {
+	var p store.Project
+	var bp json.RawMessage
+	if err := r.Scan(&p.ID, &p.UserID, &p.Name, &p.Description, &p.Status, &p.WorkflowPresetID, JSON(&bp),
+		Time(&p.CreatedAt), Time(&p.UpdatedAt), &p.IsDeleted); err != nil {
+		return nil, err
+	}
+	p.Blueprint = bp
+	return &p, nil
+}
+
+// CreateProject implements store.Projects.
+func (db *DB) CreateProject(ctx context.Context, p *store.Project) error {
+	now := db.Now()
+	p.CreatedAt, p.UpdatedAt = now, now
+	if p.Status == "" {
+		p.Status = store.ProjectActive
+	}
+	_, err := db.Exec(ctx, `INSERT INTO projects (`+projectCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, FALSE)`,
+		p.ID, p.UserID, p.Name, p.Description, p.Status, p.WorkflowPresetID, J(p.Blueprint), db.T(now), db.T(now))
+	return err
+}
+
+// GetProject implements store.Projects.
+func (db *DB) GetProject(ctx context.Context, id string) (*store.Project, error) {
+	return scanProject(db.QueryRow(ctx, `SELECT `+projectCols+` FROM projects WHERE id = $1`, id))
+}
+
+// ListProjects implements store.Projects.
+func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]store.Project, int, error) {
+	where := []string{"is_deleted = FALSE"}
+	var args []any
+	if p.UserID != "" {
+		args = append(args, p.UserID)
+		where = append(where, fmt.Sprintf("user_id = $%d", len(args)))
+	}
+	if p.Status != "" {
+		args = append(args, p.Status)
+		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM projects WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	args = append(args, p.Limit, p.Offset)
+	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+projectCols+` FROM projects WHERE %s
+		ORDER BY created_at DESC, id LIMIT $%d OFFSET $%d`, cond, len(args)-1, len(args)), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []store.Project
+	for rows.Next() {
+		pr, err := scanProject(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *pr)
+	}
+	return out, total, rows.Err()
+}
+
+// UpdateProject implements store.Projects.
+func (db *DB) UpdateProject(ctx context.Context, p store.UpdateProjectParams) (*store.Project, error) {
+	sets := []string{"updated_at = $2"}
+	args := []any{p.ID, db.T(db.Now())}
+	add := func(col string, v any) {
+		args = append(args, v)
+		sets = append(sets, fmt.Sprintf("%s = $%d", col, len(args)))
+	}
+	if p.Name != nil {
+		add("name", *p.Name)
+	}
+	if p.Description != nil {
+		add("description", *p.Description)
+	}
+	if p.Status != nil {
+		add("status", *p.Status)
+	}
+	if p.WorkflowPresetID != nil {
+		add("workflow_preset_id", *p.WorkflowPresetID)
+	}
+	if p.Blueprint != nil {
+		add("blueprint", J(p.Blueprint))
+	}
+	n, err := db.Exec(ctx, `UPDATE projects SET `+strings.Join(sets, ", ")+` WHERE id = $1 AND is_deleted = FALSE`, args...)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, store.ErrNotFound
+	}
+	return db.GetProject(ctx, p.ID)
+}
+
+// SoftDeleteProject implements store.Projects.
+func (db *DB) SoftDeleteProject(ctx context.Context, id string) error {
+	n, err := db.Exec(ctx, `UPDATE projects SET is_deleted = TRUE, updated_at = $2 WHERE id = $1 AND is_deleted = FALSE`, id, db.T(db.Now()))
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}

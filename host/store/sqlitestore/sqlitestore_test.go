@@ -1,0 +1,42 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/host/store/storetest"
+)
+
+func open(t *testing.T) store.Driver {
+	t.Helper()
+	d, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestConformance(t *testing.T) { storetest.Run(t, open) }
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "re.db")
+	d, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := storetest.NewUser(t, d, "")
+	d.Close()
+	d2, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatalf("reopen (migrations applied twice?): %v", err)
+	}
+	defer d2.Close()
+	if _, err := d2.GetUser(ctx, u.ID); err != nil {
+		t.Errorf("GetUser after reopen = %v", err)
+	}
+}

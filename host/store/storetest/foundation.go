@@ -1,0 +1,191 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+func testUsers(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := &store.User{ID: uuid.NewString(), Email: "Mixed.Case@Example.COM", Username: "mixed", PasswordHash: "h", Role: store.RoleFreeUser}
+	if err := d.CreateUser(ctx, u); err != nil {
+		t.Fatalf("CreateUser: %v", err)
+	}
+	got, err := d.GetUserByEmail(ctx, "mixed.case@example.com")
+	if err != nil {
+		t.Fatalf("GetUserByEmail(lower) = %v", err)
+	}
+	if got.ID != u.ID || got.Email != "mixed.case@example.com" || got.CreatedAt.IsZero() {
+		t.Errorf("GetUserByEmail = %+v, want id %s and lower-cased email", got, u.ID)
+	}
+	if !got.CreatedAt.Equal(u.CreatedAt) {
+		t.Errorf("CreatedAt round trip = %v, want %v", got.CreatedAt, u.CreatedAt)
+	}
+	dup := &store.User{ID: uuid.NewString(), Email: "MIXED.case@example.com", Username: "dup", PasswordHash: "h", Role: store.RoleFreeUser}
+	if err := d.CreateUser(ctx, dup); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("CreateUser(same email, other case) = %v, want ErrConflict", err)
+	}
+	if _, err := d.GetUser(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetUser(unknown) = %v, want ErrNotFound", err)
+	}
+	if err := d.SetUserRole(ctx, u.ID, store.RoleAdmin); err != nil {
+		t.Fatalf("SetUserRole: %v", err)
+	}
+	if got, _ := d.GetUser(ctx, u.ID); got.Role != store.RoleAdmin {
+		t.Errorf("role after SetUserRole = %q, want admin", got.Role)
+	}
+}
+
+func testRefreshTokens(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	fam := uuid.NewString()
+	now := d.Now()
+	a := &store.RefreshToken{ID: uuid.NewString(), UserID: u.ID, FamilyID: fam, TokenHash: "ha", ExpiresAt: now.Add(time.Hour)}
+	b := &store.RefreshToken{ID: uuid.NewString(), UserID: u.ID, FamilyID: fam, TokenHash: "hb", ExpiresAt: now.Add(time.Hour)}
+	for _, tok := range []*store.RefreshToken{a, b} {
+		if err := d.CreateRefreshToken(ctx, tok); err != nil {
+			t.Fatalf("CreateRefreshToken: %v", err)
+		}
+	}
+	if err := d.RevokeRefreshToken(ctx, a.ID, now); err != nil {
+		t.Fatalf("RevokeRefreshToken: %v", err)
+	}
+	if err := d.RevokeRefreshToken(ctx, a.ID, now); !errors.Is(err, store.ErrStale) {
+		t.Errorf("second RevokeRefreshToken = %v, want ErrStale", err)
+	}
+	if err := d.RevokeRefreshFamily(ctx, fam, now); err != nil {
+		t.Fatalf("RevokeRefreshFamily: %v", err)
+	}
+	got, err := d.GetRefreshToken(ctx, "hb")
+	if err != nil || got.RevokedAt == nil {
+		t.Errorf("GetRefreshToken(hb) = %+v, %v; want revoked", got, err)
+	}
+	if _, err := d.GetRefreshToken(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRefreshToken(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testProjects(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u, other := NewUser(t, d, ""), NewUser(t, d, "")
+	p1, p2, p3 := NewProject(t, d, u.ID), NewProject(t, d, u.ID), NewProject(t, d, u.ID)
+	NewProject(t, d, other.ID)
+	archived := store.ProjectArchived
+	if _, err := d.UpdateProject(ctx, store.UpdateProjectParams{ID: p2.ID, Status: &archived}); err != nil {
+		t.Fatalf("UpdateProject: %v", err)
+	}
+	if err := d.SoftDeleteProject(ctx, p3.ID); err != nil {
+		t.Fatalf("SoftDeleteProject: %v", err)
+	}
+	tests := map[string]struct {
+		params    store.ListProjectsParams
+		wantIDs   []string
+		wantTotal int
+	}{
+		"all live":  {store.ListProjectsParams{UserID: u.ID, Limit: 10}, []string{p2.ID, p1.ID}, 2},
+		"archived":  {store.ListProjectsParams{UserID: u.ID, Status: "archived", Limit: 10}, []string{p2.ID}, 1},
+		"page size": {store.ListProjectsParams{UserID: u.ID, Limit: 1}, []string{p2.ID}, 2},
+		"page 2":    {store.ListProjectsParams{UserID: u.ID, Limit: 1, Offset: 1}, []string{p1.ID}, 2},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, total, err := d.ListProjects(ctx, tc.params)
+			if err != nil {
+				t.Fatalf("ListProjects: %v", err)
+			}
+			var ids []string
+			for _, p := range got {
+				ids = append(ids, p.ID)
+			}
+			// created within the same microsecond tick order by id; compare as sets then.
+			if diff := cmp.Diff(sorted(tc.wantIDs), sorted(ids)); diff != "" || total != tc.wantTotal {
+				t.Errorf("ListProjects(%+v) ids diff (-want +got):\n%s total %d want %d", tc.params, diff, total, tc.wantTotal)
+			}
+		})
+	}
+	got, err := d.GetProject(ctx, p3.ID)
+	if err != nil || !got.IsDeleted {
+		t.Errorf("GetProject(deleted) = %+v, %v; want it, marked deleted", got, err)
+	}
+	name := strings.Repeat("名", 300)
+	up, err := d.UpdateProject(ctx, store.UpdateProjectParams{ID: p1.ID, Name: &name, Blueprint: []byte(`{"days":[1]}`)})
+	if err != nil || up.Name != name || string(up.Blueprint) == "" {
+		t.Errorf("UpdateProject(name, blueprint) = %+v, %v", up, err)
+	}
+	if _, err := d.UpdateProject(ctx, store.UpdateProjectParams{ID: p3.ID, Name: &name}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("UpdateProject(deleted) = %v, want ErrNotFound", err)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func testIdempotency(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	since := d.Now().Add(-24 * time.Hour)
+	r := &store.IdempotentResponse{UserID: "u1", Key: "k1", RequestHash: "h1"}
+	if old, err := d.ReserveIdempotencyKey(ctx, r, since); err != nil || old != nil {
+		t.Fatalf("first Reserve = %v, %v; want nil, nil", old, err)
+	}
+	r.Status, r.Body, r.ContentType = 201, []byte(`{"ok":true}`), "application/json"
+	if err := d.CompleteIdempotencyKey(ctx, r); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	old, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: "u1", Key: "k1", RequestHash: "h2"}, since)
+	if !errors.Is(err, store.ErrConflict) || old == nil || old.Status != 201 || string(old.Body) != `{"ok":true}` || old.RequestHash != "h1" {
+		t.Errorf("second Reserve = %+v, %v; want the first answer and ErrConflict", old, err)
+	}
+	if old, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: "u2", Key: "k1", RequestHash: "h1"}, since); err != nil || old != nil {
+		t.Errorf("Reserve by another user = %v, %v; want a fresh reservation", old, err)
+	}
+	if old, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: "u1", Key: "k1", RequestHash: "h3"}, d.Now().Add(time.Hour)); err != nil || old != nil {
+		t.Errorf("Reserve after expiry = %v, %v; want a fresh reservation", old, err)
+	}
+}
+
+func testTransactions(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	boom := errors.New("boom")
+	var pid string
+	err := d.InTx(ctx, func(tx store.Driver) error {
+		p := NewProject(t, tx, u.ID)
+		pid = p.ID
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("InTx = %v, want boom", err)
+	}
+	if _, err := d.GetProject(ctx, pid); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("project written in a rolled-back transaction: GetProject = %v, want ErrNotFound", err)
+	}
+	if err := d.InTx(ctx, func(tx store.Driver) error { pid = NewProject(t, tx, u.ID).ID; return nil }); err != nil {
+		t.Fatalf("InTx(commit) = %v", err)
+	}
+	if _, err := d.GetProject(ctx, pid); err != nil {
+		t.Errorf("committed project: GetProject = %v", err)
+	}
+}

@@ -1,0 +1,83 @@
+// Package storetest is the conformance suite every store driver passes. Drivers call Run from
+// their tests; each domain adds its checks to the suites table below (one file per domain).
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// Opener returns a fresh, empty, migrated driver for one test (closed by the opener's cleanup).
+type Opener func(t *testing.T) store.Driver
+
+// suites lists the conformance checks, by domain.
+var suites = []struct {
+	name string
+	fn   func(t *testing.T, open Opener)
+}{
+	{"users", testUsers},
+	{"refresh_tokens", testRefreshTokens},
+	{"projects", testProjects},
+	{"idempotency", testIdempotency},
+	{"transactions", testTransactions},
+}
+
+// Run runs every conformance check against the driver open makes.
+func Run(t *testing.T, open Opener) {
+	t.Helper()
+	for _, s := range suites {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			s.fn(t, open)
+		})
+	}
+}
+
+// PostgresURL returns TEST_DATABASE_URL or skips the test.
+func PostgresURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("TEST_DATABASE_URL")
+	if u == "" {
+		t.Skip("set TEST_DATABASE_URL to run Postgres tests")
+	}
+	return u
+}
+
+// SchemaName returns a fresh schema name for one PostgreSQL test.
+func SchemaName() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "t_" + hex.EncodeToString(b)
+}
+
+// NewUser inserts a user and returns it.
+func NewUser(t *testing.T, d store.Driver, role string) *store.User {
+	t.Helper()
+	if role == "" {
+		role = store.RoleFreeUser
+	}
+	id := uuid.NewString()
+	u := &store.User{ID: id, Email: fmt.Sprintf("u-%s@example.com", id[:8]), Username: "u" + id[:8], PasswordHash: "x", Role: role}
+	if err := d.CreateUser(context.Background(), u); err != nil {
+		t.Fatalf("CreateUser: %v", err)
+	}
+	return u
+}
+
+// NewProject inserts a project owned by userID and returns it.
+func NewProject(t *testing.T, d store.Driver, userID string) *store.Project {
+	t.Helper()
+	p := &store.Project{ID: uuid.NewString(), UserID: userID, Name: "p " + userID[:4], Description: "d"}
+	if err := d.CreateProject(context.Background(), p); err != nil {
+		t.Fatalf("CreateProject: %v", err)
+	}
+	return p
+}
