@@ -1,0 +1,96 @@
+// Package echo is a tiny engine for tests of the plugin machinery: each step of a run echoes the
+// run's inputs as its outputs, and reports itself and the progress to the host.
+//
+// Inputs it understands, for tests: "sleep_ms" (each step waits that long, or until the run is
+// cancelled), "fail_code" (Run fails with that catalogue code), and "generate" (each step asks the
+// host's language model once, a call back into the host).
+package echo
+
+import (
+	"context"
+	"time"
+
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Version is the engine's version.
+const Version = "0.1.0"
+
+// Engine is the echo engine. It has no state and is safe for concurrent use.
+type Engine struct{}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New returns an echo engine, for engine.Serve.
+func New() engine.Engine { return &Engine{} }
+
+// Info describes the echo engine.
+func (e *Engine) Info(context.Context) (*engine.Info, error) {
+	return &engine.Info{Name: "echo", Version: Version, APIVersion: engine.APIVersion}, nil
+}
+
+// Run echoes the inputs through every step of the workflow (one step "echo" when it has none).
+func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
+	const op = "echo.Run"
+	if req.RunID == "" {
+		return nil, errcode.Invalid("run_id", "is required")
+	}
+	if c, ok := req.Inputs["fail_code"].(string); ok && c != "" {
+		return nil, errcode.E(op, errcode.Code(c), "echo was asked to fail", nil)
+	}
+	steps := req.Workflow.Steps
+	if len(steps) == 0 {
+		steps = []engine.Step{{ID: "echo", Name: "Echo", Agent: "echo"}}
+	}
+	sleep := time.Duration(0)
+	if ms, ok := req.Inputs["sleep_ms"].(float64); ok {
+		sleep = time.Duration(ms * float64(time.Millisecond))
+	}
+	_, generate := req.Inputs["generate"]
+	outputs := map[string]any{}
+	for i, s := range steps {
+		start := time.Now().UTC()
+		step := engine.TraceStep{StepID: s.ID, StepName: s.Name, Agent: s.Agent, Status: engine.StepRunning,
+			Inputs: req.Inputs, StartedAt: &start, Engine: "echo", Degraded: req.Degraded}
+		if err := h.ReportStep(ctx, req.RunID, step); err != nil {
+			return nil, err
+		}
+		if sleep > 0 {
+			t := time.NewTimer(sleep)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, errcode.E(op, errcode.WorkflowCancelled, "", ctx.Err())
+			}
+		}
+		if generate {
+			if _, err := h.Generate(ctx, &engine.GenerateRequest{Prompt: "echo"}); err != nil {
+				return nil, err
+			}
+		}
+		end := time.Now().UTC()
+		ms := float64(end.Sub(start)) / float64(time.Millisecond)
+		step.Status, step.Outputs, step.CompletedAt, step.DurationMS = engine.StepCompleted, req.Inputs, &end, &ms
+		if err := h.ReportStep(ctx, req.RunID, step); err != nil {
+			return nil, err
+		}
+		if err := h.ReportProgress(ctx, req.RunID, float64(i+1)*100/float64(len(steps)), s.ID); err != nil {
+			return nil, err
+		}
+		outputs[s.ID] = req.Inputs
+	}
+	return &engine.RunResult{Status: engine.StatusCompleted, Outputs: outputs}, nil
+}
+
+// Callback echoes the callback's payload as the run's outputs.
+func (e *Engine) Callback(_ context.Context, _ engine.Host, req *engine.CallbackRequest) (*engine.RunResult, error) {
+	return &engine.RunResult{Status: engine.StatusCompleted, Outputs: map[string]any{"payload": req.Payload}}, nil
+}
+
+// Cancel has nothing to stop: echo starts no outside work.
+func (e *Engine) Cancel(context.Context, *engine.CancelRequest) error { return nil }
+
+// Health is always nil.
+func (e *Engine) Health(context.Context) error { return nil }
