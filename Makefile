@@ -1,0 +1,59 @@
+# Reelforge. `make` lists the targets.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin
+PLUGINS := $(notdir $(wildcard plugins/*))
+export GOFLAGS ?= -buildvcs=false
+
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: plugins ## build the host (bin/reelforge) and the plugins (bin/plugins/)
+	$(GO) build -o $(BIN)/reelforge ./host
+
+plugins: ## build every plugin binary into bin/plugins/
+	@mkdir -p $(BIN)/plugins
+	@for d in plugins/*/cmd/*-plugin; do \
+		[ -d "$$d" ] || continue; \
+		echo "$(GO) build -o $(BIN)/plugins/$$(basename $$d) ./$$d"; \
+		$(GO) build -o $(BIN)/plugins/$$(basename $$d) ./$$d || exit 1; \
+	done
+
+run: build ## build and start the host on :3001 with zero configuration (SQLite in ./data)
+	exec ./$(BIN)/reelforge serve
+
+test: plugins ## run every test (SQLite always; PostgreSQL too when TEST_DATABASE_URL is set)
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-short: ## quick tests: no plugin processes, no race detector
+	$(GO) test -short -count=1 ./...
+
+test-pg: ## the store and API tests against $TEST_DATABASE_URL
+	@test -n "$$TEST_DATABASE_URL" || { echo "set TEST_DATABASE_URL"; exit 1; }
+	$(GO) test -count=1 ./host/store/... ./host/api/...
+
+bench: build ## measure speed (see BENCHMARKS.md); TEST_DATABASE_URL adds PostgreSQL figures
+	$(GO) run ./host/cmd/bench
+
+proto: ## regenerate the plugin protocol's Go code
+	bash sdk/proto/generate.sh
+
+verify: proto ## regenerate, then fail when generated code drifted
+	git diff --exit-code -- sdk/
+
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l host sdk plugins)" || { gofmt -l host sdk plugins; exit 1; }
+
+tidy: ## go mod tidy (-e: a test dependency of a dependency is not served here)
+	$(GO) mod tidy -e
+
+demo: build ## ingest the demo knowledge base for a demo user (host must be running on :3001)
+	bash scripts/demo.sh
+
+clean: ## remove build output
+	rm -rf $(BIN)
+
+.PHONY: help build plugins run test test-short test-pg bench proto verify lint tidy demo clean

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+var errNoRoute = errcode.New(errcode.NotFound, "Route not found")
+
+// envelope is the failure body of DECISIONS.md: {success:false, error:{code, errno, message, details?}}.
+type envelope struct {
+	Success bool      `json:"success"`
+	Error   errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    errcode.Code `json:"code"`
+	Errno   int          `json:"errno"`
+	Message string       `json:"message"`
+	Details any          `json:"details,omitempty"`
+}
+
+// handleError is Fiber's ErrorHandler, the only place that writes an error response. The cause of
+// an error is logged, never sent.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	e := toCoded(err)
+	status := e.HTTPStatus()
+	if status >= 500 || e.Code == errcode.Unknown {
+		s.Log.Error("request failed", "request_id", requestID(c), "method", c.Method(), "path", c.Path(),
+			"code", e.Code, "err", err.Error())
+	}
+	setStandardHeaders(c)
+	if e.RetryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(e.RetryAfter))
+	}
+	c.Response().ResetBody()
+	return c.Status(status).JSON(envelope{Error: errorBody{Code: e.Code, Errno: e.Code.Errno(), Message: e.Message(), Details: e.Details}})
+}
+
+// toCoded turns any error into a catalogued one; Fiber's own errors keep their meaning.
+func toCoded(err error) *errcode.Error {
+	if e := errcode.As(err); e != nil {
+		return e
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return errcode.E("", errcode.NotFound, "", err)
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrStale):
+		return errcode.E("", errcode.Validation, "The resource changed or already exists", err).WithStatus(http.StatusConflict)
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case http.StatusNotFound, http.StatusMethodNotAllowed:
+			return errNoRoute
+		case http.StatusRequestEntityTooLarge:
+			return tooLarge()
+		case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType,
+			http.StatusRequestHeaderFieldsTooLarge:
+			return errcode.New(errcode.Validation, "Bad request")
+		case http.StatusRequestTimeout:
+			return errcode.New(errcode.Validation, "Request timed out").WithStatus(http.StatusRequestTimeout)
+		case http.StatusTooManyRequests:
+			return errcode.New(errcode.RateLimitExceeded, "")
+		case http.StatusUnauthorized:
+			return errcode.New(errcode.Authentication, "")
+		case http.StatusForbidden:
+			return errcode.New(errcode.Authorization, "")
+		case http.StatusServiceUnavailable:
+			return errcode.New(errcode.ResourceExhausted, "Service unavailable")
+		}
+	}
+	return errcode.E("", errcode.Unknown, "", err)
+}
+
+func tooLarge() *errcode.Error {
+	return errcode.New(errcode.Validation, "Request body too large").WithStatus(http.StatusRequestEntityTooLarge)
+}

@@ -1,0 +1,261 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+const (
+	headerRequestID  = "X-Request-Id"
+	headerAPIVersion = "X-API-Version"
+	localRequestID   = "request_id"
+	localPrincipal   = "principal"
+)
+
+// requestHeaders gives every response X-Request-Id (the client's, when it sent a sane one) and
+// X-API-Version.
+func (s *Server) requestHeaders(c *fiber.Ctx) error {
+	id := c.Get(headerRequestID)
+	if !saneRequestID(id) {
+		id = uuid.NewString()
+	}
+	c.Locals(localRequestID, id)
+	setStandardHeaders(c)
+	return c.Next()
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if r < 0x21 || r > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func requestID(c *fiber.Ctx) string {
+	if id, ok := c.Locals(localRequestID).(string); ok {
+		return id
+	}
+	return ""
+}
+
+// setStandardHeaders (re)sets the headers every response carries; the error handler calls it too,
+// since errors raised before the middleware (an over-large body) skip it.
+func setStandardHeaders(c *fiber.Ctx) {
+	id := requestID(c)
+	if id == "" {
+		id = c.Get(headerRequestID)
+		if !saneRequestID(id) {
+			id = uuid.NewString()
+		}
+		c.Locals(localRequestID, id)
+	}
+	c.Set(headerRequestID, id)
+	c.Set(headerAPIVersion, "v1")
+}
+
+// recoverPanics turns a handler panic into a logged 500 in the envelope.
+func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.Log.Error("panic in handler", "request_id", requestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = errcode.E("api", errcode.Unknown, "", fmt.Errorf("panic: %v", r))
+		}
+	}()
+	return c.Next()
+}
+
+// logRequests writes one line per request.
+func (s *Server) logRequests(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	status := c.Response().StatusCode()
+	if err != nil {
+		status = toCoded(err).HTTPStatus()
+	}
+	user := ""
+	if p := principal(c); p != nil {
+		user = p.UserID
+	}
+	s.Log.Info("request", "request_id", requestID(c), "method", c.Method(), "route", c.Route().Path,
+		"status", status, "latency_ms", math.Round(float64(time.Since(start).Microseconds()))/1000, "user_id", user)
+	return err
+}
+
+// authenticate requires a valid bearer access token.
+func (s *Server) authenticate(c *fiber.Ctx) error {
+	h := c.Get(fiber.HeaderAuthorization)
+	tok, found := strings.CutPrefix(h, "Bearer ")
+	if !found || strings.TrimSpace(tok) == "" {
+		return errcode.New(errcode.Authentication, "Missing bearer token")
+	}
+	p, err := s.Auth.Verify(strings.TrimSpace(tok))
+	if err != nil {
+		return err
+	}
+	c.Locals(localPrincipal, p)
+	return c.Next()
+}
+
+func principal(c *fiber.Ctx) *auth.Principal {
+	p, _ := c.Locals(localPrincipal).(*auth.Principal)
+	return p
+}
+
+// jsonBodyLimit holds non-multipart bodies to BODY_LIMIT_BYTES (uploads have their own limit).
+func (s *Server) jsonBodyLimit(c *fiber.Ctx) error {
+	n := len(c.Body())
+	if strings.HasPrefix(strings.ToLower(c.Get(fiber.HeaderContentType)), fiber.MIMEMultipartForm) {
+		if n > s.Config.UploadLimit+64<<10 {
+			return tooLarge()
+		}
+		return c.Next()
+	}
+	if n > s.Config.BodyLimit {
+		return tooLarge()
+	}
+	return c.Next()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limits: fixed one-minute windows, in memory (per host).
+
+type limiters struct {
+	user, addr *window
+}
+
+func newLimiters(perUser, perAddr int) *limiters {
+	return &limiters{user: newWindow(perUser, time.Minute), addr: newWindow(perAddr, time.Minute)}
+}
+
+type window struct {
+	mu     sync.Mutex
+	limit  int
+	span   time.Duration
+	counts map[string]*slot
+	sweep  time.Time
+}
+
+type slot struct {
+	n     int
+	reset time.Time
+}
+
+func newWindow(limit int, span time.Duration) *window {
+	return &window{limit: limit, span: span, counts: map[string]*slot{}}
+}
+
+// take counts one request of key; when over the limit it returns the seconds to wait.
+func (w *window) take(key string, now time.Time) (retryAfter int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.After(w.sweep) { // drop finished windows now and then, so the map stays small
+		for k, s := range w.counts {
+			if now.After(s.reset) {
+				delete(w.counts, k)
+			}
+		}
+		w.sweep = now.Add(w.span)
+	}
+	s := w.counts[key]
+	if s == nil || now.After(s.reset) {
+		s = &slot{reset: now.Add(w.span)}
+		w.counts[key] = s
+	}
+	s.n++
+	if s.n > w.limit {
+		return int(math.Ceil(s.reset.Sub(now).Seconds()))
+	}
+	return 0
+}
+
+func rateLimited(retryAfter int) error {
+	e := errcode.New(errcode.RateLimitExceeded, "Too many requests, retry later")
+	e.RetryAfter = max(retryAfter, 1)
+	return e
+}
+
+func (s *Server) userRateLimit(c *fiber.Ctx) error {
+	if ra := s.limits.user.take(principal(c).UserID, time.Now()); ra > 0 {
+		return rateLimited(ra)
+	}
+	return c.Next()
+}
+
+func (s *Server) authRateLimit(c *fiber.Ctx) error {
+	if ra := s.limits.addr.take(c.IP(), time.Now()); ra > 0 {
+		return rateLimited(ra)
+	}
+	return c.Next()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Idempotency-Key: the first answer to a POST is stored for 24 h and replayed to repeats.
+
+const idempotencyTTL = 24 * time.Hour
+
+func (s *Server) idempotency(c *fiber.Ctx) error {
+	key := c.Get("Idempotency-Key")
+	if c.Method() != fiber.MethodPost || key == "" {
+		return c.Next()
+	}
+	if _, err := uuid.Parse(key); err != nil {
+		return errcode.Invalid("Idempotency-Key", "must be a UUID")
+	}
+	p := principal(c)
+	sum := sha256.New()
+	sum.Write([]byte(c.Method() + " " + c.OriginalURL() + "\n"))
+	sum.Write(c.Body())
+	rec := &store.IdempotentResponse{UserID: p.UserID, Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil))}
+	ctx := s.ctx(c)
+	old, err := s.Store.ReserveIdempotencyKey(ctx, rec, time.Now().Add(-idempotencyTTL))
+	if errors.Is(err, store.ErrConflict) {
+		switch {
+		case old.RequestHash != rec.RequestHash:
+			return errcode.New(errcode.Validation, "Idempotency-Key was used with a different request").WithStatus(fiber.StatusConflict)
+		case old.Status == 0:
+			return errcode.New(errcode.Validation, "A request with this Idempotency-Key is still in progress").WithStatus(fiber.StatusConflict)
+		}
+		c.Set("Idempotent-Replayed", "true")
+		if old.ContentType != "" {
+			c.Set(fiber.HeaderContentType, old.ContentType)
+		}
+		return c.Status(old.Status).Send(old.Body)
+	}
+	if err != nil {
+		return fmt.Errorf("api: idempotency: %w", err)
+	}
+	if err := c.Next(); err != nil {
+		if herr := s.handleError(c, err); herr != nil {
+			return herr
+		}
+	}
+	rec.Status = c.Response().StatusCode()
+	if rec.Status >= 500 {
+		return s.Store.ReleaseIdempotencyKey(ctx, p.UserID, key)
+	}
+	rec.Body = append([]byte(nil), c.Response().Body()...)
+	rec.ContentType = string(c.Response().Header.ContentType())
+	if err := s.Store.CompleteIdempotencyKey(ctx, rec); err != nil {
+		s.Log.Error("idempotency: store answer", "err", err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// ok answers {success: true, data: {...}} and repeats the data's keys at the top level, as
+// DECISIONS.md asks for named shapes ({token, user}, {project}, ...).
+func ok(c *fiber.Ctx, status int, data fiber.Map) error {
+	body := fiber.Map{"success": true, "data": data}
+	for k, v := range data {
+		if k != "success" && k != "data" {
+			body[k] = v
+		}
+	}
+	return c.Status(status).JSON(body)
+}
+
+// okTop answers success plus fields at the top level (workflow routes).
+func okTop(c *fiber.Ctx, status int, fields fiber.Map) error {
+	body := fiber.Map{"success": true}
+	for k, v := range fields {
+		body[k] = v
+	}
+	return c.Status(status).JSON(body)
+}
+
+// listing answers {success, data: [items], total, page, limit}.
+func listing(c *fiber.Ctx, items any, total, page, limit int) error {
+	return c.JSON(fiber.Map{"success": true, "data": items, "total": total, "page": page, "limit": limit})
+}
+
+// paging reads page (from 1) and limit (1 to 100, default 20) from the query.
+func paging(c *fiber.Ctx) (page, limit, offset int, err error) {
+	page, limit = 1, 20
+	if v := c.Query("page"); v != "" {
+		if page, err = strconv.Atoi(v); err != nil || page < 1 {
+			return 0, 0, 0, errcode.Invalid("page", "must be a whole number from 1")
+		}
+	}
+	if v := c.Query("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 100 {
+			return 0, 0, 0, errcode.Invalid("limit", "must be a whole number from 1 to 100")
+		}
+	}
+	return page, limit, (page - 1) * limit, nil
+}
+
+// decode reads a JSON body into v. An empty body reads as {}; malformed JSON or a field of the
+// wrong type is a 400 VALIDATION_ERROR naming the field.
+func decode(c *fiber.Ctx, v any) error {
+	body := bytes.TrimSpace(c.Body())
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return errcode.Invalid(te.Field, "must be of type "+jsonType(te.Type.Kind().String()))
+		}
+		return errcode.New(errcode.Validation, "Malformed JSON body")
+	}
+	if dec.More() {
+		return errcode.New(errcode.Validation, "Malformed JSON body")
+	}
+	return nil
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "map", "struct":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "bool":
+		return "boolean"
+	}
+	return "number"
+}
+
+// fieldLen checks a text field's length in characters: required fields must be non-empty.
+func fieldLen(field, value string, required bool, max int) error {
+	n := utf8.RuneCountInString(value)
+	if required && n == 0 {
+		return errcode.Invalid(field, "is required")
+	}
+	if n > max {
+		return errcode.Invalid(field, fmt.Sprintf("must be at most %d characters", max))
+	}
+	return nil
+}

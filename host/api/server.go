@@ -1,0 +1,72 @@
+// Package api is the HTTP face of the host: Fiber routes, one file per resource, the middleware
+// every request passes (request id, logging, auth, rate limits, body limits, idempotency), and the
+// one error handler (errors.go) that writes the failure envelope. Handlers return errors; they
+// never write error bodies themselves.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// EngineHealth reports the state of each workflow engine: ready, degraded or disabled.
+type EngineHealth interface {
+	EngineStates() map[string]string
+}
+
+// Server holds what the handlers need. Fields are set by host/app before App is called; the
+// optional services (nil when a part is not wired) answer 503 RESOURCE_EXHAUSTED-free errors.
+type Server struct {
+	Config  *config.Config
+	Store   store.Driver
+	Auth    *auth.Service
+	Log     *slog.Logger
+	Engines EngineHealth
+
+	started time.Time
+	limits  *limiters
+}
+
+// App builds the Fiber application with every route.
+func (s *Server) App() *fiber.App {
+	s.started = time.Now()
+	s.limits = newLimiters(s.Config.RateLimitUser, s.Config.RateLimitAuth)
+	app := fiber.New(fiber.Config{
+		AppName:               "reelforge",
+		DisableStartupMessage: true,
+		ErrorHandler:          s.handleError,
+		BodyLimit:             s.Config.UploadLimit + 1<<20,
+		ReadTimeout:           2 * time.Minute,
+		WriteTimeout:          5 * time.Minute,
+		IdleTimeout:           2 * time.Minute,
+		ReadBufferSize:        16 << 10,
+	})
+	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests)
+	app.Get("/health", s.health)
+
+	public := app.Group("/api")
+	public.Post("/auth/register", s.authRateLimit, s.register)
+	public.Post("/auth/login", s.authRateLimit, s.login)
+	public.Post("/auth/refresh", s.authRateLimit, s.refresh)
+
+	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
+	api.Get("/auth/me", s.me)
+	s.projectRoutes(api)
+
+	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
+	return app
+}
+
+// Shutdown stops taking requests and waits for those in flight, up to the configured timeout.
+func Shutdown(app *fiber.App, timeout time.Duration) error {
+	return app.ShutdownWithTimeout(timeout)
+}
+
+func (s *Server) ctx(c *fiber.Ctx) context.Context { return c.UserContext() }

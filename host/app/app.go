@@ -1,0 +1,79 @@
+// Package app wires the host together and runs it: it opens the store, builds the services,
+// serves HTTP, and shuts everything down in order. It is the only package that imports them all.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/reelforge/reelforge/host/api"
+	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/pgstore"
+	"github.com/reelforge/reelforge/host/store/sqlitestore"
+)
+
+// OpenStore opens the database the configuration names: PostgreSQL when DATABASE_URL is set,
+// else SQLite in DATA_DIR.
+func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Driver, error) {
+	if cfg.DatabaseURL != "" {
+		return pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{VectorSearch: cfg.VectorSearch != "off", Logger: log})
+	}
+	log.Info("knowledge search path: in-memory vector scoring (SQLite)")
+	return sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, "reelforge.db"), sqlitestore.Options{})
+}
+
+// Host is a wired host, ready to serve.
+type Host struct {
+	Config *config.Config
+	Log    *slog.Logger
+	Store  store.Driver
+	Server *api.Server
+}
+
+// New opens the store and builds the services.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, error) {
+	if err := cfg.EnsureJWTSecret(); err != nil {
+		return nil, err
+	}
+	if err := cfg.EnsureCallbackSecret(); err != nil {
+		return nil, err
+	}
+	st, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{Config: cfg, Log: log, Store: st}
+	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
+	return h, nil
+}
+
+// Run serves until ctx ends, then shuts down gracefully: stop taking requests, finish those in
+// flight (up to SHUTDOWN_TIMEOUT_MS), stop the workers, close the store.
+func (h *Host) Run(ctx context.Context) error {
+	app := h.Server.App()
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(h.Config.Port))
+	if err != nil {
+		h.Store.Close()
+		return fmt.Errorf("app: listen: %w", err)
+	}
+	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		h.Log.Info("shutting down")
+		err = api.Shutdown(app, h.Config.ShutdownTimeout)
+	}
+	if cerr := h.Store.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}

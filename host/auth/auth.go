@@ -1,0 +1,247 @@
+// Package auth registers and logs users in, issues access tokens (JWT HS256, 7 days) and rotating
+// single-use refresh tokens (30 days, revoked as a family when one is reused), and verifies tokens.
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Lifetimes of the tokens (DECISIONS.md, Authentication).
+const (
+	AccessTTL  = 7 * 24 * time.Hour
+	RefreshTTL = 30 * 24 * time.Hour
+)
+
+// Principal is the authenticated caller of a request.
+type Principal struct {
+	UserID   string
+	Role     string
+	Username string
+}
+
+// IsAdmin reports whether the caller is an admin.
+func (p *Principal) IsAdmin() bool { return p != nil && p.Role == store.RoleAdmin }
+
+// Store is what auth needs of the database.
+type Store interface {
+	CreateUser(ctx context.Context, u *store.User) error
+	GetUser(ctx context.Context, id string) (*store.User, error)
+	GetUserByEmail(ctx context.Context, email string) (*store.User, error)
+	CreateRefreshToken(ctx context.Context, t *store.RefreshToken) error
+	GetRefreshToken(ctx context.Context, tokenHash string) (*store.RefreshToken, error)
+	RevokeRefreshToken(ctx context.Context, id string, at time.Time) error
+	RevokeRefreshFamily(ctx context.Context, familyID string, at time.Time) error
+}
+
+// Service issues and checks credentials. It is safe for concurrent use.
+type Service struct {
+	st         Store
+	secret     []byte
+	bcryptCost int
+	now        func() time.Time
+	dummyHash  []byte // compared against when the email is unknown, so both failures cost the same
+}
+
+// New returns a Service signing with secret. cost is the bcrypt cost (0: bcrypt.DefaultCost).
+func New(st Store, secret string, cost int) *Service {
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	s := &Service{st: st, secret: []byte(secret), bcryptCost: cost, now: time.Now}
+	s.dummyHash, _ = bcrypt.GenerateFromPassword(s.prehash("dummy-password"), cost)
+	return s
+}
+
+// Session is what register, login and refresh answer.
+type Session struct {
+	Token        string      `json:"token"`
+	RefreshToken string      `json:"refreshToken"`
+	User         *store.User `json:"user,omitempty"`
+}
+
+var errBadCredentials = errcode.New(errcode.Authentication, "Invalid email or password")
+
+// Register creates a free_user account and logs it in.
+func (s *Service) Register(ctx context.Context, email, password, username string) (*Session, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	username = strings.TrimSpace(username)
+	var fields []errcode.FieldError
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 {
+		fields = append(fields, errcode.FieldError{Field: "email", Problem: "must be a valid email address"})
+	}
+	if n := utf8.RuneCountInString(password); n < 8 || n > 128 {
+		fields = append(fields, errcode.FieldError{Field: "password", Problem: "must be 8 to 128 characters"})
+	}
+	if n := utf8.RuneCountInString(username); n < 1 || n > 64 {
+		fields = append(fields, errcode.FieldError{Field: "username", Problem: "is required, at most 64 characters"})
+	}
+	if len(fields) > 0 {
+		return nil, errcode.New(errcode.Validation, fields[0].Field+": "+fields[0].Problem).WithDetails(fields)
+	}
+	hash, err := bcrypt.GenerateFromPassword(s.prehash(password), s.bcryptCost)
+	if err != nil {
+		return nil, fmt.Errorf("auth: hash password: %w", err)
+	}
+	u := &store.User{ID: uuid.NewString(), Email: email, Username: username, PasswordHash: string(hash), Role: store.RoleFreeUser}
+	if err := s.st.CreateUser(ctx, u); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, errcode.New(errcode.Validation, "email: already registered").
+				WithDetails([]errcode.FieldError{{Field: "email", Problem: "already registered"}}).WithStatus(409)
+		}
+		return nil, fmt.Errorf("auth: create user: %w", err)
+	}
+	return s.newSession(ctx, u, uuid.NewString())
+}
+
+// Login checks an email and password. A wrong password and an unknown email fail alike.
+func (s *Service) Login(ctx context.Context, email, password string) (*Session, error) {
+	u, err := s.st.GetUserByEmail(ctx, email)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			_ = bcrypt.CompareHashAndPassword(s.dummyHash, s.prehash(password))
+			return nil, errBadCredentials
+		}
+		return nil, fmt.Errorf("auth: find user: %w", err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), s.prehash(password)) != nil {
+		return nil, errBadCredentials
+	}
+	return s.newSession(ctx, u, uuid.NewString())
+}
+
+// Refresh exchanges a refresh token for a new pair. The token is single-use: reusing one revokes
+// its whole family (a stolen token is then useless to both holders).
+func (s *Service) Refresh(ctx context.Context, refreshToken string) (*Session, error) {
+	bad := errcode.New(errcode.Authentication, "Invalid or expired refresh token")
+	if refreshToken == "" {
+		return nil, bad
+	}
+	t, err := s.st.GetRefreshToken(ctx, hashToken(refreshToken))
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, bad
+		}
+		return nil, fmt.Errorf("auth: find refresh token: %w", err)
+	}
+	now := s.now()
+	if t.RevokedAt != nil {
+		if err := s.st.RevokeRefreshFamily(ctx, t.FamilyID, now); err != nil {
+			return nil, fmt.Errorf("auth: revoke family: %w", err)
+		}
+		return nil, bad
+	}
+	if now.After(t.ExpiresAt) {
+		return nil, bad
+	}
+	if err := s.st.RevokeRefreshToken(ctx, t.ID, now); err != nil {
+		if errors.Is(err, store.ErrStale) { // used concurrently: treat as reuse
+			_ = s.st.RevokeRefreshFamily(ctx, t.FamilyID, now)
+			return nil, bad
+		}
+		return nil, fmt.Errorf("auth: revoke refresh token: %w", err)
+	}
+	u, err := s.st.GetUser(ctx, t.UserID)
+	if err != nil {
+		return nil, bad
+	}
+	sess, err := s.newSession(ctx, u, t.FamilyID)
+	if err != nil {
+		return nil, err
+	}
+	sess.User = nil
+	return sess, nil
+}
+
+// Verify checks an access token and returns its principal.
+func (s *Service) Verify(token string) (*Principal, error) {
+	claims := &accessClaims{}
+	parsed, err := jwt.ParseWithClaims(token, claims, func(*jwt.Token) (any, error) { return s.secret, nil },
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(s.now))
+	if err != nil || !parsed.Valid || claims.Typ != "access" || claims.Subject == "" {
+		return nil, errcode.New(errcode.Authentication, "Invalid or expired token")
+	}
+	return &Principal{UserID: claims.Subject, Role: claims.Role, Username: claims.Username}, nil
+}
+
+// User returns the account of a principal.
+func (s *Service) User(ctx context.Context, p *Principal) (*store.User, error) {
+	u, err := s.st.GetUser(ctx, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errcode.New(errcode.Authentication, "Account no longer exists")
+	}
+	return u, err
+}
+
+// IssueAccess signs an access token for u (also used by tests and operator commands).
+func (s *Service) IssueAccess(u *store.User) (string, error) {
+	now := s.now()
+	c := accessClaims{
+		Role: u.Role, Username: u.Username, Typ: "access",
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject: u.ID, ID: uuid.NewString(),
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(AccessTTL)),
+		},
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.secret)
+	if err != nil {
+		return "", fmt.Errorf("auth: sign token: %w", err)
+	}
+	return tok, nil
+}
+
+func (s *Service) newSession(ctx context.Context, u *store.User, family string) (*Session, error) {
+	access, err := s.IssueAccess(u)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("auth: random: %w", err)
+	}
+	refresh := base64.RawURLEncoding.EncodeToString(raw)
+	rt := &store.RefreshToken{ID: uuid.NewString(), UserID: u.ID, FamilyID: family, TokenHash: hashToken(refresh),
+		ExpiresAt: s.now().Add(RefreshTTL)}
+	if err := s.st.CreateRefreshToken(ctx, rt); err != nil {
+		return nil, fmt.Errorf("auth: store refresh token: %w", err)
+	}
+	return &Session{Token: access, RefreshToken: refresh, User: u}, nil
+}
+
+// prehash makes any password up to 128 characters fit bcrypt's 72-byte input without truncation:
+// bcrypt sees the base64 of an HMAC-SHA256 of the whole password.
+func (s *Service) prehash(password string) []byte {
+	m := hmac.New(sha256.New, []byte("reelforge-password-v1"))
+	m.Write([]byte(password))
+	return []byte(base64.StdEncoding.EncodeToString(m.Sum(nil)))
+}
+
+func hashToken(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:])
+}
+
+type accessClaims struct {
+	Role     string `json:"role"`
+	Username string `json:"username"`
+	Typ      string `json:"typ"`
+	jwt.RegisteredClaims
+}
