@@ -1,0 +1,532 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// stepCtx is what a step's agent sees: its parameters, the run, and the outputs of the steps before
+// it. It belongs to the step's goroutine.
+type stepCtx struct {
+	index    int
+	step     engine.Step
+	with     map[string]any
+	req      *engine.RunRequest
+	h        engine.Host
+	deps     map[string]map[string]any // outputs of direct dependencies, by step id
+	depOrder []string                  // direct dependencies in the order the step names them
+	upstream []map[string]any          // outputs of every ancestor, in declaration order
+	skipped  []any                     // steps skipped so far: {step_id, reason}
+}
+
+// result is what an agent produced.
+type result struct {
+	outputs map[string]any
+	usage   bool // tokens and cost are known
+	tokens  int64
+	cost    float64
+}
+
+// agent is one kind of step. inputs says what the step works from (recorded in the trace); run does
+// the work and may be called again for a retry.
+type agent struct {
+	inputs func(sc *stepCtx) map[string]any
+	run    func(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error)
+}
+
+// agents are the agents of the node engine, by the name a step's `agent` uses. human_input is run
+// by the scheduler itself (it pauses the run) and is listed so that it is known.
+var agents = map[string]agent{
+	"script_writer": {inputs: scriptInputs, run: writeScript},
+	"rewriter":      {inputs: rewriteInputs, run: rewrite},
+	"kb_lookup":     {inputs: lookupInputs, run: lookup},
+	"answer":        {inputs: answerInputs, run: answer},
+	"generator":     {inputs: generatorInputs, run: generate},
+	"assemble":      {inputs: assembleInputs, run: assemble},
+	"human_input":   {inputs: func(*stepCtx) map[string]any { return map[string]any{} }, run: nil},
+}
+
+// Agents returns the names of the agents the node engine knows, sorted.
+func Agents() []string { return slices.Sorted(maps.Keys(agents)) }
+
+// input returns the first non-empty string among the run inputs keys.
+func (sc *stepCtx) input(keys ...string) string {
+	for _, k := range keys {
+		if s := asString(sc.req.Inputs[k]); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// param returns the string parameter key of the step's `with`.
+func (sc *stepCtx) param(key string) string { return asString(sc.with[key]) }
+
+// latest returns the value of key in the outputs of the nearest ancestor that has it (later
+// declared steps first), looking also inside a generator's `result`.
+func (sc *stepCtx) latest(key string) any {
+	for i := len(sc.upstream) - 1; i >= 0; i-- {
+		out := sc.upstream[i]
+		if v, ok := out[key]; ok && v != nil && v != "" {
+			return v
+		}
+		if res, ok := out["result"].(map[string]any); ok {
+			if v, ok := res[key]; ok && v != nil && v != "" {
+				return v
+			}
+		}
+	}
+	return nil
+}
+
+// latestString is latest for string values.
+func (sc *stepCtx) latestString(keys ...string) string {
+	for _, k := range keys {
+		if s := asString(sc.latest(k)); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// hits returns the knowledge-base hits of the nearest ancestor that looked some up.
+func (sc *stepCtx) hits() []map[string]any {
+	raw, _ := sc.latest("hits").([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, h := range raw {
+		if m, ok := h.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func asString(v any) string {
+	switch s := v.(type) {
+	case string:
+		return strings.TrimSpace(s)
+	case float64:
+		return strconv.FormatFloat(s, 'f', -1, 64)
+	case int:
+		return strconv.Itoa(s)
+	case json.Number:
+		return s.String()
+	}
+	return ""
+}
+
+func asNumber(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// generateText asks the host's model. ok is false when no model is configured; a failed call is an
+// AGENT_TOOL_FAILED error (retried).
+func generateText(ctx context.Context, sc *stepCtx, system, prompt string, maxTokens int) (*engine.GenerateResult, error) {
+	res, err := sc.h.Generate(ctx, &engine.GenerateRequest{System: system, Prompt: prompt, MaxTokens: maxTokens})
+	if err != nil {
+		return nil, toolError("node."+sc.step.Agent, "language model call failed", err)
+	}
+	return res, nil
+}
+
+// toolError keeps the catalogue code of a host error and makes any other an AGENT_TOOL_FAILED error
+// (retried).
+func toolError(op, msg string, err error) error {
+	if errcode.Of(err) != errcode.Unknown {
+		return err
+	}
+	return errcode.E(op, errcode.AgentToolFailed, msg, err)
+}
+
+// modelResult wraps a model answer as the result of an agent.
+func modelResult(out map[string]any, g *engine.GenerateResult) *result {
+	out["source"] = "model"
+	if g.Model != "" {
+		out["model"] = g.Model
+	}
+	return &result{outputs: out, usage: true, tokens: g.TokensUsed, cost: g.CostUSD}
+}
+
+// ---------------------------------------------------------------- script_writer
+
+func scriptInputs(sc *stepCtx) map[string]any {
+	in := map[string]any{
+		"format":   formatOf(sc),
+		"topic":    sc.input("topic", "title", "question", "query"),
+		"summary":  sc.input("summary", "content", "text", "description"),
+		"platform": sc.input("platform"),
+		"style":    firstNonEmpty(sc.param("style"), sc.input("style")),
+		"language": sc.input("language"),
+	}
+	if d, ok := asNumber(sc.req.Inputs["duration"]); ok && d > 0 {
+		in["duration"] = d
+	}
+	if d, ok := asNumber(sc.req.Inputs["days"]); ok && d > 0 {
+		in["days"] = d
+	}
+	if p := sc.input("prompt"); p != "" {
+		in["prompt"] = p
+	}
+	if accept, _ := sc.with["accept_script"].(bool); accept {
+		if s := sc.input("script"); s != "" {
+			in["script"] = s
+		}
+	}
+	var notes []any
+	for _, h := range sc.hits() {
+		if t := asString(h["text"]); t != "" {
+			notes = append(notes, clip(t, 400))
+		}
+		if len(notes) == 3 {
+			break
+		}
+	}
+	if len(notes) > 0 {
+		in["knowledge"] = notes
+	}
+	return in
+}
+
+func formatOf(sc *stepCtx) string {
+	if f := sc.param("format"); f != "" {
+		return f
+	}
+	return "video"
+}
+
+func writeScript(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
+	b := newBrief(in)
+	if s := asString(in["script"]); s != "" {
+		return &result{outputs: map[string]any{"script": s, "title": b.title(), "format": b.format, "source": "input"}}, nil
+	}
+	g, err := generateText(ctx, sc, scriptSystem, b.modelPrompt(), 900)
+	if err != nil {
+		return nil, err
+	}
+	if g.OK && strings.TrimSpace(g.Text) != "" {
+		out := map[string]any{"script": strings.TrimSpace(g.Text), "title": b.title(), "format": b.format}
+		if b.format == "music" {
+			out["prompt"] = b.musicPrompt()
+		}
+		return modelResult(out, g), nil
+	}
+	out := b.template()
+	out["source"] = "template"
+	return &result{outputs: out}, nil
+}
+
+// ---------------------------------------------------------------- rewriter
+
+func rewriteInputs(sc *stepCtx) map[string]any {
+	script := sc.latestString("script")
+	if script == "" {
+		// Parsed content (videoparse) or the run's own text.
+		script = firstNonEmpty(sc.latestString("text", "transcript", "description", "content"),
+			sc.input("script", "content", "text", "summary", "topic"))
+	}
+	in := map[string]any{
+		"script":   script,
+		"style":    firstNonEmpty(sc.param("style"), sc.latestString("style"), sc.input("style"), "concise"),
+		"platform": sc.input("platform"),
+	}
+	if n := sc.latestString("notes", "feedback", "comment"); n != "" {
+		in["notes"] = n
+	}
+	return in
+}
+
+func rewrite(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
+	script, style := asString(in["script"]), asString(in["style"])
+	if script == "" {
+		return nil, errcode.New(errcode.Validation, "nothing to rewrite: give a script, content or summary")
+	}
+	prompt := fmt.Sprintf("Rewrite this short-video script in a %s style", style)
+	if p := asString(in["platform"]); p != "" {
+		prompt += " for " + p
+	}
+	prompt += ". Keep its structure (hook, beats, call to action) and its length."
+	if n := asString(in["notes"]); n != "" {
+		prompt += "\nApply the reviewer's notes: " + n
+	}
+	prompt += "\n\nScript:\n" + script
+	g, err := generateText(ctx, sc, scriptSystem, prompt, 900)
+	if err != nil {
+		return nil, err
+	}
+	if g.OK && strings.TrimSpace(g.Text) != "" {
+		return modelResult(map[string]any{"script": strings.TrimSpace(g.Text), "style": style}, g), nil
+	}
+	text, rules := rewriteTemplate(script, style)
+	return &result{outputs: map[string]any{"script": text, "style": style, "rules": rules, "source": "template"}}, nil
+}
+
+// ---------------------------------------------------------------- kb_lookup
+
+func lookupInputs(sc *stepCtx) map[string]any {
+	topK := 5
+	if n, ok := asNumber(sc.with["top_k"]); ok && n >= 1 && n <= 50 {
+		topK = int(n)
+	}
+	return map[string]any{
+		"query":      firstNonEmpty(sc.param("query"), sc.input("question", "query", "message", "topic", "summary")),
+		"top_k":      topK,
+		"user_id":    sc.req.User.UserID,
+		"project_id": sc.req.Project.ProjectID,
+	}
+}
+
+func lookup(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
+	q := asString(in["query"])
+	if q == "" {
+		return &result{outputs: map[string]any{"query": "", "hits": []any{}, "count": 0}}, nil
+	}
+	hits, err := sc.h.Search(ctx, &engine.SearchRequest{
+		UserID: sc.req.User.UserID, ProjectID: sc.req.Project.ProjectID, Query: q, TopK: in["top_k"].(int),
+	})
+	if err != nil {
+		return nil, toolError("node.kb_lookup", "knowledge-base search failed", err)
+	}
+	out := make([]any, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, map[string]any{
+			"chunk_id": h.ChunkID, "text": h.ChunkText, "heading": h.Heading,
+			"source": h.SourceName, "document": h.Document, "score": h.Score,
+		})
+	}
+	return &result{outputs: map[string]any{"query": q, "hits": out, "count": len(out)}}, nil
+}
+
+// ---------------------------------------------------------------- answer
+
+func answerInputs(sc *stepCtx) map[string]any {
+	return map[string]any{
+		"question": sc.input("question", "query", "message", "topic", "summary"),
+		"hits":     len(sc.hits()),
+	}
+}
+
+// noBasis is the answer when the knowledge base holds nothing citable (SPEC.md, Knowledge rule 7).
+const noBasis = "No citable basis was found in the knowledge base for this question, so any answer would be uncertain."
+
+func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
+	question := asString(in["question"])
+	if question == "" {
+		return nil, errcode.New(errcode.Validation, "question is required")
+	}
+	hits := sc.hits()
+	if len(hits) == 0 {
+		return &result{outputs: map[string]any{"answer": noBasis, "citations": []any{}, "source": "template"}}, nil
+	}
+	citations := make([]any, len(hits))
+	var frags strings.Builder
+	for i, h := range hits {
+		text := asString(h["text"])
+		citations[i] = map[string]any{
+			"chunk_id": h["chunk_id"], "source": h["source"], "document": h["document"], "excerpt": clip(text, 240),
+		}
+		fmt.Fprintf(&frags, "[%d] %s\n", i+1, text)
+	}
+	prompt := "Answer the question using only the numbered fragments below, and cite them as #1, #2, ... " +
+		"If they do not answer it, say so.\n\nFragments:\n" + frags.String() + "\nQuestion: " + question
+	g, err := generateText(ctx, sc, "You answer questions from a knowledge base, citing your sources.", prompt, 600)
+	if err != nil {
+		return nil, err
+	}
+	if g.OK && strings.TrimSpace(g.Text) != "" {
+		return modelResult(map[string]any{"answer": strings.TrimSpace(g.Text), "citations": citations}, g), nil
+	}
+	var b strings.Builder
+	b.WriteString("From the knowledge base:")
+	for i, h := range hits {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(&b, " %s (#%d)", firstSentences(asString(h["text"]), 2), i+1)
+	}
+	return &result{outputs: map[string]any{"answer": b.String(), "citations": citations, "source": "template"}}, nil
+}
+
+// ---------------------------------------------------------------- generator
+
+// mediaKeys are the media links a generator's result may carry, passed on to later steps.
+var mediaKeys = []string{"audio_url", "video_url", "image_url", "cover_url", "music_url", "subtitle_url"}
+
+func generatorInputs(sc *stepCtx) map[string]any {
+	payload := map[string]any{}
+	for _, k := range []string{"topic", "summary", "platform", "style", "language", "voice", "prompt", "url", "title"} {
+		if s := sc.input(k); s != "" {
+			payload[k] = s
+		}
+	}
+	if d, ok := asNumber(sc.req.Inputs["duration"]); ok && d > 0 {
+		payload["duration"] = d
+	}
+	if s := sc.latestString("script"); s != "" {
+		payload["script"] = s
+		payload["text"] = s
+	}
+	if p := sc.latestString("prompt"); p != "" {
+		payload["prompt"] = p
+	}
+	for _, k := range mediaKeys {
+		if s := sc.latestString(k); s != "" {
+			payload[k] = s
+		}
+	}
+	if params, ok := sc.with["params"].(map[string]any); ok {
+		maps.Copy(payload, params)
+	}
+	return map[string]any{"job_type": sc.param("job_type"), "payload": payload}
+}
+
+func generate(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
+	jobType := asString(in["job_type"])
+	body, err := json.Marshal(in["payload"])
+	if err != nil {
+		return nil, errcode.E("node.generator", errcode.AgentInvalidOutput, "generator payload is not JSON", err)
+	}
+	job, err := sc.h.CreateJob(ctx, &engine.JobRequest{
+		RunID: sc.req.RunID, StepID: sc.step.ID, Type: jobType, Request: body, Dispatch: true,
+	})
+	if err != nil {
+		return nil, externalError(jobType, "could not create the "+jobType+" job", err)
+	}
+	if job.Status != engine.JobCompleted && job.Status != engine.JobFailed && job.Status != engine.JobTimeout {
+		job, err = sc.h.WaitJob(ctx, job.JobID)
+		if err != nil {
+			return nil, externalError(jobType, "waiting for the "+jobType+" job failed", err)
+		}
+	}
+	switch job.Status {
+	case engine.JobCompleted:
+	case engine.JobTimeout:
+		return nil, errcode.Newf(errcode.WorkflowTimeout, "the %s job %s timed out", jobType, job.JobID)
+	default:
+		code, msg := jobFailureCode(jobType), fmt.Sprintf("the %s job failed", jobType)
+		if job.Error != nil {
+			if c := errcode.Code(job.Error.Code); errcode.Known(c) && c != errcode.Unknown {
+				code = c
+			}
+			if job.Error.Message != "" {
+				msg += ": " + job.Error.Message
+			}
+		}
+		return nil, errcode.New(code, msg)
+	}
+	out := map[string]any{"job_id": job.JobID, "job_type": jobType, "status": job.Status}
+	if len(job.Result) > 0 {
+		var res any
+		if err := json.Unmarshal(job.Result, &res); err != nil {
+			return nil, errcode.E("node.generator", errcode.AgentInvalidOutput, "the job result is not JSON", err)
+		}
+		out["result"] = res
+		if m, ok := res.(map[string]any); ok {
+			for k, v := range m {
+				if _, taken := out[k]; !taken {
+					out[k] = v
+				}
+			}
+		}
+	}
+	return &result{outputs: out}, nil
+}
+
+// externalError keeps a host error's catalogue code, else names the generator's.
+func externalError(jobType, msg string, err error) error {
+	if c := errcode.Of(err); c != errcode.Unknown {
+		return err
+	}
+	return errcode.E("node.generator", jobFailureCode(jobType), msg, err)
+}
+
+func jobFailureCode(jobType string) errcode.Code {
+	switch jobType {
+	case engine.JobMusic:
+		return errcode.MusicAPI
+	case engine.JobVideogen:
+		return errcode.VideoGen
+	}
+	return errcode.ExternalService
+}
+
+// ---------------------------------------------------------------- assemble
+
+func assembleInputs(sc *stepCtx) map[string]any {
+	return map[string]any{"from": slices.Clone(sc.depOrder)}
+}
+
+func assemble(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
+	out := map[string]any{}
+	if s := sc.latestString("script"); s != "" {
+		out["script"] = s
+	}
+	if t := sc.latestString("title"); t != "" {
+		out["title"] = t
+	}
+	for _, k := range []string{"plan", "prompt", "answer", "citations", "hashtags"} {
+		if v := sc.latest(k); v != nil {
+			out[k] = v
+		}
+	}
+	assets := map[string]any{}
+	for _, k := range mediaKeys {
+		if s := sc.latestString(k); s != "" {
+			assets[k] = s
+		}
+	}
+	out["assets"] = assets
+	var sources []any
+	seen := map[string]bool{}
+	for _, h := range sc.hits() {
+		if s := asString(h["source"]); s != "" && !seen[s] {
+			seen[s] = true
+			sources = append(sources, s)
+		}
+	}
+	if len(sources) > 0 {
+		out["sources"] = sources
+	}
+	var skipped []any
+	for _, s := range sc.skipped {
+		if m, ok := s.(map[string]any); ok && slices.Contains(sc.depOrder, asString(m["step_id"])) {
+			skipped = append(skipped, s)
+		}
+	}
+	if len(skipped) > 0 {
+		out["skipped"] = skipped
+	}
+	return &result{outputs: out}, nil
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
