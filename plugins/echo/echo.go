@@ -2,8 +2,9 @@
 // run's inputs as its outputs, and reports itself and the progress to the host.
 //
 // Inputs it understands, for tests: "sleep_ms" (each step waits that long, or until the run is
-// cancelled), "fail_code" (Run fails with that catalogue code), and "generate" (each step asks the
-// host's language model once, a call back into the host).
+// cancelled), "fail_code" (Run fails with that catalogue code), "generate" (each step asks the
+// host's language model once, a call back into the host), and "ping_host" (Run only asks the
+// host's language model once and returns: one round trip with one callback, for benchmarks).
 package echo
 
 import (
@@ -38,6 +39,13 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	}
 	if c, ok := req.Inputs["fail_code"].(string); ok && c != "" {
 		return nil, errcode.E(op, errcode.Code(c), "echo was asked to fail", nil)
+	}
+	if _, ok := req.Inputs["ping_host"]; ok {
+		g, err := h.Generate(ctx, &engine.GenerateRequest{Prompt: "ping"})
+		if err != nil {
+			return nil, err
+		}
+		return &engine.RunResult{Status: engine.StatusCompleted, Outputs: map[string]any{"text": g.Text}}, nil
 	}
 	steps := req.Workflow.Steps
 	if len(steps) == 0 {

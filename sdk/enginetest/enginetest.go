@@ -29,8 +29,11 @@ func New(t testing.TB, impl engine.Engine) (engine.Engine, *RecordingHost) {
 	ps := plugin.PluginSet{engine.PluginName: &engine.GRPCPlugin{Impl: impl, Host: rec}}
 	client, server := plugin.TestPluginGRPCConn(t, false, ps)
 	t.Cleanup(func() {
-		_ = client.Close() // closing a test connection; nothing to report
-		server.Stop()
+		// Close asks the server to shut down (go-plugin's controller); stop it directly only when
+		// that failed, as stopping it twice races inside go-plugin.
+		if err := client.Close(); err != nil {
+			server.Stop()
+		}
 	})
 	raw, err := client.Dispense(engine.PluginName)
 	if err != nil {

@@ -1,0 +1,215 @@
+package plugins
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/enginetest"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// buildEcho builds plugins/echo's binary as dir/echo-plugin and returns dir.
+func buildEcho(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "echo-plugin"), "github.com/reelforge/reelforge/plugins/echo/cmd/echo-plugin")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go build echo-plugin: %v", err)
+	}
+	return dir
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSupervisorRestartsKilledPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and launches the echo plugin")
+	}
+	t.Parallel()
+	dir := buildEcho(t)
+	sup := New(Config{Name: "echo", Dir: dir, Logger: testLogger(t), BackoffMin: 50 * time.Millisecond, HealthInterval: 500 * time.Millisecond})
+	if err := sup.Start(t.Context()); err != nil {
+		t.Fatalf("Start() error = %v", err)
+	}
+	t.Cleanup(sup.Stop)
+	waitFor(t, "ready", 10*time.Second, func() bool { return sup.State() == StateReady })
+	eng, err := sup.Engine()
+	if err != nil {
+		t.Fatalf("Engine() error = %v", err)
+	}
+	info, err := eng.Info(t.Context())
+	if err != nil || info.Name != "echo" {
+		t.Fatalf("Info() = %+v, %v, want echo", info, err)
+	}
+
+	// A run in flight when the plugin is SIGKILLed fails promptly with EXTERNAL_SERVICE_ERROR.
+	host := enginetest.NewRecordingHost()
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Run(t.Context(), host, &engine.RunRequest{RunID: "r1", Inputs: map[string]any{"sleep_ms": 30000}})
+		done <- err
+	}()
+	waitFor(t, "the run's first step", 5*time.Second, func() bool { return len(host.Steps()) > 0 })
+	pid := sup.PID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %d: %v", pid, err)
+	}
+	killed := time.Now()
+	select {
+	case err := <-done:
+		t.Logf("in-flight run failed after %v: %v", time.Since(killed), err)
+		if got := errcode.Of(err); got != errcode.ExternalService {
+			t.Errorf("in-flight Run() code = %q (%v), want %q", got, err, errcode.ExternalService)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("in-flight Run() still blocked 2s after the plugin was killed")
+	}
+
+	// The supervisor restarts it and a later run succeeds.
+	waitFor(t, "restart", 10*time.Second, func() bool { return sup.State() == StateReady && sup.PID() != pid })
+	if got := sup.Restarts(); got != 1 {
+		t.Errorf("Restarts() = %d, want 1", got)
+	}
+	eng, err = sup.Engine()
+	if err != nil {
+		t.Fatalf("Engine() after restart error = %v", err)
+	}
+	res, err := eng.Run(t.Context(), enginetest.NewRecordingHost(), &engine.RunRequest{RunID: "r2", Inputs: map[string]any{"x": "y"}})
+	if err != nil || res.Status != engine.StatusCompleted {
+		t.Fatalf("Run() after restart = %+v, %v, want completed", res, err)
+	}
+}
+
+func TestSupervisorChecksumMismatchOpensCircuit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the echo plugin")
+	}
+	t.Parallel()
+	dir := buildEcho(t)
+	sup := New(Config{Name: "echo", Dir: dir, Logger: testLogger(t), SHA256: strings.Repeat("00", 32),
+		BackoffMin: 10 * time.Millisecond, FailureThreshold: 3, CircuitOpenFor: time.Hour})
+	if err := sup.Start(t.Context()); err != nil {
+		t.Fatalf("Start() error = %v", err)
+	}
+	t.Cleanup(sup.Stop)
+	waitFor(t, "open circuit", 5*time.Second, func() bool { return sup.State() == StateDisabled })
+	if _, err := sup.Engine(); errcode.Of(err) != errcode.ExternalService {
+		t.Errorf("Engine() error = %v, want %s", err, errcode.ExternalService)
+	}
+	if pid := sup.PID(); pid != 0 {
+		t.Errorf("PID() = %d, want 0", pid)
+	}
+}
+
+func TestSetMissingBinary(t *testing.T) {
+	t.Parallel()
+	set, err := NewSet(Config{Name: "nope", Dir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("NewSet() error = %v", err)
+	}
+	err = set.Start(t.Context())
+	t.Cleanup(set.Stop)
+	if got := errcode.Of(err); got != errcode.ExternalService {
+		t.Errorf("Start() = %v, want %s", err, errcode.ExternalService)
+	}
+	if diff := set.States()["nope"]; diff != StateDisabled {
+		t.Errorf("States()[nope] = %q, want %q", diff, StateDisabled)
+	}
+	if _, err := set.Engine("other"); errcode.Of(err) != errcode.ExternalService {
+		t.Errorf("Engine(other) = %v, want %s", err, errcode.ExternalService)
+	}
+}
+
+const helperEnv = "REELFORGE_TEST_PDEATHSIG_HELPER"
+
+// TestMain lets the test binary act as a host process for TestPluginDiesWithHost.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(helperEnv); dir != "" {
+		os.Exit(pdeathsigHelper(dir))
+	}
+	os.Exit(m.Run())
+}
+
+// pdeathsigHelper launches the echo plugin, prints its PID and waits to be killed.
+func pdeathsigHelper(dir string) int {
+	c, err := engine.NewClient(engine.ClientConfig{Name: "echo", Path: filepath.Join(dir, "echo-plugin"), SHA256: engine.SkipChecksum})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(c.PID())
+	time.Sleep(time.Minute)
+	return 0
+}
+
+func TestPluginDiesWithHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and launches the echo plugin")
+	}
+	t.Parallel()
+	dir := buildEcho(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read plugin pid from helper: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("helper printed %q: %v", line, err)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL: the host gets no chance to clean up
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // it was killed: the error says so
+	waitFor(t, "the orphaned plugin to die", 5*time.Second, func() bool { return !alive(pid) })
+}
+
+// alive reports whether pid runs (a zombie waiting for its reaper counts as dead).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) && syscall.Kill(pid, 0) == nil
+	}
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] != "Z" && fields[2] != "X"
+}

@@ -1,0 +1,89 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Set owns the supervisors of several engines. Build it with NewSet, then Start and Stop it once
+// each (not concurrently); the other methods are safe for concurrent use.
+type Set struct {
+	sups map[string]*Supervisor
+}
+
+// NewSet returns a Set with one Supervisor per config. Names must be unique.
+func NewSet(cfgs ...Config) (*Set, error) {
+	s := &Set{sups: make(map[string]*Supervisor, len(cfgs))}
+	for _, c := range cfgs {
+		if c.Name == "" {
+			return nil, errcode.Invalid("name", "engine name is required")
+		}
+		if _, dup := s.sups[c.Name]; dup {
+			return nil, errcode.Invalid("name", fmt.Sprintf("engine %q configured twice", c.Name))
+		}
+		s.sups[c.Name] = New(c)
+	}
+	return s, nil
+}
+
+// Start starts every supervisor. It returns the joined errors of the engines that could not start
+// (their state stays disabled); the others keep running. Each supervisor's goroutine exits when
+// ctx ends or Stop is called.
+func (s *Set) Start(ctx context.Context) error {
+	var errs []error
+	for _, name := range s.Names() {
+		if err := s.sups[name].Start(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stop stops every supervisor and kills its plugin process. When it returns, no supervising
+// goroutine of the Set runs and every plugin was asked to exit (go-plugin waits up to 2 s for each
+// before killing it).
+func (s *Set) Stop() {
+	for _, sup := range s.sups {
+		sup.Stop()
+	}
+}
+
+// Names returns the engine names, sorted.
+func (s *Set) Names() []string {
+	out := make([]string, 0, len(s.sups))
+	for n := range s.sups {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Supervisor returns the supervisor of the engine name.
+func (s *Set) Supervisor(name string) (*Supervisor, bool) {
+	sup, ok := s.sups[name]
+	return sup, ok
+}
+
+// Engine returns the live plugin Engine of name, or an EXTERNAL_SERVICE_ERROR when it is not
+// ready or not configured: the caller then runs the workflow on the in-process node engine.
+func (s *Set) Engine(name string) (engine.Engine, error) {
+	sup, ok := s.sups[name]
+	if !ok {
+		return nil, errcode.E("plugins.Engine", errcode.ExternalService, fmt.Sprintf("engine %s has no plugin", name), nil)
+	}
+	return sup.Engine()
+}
+
+// States returns the state of every engine, for /health.
+func (s *Set) States() map[string]State {
+	out := make(map[string]State, len(s.sups))
+	for n, sup := range s.sups {
+		out[n] = sup.State()
+	}
+	return out
+}

@@ -1,0 +1,348 @@
+// Package plugins supervises the engine plugins of the host: one Supervisor per engine launches
+// its binary from the plugin directory through go-plugin (engine.NewClient: AutoMTLS, sha256
+// check, parent-death signal), health-pings it, restarts it with exponential back-off, and opens a
+// circuit after repeated failures. While an engine is not ready, Engine answers an
+// EXTERNAL_SERVICE_ERROR and the caller runs the workflow on the in-process node engine.
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// State is the health of an engine as /health shows it.
+type State string
+
+// States of a Supervisor.
+const (
+	// StateReady: the plugin runs and answers its health checks.
+	StateReady State = "ready"
+	// StateDegraded: the plugin is down and being restarted; runs fall back to the node engine.
+	StateDegraded State = "degraded"
+	// StateDisabled: the circuit is open after repeated failures (a half-open retry comes after
+	// Config.CircuitOpenFor), the binary is missing, or the supervisor is stopped.
+	StateDisabled State = "disabled"
+)
+
+// Config configures a Supervisor. Name and Dir are required; zero durations take the defaults
+// shown.
+type Config struct {
+	// Name is the engine's name; the binary is Dir/<Name>-plugin.
+	Name string
+	Dir  string
+	// SHA256 is the binary's hex sha256 from the manifest. Empty: the supervisor computes it from
+	// the file when Start runs and pins it, so a binary replaced while the host runs is refused at
+	// its next restart. engine.SkipChecksum ("skip") turns the check off: only when configured so.
+	SHA256 string
+	// Host answers plugin callbacks for calls made with a nil Host (optional).
+	Host engine.Host
+	// Logger receives the supervisor's logs and the plugin's own log lines. Default: discarded.
+	Logger *slog.Logger
+
+	HealthInterval   time.Duration // between health pings; default 3s
+	HealthTimeout    time.Duration // for one ping; default 2s
+	HealthMisses     int           // consecutive failed pings that count as a failure; default 2
+	BackoffMin       time.Duration // first restart delay; default 200ms, doubling
+	BackoffMax       time.Duration // default 30s
+	FailureThreshold int           // consecutive failures that open the circuit; default 5
+	CircuitOpenFor   time.Duration // before a half-open retry; default 1m
+	StableAfter      time.Duration // healthy uptime that resets the failure count; default 10s
+	StartTimeout     time.Duration // handshake; default 10s
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.HealthInterval, 3*time.Second)
+	def(&c.HealthTimeout, 2*time.Second)
+	def(&c.BackoffMin, 200*time.Millisecond)
+	def(&c.BackoffMax, 30*time.Second)
+	def(&c.CircuitOpenFor, time.Minute)
+	def(&c.StableAfter, 10*time.Second)
+	def(&c.StartTimeout, 10*time.Second)
+	if c.HealthMisses <= 0 {
+		c.HealthMisses = 2
+	}
+	if c.FailureThreshold <= 0 {
+		c.FailureThreshold = 5
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// exitPoll is how often the supervisor looks whether the plugin process exited.
+const exitPoll = 50 * time.Millisecond
+
+// Supervisor keeps one engine plugin running. Its methods are safe for concurrent use.
+type Supervisor struct {
+	cfg  Config
+	path string
+	log  *slog.Logger
+
+	mu         sync.Mutex
+	client     *engine.Client
+	state      State
+	restarts   int
+	failures   int
+	started    bool
+	readySince time.Time
+	lastErr    error
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a Supervisor for cfg; nothing runs before Start.
+func New(cfg Config) *Supervisor {
+	cfg.setDefaults()
+	return &Supervisor{
+		cfg:   cfg,
+		path:  filepath.Join(cfg.Dir, cfg.Name+"-plugin"),
+		log:   cfg.Logger.With("engine", cfg.Name),
+		state: StateDisabled,
+	}
+}
+
+// Start checks the binary (and pins its sha256 when the manifest gives none), launches the plugin
+// once, and starts the supervising goroutine, which exits when ctx ends or Stop is called. A
+// first launch that fails is not an error: the supervisor keeps retrying (state degraded). Start
+// fails, leaving the state disabled, when the binary is missing or unreadable or Start ran before.
+func (s *Supervisor) Start(ctx context.Context) error {
+	const op = "plugins.Start"
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errcode.E(op, errcode.WorkflowInvalidState, "supervisor already started", nil)
+	}
+	s.started = true
+	s.mu.Unlock()
+	if s.cfg.SHA256 == "" {
+		sum, err := fileSHA256(s.path)
+		if err != nil {
+			return errcode.E(op, errcode.ExternalService, fmt.Sprintf("engine %s plugin binary unreadable", s.cfg.Name), err)
+		}
+		s.cfg.SHA256 = sum
+	} else if _, err := os.Stat(s.path); err != nil {
+		return errcode.E(op, errcode.ExternalService, fmt.Sprintf("engine %s plugin binary missing", s.cfg.Name), err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	s.done = make(chan struct{})
+	s.mu.Lock()
+	s.state = StateDegraded
+	s.mu.Unlock()
+	s.launch(false)
+	go s.loop(ctx)
+	return nil
+}
+
+// Stop stops supervising and kills the plugin. It returns after the supervising goroutine has
+// exited. Safe to call more than once and before Start.
+func (s *Supervisor) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+	s.mu.Lock()
+	c := s.client
+	s.client = nil
+	s.state = StateDisabled
+	s.mu.Unlock()
+	if c != nil {
+		c.Kill()
+	}
+}
+
+// Engine returns the live plugin's Engine, or an EXTERNAL_SERVICE_ERROR when the plugin is not
+// ready (the caller then falls back to the in-process node engine). A call on the returned
+// Engine fails with EXTERNAL_SERVICE_ERROR ("engine plugin unavailable") if the plugin dies during
+// it.
+func (s *Supervisor) Engine() (engine.Engine, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateReady || s.client == nil {
+		return nil, errcode.E("plugins.Engine", errcode.ExternalService,
+			fmt.Sprintf("engine %s plugin is %s", s.cfg.Name, s.state), s.lastErr)
+	}
+	return s.client.Engine(), nil
+}
+
+// Name returns the engine's name.
+func (s *Supervisor) Name() string { return s.cfg.Name }
+
+// State returns ready, degraded or disabled.
+func (s *Supervisor) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// PID returns the plugin's process id, or 0 when none runs.
+func (s *Supervisor) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client == nil {
+		return 0
+	}
+	return s.client.PID()
+}
+
+// Restarts returns how many times the plugin was launched again after the first launch.
+func (s *Supervisor) Restarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// launch starts a new plugin process; it reports whether the plugin is up.
+func (s *Supervisor) launch(restart bool) bool {
+	c, err := engine.NewClient(engine.ClientConfig{
+		Name:         "engine." + s.cfg.Name,
+		Path:         s.path,
+		SHA256:       s.cfg.SHA256,
+		Host:         s.cfg.Host,
+		Logger:       newHCLog(s.cfg.Logger, ""),
+		StartTimeout: s.cfg.StartTimeout,
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if restart {
+		s.restarts++
+	}
+	if err != nil {
+		s.failures++
+		s.lastErr = err
+		s.log.Warn("engine plugin did not start", "error", err, "failures", s.failures)
+		return false
+	}
+	s.client, s.state, s.readySince, s.lastErr = c, StateReady, time.Now(), nil
+	s.log.Info("engine plugin started", "pid", c.PID(), "restarts", s.restarts)
+	return true
+}
+
+// down records a failure of the running plugin and kills it.
+func (s *Supervisor) down(reason error) {
+	s.mu.Lock()
+	c := s.client
+	s.client = nil
+	if !s.readySince.IsZero() && time.Since(s.readySince) >= s.cfg.StableAfter {
+		s.failures = 0
+	}
+	s.failures++
+	s.state, s.lastErr = StateDegraded, reason
+	s.log.Warn("engine plugin down", "reason", reason, "failures", s.failures)
+	s.mu.Unlock()
+	if c != nil {
+		c.Kill()
+	}
+}
+
+func (s *Supervisor) backoff(failures int) time.Duration {
+	d := s.cfg.BackoffMin
+	for i := 1; i < failures && d < s.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, s.cfg.BackoffMax)
+}
+
+// loop supervises until ctx ends; it closes s.done on exit.
+func (s *Supervisor) loop(ctx context.Context) {
+	defer close(s.done)
+	poll := time.NewTicker(exitPoll)
+	defer poll.Stop()
+	nextPing := time.Now().Add(s.cfg.HealthInterval)
+	misses := 0
+	for {
+		s.mu.Lock()
+		c, failures := s.client, s.failures
+		s.mu.Unlock()
+
+		if c == nil { // down: wait, then relaunch (half-open after the circuit opened)
+			wait := s.backoff(failures)
+			if failures >= s.cfg.FailureThreshold {
+				wait = s.cfg.CircuitOpenFor
+				s.mu.Lock()
+				s.state = StateDisabled
+				s.mu.Unlock()
+				s.log.Error("engine plugin circuit open", "failures", failures, "retry_in", wait)
+			}
+			if !sleepCtx(ctx, wait) {
+				return
+			}
+			if s.launch(true) {
+				misses, nextPing = 0, time.Now().Add(s.cfg.HealthInterval)
+			}
+			continue
+		}
+
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+		if c.Exited() {
+			s.down(fmt.Errorf("plugins: engine %s plugin exited", s.cfg.Name))
+			continue
+		}
+		if time.Now().Before(nextPing) {
+			continue
+		}
+		nextPing = time.Now().Add(s.cfg.HealthInterval)
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
+		err := c.Engine().Health(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			misses = 0
+			continue
+		}
+		misses++
+		s.log.Warn("engine plugin health check failed", "error", err, "misses", misses)
+		if misses >= s.cfg.HealthMisses {
+			misses = 0
+			s.down(fmt.Errorf("plugins: engine %s plugin stopped answering: %w", s.cfg.Name, err))
+		}
+	}
+}
+
+// sleepCtx waits d; it reports false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("plugins: hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
