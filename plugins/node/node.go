@@ -103,7 +103,7 @@ func (e *Engine) Info(ctx context.Context) (*engine.Info, error) {
 	return &engine.Info{
 		Name:       Name,
 		Version:    Version,
-		APIVersion: 1,
+		APIVersion: engine.APIVersion,
 		Capabilities: []string{"steps", "human_input", "resume", "retry_from_step",
 			"agent:script_writer", "agent:rewriter", "agent:kb_lookup", "agent:answer",
 			"agent:generator", "agent:human_input", "agent:assemble"},
@@ -118,7 +118,10 @@ func (e *Engine) Info(ctx context.Context) (*engine.Info, error) {
 // (WORKFLOW_TIMEOUT when ctx's deadline passed).
 func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
 	if req == nil || h == nil {
-		return nil, errcode.New(errcode.Validation, "node: run request and host are required")
+		return nil, errcode.New(errcode.Validation, "a run request and a host are required")
+	}
+	if req.RunID == "" {
+		return nil, errcode.Invalid("run_id", "is required")
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
