@@ -40,6 +40,13 @@ var agents = map[string]bool{
 	"human_input": true, "assemble": true, "answer": true,
 }
 
+// reservedSteps are keys the node engine puts at the top level of a run's outputs; a step with
+// such an id would hide them (outputs carry each step's outputs under its id).
+var reservedSteps = map[string]bool{
+	"script": true, "title": true, "answer": true, "citations": true, "assets": true, "plan": true,
+	"prompt": true, "sources": true, "skipped": true, "skipped_steps": true, "hashtags": true,
+}
+
 // generatorJobs are the job types a generator step may ask for.
 var generatorJobs = map[string]bool{
 	engine.JobSpeech: true, engine.JobMusic: true, engine.JobVideogen: true, engine.JobVideoparse: true,
@@ -254,6 +261,8 @@ func (v *validator) steps(fs []fileStep) []engine.Step {
 			v.add(at, "is required")
 		case !stepIDPattern.MatchString(s.ID):
 			v.add(at, "%q must match %s", s.ID, stepIDPattern)
+		case reservedSteps[s.ID]:
+			v.add(at, "%q is reserved for the run's outputs; choose another step id", s.ID)
 		default:
 			if _, dup := index[s.ID]; dup {
 				v.add(at, "duplicate step %q", s.ID)

@@ -54,6 +54,7 @@ func TestParse(t *testing.T) {
 		"negative timeout": {yaml: strings.Replace(valid, "timeout: 5m", "timeout: -5m", 1), wantErr: "f.yaml: timeout: must be positive"},
 		"unknown dep":      {yaml: strings.Replace(valid, "depends_on: [b, c]", "depends_on: [b, x]", 1), wantErr: `f.yaml: steps[3].depends_on[1]: unknown step "x"`},
 		"dup step":         {yaml: strings.Replace(valid, "{id: b,", "{id: a,", 1), wantErr: `f.yaml: steps[1].id: duplicate step "a"`},
+		"reserved step id": {yaml: strings.Replace(valid, "{id: d,", "{id: script,", 1), wantErr: `f.yaml: steps[3].id: "script" is reserved`},
 		"unknown agent":    {yaml: strings.Replace(valid, "agent: rewriter", "agent: poet", 1), wantErr: `f.yaml: steps[1].agent: unknown agent "poet"`},
 		"cycle":            {yaml: strings.Replace(valid, "{id: a, agent: script_writer}", "{id: a, agent: script_writer, depends_on: [d]}", 1), wantErr: `f.yaml: steps: cycle "a" -> "d" -> "b" -> "a"`},
 		"self dep":         {yaml: strings.Replace(valid, "depends_on: [a], retries", "depends_on: [b], retries", 1), wantErr: `steps[1].depends_on[0]: step "b" depends on itself`},
