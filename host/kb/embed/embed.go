@@ -27,7 +27,7 @@ const LocalDimensions = 1536
 // Local is a deterministic embedder built on package segment: feature hashing of the same terms
 // the keyword index uses, plus light-stemmed words, word bigrams and Chinese character unigrams,
 // with sublinear term frequency, a fixed weight per feature kind (longer words weigh more),
-// signed hashing into 1536 dimensions and L2 normalisation. Texts sharing no feature have cosine
+// signed hashing into four of 1536 dimensions and L2 normalisation. Texts sharing no feature have cosine
 // close to 0 (see rank.Floor). It is safe for concurrent use.
 type Local struct{ t Tuning }
 
@@ -87,12 +87,17 @@ func (l *Local) Vector(text string) []float32 {
 	feats := l.features(text)
 	v := make([]float32, LocalDimensions)
 	for _, f := range feats {
-		h, w := fnv64(f.Key), f.Weight
-		idx := h % LocalDimensions
-		if h>>63 == 1 {
-			v[idx] -= float32(w)
-		} else {
-			v[idx] += float32(w)
+		// Each feature goes to four signed buckets (11 bits of index and a sign bit each, from one
+		// 64-bit hash), so a single hash collision moves a cosine by at most a quarter.
+		h, w := fnv64(f.Key), float32(f.Weight)
+		for k := 0; k < 4; k++ {
+			x := h >> (12 * k)
+			idx := (x & 0x7ff) % LocalDimensions
+			if x&0x800 != 0 {
+				v[idx] -= w
+			} else {
+				v[idx] += w
+			}
 		}
 	}
 	normalize(v)

@@ -51,8 +51,8 @@ func TestScore(t *testing.T) {
 func TestFloorDropsGibberish(t *testing.T) {
 	cs := cands(t)
 	rng := rand.New(rand.NewSource(1))
-	for i := 0; i < 200; i++ {
-		b := make([]byte, 12)
+	for i := 0; i < 3000; i++ {
+		b := make([]byte, 4+i%12)
 		for j := range b {
 			b[j] = byte('a' + rng.Intn(26))
 		}
