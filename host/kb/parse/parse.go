@@ -299,7 +299,6 @@ func popplerText(bin string, data []byte) (string, error) {
 	return s, nil
 }
 
-
 // docxText reads the paragraphs of word/document.xml (text runs w:t, tabs and breaks), also
 // inside tables, with Heading styles as Markdown headings.
 func docxText(data []byte) (string, error) {
