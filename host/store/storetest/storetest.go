@@ -28,6 +28,10 @@ var suites = []struct {
 	{"projects", testProjects},
 	{"idempotency", testIdempotency},
 	{"transactions", testTransactions},
+	{"knowledge_sources", testKnowledgeSources},
+	{"knowledge_visibility", testKnowledgeVisibility},
+	{"knowledge_chunks", testKnowledgeChunks},
+	{"knowledge_queries", testKnowledgeQueries},
 }
 
 // Run runs every conformance check against the driver open makes.

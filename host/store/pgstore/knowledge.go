@@ -1,0 +1,153 @@
+package pgstore
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/sqldb"
+)
+
+// vectorDims is the dimension of the embedding_vector column.
+const vectorDims = 1536
+
+// WriteChunks implements store.Knowledge, filling the vector column when pgvector is active.
+func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
+	return d.DB.WriteChunksWith(ctx, p, d.putEmbedding)
+}
+
+// AddEmbeddings implements store.Knowledge.
+func (d *Driver) AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error {
+	return d.DB.AddEmbeddingsWith(ctx, model, vecs, d.putEmbedding)
+}
+
+func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, chunkID, model string, vec []float32, now time.Time) error {
+	if !d.vector || len(vec) != vectorDims {
+		return sqldb.InsertEmbedding(ctx, tx, chunkID, model, vec, now)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, embedding_vector, created_at)
+		VALUES ($1, $2, $3, $4::text::vector, $5)`, chunkID, model, sqldb.EncodeVector(vec), vectorText(vec), tx.T(now))
+	return err
+}
+
+// vectorText is pgvector's text form: [x,y,...].
+func vectorText(v []float32) string {
+	b := make([]byte, 0, len(v)*10+2)
+	b = append(b, '[')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendFloat(b, float64(x), 'g', -1, 32)
+	}
+	return string(append(b, ']'))
+}
+
+// tsQuery is an OR of the terms for to_tsquery('simple', ...); terms carry only letters and digits.
+func tsQuery(terms []string) string {
+	parts := make([]string, 0, len(terms))
+	for _, t := range terms {
+		t = strings.NewReplacer(`'`, ``, `\`, ``).Replace(t)
+		if t != "" {
+			parts = append(parts, "'"+t+"'")
+		}
+		if len(parts) == 64 {
+			break
+		}
+	}
+	return strings.Join(parts, " | ")
+}
+
+// keywordScan caps the rows ts_rank scores on a large corpus (about 4 µs a row).
+const keywordScan = 20000
+
+// KeywordCandidates implements store.Knowledge: ts_rank over search_tsv with an OR query.
+func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
+	q := tsQuery(p.Terms)
+	if q == "" {
+		return nil, nil
+	}
+	var a sqldb.Args
+	tq := a.Add(q)
+	vis := sqldb.Visible(p.Viewer, &a, "c.document_id")
+	rows, err := d.Query(ctx, `WITH m AS (
+			SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
+			WHERE c.search_tsv @@ to_tsquery('simple', `+tq+`) AND `+vis+` LIMIT `+strconv.Itoa(keywordScan)+`)
+		SELECT `+sqldb.ChunkCols+`, ts_rank(c.search_tsv, to_tsquery('simple', `+tq+`)) AS k`+sqldb.ChunkFrom+`
+		WHERE c.id IN (SELECT id FROM m) ORDER BY k DESC, c.id LIMIT `+a.Add(p.Limit), a.List...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ChunkRow
+	for rows.Next() {
+		var k float64
+		c, err := sqldb.ScanChunk(rows, &k)
+		if err != nil {
+			return nil, err
+		}
+		c.Keyword = k
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// VectorSearch implements store.Knowledge: SPEC.md rule 4 as one SQL expression,
+// total = 0.65 * (1 - cosine distance) + 0.35 * ts_rank, over the union of the keyword leg's and
+// the HNSW index's candidates, both under the visibility filter.
+func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
+	if !d.vector || len(p.Vector) != vectorDims {
+		return nil, store.ErrNotSupported
+	}
+	capN := p.Cap
+	if capN <= 0 {
+		capN = 200
+	}
+	var out []store.ChunkRow
+	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
+		// Iterative index scans keep returning neighbours until the visibility filter is satisfied.
+		if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+			set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(max(40, capN))); err != nil {
+			return err
+		}
+		var a sqldb.Args
+		v := a.Add(vectorText(p.Vector))
+		tq := a.Add(tsQuery(p.Terms))
+		model := a.Add(p.Model)
+		vis := sqldb.Visible(p.Viewer, &a, "c.document_id")
+		cp := a.Add(capN)
+		rows, err := tx.Query(ctx, `WITH q AS (SELECT `+v+`::text::vector AS v, to_tsquery('simple', `+tq+`) AS tq),
+			kw AS (SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id, q
+				WHERE c.search_tsv @@ q.tq AND `+vis+` ORDER BY ts_rank(c.search_tsv, q.tq) DESC LIMIT `+cp+`),
+			vn AS (SELECT e.chunk_id AS id FROM knowledge_embeddings e
+				JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.embedding_model = e.model
+				JOIN knowledge_sources s ON s.id = c.source_id, q
+				WHERE e.model = `+model+` AND e.embedding_vector IS NOT NULL AND `+vis+`
+				ORDER BY e.embedding_vector <=> q.v LIMIT `+cp+`),
+			scored AS (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> q.v), 0) AS vs, ts_rank(c.search_tsv, q.tq) AS ks
+				FROM knowledge_chunks c LEFT JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model, q
+				WHERE c.id IN (SELECT id FROM kw UNION SELECT id FROM vn))
+			SELECT `+sqldb.ChunkCols+`, sc.vs, sc.ks, 0.65 * sc.vs + 0.35 * sc.ks AS total
+			FROM scored sc JOIN knowledge_chunks c ON c.id = sc.id
+			JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
+			WHERE NOT (sc.ks = 0 AND sc.vs < `+a.Add(p.Floor)+`)
+			ORDER BY total DESC, c.id LIMIT `+a.Add(p.Limit), a.List...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c store.ChunkRow
+			var vs, ks, total float64
+			if c, err = sqldb.ScanChunk(rows, &vs, &ks, &total); err != nil {
+				return err
+			}
+			c.Vector, c.Keyword, c.Total = vs, ks, total
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
