@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -33,7 +34,20 @@ func main() {
 	only := flag.String("only", "", "comma-separated sections to run (default all): "+names())
 	dur := flag.Duration("duration", 5*time.Second, "how long each load test runs")
 	clients := flag.Int("clients", 64, "concurrent clients of the load tests")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	o := &options{duration: *dur, clients: *clients, pgURL: os.Getenv("TEST_DATABASE_URL")}
 	fmt.Printf("# reelforge bench — %s, %s/%s, %d CPUs, GOMAXPROCS %d\n\n", time.Now().UTC().Format(time.RFC3339),
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
@@ -44,6 +58,7 @@ func main() {
 		}
 		if err := s.run(ctx, o); err != nil {
 			fmt.Fprintf(os.Stderr, "bench %s: %v\n", s.name, err)
+			pprof.StopCPUProfile()
 			os.Exit(1)
 		}
 	}
