@@ -29,7 +29,7 @@ var drivers = map[string]func(t *testing.T) store.Driver{
 		t.Cleanup(func() { d.Close() })
 		return d
 	},
-	"postgres": func(t *testing.T) store.Driver { return openPG(t, true) },
+	"postgres":          func(t *testing.T) store.Driver { return openPG(t, true) },
 	"postgres-novector": func(t *testing.T) store.Driver { return openPG(t, false) },
 }
 
