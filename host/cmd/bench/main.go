@@ -28,6 +28,7 @@ type options struct {
 
 var sections = []section{
 	{"api", benchAPI},
+	{"knowledge", benchKnowledge},
 }
 
 func main() {
