@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgvector/pgvector-go"
+
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqldb"
 )
@@ -23,26 +25,21 @@ func (d *Driver) AddEmbeddings(ctx context.Context, model string, vecs map[strin
 	return d.DB.AddEmbeddingsWith(ctx, model, vecs, d.putEmbedding)
 }
 
-func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, chunkID, model string, vec []float32, now time.Time) error {
-	if !d.vector || len(vec) != vectorDims {
-		return sqldb.InsertEmbedding(ctx, tx, chunkID, model, vec, now)
+func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, rows []sqldb.EmbeddingRow, now time.Time) error {
+	if !d.vector {
+		return sqldb.InsertEmbeddings(ctx, tx, rows, now)
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, embedding_vector, created_at)
-		VALUES ($1, $2, $3, $4::text::vector, $5)`, chunkID, model, sqldb.EncodeVector(vec), vectorText(vec), tx.T(now))
-	return err
-}
-
-// vectorText is pgvector's text form: [x,y,...].
-func vectorText(v []float32) string {
-	b := make([]byte, 0, len(v)*10+2)
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendFloat(b, float64(x), 'g', -1, 32)
-	}
-	return string(append(b, ']'))
+	ts := tx.T(now)
+	return tx.InsertRows(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, embedding_vector, created_at)`, len(rows),
+		func(i int, a *sqldb.Args) string {
+			r := rows[i]
+			var vec any // NULL for a vector of another dimension
+			if len(r.Vector) == vectorDims {
+				vec = pgvector.NewVector(r.Vector)
+			}
+			return "(" + a.Add(r.ChunkID) + ", " + a.Add(r.Model) + ", " + a.Add(sqldb.EncodeVector(r.Vector)) + ", " +
+				a.Add(vec) + "::vector, " + a.Add(ts) + ")"
+		})
 }
 
 // tsQuery is an OR of the terms for to_tsquery('simple', ...); terms carry only letters and digits.
@@ -113,26 +110,31 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 			return err
 		}
 		var a sqldb.Args
-		v := a.Add(vectorText(p.Vector))
+		v := a.Add(pgvector.NewVector(p.Vector))
 		tq := a.Add(tsQuery(p.Terms))
 		model := a.Add(p.Model)
 		vis := sqldb.Visible(p.Viewer, &a, "c.document_id")
 		cp := a.Add(capN)
-		rows, err := tx.Query(ctx, `WITH q AS (SELECT `+v+`::text::vector AS v, to_tsquery('simple', `+tq+`) AS tq),
-			kw AS (SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id, q
-				WHERE c.search_tsv @@ q.tq AND `+vis+` ORDER BY ts_rank(c.search_tsv, q.tq) DESC LIMIT `+cp+`),
+		// The keyword score is ts_rank relative to the best candidate's (0..1, like the vector
+		// score), so neither leg drowns the other.
+		rows, err := tx.Query(ctx, `WITH q AS (SELECT `+v+`::vector AS v, to_tsquery('simple', `+tq+`) AS tq),
+			m AS (SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id, q
+				WHERE c.search_tsv @@ q.tq AND `+vis+` LIMIT `+strconv.Itoa(keywordScan)+`),
+			kw AS (SELECT c.id FROM knowledge_chunks c, q WHERE c.id IN (SELECT id FROM m)
+				ORDER BY ts_rank(c.search_tsv, q.tq) DESC LIMIT `+cp+`),
 			vn AS (SELECT e.chunk_id AS id FROM knowledge_embeddings e
 				JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.embedding_model = e.model
 				JOIN knowledge_sources s ON s.id = c.source_id, q
 				WHERE e.model = `+model+` AND e.embedding_vector IS NOT NULL AND `+vis+`
 				ORDER BY e.embedding_vector <=> q.v LIMIT `+cp+`),
-			scored AS (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> q.v), 0) AS vs, ts_rank(c.search_tsv, q.tq) AS ks
+			scored AS (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> q.v), 0) AS vs, ts_rank(c.search_tsv, q.tq)::float8 AS kr
 				FROM knowledge_chunks c LEFT JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model, q
-				WHERE c.id IN (SELECT id FROM kw UNION SELECT id FROM vn))
-			SELECT `+sqldb.ChunkCols+`, sc.vs, sc.ks, 0.65 * sc.vs + 0.35 * sc.ks AS total
-			FROM scored sc JOIN knowledge_chunks c ON c.id = sc.id
+				WHERE c.id IN (SELECT id FROM kw UNION SELECT id FROM vn)),
+			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN kr / MAX(kr) OVER () ELSE 0 END AS ks FROM scored)
+			SELECT `+sqldb.ChunkCols+`, n.vs, n.ks, 0.65 * n.vs + 0.35 * n.ks AS total
+			FROM n JOIN knowledge_chunks c ON c.id = n.id
 			JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
-			WHERE NOT (sc.ks = 0 AND sc.vs < `+a.Add(p.Floor)+`)
+			WHERE NOT (n.ks = 0 AND n.vs < `+a.Add(p.Floor)+`)
 			ORDER BY total DESC, c.id LIMIT `+a.Add(p.Limit), a.List...)
 		if err != nil {
 			return err

@@ -187,14 +187,43 @@ func (db *DB) SetDocumentStatus(ctx context.Context, id, status, errMsg string) 
 	return err
 }
 
-// EmbeddingWriter inserts one embedding row; drivers with a vector column fill it too.
-type EmbeddingWriter func(ctx context.Context, tx *DB, chunkID, model string, vec []float32, now time.Time) error
+// EmbeddingRow is one vector to write.
+type EmbeddingRow struct {
+	ChunkID string
+	Model   string
+	Vector  []float32
+}
 
-// InsertEmbedding is the EmbeddingWriter of drivers without a vector column.
-func InsertEmbedding(ctx context.Context, tx *DB, chunkID, model string, vec []float32, now time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, created_at) VALUES ($1, $2, $3, $4)`,
-		chunkID, model, EncodeVector(vec), tx.T(now))
-	return err
+// EmbeddingWriter inserts embedding rows; drivers with a vector column fill it too.
+type EmbeddingWriter func(ctx context.Context, tx *DB, rows []EmbeddingRow, now time.Time) error
+
+// insertBatch is the most rows of one multi-row INSERT.
+const insertBatch = 50
+
+// InsertRows runs head ("INSERT INTO table (cols)") with multi-row VALUES over n rows in batches;
+// row adds the values of row i to a and returns its "(...)" tuple.
+func (db *DB) InsertRows(ctx context.Context, head string, n int, row func(i int, a *Args) string) error {
+	for start := 0; start < n; start += insertBatch {
+		var a Args
+		vals := make([]string, 0, insertBatch)
+		for i := start; i < min(n, start+insertBatch); i++ {
+			vals = append(vals, row(i, &a))
+		}
+		if _, err := db.Exec(ctx, head+" VALUES "+strings.Join(vals, ", "), a.List...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertEmbeddings is the EmbeddingWriter of drivers without a vector column.
+func InsertEmbeddings(ctx context.Context, tx *DB, rows []EmbeddingRow, now time.Time) error {
+	ts := tx.T(now)
+	return tx.InsertRows(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, created_at)`, len(rows),
+		func(i int, a *Args) string {
+			r := rows[i]
+			return "(" + a.Add(r.ChunkID) + ", " + a.Add(r.Model) + ", " + a.Add(EncodeVector(r.Vector)) + ", " + a.Add(ts) + ")"
+		})
 }
 
 // WriteChunksWith writes the chunks and their embeddings through put and marks the document
@@ -202,21 +231,27 @@ func InsertEmbedding(ctx context.Context, tx *DB, chunkID, model string, vec []f
 func (db *DB) WriteChunksWith(ctx context.Context, p store.WriteChunksParams, put EmbeddingWriter) error {
 	return db.WithTx(ctx, func(tx *DB) error {
 		now := tx.Now()
+		ts := tx.T(now)
+		if err := tx.InsertRows(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading,
+			token_count, search_text, metadata, embedding_model, created_at)`, len(p.Chunks), func(i int, a *Args) string {
+			c := p.Chunks[i]
+			return "(" + strings.Join([]string{a.Add(c.ID), a.Add(c.SourceID), a.Add(p.DocumentID), a.Add(c.Index), a.Add(c.Text),
+				a.Add(c.Heading), a.Add(c.TokenCount), a.Add(c.SearchText), a.Add(JOr(c.Metadata, "{}")), a.Add(c.EmbeddingModel),
+				a.Add(ts)}, ", ") + ")"
+		}); err != nil {
+			return err
+		}
+		var rows []EmbeddingRow
 		for _, c := range p.Chunks {
-			if _, err := tx.Exec(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading,
-				token_count, search_text, metadata, embedding_model, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-				c.ID, c.SourceID, p.DocumentID, c.Index, c.Text, c.Heading, c.TokenCount, c.SearchText, JOr(c.Metadata, "{}"),
-				c.EmbeddingModel, tx.T(now)); err != nil {
-				return err
-			}
 			if c.Embedding != nil {
-				if err := put(ctx, tx, c.ID, c.EmbeddingModel, c.Embedding, now); err != nil {
-					return err
-				}
+				rows = append(rows, EmbeddingRow{ChunkID: c.ID, Model: c.EmbeddingModel, Vector: c.Embedding})
 			}
 		}
+		if err := put(ctx, tx, rows, now); err != nil {
+			return err
+		}
 		n, err := tx.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3, updated_at = $4
-			WHERE id = $1`, p.DocumentID, store.DocIndexed, len(p.Chunks), tx.T(now))
+			WHERE id = $1`, p.DocumentID, store.DocIndexed, len(p.Chunks), ts)
 		if err == nil && n == 0 {
 			return store.ErrNotFound
 		}
@@ -425,16 +460,18 @@ func (db *DB) AddEmbeddingsWith(ctx context.Context, model string, vecs map[stri
 	}
 	sort.Strings(ids)
 	return db.WithTx(ctx, func(tx *DB) error {
-		now := tx.Now()
-		for _, id := range ids {
-			if _, err := tx.Exec(ctx, `DELETE FROM knowledge_embeddings WHERE chunk_id = $1 AND model = $2`, id, model); err != nil {
-				return err
-			}
-			if err := put(ctx, tx, id, model, vecs[id], now); err != nil {
+		rows := make([]EmbeddingRow, 0, len(ids))
+		for start := 0; start < len(ids); start += 500 {
+			var a Args
+			m := a.Add(model)
+			if _, err := tx.Exec(ctx, `DELETE FROM knowledge_embeddings WHERE model = `+m+` AND `+a.In("chunk_id", ids[start:min(len(ids), start+500)]), a.List...); err != nil {
 				return err
 			}
 		}
-		return nil
+		for _, id := range ids {
+			rows = append(rows, EmbeddingRow{ChunkID: id, Model: model, Vector: vecs[id]})
+		}
+		return put(ctx, tx, rows, tx.Now())
 	})
 }
 

@@ -10,12 +10,12 @@ import (
 
 // WriteChunks implements store.Knowledge.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
-	return d.DB.WriteChunksWith(ctx, p, sqldb.InsertEmbedding)
+	return d.DB.WriteChunksWith(ctx, p, sqldb.InsertEmbeddings)
 }
 
 // AddEmbeddings implements store.Knowledge.
 func (d *Driver) AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error {
-	return d.DB.AddEmbeddingsWith(ctx, model, vecs, sqldb.InsertEmbedding)
+	return d.DB.AddEmbeddingsWith(ctx, model, vecs, sqldb.InsertEmbeddings)
 }
 
 // ftsQuery is an FTS5 OR query of the terms, each quoted; terms carry only letters and digits.
