@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -109,25 +110,34 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 			set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(max(40, capN))); err != nil {
 			return err
 		}
+		match, quoted, weights, err := termWeights(ctx, tx, p.Terms)
+		if err != nil {
+			return err
+		}
 		var a sqldb.Args
 		v := a.Add(pgvector.NewVector(p.Vector))
-		tq := a.Add(tsQuery(p.Terms))
+		tq := a.Add(match)
+		ts, ws := a.Add(quoted), a.Add(weights)
 		model := a.Add(p.Model)
 		vis := sqldb.Visible(p.Viewer, &a, "c.document_id")
 		cp := a.Add(capN)
-		// The keyword score is ts_rank relative to the best candidate's (0..1, like the vector
-		// score), so neither leg drowns the other.
+		// The keyword score is a text rank of the simple configuration: ts_rank per query term,
+		// weighted by the term's idf (ts_rank alone ignores how common a term is), relative to the
+		// best candidate's (0..1, like the vector score) so neither leg drowns the other. The
+		// keyword leg matches the terms that are not in most chunks.
+		kr := `(SELECT COALESCE(SUM(w.w * ts_rank(c.search_tsv, to_tsquery('simple', w.t))), 0)
+			FROM unnest(` + ts + `::text[], ` + ws + `::float8[]) AS w(t, w))`
 		rows, err := tx.Query(ctx, `WITH q AS (SELECT `+v+`::vector AS v, to_tsquery('simple', `+tq+`) AS tq),
 			m AS (SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id, q
 				WHERE c.search_tsv @@ q.tq AND `+vis+` LIMIT `+strconv.Itoa(keywordScan)+`),
-			kw AS (SELECT c.id FROM knowledge_chunks c, q WHERE c.id IN (SELECT id FROM m)
-				ORDER BY ts_rank(c.search_tsv, q.tq) DESC LIMIT `+cp+`),
+			kw AS (SELECT c.id FROM knowledge_chunks c WHERE c.id IN (SELECT id FROM m)
+				ORDER BY `+kr+` DESC LIMIT `+cp+`),
 			vn AS (SELECT e.chunk_id AS id FROM knowledge_embeddings e
 				JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.embedding_model = e.model
 				JOIN knowledge_sources s ON s.id = c.source_id, q
 				WHERE e.model = `+model+` AND e.embedding_vector IS NOT NULL AND `+vis+`
 				ORDER BY e.embedding_vector <=> q.v LIMIT `+cp+`),
-			scored AS (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> q.v), 0) AS vs, ts_rank(c.search_tsv, q.tq)::float8 AS kr
+			scored AS (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> q.v), 0) AS vs, `+kr+` AS kr
 				FROM knowledge_chunks c LEFT JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model, q
 				WHERE c.id IN (SELECT id FROM kw UNION SELECT id FROM vn)),
 			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN kr / MAX(kr) OVER () ELSE 0 END AS ks FROM scored)
@@ -152,4 +162,69 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		return rows.Err()
 	})
 	return out, err
+}
+
+// termWeights returns, for the query terms found in the corpus, the OR query the keyword leg
+// matches (the terms held by at most half the chunks, or the rarest one when all are common),
+// each term quoted for to_tsquery, and its idf, ln(1 + (n - df + 0.5) / (df + 0.5)).
+func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) (match string, quoted []string, weights []float64, err error) {
+	if len(terms) > 64 {
+		terms = terms[:64]
+	}
+	var qs []string
+	for _, t := range terms {
+		if q := tsQuery([]string{t}); q != "" {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) == 0 {
+		return "", []string{}, []float64{}, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT (SELECT COUNT(*) FROM knowledge_chunks), t,
+		(SELECT COUNT(*) FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', t))
+		FROM unnest($1::text[]) AS t`, qs)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	defer rows.Close()
+	type tw struct {
+		q   string
+		df  float64
+		idf float64
+	}
+	var all []tw
+	n := 0.0
+	for rows.Next() {
+		var total, df int64
+		var q string
+		if err := rows.Scan(&total, &q, &df); err != nil {
+			return "", nil, nil, err
+		}
+		n = float64(total)
+		if df > 0 {
+			all = append(all, tw{q, float64(df), math.Log(1 + (float64(total)-float64(df)+0.5)/(float64(df)+0.5))})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", nil, nil, err
+	}
+	var keep []string
+	rarest := -1
+	for i, w := range all {
+		quoted = append(quoted, w.q)
+		weights = append(weights, w.idf)
+		if w.df <= n/2 {
+			keep = append(keep, w.q)
+		}
+		if rarest < 0 || w.df < all[rarest].df {
+			rarest = i
+		}
+	}
+	if len(keep) == 0 && rarest >= 0 {
+		keep = []string{all[rarest].q}
+	}
+	if quoted == nil {
+		quoted, weights = []string{}, []float64{}
+	}
+	return strings.Join(keep, " | "), quoted, weights, nil
 }
