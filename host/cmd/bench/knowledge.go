@@ -29,6 +29,7 @@ var (
 	kbQueries   = flag.Int("kb-queries", 200, "searches per corpus size")
 	kbQuestions = flag.Int("kb-questions", 1000, "questions per ../shared/bench set (0: all)")
 	kbBenchDir  = flag.String("kb-bench-dir", "../shared/bench", "the public retrieval sets")
+	kbDriverSel = flag.String("kb-drivers", "", "knowledge drivers to run, by name prefix (default all): sqlite, postgres+pgvector, postgres (in-memory)")
 )
 
 // kbDriver is one of the three search paths.
@@ -38,6 +39,23 @@ type kbDriver struct {
 }
 
 func kbDrivers(o *options) []kbDriver {
+	var out []kbDriver
+	for _, d := range allKBDrivers(o) {
+		if *kbDriverSel == "" {
+			out = append(out, d)
+			continue
+		}
+		for _, sel := range strings.Split(*kbDriverSel, ",") {
+			if sel = strings.TrimSpace(sel); sel != "" && strings.HasPrefix(d.name, sel) {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func allKBDrivers(o *options) []kbDriver {
 	ds := []kbDriver{{"sqlite", func(ctx context.Context) (store.Driver, func(), error) {
 		dir, err := os.MkdirTemp("", "bench-kb-")
 		if err != nil {

@@ -130,8 +130,8 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		rows, err := tx.Query(ctx, `WITH q AS (SELECT `+v+`::vector AS v, to_tsquery('simple', `+tq+`) AS tq),
 			m AS (SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id, q
 				WHERE c.search_tsv @@ q.tq AND `+vis+` LIMIT `+strconv.Itoa(keywordScan)+`),
-			kw AS (SELECT c.id FROM knowledge_chunks c WHERE c.id IN (SELECT id FROM m)
-				ORDER BY `+kr+` DESC LIMIT `+cp+`),
+			kw AS (SELECT c.id FROM knowledge_chunks c, q WHERE c.id IN (SELECT id FROM m)
+				ORDER BY ts_rank(c.search_tsv, q.tq) DESC LIMIT `+cp+`),
 			vn AS (SELECT e.chunk_id AS id FROM knowledge_embeddings e
 				JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.embedding_model = e.model
 				JOIN knowledge_sources s ON s.id = c.source_id, q
@@ -164,9 +164,10 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 	return out, err
 }
 
-// termWeights returns, for the query terms found in the corpus, the OR query the keyword leg
-// matches (the terms held by at most half the chunks, or the rarest one when all are common),
-// each term quoted for to_tsquery, and its idf, ln(1 + (n - df + 0.5) / (df + 0.5)).
+// termWeights returns the query terms that count: those held by at most half the chunks (or the
+// rarest one when all are that common; the others weigh almost nothing in BM25's idf), as the OR
+// query the keyword leg matches, each quoted for to_tsquery, and their idf,
+// ln(1 + (n - df + 0.5) / (df + 0.5)).
 func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) (match string, quoted []string, weights []float64, err error) {
 	if len(terms) > 64 {
 		terms = terms[:64]
@@ -211,10 +212,10 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) (match strin
 	var keep []string
 	rarest := -1
 	for i, w := range all {
-		quoted = append(quoted, w.q)
-		weights = append(weights, w.idf)
 		if w.df <= n/2 {
 			keep = append(keep, w.q)
+			quoted = append(quoted, w.q)
+			weights = append(weights, w.idf)
 		}
 		if rarest < 0 || w.df < all[rarest].df {
 			rarest = i
@@ -222,6 +223,7 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) (match strin
 	}
 	if len(keep) == 0 && rarest >= 0 {
 		keep = []string{all[rarest].q}
+		quoted, weights = keep, []float64{all[rarest].idf}
 	}
 	if quoted == nil {
 		quoted, weights = []string{}, []float64{}
