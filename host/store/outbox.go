@@ -115,3 +115,12 @@ type EventSources interface {
 	ListSubscriptionsDue(ctx context.Context, p *ListSubscriptionsParams) ([]*SubscriptionDue, error)
 	ListUserActivity(ctx context.Context, p *ListActivityParams) ([]*UserActivity, error)
 }
+
+// PubSub broadcasts small messages (up to about 8000 bytes) to every host on the database:
+// PostgreSQL LISTEN/NOTIFY. SQLite has one host: its methods return ErrNotSupported.
+type PubSub interface {
+	Publish(ctx context.Context, channel, payload string) error
+	// Listen calls fn with each payload published on channel until ctx ends, on a connection of
+	// its own; it returns ctx's error or the connection's.
+	Listen(ctx context.Context, channel string, fn func(payload string)) error
+}
