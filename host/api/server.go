@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -29,6 +30,11 @@ type Server struct {
 	Auth    *auth.Service
 	Log     *slog.Logger
 	Engines EngineHealth
+	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
+	// outbound event worker behind the webhook test and status routes.
+	Hub           *events.Hub
+	Notifier      events.Notifier
+	Notifications *events.Worker
 
 	started time.Time
 	limits  *limiters
@@ -50,6 +56,7 @@ func (s *Server) App() *fiber.App {
 	})
 	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests)
 	app.Get("/health", s.health)
+	s.wsRoutes(app)
 
 	public := app.Group("/api")
 	public.Post("/auth/register", s.authRateLimit, s.register)
@@ -59,6 +66,7 @@ func (s *Server) App() *fiber.App {
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
+	s.notificationRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app
