@@ -111,7 +111,7 @@ func FanOut(ctx context.Context, dir string, clients, frames int) (*FanOutResult
 	if err != nil {
 		return nil, err
 	}
-	go app.Listener(ln) //nolint:errcheck // ends with the shutdown below
+	go app.Listener(ln)                            //nolint:errcheck // ends with the shutdown below
 	defer app.ShutdownWithTimeout(2 * time.Second) //nolint:errcheck // best effort
 
 	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@bench.local", Username: "bench", PasswordHash: "x", Role: store.RoleUser}
@@ -199,7 +199,9 @@ func FanOut(ctx context.Context, dir string, clients, frames int) (*FanOutResult
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	res := &FanOutResult{Clients: clients, Frames: frames, Delivered: len(all)}
 	if len(all) > 0 {
-		q := func(p float64) float64 { return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds()) / 1000 }
+		q := func(p float64) float64 {
+			return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds()) / 1000
+		}
 		res.P50MS, res.P99MS, res.MaxMS = q(0.50), q(0.99), float64(all[len(all)-1].Microseconds())/1000
 	}
 	return res, nil
