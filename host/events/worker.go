@@ -53,6 +53,7 @@ type WorkerStore interface {
 	ClaimOutboxEvents(ctx context.Context, p *store.ClaimOutboxParams) ([]*store.OutboxEvent, error)
 	FinishOutboxEvent(ctx context.Context, p *store.FinishOutboxParams) error
 	CountOutbox(ctx context.Context) (*store.OutboxCounts, error)
+	PruneOutbox(ctx context.Context, before time.Time) (int64, error)
 }
 
 // WorkerConfig configures delivery. Zero durations take the defaults noted.
@@ -67,6 +68,8 @@ type WorkerConfig struct {
 	MaxAge        time.Duration // retry for this long after the event was stored, then dead (24 h)
 	MinBackoff    time.Duration // first retry delay, doubling (1 s)
 	MaxBackoff    time.Duration // cap of the retry delay (5 min)
+	// Retention is how long delivered and skipped events are kept (7 days); dead ones stay.
+	Retention time.Duration
 	Client        *http.Client  // nil: one with Timeout
 	Log           *slog.Logger
 	Now           func() time.Time // nil: time.Now
@@ -109,6 +112,9 @@ func NewWorker(st WorkerStore, cfg WorkerConfig) *Worker {
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 5 * time.Minute
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 7 * 24 * time.Hour
 	}
 	w := &Worker{st: st, cfg: cfg, client: cfg.Client, log: cfg.Log, now: cfg.Now}
 	if w.client == nil {
@@ -174,11 +180,20 @@ func (w *Worker) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if now := w.now(); now.Sub(pruned) >= time.Hour {
+			pruned = now
+			if n, err := w.st.PruneOutbox(ctx, now.Add(-w.cfg.Retention)); err != nil {
+				w.log.Warn("events: prune outbox", "err", err.Error())
+			} else if n > 0 {
+				w.log.Info("events: pruned delivered events", "count", n)
+			}
 		}
 		for ctx.Err() == nil {
 			n, err := w.RunBatch(ctx)
@@ -299,7 +314,7 @@ type Status struct {
 	Enabled         bool     `json:"enabled"`
 	Target          string   `json:"target"`
 	Pending         int      `json:"pending"`
-	Delivered       int      `json:"delivered"`
+	Delivered       int      `json:"delivered"` // kept for Retention (7 days), then pruned
 	Failed          int      `json:"failed"` // pending after at least one failed attempt
 	Dead            int      `json:"dead"`
 	Skipped         int      `json:"skipped"` // filtered out by AUTOMATION_ENABLED_EVENTS

@@ -73,6 +73,9 @@ type Outbox interface {
 	FinishOutboxEvent(ctx context.Context, p *FinishOutboxParams) error
 	GetOutboxEvent(ctx context.Context, id string) (*OutboxEvent, error)
 	CountOutbox(ctx context.Context) (*OutboxCounts, error)
+	// PruneOutbox deletes delivered and skipped events finished before before (dead ones stay)
+	// and returns how many it deleted.
+	PruneOutbox(ctx context.Context, before time.Time) (int64, error)
 
 	EventSources
 }

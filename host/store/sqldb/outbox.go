@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/reelforge/reelforge/host/store"
 )
@@ -128,4 +129,13 @@ func (db *DB) CountOutbox(ctx context.Context) (*store.OutboxCounts, error) {
 		return nil, fmt.Errorf("store: last outbox error: %w", err)
 	}
 	return &c, nil
+}
+
+// PruneOutbox implements store.Outbox.
+func (db *DB) PruneOutbox(ctx context.Context, before time.Time) (int64, error) {
+	n, err := db.Exec(ctx, `DELETE FROM outbox WHERE status IN ('delivered', 'skipped') AND delivered_at < $1`, db.T(before))
+	if err != nil {
+		return 0, fmt.Errorf("store: prune outbox: %w", err)
+	}
+	return n, nil
 }

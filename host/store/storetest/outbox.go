@@ -128,6 +128,20 @@ func testOutbox(t *testing.T, open Opener) {
 	if counts.Skipped != 1 || counts.Failed != 0 || counts.Pending != 0 {
 		t.Errorf("CountOutbox after skip = %+v", counts)
 	}
+
+	// Pruning drops finished deliveries (a delivered, b skipped) and keeps the dead c.
+	if n, err := d.PruneOutbox(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Errorf("PruneOutbox(an hour ago) = %d, %v; want 0", n, err)
+	}
+	if n, err := d.PruneOutbox(ctx, time.Now().Add(time.Minute)); err != nil || n != 2 {
+		t.Errorf("PruneOutbox(now) = %d, %v; want 2", n, err)
+	}
+	if _, err := d.GetOutboxEvent(ctx, c.ID); err != nil {
+		t.Errorf("dead event after pruning: %v, want kept", err)
+	}
+	if _, err := d.GetOutboxEvent(ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("delivered event after pruning: %v, want ErrNotFound", err)
+	}
 }
 
 // testOutboxConcurrentClaims: claimers racing over the same events never share one.
