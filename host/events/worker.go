@@ -70,9 +70,9 @@ type WorkerConfig struct {
 	MaxBackoff    time.Duration // cap of the retry delay (5 min)
 	// Retention is how long delivered and skipped events are kept (7 days); dead ones stay.
 	Retention time.Duration
-	Client        *http.Client  // nil: one with Timeout
-	Log           *slog.Logger
-	Now           func() time.Time // nil: time.Now
+	Client    *http.Client // nil: one with Timeout
+	Log       *slog.Logger
+	Now       func() time.Time // nil: time.Now
 }
 
 // Worker delivers the outbox to the webhook receiver: claim a batch, post each event signed,
@@ -315,7 +315,7 @@ type Status struct {
 	Target          string   `json:"target"`
 	Pending         int      `json:"pending"`
 	Delivered       int      `json:"delivered"` // kept for Retention (7 days), then pruned
-	Failed          int      `json:"failed"` // pending after at least one failed attempt
+	Failed          int      `json:"failed"`    // pending after at least one failed attempt
 	Dead            int      `json:"dead"`
 	Skipped         int      `json:"skipped"` // filtered out by AUTOMATION_ENABLED_EVENTS
 	LastError       *string  `json:"last_error"`
