@@ -82,6 +82,8 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	}
 	delete(payload, "job_type")
 	maps.Copy(payload, set.Params)
+	delete(payload, "user_id") // the owner comes from the run, never from what a user typed
+	delete(payload, "role")
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return nil, errcode.E("generators.Run", errcode.Validation, "the inputs are not JSON", err)

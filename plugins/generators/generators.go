@@ -75,8 +75,9 @@ type Options struct {
 	AssetBaseURL string
 	// CompleteFunc receives the results of local jobs. Without it local work is refused.
 	CompleteFunc CompleteFunc
-	// OwnerFunc names a run's owner; nil (or an error) falls back to payload user_id and role, and
-	// to user "shared" with the mark.
+	// OwnerFunc names a run's owner. When it fails, the files go to user "shared" and videos get the
+	// mark. Only when it is nil are the payload's user_id and role used: a host must set it, since a
+	// payload can carry run inputs.
 	OwnerFunc OwnerFunc
 	// HTTPClient posts to external generators and fetches pages; nil means a default client.
 	HTTPClient *http.Client
@@ -102,7 +103,10 @@ type Dispatcher struct {
 
 	ctx    context.Context // parent of local jobs; cancelled by Stop
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+
+	mu      sync.Mutex // guards stopped and wg.Add against Stop
+	stopped bool
+	wg      sync.WaitGroup
 }
 
 // NewDispatcher returns a Dispatcher with opts.
@@ -139,6 +143,9 @@ func NewDispatcher(opts Options) *Dispatcher {
 // Stop cancels the local jobs in progress and waits for them to return (their jobs are reported as
 // failed if the CompleteFunc still accepts it). Dispatch refuses local work afterwards.
 func (d *Dispatcher) Stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
 }

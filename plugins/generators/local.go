@@ -50,7 +50,9 @@ func (d *Dispatcher) startLocal(job *engine.Job, payload map[string]any) error {
 	if d.opts.CompleteFunc == nil {
 		return errcode.New(errcode.ExternalService, fmt.Sprintf("no %s generator is configured: set %s", job.Type, envVars[job.Type]))
 	}
-	if d.ctx.Err() != nil {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
 		return errcode.New(errcode.ExternalService, "the local generators are shutting down")
 	}
 	lj := &localJob{job: job, payload: payload}
@@ -118,22 +120,15 @@ func (d *Dispatcher) failure(jobType string, err error) *engine.RunError {
 	return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator failed", jobType)}
 }
 
-// owner finds the run's owner: OwnerFunc, else the payload's user_id and role.
+// owner finds the run's owner with OwnerFunc; without one, from the payload's user_id and role.
 func (d *Dispatcher) owner(ctx context.Context, lj *localJob) engine.UserContext {
-	var u engine.UserContext
-	if d.opts.OwnerFunc != nil && lj.job.RunID != "" {
-		got, err := d.opts.OwnerFunc(ctx, lj.job.RunID)
-		if err == nil {
-			u = got
-		} else {
-			d.opts.Logger.Warn("run owner unknown", "run_id", lj.job.RunID, "error", err)
-		}
+	if d.opts.OwnerFunc == nil {
+		return engine.UserContext{UserID: str(lj.payload, "user_id"), Role: str(lj.payload, "role")}
 	}
-	if u.UserID == "" {
-		u.UserID = str(lj.payload, "user_id")
-	}
-	if u.Role == "" {
-		u.Role = str(lj.payload, "role")
+	u, err := d.opts.OwnerFunc(ctx, lj.job.RunID)
+	if err != nil {
+		d.opts.Logger.Warn("run owner unknown", "run_id", lj.job.RunID, "error", err)
+		return engine.UserContext{}
 	}
 	return u
 }
