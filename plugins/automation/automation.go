@@ -167,7 +167,10 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 		return nil, errcode.E("automation.Run", errcode.AutomationWebhookFailed, "the automation tool did not accept the workflow", err)
 	}
 	e.report(ctx, h, req.RunID, step)
-	return &engine.RunResult{Status: engine.StatusWaiting, Outputs: map[string]any{"job_id": job.JobID}}, nil
+	if err := h.ReportProgress(ctx, req.RunID, 10, StepID); err != nil {
+		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
+	}
+	return &engine.RunResult{Status: engine.StatusWaiting}, nil
 }
 
 // Payload is the body of an automation-callback.

@@ -186,7 +186,10 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 		return nil, errcode.E("graph.Run", errcode.GraphRunner, "the agent graph runner did not accept the run", err)
 	}
 	e.report(ctx, h, req.RunID, step)
-	return &engine.RunResult{Status: engine.StatusWaiting, Outputs: map[string]any{"job_id": job.JobID}}, nil
+	if err := h.ReportProgress(ctx, req.RunID, 10, SummaryStepID); err != nil {
+		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
+	}
+	return &engine.RunResult{Status: engine.StatusWaiting}, nil
 }
 
 // Cancel asks the runner to stop the run (POST {RUNNER_URL}/cancel). It is best effort: a runner that
