@@ -28,6 +28,9 @@ var suites = []struct {
 	{"projects", testProjects},
 	{"idempotency", testIdempotency},
 	{"transactions", testTransactions},
+	{"tasks", testTasks},
+	{"scheduling", testScheduling},
+	{"leader_lock", testLeaderLock},
 }
 
 // Run runs every conformance check against the driver open makes.
