@@ -13,7 +13,9 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/tasks"
 )
 
 // EngineHealth reports the state of each workflow engine: ready, degraded or disabled.
@@ -29,6 +31,9 @@ type Server struct {
 	Auth    *auth.Service
 	Log     *slog.Logger
 	Engines EngineHealth
+	// Tasks and Scheduler serve the project tasks and the scheduler API (nil: 503).
+	Tasks     *tasks.Service
+	Scheduler *scheduler.Scheduler
 
 	started time.Time
 	limits  *limiters
@@ -59,6 +64,8 @@ func (s *Server) App() *fiber.App {
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
+	s.taskRoutes(api)
+	s.schedulerRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app
