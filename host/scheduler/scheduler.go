@@ -360,17 +360,35 @@ func (s *Scheduler) tick(ctx context.Context, onlyProject string) (Report, error
 	s.tickMu.Lock()
 	defer s.tickMu.Unlock()
 	var rep Report
-	due, err := s.st.ListDueStrategyTasks(ctx, store.DueStrategyTasksParams{Today: s.today(),
-		Limit: MaxProjectsPerTick * MaxRunsPerProject * 10})
+	// The first projects in task order (priority, due date) that have a free run slot, then
+	// their due tasks.
+	p := store.DueStrategyTasksParams{Today: s.today(), Limit: MaxProjectsPerTick * MaxRunsPerProject * 10}
+	if onlyProject != "" {
+		p.ProjectIDs = []string{onlyProject}
+	}
+	first, err := s.st.ListDueStrategyTasks(ctx, p)
+	if err != nil {
+		return rep, fmt.Errorf("scheduler: tick: %w", err)
+	}
+	var pick []string
+	seen := map[string]bool{}
+	for _, t := range first {
+		if !seen[t.ProjectID] && t.RunningRuns < MaxRunsPerProject && len(pick) < MaxProjectsPerTick {
+			pick = append(pick, t.ProjectID)
+		}
+		seen[t.ProjectID] = true
+	}
+	if len(pick) == 0 {
+		return rep, nil
+	}
+	p.ProjectIDs = pick
+	due, err := s.st.ListDueStrategyTasks(ctx, p)
 	if err != nil {
 		return rep, fmt.Errorf("scheduler: tick: %w", err)
 	}
 	started := map[string]int{}
 	owners := map[string]*auth.Principal{}
 	for _, t := range due {
-		if onlyProject != "" && t.ProjectID != onlyProject {
-			continue
-		}
 		rep.Due++
 		n, seen := started[t.ProjectID]
 		if !seen && rep.Projects >= MaxProjectsPerTick {

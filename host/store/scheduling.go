@@ -40,9 +40,10 @@ type StrategyTask struct {
 // that is not deleted, without a running or completed auto_run; ordered by priority (high, medium,
 // low), due date, project, task id.
 type DueStrategyTasksParams struct {
-	Today  string // YYYY-MM-DD
-	UserID string // empty: every user's projects
-	Limit  int
+	Today      string   // YYYY-MM-DD
+	UserID     string   // empty: every user's projects
+	ProjectIDs []string // empty: every project
+	Limit      int
 }
 
 // AutoRun is the auto_runs mark of one strategy task of a project.

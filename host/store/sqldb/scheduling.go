@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -72,7 +73,15 @@ func (db *DB) ListDueStrategyTasks(ctx context.Context, p store.DueStrategyTasks
 	owner := ""
 	if p.UserID != "" {
 		args = append(args, p.UserID)
-		owner = " AND p.user_id = $3"
+		owner = fmt.Sprintf(" AND p.user_id = $%d", len(args))
+	}
+	if len(p.ProjectIDs) > 0 {
+		in := make([]string, len(p.ProjectIDs))
+		for i, id := range p.ProjectIDs {
+			args = append(args, id)
+			in[i] = fmt.Sprintf("$%d", len(args))
+		}
+		owner += " AND st.project_id IN (" + strings.Join(in, ", ") + ")"
 	}
 	rows, err := db.Query(ctx, `SELECT `+strategyCols+`, p.name, p.user_id,
 		(SELECT COUNT(*) FROM project_auto_runs r WHERE r.project_id = st.project_id AND r.status = 'running')
