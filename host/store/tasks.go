@@ -69,6 +69,7 @@ type TaskUpdate struct {
 	NextAttemptAt *time.Time // set (nil: cleared)
 	Completed     bool       // completed_at = now
 	Assets        []Asset    // written in the same transaction
+	NoRun         bool       // guard: the task has no run yet (run_id is empty)
 }
 
 // ClaimTasksParams selects work for a task worker.
@@ -76,6 +77,9 @@ type ClaimTasksParams struct {
 	From  string // pending or queued
 	To    string // queued or running
 	Limit int
+	// StaleBefore, when set, takes only tasks without a run last updated before it (a host that
+	// moved them died before starting their run).
+	StaleBefore time.Time
 }
 
 // Tasks stores project tasks.

@@ -29,6 +29,10 @@ import (
 // DefaultWorkflow runs tasks whose type names no workflow.
 const DefaultWorkflow = "video"
 
+// orphanAfter is how long a task may stay RUNNING without a run before the worker takes it back
+// (the host that moved it died before its run was stored).
+const orphanAfter = 2 * time.Minute
+
 // triggeredByPrefix marks the runs of tasks: TriggeredBy is "task:<task id>".
 const triggeredByPrefix = "task:"
 
@@ -38,7 +42,7 @@ type Options struct {
 	Notifier events.Notifier   // nil: frames are dropped
 	Log      *slog.Logger      // nil: discarded
 	Known    func(string) bool // reports whether a workflow id exists (nil: only the type map)
-	Poll     time.Duration     // worker pass interval (default 500 ms)
+	Poll     time.Duration     // worker pass interval (default 500 ms); retries wait for a pass
 	// Backoff returns the delay before retry n (0-based); default 1 s, 2 s, 4 s.
 	Backoff func(n int) time.Duration
 }
@@ -211,8 +215,8 @@ func (s *Service) Stop() {
 	}
 }
 
-// Step is one worker pass: claim PENDING tasks (-> QUEUED), then dispatch the QUEUED ones whose
-// back-off is over (-> RUNNING, one run each).
+// Step is one worker pass: claim PENDING tasks (-> QUEUED), take back orphaned RUNNING ones
+// (-> QUEUED), then dispatch the QUEUED ones whose back-off is over (-> RUNNING, one run each).
 func (s *Service) Step(ctx context.Context) error {
 	if s.opt.Runner == nil {
 		return nil
@@ -223,6 +227,15 @@ func (s *Service) Step(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("tasks: claim: %w", err)
+	}
+	orphans, err := s.st.ClaimTasks(ctx, store.ClaimTasksParams{From: store.TaskRunning, To: store.TaskQueued, Limit: 20,
+		StaleBefore: s.st.Now().Add(-orphanAfter)})
+	for i := range orphans {
+		s.opt.Log.Warn("tasks: re-queued a task left running without a run", "task_id", orphans[i].ID)
+		s.announce(ctx, &orphans[i])
+	}
+	if err != nil {
+		return fmt.Errorf("tasks: re-queue: %w", err)
 	}
 	running, err := s.st.ClaimTasks(ctx, store.ClaimTasksParams{From: store.TaskQueued, To: store.TaskRunning, Limit: 20})
 	for i := range running {
@@ -353,9 +366,6 @@ func (s *Service) failed(ctx context.Context, id string, code errcode.Code, msg 
 		next := s.st.Now().Add(s.opt.Backoff(t.RetryCount))
 		_, err = s.transition(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskRunning}, To: store.TaskQueued,
 			IncRetry: true, NextAttemptAt: &next, ErrorMessage: &text, RunID: new(string)})
-		if err == nil {
-			time.AfterFunc(s.opt.Backoff(t.RetryCount)+10*time.Millisecond, s.Wake)
-		}
 	} else {
 		_, err = s.transition(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskRunning}, To: store.TaskFailed,
 			ErrorMessage: &text, Completed: true})

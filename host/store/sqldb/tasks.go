@@ -107,7 +107,11 @@ func (db *DB) UpdateTask(ctx context.Context, u store.TaskUpdate) (*store.Task, 
 			args = append(args, f)
 			in[i] = fmt.Sprintf("$%d", len(args))
 		}
-		n, err := tx.Exec(ctx, `UPDATE tasks SET `+strings.Join(sets, ", ")+` WHERE id = $1 AND status IN (`+strings.Join(in, ", ")+`)`, args...)
+		guard := ""
+		if u.NoRun {
+			guard = " AND run_id = ''"
+		}
+		n, err := tx.Exec(ctx, `UPDATE tasks SET `+strings.Join(sets, ", ")+` WHERE id = $1 AND status IN (`+strings.Join(in, ", ")+`)`+guard, args...)
 		if err != nil {
 			return err
 		}
@@ -165,8 +169,13 @@ func (db *DB) ClaimTasks(ctx context.Context, p store.ClaimTasksParams) ([]store
 		p.Limit = 10
 	}
 	now := db.Now()
-	rows, err := db.Query(ctx, `SELECT id FROM tasks WHERE status = $1 AND (next_attempt_at IS NULL OR next_attempt_at <= $2)
-		ORDER BY created_at, id LIMIT $3`, p.From, db.T(now), p.Limit)
+	q := `SELECT id FROM tasks WHERE status = $1 AND (next_attempt_at IS NULL OR next_attempt_at <= $2) ORDER BY created_at, id LIMIT $3`
+	args := []any{p.From, db.T(now), p.Limit}
+	if !p.StaleBefore.IsZero() {
+		q = `SELECT id FROM tasks WHERE status = $1 AND run_id = '' AND updated_at < $2 ORDER BY created_at, id LIMIT $3`
+		args[1] = db.T(p.StaleBefore)
+	}
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +197,7 @@ func (db *DB) ClaimTasks(ctx context.Context, p store.ClaimTasksParams) ([]store
 	}
 	out := []store.Task{}
 	for _, id := range ids {
-		t, err := db.UpdateTask(ctx, store.TaskUpdate{ID: id, From: []string{p.From}, To: p.To})
+		t, err := db.UpdateTask(ctx, store.TaskUpdate{ID: id, From: []string{p.From}, To: p.To, NoRun: !p.StaleBefore.IsZero()})
 		if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrNotFound) {
 			continue // another worker took it
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -75,6 +76,17 @@ func testTasks(t *testing.T, open Opener) {
 	if c, _ := d.ClaimTasks(ctx, store.ClaimTasksParams{From: store.TaskQueued, To: store.TaskRunning, Limit: 5}); len(c) != 1 {
 		t.Fatalf("ClaimTasks after the back-off = %d tasks, want 1", len(c))
 	}
+	// A task left running without a run by a dead host is taken back only once stale.
+	orphan := &store.Task{ID: uuid.NewString(), ProjectID: p.ID, UserID: u.ID, Type: "music", Status: store.TaskRunning}
+	if err := d.CreateTask(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := d.ClaimTasks(ctx, store.ClaimTasksParams{From: store.TaskRunning, To: store.TaskQueued, StaleBefore: d.Now().Add(-time.Minute)}); len(c) != 0 {
+		t.Errorf("ClaimTasks(stale) took a fresh task: %+v", c)
+	}
+	if c, _ := d.ClaimTasks(ctx, store.ClaimTasksParams{From: store.TaskRunning, To: store.TaskQueued, StaleBefore: d.Now().Add(time.Minute)}); len(c) != 1 || c[0].ID != orphan.ID {
+		t.Errorf("ClaimTasks(stale) = %+v, want the orphan only (not the task with a run)", c)
+	}
 	// success with assets in one step.
 	asset := store.Asset{ID: uuid.NewString(), UserID: u.ID, ProjectID: p.ID, FilePath: "https://x/v.mp4", FileURL: "https://x/v.mp4", FileType: "video", SourceTaskID: task.ID}
 	got, err = d.UpdateTask(ctx, store.TaskUpdate{ID: task.ID, From: []string{store.TaskRunning}, To: store.TaskSuccess,
@@ -93,7 +105,7 @@ func testTasks(t *testing.T, open Opener) {
 		t.Errorf("UpdateTask(unknown) = %v, want ErrNotFound", err)
 	}
 	list, err := d.ListProjectTasks(ctx, p.ID)
-	if err != nil || len(list) != 1 || list[0].ID != task.ID {
+	if err != nil || len(list) != 2 {
 		t.Errorf("ListProjectTasks = %+v, %v", list, err)
 	}
 }
