@@ -32,6 +32,12 @@ var suites = []struct {
 	{"knowledge_visibility", testKnowledgeVisibility},
 	{"knowledge_chunks", testKnowledgeChunks},
 	{"knowledge_queries", testKnowledgeQueries},
+	{"outbox", testOutbox},
+	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
+	{"event_sources", testEventSources},
+	{"tasks", testTasks},
+	{"scheduling", testScheduling},
+	{"leader_lock", testLeaderLock},
 }
 
 // Run runs every conformance check against the driver open makes.
