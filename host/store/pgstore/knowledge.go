@@ -125,19 +125,19 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		// weighted by the term's idf (ts_rank alone ignores how common a term is), relative to the
 		// best candidate's (0..1, like the vector score) so neither leg drowns the other. The
 		// keyword leg matches the terms that are not in most chunks.
-		kr := `(SELECT COALESCE(SUM(w.w * ts_rank(c.search_tsv, to_tsquery('simple', w.t))), 0)
-			FROM unnest(` + ts + `::text[], ` + ws + `::float8[]) AS w(t, w))`
+		kr := `(SELECT COALESCE(SUM(w.w * ts_rank(c.search_tsv, w.tq)), 0) FROM w WHERE c.search_tsv @@ w.tq)`
 		rows, err := tx.Query(ctx, `WITH q AS (SELECT `+v+`::vector AS v, to_tsquery('simple', `+tq+`) AS tq),
+			w AS MATERIALIZED (SELECT to_tsquery('simple', t) AS tq, wt AS w FROM unnest(`+ts+`::text[], `+ws+`::float8[]) AS x(t, wt)),
 			m AS (SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id, q
 				WHERE c.search_tsv @@ q.tq AND `+vis+` LIMIT `+strconv.Itoa(keywordScan)+`),
 			kw AS (SELECT c.id FROM knowledge_chunks c, q WHERE c.id IN (SELECT id FROM m)
 				ORDER BY ts_rank(c.search_tsv, q.tq) DESC LIMIT `+cp+`),
-			vn AS (SELECT e.chunk_id AS id FROM knowledge_embeddings e
-				JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.embedding_model = e.model
-				JOIN knowledge_sources s ON s.id = c.source_id, q
-				WHERE e.model = `+model+` AND e.embedding_vector IS NOT NULL AND `+vis+`
+			vn AS (SELECT e.chunk_id AS id FROM knowledge_embeddings e, q
+				WHERE e.model = `+model+` AND e.embedding_vector IS NOT NULL AND EXISTS (
+					SELECT 1 FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
+					WHERE c.id = e.chunk_id AND c.embedding_model = e.model AND `+vis+`)
 				ORDER BY e.embedding_vector <=> q.v LIMIT `+cp+`),
-			scored AS (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> q.v), 0) AS vs, `+kr+` AS kr
+			scored AS MATERIALIZED (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> q.v), 0) AS vs, `+kr+` AS kr
 				FROM knowledge_chunks c LEFT JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model, q
 				WHERE c.id IN (SELECT id FROM kw UNION SELECT id FROM vn)),
 			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN kr / MAX(kr) OVER () ELSE 0 END AS ks FROM scored)
