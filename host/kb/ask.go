@@ -412,7 +412,9 @@ func (s *Service) Reindex(ctx context.Context, userID string, admin bool, source
 	if err := s.st.AddEmbeddings(ctx, model, byID); err != nil {
 		return nil, err
 	}
-	if err := s.st.SwitchEmbeddings(ctx, sourceID, model); err != nil {
+	err = s.st.SwitchEmbeddings(ctx, sourceID, model)
+	s.changed()
+	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

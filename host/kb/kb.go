@@ -54,6 +54,51 @@ type Service struct {
 	log  *slog.Logger
 	mu   sync.RWMutex
 	vecs map[string][]float32 // chunk id + "\x00" + model -> vector (chunks never change in place)
+	gen  uint64               // bumped by every write of this service
+	refs map[string]refsEntry // viewer -> readable embedded chunks, for refsTTL or until gen moves
+}
+
+// refsTTL bounds how long a viewer's list of readable chunks is reused: writes of this process
+// invalidate it at once, those of other hosts sharing the database within refsTTL.
+const refsTTL = 2 * time.Second
+
+type refsEntry struct {
+	gen  uint64
+	at   time.Time
+	refs []store.EmbeddingRef
+}
+
+// changed invalidates the cached lists of readable chunks.
+func (s *Service) changed() {
+	s.mu.Lock()
+	s.gen++
+	s.refs = map[string]refsEntry{}
+	s.mu.Unlock()
+}
+
+// embeddingRefs returns the chunks v may read with their models, from the short-lived cache.
+func (s *Service) embeddingRefs(ctx context.Context, v store.Viewer) ([]store.EmbeddingRef, error) {
+	key := fmt.Sprintf("%s|%t|%s|%s|%q|%q", v.UserID, v.Admin, v.ProjectID, v.SourceID, v.SourceNames, v.DocumentIDs)
+	s.mu.RLock()
+	e, ok := s.refs[key]
+	gen := s.gen
+	s.mu.RUnlock()
+	if ok && e.gen == gen && time.Since(e.at) < refsTTL {
+		return e.refs, nil
+	}
+	refs, err := s.st.EmbeddingRefs(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.gen == gen {
+		if len(s.refs) > 1000 {
+			s.refs = map[string]refsEntry{}
+		}
+		s.refs[key] = refsEntry{gen: gen, at: time.Now(), refs: refs}
+	}
+	s.mu.Unlock()
+	return refs, nil
 }
 
 // New returns the service over st.
@@ -74,7 +119,7 @@ func New(st Store, opt Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{st: st, emb: opt.Embedder, opt: opt, log: log, vecs: map[string][]float32{}}
+	return &Service{st: st, emb: opt.Embedder, opt: opt, log: log, vecs: map[string][]float32{}, refs: map[string]refsEntry{}}
 }
 
 // Embedder returns the embedder new chunks are embedded with.
@@ -285,7 +330,9 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 	for i := range chunks {
 		chunks[i].Embedding = vecs[i]
 	}
-	if err := s.st.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks}); err != nil {
+	err = s.st.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks})
+	s.changed()
+	if err != nil {
 		return 0, err
 	}
 	return len(chunks), nil
@@ -488,7 +535,7 @@ func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []stri
 // neighbours returns the n readable chunks nearest to qv (by dot product of unit vectors), and the
 // vectors of every readable chunk of the query's model, from the cache or the store.
 func (s *Service) neighbours(ctx context.Context, v store.Viewer, qv []float32, n int) ([]string, map[string][]float32, error) {
-	refs, err := s.st.EmbeddingRefs(ctx, v)
+	refs, err := s.embeddingRefs(ctx, v)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kb: embedding refs: %w", err)
 	}
