@@ -61,11 +61,12 @@ func tsQuery(terms []string) string {
 // keywordScan caps the rows ts_rank scores on a large corpus (about 4 µs a row).
 const keywordScan = 20000
 
-// KeywordCandidates implements store.Knowledge: ts_rank over search_tsv with an OR query.
+// KeywordCandidates implements store.Knowledge: ts_rank over search_tsv with an OR query of the
+// terms that are not in most chunks (see termWeights).
 func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
-	q := tsQuery(p.Terms)
-	if q == "" {
-		return nil, nil
+	q, _, _, err := termWeights(ctx, d.DB, p.Terms)
+	if err != nil || q == "" {
+		return nil, err
 	}
 	var a sqldb.Args
 	tq := a.Add(q)
