@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -29,6 +30,7 @@ type Server struct {
 	Auth    *auth.Service
 	Log     *slog.Logger
 	Engines EngineHealth
+	Content *content.Service // inspiration, corpus, materials, strategy, chat
 
 	started time.Time
 	limits  *limiters
@@ -59,6 +61,7 @@ func (s *Server) App() *fiber.App {
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
+	s.contentRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app

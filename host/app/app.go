@@ -14,6 +14,8 @@ import (
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/content"
+	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
@@ -51,6 +53,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
+	h.Server.Content = newContent(cfg, st, log)
 	return h, nil
 }
 
@@ -76,4 +79,25 @@ func (h *Host) Run(ctx context.Context) error {
 		err = errors.Join(err, cerr)
 	}
 	return err
+}
+
+// newContent builds the content service: the language model when LLM_BASE_URL is set, the
+// chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise.
+func newContent(cfg *config.Config, st store.Driver, log *slog.Logger) *content.Service {
+	var model content.Chatter
+	if cfg.LLMBaseURL != "" {
+		model = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
+	}
+	return content.New(content.Config{
+		Store:       st,
+		DataDir:     cfg.DataDir,
+		UploadLimit: int64(cfg.UploadLimit),
+		Fetcher:     content.NewFetcher(content.FetcherConfig{Allow: cfg.ContentFetchAllow}),
+		LLM:         model,
+		Model:       cfg.KBAskModel,
+		Chatflow:    content.NewChatflowClient(cfg.ChatflowURL, cfg.ChatflowKBID),
+		Log:         log,
+		// KB (the local chat fallback's knowledge search), Notifier (asset:sync frames) and
+		// SyncBlueprint (strategy tasks) are set here once those services are wired.
+	})
 }

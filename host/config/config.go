@@ -43,6 +43,9 @@ type Config struct {
 	VideogenAPIURL    string
 	SpeechAPIURL      string
 	VideoparseAPIURL  string
+	// ContentFetchAllow lists hosts or CIDRs the link-preview fetcher may reach although they are
+	// loopback, private or link-local (CONTENT_FETCH_ALLOW, comma-separated).
+	ContentFetchAllow []string
 	CallbackBaseURL   string
 	PluginDir         string
 	PluginsEnabled    bool // PLUGINS_ENABLED=false runs every workflow on the in-process node engine
@@ -129,6 +132,7 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.str("VIDEOGEN_API_URL", &c.VideogenAPIURL)
 	r.str("SPEECH_API_URL", &c.SpeechAPIURL)
 	r.str("VIDEOPARSE_API_URL", &c.VideoparseAPIURL)
+	r.list("CONTENT_FETCH_ALLOW", &c.ContentFetchAllow)
 	r.str("CALLBACK_BASE_URL", &c.CallbackBaseURL)
 	r.str("PLUGIN_DIR", &c.PluginDir)
 	r.bool("PLUGINS_ENABLED", &c.PluginsEnabled)
