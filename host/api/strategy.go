@@ -94,7 +94,6 @@ func (s *Server) blueprint(c *fiber.Ctx) error {
 	return ok(c, fiber.StatusOK, fiber.Map{"project_id": p.ID, "blueprint": bp, "calendar": content.Calendar(p.Blueprint)})
 }
 
-
 func (s *Server) rewrite(c *fiber.Ctx) error {
 	var in struct {
 		Content string `json:"content"`

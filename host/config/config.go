@@ -43,15 +43,16 @@ type Config struct {
 	VideogenAPIURL    string
 	SpeechAPIURL      string
 	VideoparseAPIURL  string
-	// ContentFetchAllow lists hosts or CIDRs the link-preview fetcher may reach although they are
-	// loopback, private or link-local (CONTENT_FETCH_ALLOW, comma-separated).
-	ContentFetchAllow []string
 	CallbackBaseURL   string
 	PluginDir         string
 	PluginsEnabled    bool // PLUGINS_ENABLED=false runs every workflow on the in-process node engine
 	ManifestDir       string
 	SchedulerMode     string // automation_managed or cron
 	SchedulerInterval time.Duration
+
+	// ContentFetchAllow lists hosts or CIDRs the link-preview fetcher may reach although they are
+	// loopback, private or link-local (CONTENT_FETCH_ALLOW, comma-separated).
+	ContentFetchAllow []string
 
 	EventWebhookURL     string
 	WebhookSecret       string
