@@ -161,6 +161,9 @@ func (l *Local) features(text string) []Feature {
 		}
 		if tok.CJK {
 			if tok.Uni || utf8.RuneCountInString(tok.Text) == 1 {
+				if commonHan[tok.Text] {
+					continue
+				}
 				add("u"+tok.Text, t.CJKUni)
 			} else {
 				add("c"+tok.Text, t.CJKBigram)
@@ -204,6 +207,16 @@ func init() {
 		"must shall about than also other more most some any only one two after before during over under up out " +
 		"so all each many much very same own both few i me my name named called year") {
 		common[w] = true
+	}
+}
+
+// commonHan are frequent Chinese function characters (particles, question words), whose unigrams
+// carry no topic.
+var commonHan = map[string]bool{}
+
+func init() {
+	for _, r := range "的了是在和與与及其之也被由為为有於于哪什麼么誰谁何個个一這这那中年時时多少幾几而並并或" {
+		commonHan[string(r)] = true
 	}
 }
 
