@@ -127,18 +127,18 @@ func TestBlocked(t *testing.T) {
 func TestDetectPlatform(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
-		"https://www.douyin.com/video/7300000000000000000":     PlatformDouyin,
-		"https://v.douyin.com/iRNBho6u/":                       PlatformDouyin,
-		"https://www.iesdouyin.com/share/video/123":            PlatformDouyin,
+		"https://www.douyin.com/video/7300000000000000000":      PlatformDouyin,
+		"https://v.douyin.com/iRNBho6u/":                        PlatformDouyin,
+		"https://www.iesdouyin.com/share/video/123":             PlatformDouyin,
 		"https://www.xiaohongshu.com/explore/64f0a1b2000000001": PlatformXiaohongshu,
-		"http://xhslink.com/a/AbCdEf":                          PlatformXiaohongshu,
-		"https://weibo.com/1234567890/N1a2b3c4d":               PlatformWeibo,
-		"https://m.weibo.cn/status/4900000000000000":           PlatformWeibo,
-		"https://www.bilibili.com/video/BV1xx411c7mD":          PlatformBilibili,
-		"https://b23.tv/AbCdEfG":                               PlatformBilibili,
-		"https://example.com/douyin.com":                       PlatformWeb,
-		"https://notdouyin.com/x":                              PlatformWeb,
-		"not a url":                                            PlatformWeb,
+		"http://xhslink.com/a/AbCdEf":                           PlatformXiaohongshu,
+		"https://weibo.com/1234567890/N1a2b3c4d":                PlatformWeibo,
+		"https://m.weibo.cn/status/4900000000000000":            PlatformWeibo,
+		"https://www.bilibili.com/video/BV1xx411c7mD":           PlatformBilibili,
+		"https://b23.tv/AbCdEfG":                                PlatformBilibili,
+		"https://example.com/douyin.com":                        PlatformWeb,
+		"https://notdouyin.com/x":                               PlatformWeb,
+		"not a url":                                             PlatformWeb,
 	}
 	for in, want := range tests {
 		if got := DetectPlatform(in); got != want {
@@ -150,10 +150,10 @@ func TestDetectPlatform(t *testing.T) {
 func TestExtractURL(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
-		"https://www.douyin.com/video/1":                          "https://www.douyin.com/video/1",
+		"https://www.douyin.com/video/1": "https://www.douyin.com/video/1",
 		"7.43 复制打开抖音，看看【作品】 https://v.douyin.com/iRNBho6u/ 03/21": "https://v.douyin.com/iRNBho6u/",
-		"www.bilibili.com/video/BV1":                              "https://www.bilibili.com/video/BV1",
-		"just some words":                                         "",
+		"www.bilibili.com/video/BV1": "https://www.bilibili.com/video/BV1",
+		"just some words":            "",
 	}
 	for in, want := range tests {
 		if got := ExtractURL(in); got != want {
