@@ -47,8 +47,8 @@ type Config struct {
 	KB          Searcher        // nil: the local chat answer has no knowledge base
 	Log         *slog.Logger
 	// SyncBlueprint, when set, turns a stored blueprint into the project's strategy tasks (the
-	// scheduler's hook); it runs after the blueprint is saved.
-	SyncBlueprint func(ctx context.Context, projectID string, blueprint json.RawMessage) error
+	// scheduler's hook); it runs in the transaction that saves the blueprint, on tx.
+	SyncBlueprint func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
 	Now           func() time.Time
 }
 
@@ -64,7 +64,7 @@ type Service struct {
 	chatflow *ChatflowClient
 	kb       Searcher
 	log      *slog.Logger
-	syncBP   func(ctx context.Context, projectID string, blueprint json.RawMessage) error
+	syncBP   func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
 	now      func() time.Time
 }
 

@@ -107,13 +107,17 @@ func (s *Service) Diagnose(ctx context.Context, answers []Answer, project *store
 		if err != nil {
 			return nil, nil, fmt.Errorf("content: encode blueprint: %w", err)
 		}
-		if _, err := s.st.UpdateProject(ctx, store.UpdateProjectParams{ID: project.ID, Blueprint: raw}); err != nil {
-			return nil, nil, err
-		}
-		if s.syncBP != nil {
-			if err := s.syncBP(ctx, project.ID, raw); err != nil {
-				return nil, nil, err
+		err = s.st.InTx(ctx, func(tx store.Driver) error {
+			if _, err := tx.UpdateProject(ctx, store.UpdateProjectParams{ID: project.ID, Blueprint: raw}); err != nil {
+				return err
 			}
+			if s.syncBP != nil {
+				return s.syncBP(ctx, tx, project.ID, raw)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
 		}
 	}
 	return rep, bp, nil
