@@ -85,8 +85,11 @@ var Workflows = []string{"voiceover", "graphic", "video", "music", "live", "shor
 // With project set (already checked by the caller) the blueprint is stored on it.
 func (s *Service) Diagnose(ctx context.Context, answers []Answer, project *store.Project) (*Report, *Blueprint, error) {
 	clean := []Answer{}
-	for _, a := range answers {
-		a.Question, a.Answer = clip(a.Question, 500), clip(a.Answer, 2000)
+	for i, a := range answers {
+		a.Question, a.Answer = strings.TrimSpace(a.Question), strings.TrimSpace(a.Answer)
+		if len([]rune(a.Question)) > 500 || len([]rune(a.Answer)) > 2000 {
+			return nil, nil, errcode.Invalid(fmt.Sprintf("answers[%d]", i), "question must be at most 500 and answer at most 2000 characters")
+		}
 		if a.Answer != "" {
 			clean = append(clean, a)
 		}
