@@ -474,6 +474,9 @@ func (s *Service) storeFile(ctx context.Context, in UploadInput) (*store.Asset, 
 	if in.Size > s.limit {
 		return nil, tooLarge(s.limit)
 	}
+	if in.UserID == "" || in.UserID != filepath.Base(in.UserID) || strings.ContainsAny(in.UserID, `/\.`) {
+		return nil, fmt.Errorf("content: user id %q cannot name a folder", in.UserID)
+	}
 	head := make([]byte, 512)
 	n, err := io.ReadFull(in.Body, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
