@@ -201,13 +201,13 @@ func (s *Server) uploadMaterial(c *fiber.Ctx) error {
 func (s *Server) uploadInspiration(c *fiber.Ctx) error {
 	field := "media"
 	if _, err := c.FormFile("media"); err != nil {
+		if _, err := c.FormFile("file"); err != nil {
+			return errcode.Invalid("media", "is required (multipart form field media or file)")
+		}
 		field = "file"
 	}
 	in, done, err := s.upload(c, field)
 	if err != nil {
-		if _, ferr := c.FormFile("file"); ferr != nil {
-			return errcode.Invalid("media", "is required (multipart form field media)")
-		}
 		return err
 	}
 	defer done()

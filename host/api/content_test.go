@@ -273,10 +273,12 @@ func TestMaterials(t *testing.T) {
 				"wrong field":       {"upload", "x.png", "image/png", pngBytes, nil, 400},
 				"other's project":   {"file", "x.png", "image/png", pngBytes, map[string]string{"project_id": theirs}, 403},
 				"inspiration audio": {"media", "x.wav", "audio/wav", wavBytes(), nil, 400},
+				"inspiration large": {"media", "big.png", "image/png", append(pngBytes, make([]byte, limit)...), nil, 413},
+				"inspiration bad":   {"media", "x.png", "image/png", []byte("not an image at all"), nil, 400},
 			}
 			for name, tc := range uploads {
 				path := "/api/materials/upload"
-				if tc.field == "media" {
+				if tc.field == "media" || strings.HasPrefix(name, "inspiration") {
 					path = "/api/inspiration/upload"
 				}
 				if r := b.upload(path, a, tc.field, tc.name, tc.ctype, tc.data, tc.fields); r.status != tc.want {
