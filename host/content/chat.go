@@ -46,16 +46,21 @@ type prediction struct {
 	} `json:"sourceDocuments"`
 }
 
-// Predict asks chatflow id the question and returns its text and citations.
-func (c *ChatflowClient) Predict(ctx context.Context, id, question string) (string, []Citation, error) {
+// Predict asks chatflow id the question and returns its text and citations. vars, when not
+// empty, go to the chatflow as overrideConfig.vars (the project the knowledge lookup is for).
+func (c *ChatflowClient) Predict(ctx context.Context, id, question string, vars map[string]any) (string, []Citation, error) {
 	const op = "content.Predict"
-	body, _ := json.Marshal(map[string]any{"question": question})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+"/prediction/"+id, bytes.NewReader(body))
+	req := map[string]any{"question": question}
+	if len(vars) > 0 {
+		req["overrideConfig"] = map[string]any{"vars": vars}
+	}
+	body, _ := json.Marshal(req)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+"/prediction/"+id, bytes.NewReader(body))
 	if err != nil {
 		return "", nil, errcode.E(op, errcode.Chatflow, "", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.HTTP.Do(req)
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
 		return "", nil, errcode.E(op, errcode.Chatflow, "", err)
 	}
@@ -150,7 +155,11 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*ChatAnswer, error) {
 	if typ != "kb" {
 		reason = "no chatflow for type " + typ
 	} else if s.chatflow != nil && s.chatflow.KBID != "" {
-		text, cits, err := s.chatflow.Predict(ctx, s.chatflow.KBID, in.Message)
+		var vars map[string]any
+		if in.ProjectID != "" {
+			vars = map[string]any{"project_id": in.ProjectID}
+		}
+		text, cits, err := s.chatflow.Predict(ctx, s.chatflow.KBID, in.Message, vars)
 		if err == nil {
 			return &ChatAnswer{Response: text, Citations: cits}, nil
 		}
