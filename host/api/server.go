@@ -14,7 +14,10 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
+	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/tasks"
 )
 
 // EngineHealth reports the state of each workflow engine: ready, degraded or disabled.
@@ -31,6 +34,14 @@ type Server struct {
 	Log     *slog.Logger
 	Engines EngineHealth
 	Content *content.Service // inspiration, corpus, materials, strategy, chat
+	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
+	// outbound event worker behind the webhook test and status routes.
+	Hub           *events.Hub
+	Notifier      events.Notifier
+	Notifications *events.Worker
+	// Tasks and Scheduler serve the project tasks and the scheduler API (nil: 503).
+	Tasks     *tasks.Service
+	Scheduler *scheduler.Scheduler
 
 	started time.Time
 	limits  *limiters
@@ -52,6 +63,7 @@ func (s *Server) App() *fiber.App {
 	})
 	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests)
 	app.Get("/health", s.health)
+	s.wsRoutes(app)
 
 	public := app.Group("/api")
 	public.Post("/auth/register", s.authRateLimit, s.register)
@@ -62,6 +74,9 @@ func (s *Server) App() *fiber.App {
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
 	s.contentRoutes(api)
+	s.notificationRoutes(api)
+	s.taskRoutes(api)
+	s.schedulerRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app

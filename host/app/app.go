@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,10 +16,14 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/host/tasks"
 )
 
 // OpenStore opens the database the configuration names: PostgreSQL when DATABASE_URL is set,
@@ -37,6 +42,14 @@ type Host struct {
 	Log    *slog.Logger
 	Store  store.Driver
 	Server *api.Server
+
+	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
+	Events    *events.Worker    // outbound event delivery
+	Scheduled *events.Scheduled // subscription.expiring and user.daily.summary
+	// Tasks is the project-task worker; Scheduler the scheduler API and its cron fallback.
+	// host/runs is wired to both through launch.Runner and their RunEnded methods.
+	Tasks     *tasks.Service
+	Scheduler *scheduler.Scheduler
 }
 
 // New opens the store and builds the services.
@@ -53,8 +66,25 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
-	h.Server.Content = newContent(cfg, st, log)
+	h.wireEvents()
+	known := knownWorkflows(cfg, log)
+	h.Tasks = tasks.New(st, tasks.Options{Log: log, Known: known, Notifier: h.Hub})
+	h.Scheduler = scheduler.New(st, scheduler.Options{Mode: cfg.SchedulerMode, Interval: cfg.SchedulerInterval,
+		Known: known, Log: log})
+	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
+	h.Server.Content = newContent(cfg, st, log, h.Hub)
 	return h, nil
+}
+
+// knownWorkflows reports the workflow ids of the manifests in MANIFEST_DIR (nil when they cannot
+// be read: the scheduler then knows its valid_workflows only).
+func knownWorkflows(cfg *config.Config, log *slog.Logger) func(string) bool {
+	reg, err := manifest.Load(cfg.ManifestDir)
+	if err != nil {
+		log.Warn("manifests unreadable; the scheduler knows only its valid workflows", "error", err)
+		return nil
+	}
+	return func(id string) bool { _, ok := reg.Get(id); return ok }
 }
 
 // Run serves until ctx ends, then shuts down gracefully: stop taking requests, finish those in
@@ -66,7 +96,21 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Store.Close()
 		return fmt.Errorf("app: listen: %w", err)
 	}
+	if err := h.startEvents(ctx); err != nil {
+		ln.Close()
+		h.Store.Close()
+		return fmt.Errorf("app: start events: %w", err)
+	}
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
+	if err := h.Tasks.Start(ctx); err != nil {
+		h.Store.Close()
+		return err
+	}
+	if err := h.Scheduler.Serve(ctx); err != nil {
+		h.Tasks.Stop()
+		h.Store.Close()
+		return err
+	}
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
@@ -75,6 +119,9 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Log.Info("shutting down")
 		err = api.Shutdown(app, h.Config.ShutdownTimeout)
 	}
+	h.stopEvents()
+	h.Scheduler.Shutdown()
+	h.Tasks.Stop()
 	if cerr := h.Store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
@@ -82,8 +129,9 @@ func (h *Host) Run(ctx context.Context) error {
 }
 
 // newContent builds the content service: the language model when LLM_BASE_URL is set, the
-// chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise.
-func newContent(cfg *config.Config, st store.Driver, log *slog.Logger) *content.Service {
+// chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise; asset:sync frames
+// through the hub; a diagnosis blueprint becomes the project's strategy tasks in its transaction.
+func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier) *content.Service {
 	var model content.Chatter
 	if cfg.LLMBaseURL != "" {
 		model = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
@@ -96,8 +144,12 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger) *content.
 		LLM:         model,
 		Model:       cfg.KBAskModel,
 		Chatflow:    content.NewChatflowClient(cfg.ChatflowURL, cfg.ChatflowKBID),
+		Notifier:    notifier,
 		Log:         log,
-		// KB (the local chat fallback's knowledge search), Notifier (asset:sync frames) and
-		// SyncBlueprint (strategy tasks) are set here once those services are wired.
+		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
+			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
+		},
+		// KB (the knowledge search of the local chat fallback) is set here once the knowledge
+		// service is wired.
 	})
 }

@@ -30,6 +30,12 @@ var suites = []struct {
 	{"transactions", testTransactions},
 	{"corpus", testCorpus},
 	{"assets", testAssets},
+	{"outbox", testOutbox},
+	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
+	{"event_sources", testEventSources},
+	{"tasks", testTasks},
+	{"scheduling", testScheduling},
+	{"leader_lock", testLeaderLock},
 }
 
 // Run runs every conformance check against the driver open makes.
