@@ -24,6 +24,7 @@ import (
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/tasks"
+	"github.com/reelforge/reelforge/plugins/chatflow"
 )
 
 // OpenStore opens the database the configuration names: PostgreSQL when DATABASE_URL is set,
@@ -143,7 +144,7 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 		Fetcher:     content.NewFetcher(content.FetcherConfig{Allow: cfg.ContentFetchAllow}),
 		LLM:         model,
 		Model:       cfg.KBAskModel,
-		Chatflow:    content.NewChatflowClient(cfg.ChatflowURL, cfg.ChatflowKBID),
+		Chatflow:    chatflow.Options{URL: cfg.ChatflowURL, DefaultChatflowID: cfg.ChatflowKBID},
 		Notifier:    notifier,
 		Log:         log,
 		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {

@@ -26,6 +26,7 @@ import (
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/plugins/chatflow"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -43,8 +44,8 @@ type Config struct {
 	Notifier    events.Notifier
 	LLM         Chatter // nil: templates only
 	Model       string
-	Chatflow    *ChatflowClient // nil: chat answers locally
-	KB          Searcher        // nil: the local chat answer has no knowledge base
+	Chatflow    chatflow.Options // URL and DefaultChatflowID (CHATFLOW_URL, CHATFLOW_KB_ID); zero: local answers
+	KB          Searcher         // nil: the local chat answer has no knowledge base
 	Log         *slog.Logger
 	// SyncBlueprint, when set, turns a stored blueprint into the project's strategy tasks (the
 	// scheduler's hook); it runs in the transaction that saves the blueprint, on tx.
@@ -61,7 +62,7 @@ type Service struct {
 	notify   events.Notifier
 	llm      Chatter
 	model    string
-	chatflow *ChatflowClient
+	chatflow chatflow.Options
 	kb       Searcher
 	log      *slog.Logger
 	syncBP   func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
