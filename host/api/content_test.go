@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
+	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -33,7 +35,10 @@ func setupContent(t *testing.T, open func(*testing.T) store.Driver, limit int) *
 	st := open(t)
 	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
 	s.Content = content.New(content.Config{Store: st, DataDir: cfg.DataDir, UploadLimit: int64(limit),
-		Fetcher: content.NewFetcher(content.FetcherConfig{Timeout: time.Second})})
+		Fetcher: content.NewFetcher(content.FetcherConfig{Timeout: time.Second}),
+		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
+			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
+		}})
 	return &testBundle{t: t, app: s.App(), st: st}
 }
 
@@ -368,6 +373,9 @@ func TestStrategy(t *testing.T) {
 			r = b.do("GET", "/api/strategy/blueprint/"+pid, a, nil)
 			if r.status != 200 || r.data("blueprint") == nil || len(r.data("calendar").([]any)) != 30 {
 				t.Errorf("blueprint = %d %s", r.status, r.raw)
+			}
+			if st, err := b.st.ListStrategyTasks(t.Context(), pid); err != nil || len(st) != 30 {
+				t.Errorf("strategy tasks after diagnosis = %d, %v; want the 30 days of the blueprint", len(st), err)
 			}
 			tests := map[string]struct {
 				method, path string
