@@ -28,6 +28,8 @@ var suites = []struct {
 	{"projects", testProjects},
 	{"idempotency", testIdempotency},
 	{"transactions", testTransactions},
+	{"runs", testRuns},
+	{"jobs", testJobs},
 }
 
 // Run runs every conformance check against the driver open makes.
