@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -29,6 +30,7 @@ type Server struct {
 	Auth    *auth.Service
 	Log     *slog.Logger
 	Engines EngineHealth
+	Runs    *runs.Service // workflow runs, jobs and callbacks
 
 	started time.Time
 	limits  *limiters
@@ -55,10 +57,12 @@ func (s *Server) App() *fiber.App {
 	public.Post("/auth/register", s.authRateLimit, s.register)
 	public.Post("/auth/login", s.authRateLimit, s.login)
 	public.Post("/auth/refresh", s.authRateLimit, s.refresh)
+	s.callbackRoutes(public)
 
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
+	s.workflowRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app

@@ -14,9 +14,14 @@ import (
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/host/plugins"
+	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/plugins/node"
+	"github.com/reelforge/reelforge/sdk/engine"
 )
 
 // OpenStore opens the database the configuration names: PostgreSQL when DATABASE_URL is set,
@@ -35,6 +40,9 @@ type Host struct {
 	Log    *slog.Logger
 	Store  store.Driver
 	Server *api.Server
+	Runs   *runs.Service
+	// Plugins supervises the engine plugins; nil when PLUGINS_ENABLED=false.
+	Plugins *plugins.Set
 }
 
 // New opens the store and builds the services.
@@ -51,7 +59,59 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
+	if err := h.wireRuns(cfg, log); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return h, nil
+}
+
+// wireRuns loads the manifests and builds the runs service, its in-process engines and (unless
+// PLUGINS_ENABLED=false) one plugin supervisor per engine the manifests name.
+func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
+	reg, err := manifest.Load(cfg.ManifestDir)
+	if err != nil {
+		return fmt.Errorf("app: manifests: %w", err)
+	}
+	svc := runs.New(h.Store, reg, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL})
+	svc.Log = log.With("component", "runs")
+	svc.InProcess = map[string]engine.Engine{"node": node.New(node.Options{Logger: log.With("engine", "node")})}
+	// TODO(engines): register plugins/graph, automation, chatflow in process (for callbacks while
+	// their plugin is down) and plugins/generators as svc.Dispatcher once they are on main.
+	if cfg.PluginsEnabled {
+		var cfgs []plugins.Config
+		for _, name := range reg.Engines() {
+			cfgs = append(cfgs, plugins.Config{Name: name, Dir: cfg.PluginDir, Host: svc, Logger: log})
+		}
+		set, err := plugins.NewSet(cfgs...)
+		if err != nil {
+			return fmt.Errorf("app: plugins: %w", err)
+		}
+		h.Plugins, svc.Plugins = set, set
+	}
+	h.Runs = svc
+	h.Server.Runs = svc
+	h.Server.Engines = engineStates{h}
+	return nil
+}
+
+// engineStates reports /health's engines: the supervisors' states, or with plugins off the
+// in-process node engine ready and the others disabled.
+type engineStates struct{ h *Host }
+
+func (e engineStates) EngineStates() map[string]string {
+	out := map[string]string{}
+	if e.h.Plugins == nil {
+		for _, name := range e.h.Runs.Manifests.Engines() {
+			out[name] = string(plugins.StateDisabled)
+		}
+		out["node"] = string(plugins.StateReady)
+		return out
+	}
+	for name, st := range e.h.Plugins.States() {
+		out[name] = string(st)
+	}
+	return out
 }
 
 // Run serves until ctx ends, then shuts down gracefully: stop taking requests, finish those in
@@ -63,6 +123,13 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Store.Close()
 		return fmt.Errorf("app: listen: %w", err)
 	}
+	if h.Plugins != nil {
+		if perr := h.Plugins.Start(ctx); perr != nil {
+			h.Log.Warn("some engine plugins did not start: their workflows run on the in-process node engine", "err", perr)
+		}
+	}
+	h.Runs.StartExecutor(ctx)
+	h.Runs.StartSweeper(ctx)
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
@@ -71,6 +138,11 @@ func (h *Host) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		h.Log.Info("shutting down")
 		err = api.Shutdown(app, h.Config.ShutdownTimeout)
+	}
+	h.Runs.StopSweeper()
+	h.Runs.StopExecutor()
+	if h.Plugins != nil {
+		h.Plugins.Stop()
 	}
 	if cerr := h.Store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
