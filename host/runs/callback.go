@@ -275,7 +275,7 @@ func (s *Service) Sweep(ctx context.Context) {
 }
 
 func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
-	p := Policies[j.Type]
+	p, _ := s.policy(j.Type)
 	if j.RetryCount < j.MaxRetries && isGenerator(j.Type) && s.Dispatcher != nil {
 		next := now.Add(p.backoff(j.RetryCount+1) + p.Timeout)
 		rj, err := s.Store.RetryJob(ctx, j.ID, next)

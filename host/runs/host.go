@@ -85,6 +85,14 @@ var Policies = map[string]JobPolicy{
 	engine.JobVideoparse: {MaxRetries: 1, Timeout: 60 * time.Second, Exponential: true, Backoff: time.Second},
 }
 
+func (s *Service) policy(typ string) (JobPolicy, bool) {
+	if p, ok := s.opts.Policies[typ]; ok {
+		return p, true
+	}
+	p, ok := Policies[typ]
+	return p, ok
+}
+
 // backoff is the wait before retry number n (1 for the first retry).
 func (p JobPolicy) backoff(n int) time.Duration {
 	d := p.Backoff
@@ -118,7 +126,7 @@ func CallbackPath(typ string) string {
 // CreateJob implements engine.Host: it stores the job with timeout_at and max_retries of its type,
 // and with Dispatch submits a generator job to the Dispatcher.
 func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engine.Job, error) {
-	p, ok := Policies[req.Type]
+	p, ok := s.policy(req.Type)
 	if !ok {
 		return nil, errcode.Invalid("type", fmt.Sprintf("unknown job type %q", req.Type))
 	}

@@ -71,6 +71,8 @@ type Options struct {
 	SweepInterval   time.Duration // job sweeper period; default 1s
 	CallbackBaseURL string        // base of the callback URLs given to external executors
 	HostID          string        // identifies this host in claims; default a random id
+	// Policies override the job policies per type (tests); missing types use Policies.
+	Policies map[string]JobPolicy
 }
 
 // Service runs workflows. Set the exported fields, then call Start on the executor (StartWorkers).
