@@ -27,12 +27,42 @@ const LocalDimensions = 1536
 // Local is a deterministic embedder built on package segment: feature hashing of the same terms
 // the keyword index uses, plus light-stemmed words, word bigrams and Chinese character unigrams,
 // with sublinear term frequency, a fixed weight per feature kind (longer words weigh more),
-// signed hashing into 1536 dimensions and L2 normalisation. Texts sharing no feature have cosine
+// signed hashing into four of 1536 dimensions and L2 normalisation. Texts sharing no feature have cosine
 // close to 0 (see rank.Floor). It is safe for concurrent use.
-type Local struct{}
+type Local struct{ t Tuning }
+
+// Tuning holds the feature weights of Local; the zero value of a field takes its default. It
+// exists for benchmarks: vectors made with other weights are not comparable with LocalModel's.
+type Tuning struct {
+	Bigram    float64 // word bigram weight, default 0.45
+	CJKUni    float64 // Chinese unigram weight, default 0.35
+	CJKBigram float64 // Chinese bigram weight, default 1
+	Common    float64 // weight of common English words (question words, auxiliaries), default 0.3
+}
+
+// DefaultTuning is the tuning of LocalModel.
+var DefaultTuning = Tuning{Bigram: 0.45, CJKUni: 0.35, CJKBigram: 1, Common: 0.3}
 
 // NewLocal returns the local embedder.
-func NewLocal() *Local { return &Local{} }
+func NewLocal() *Local { return &Local{t: DefaultTuning} }
+
+// NewLocalTuned returns a local embedder with other weights (benchmarks only).
+func NewLocalTuned(t Tuning) *Local {
+	d := DefaultTuning
+	if t.Bigram == 0 {
+		t.Bigram = d.Bigram
+	}
+	if t.CJKUni == 0 {
+		t.CJKUni = d.CJKUni
+	}
+	if t.CJKBigram == 0 {
+		t.CJKBigram = d.CJKBigram
+	}
+	if t.Common == 0 {
+		t.Common = d.Common
+	}
+	return &Local{t: t}
+}
 
 // Model returns LocalModel.
 func (*Local) Model() string { return LocalModel }
@@ -53,16 +83,21 @@ func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 }
 
 // Vector embeds one text.
-func (*Local) Vector(text string) []float32 {
-	feats := Features(text)
+func (l *Local) Vector(text string) []float32 {
+	feats := l.features(text)
 	v := make([]float32, LocalDimensions)
 	for _, f := range feats {
-		h, w := fnv64(f.Key), f.Weight
-		idx := h % LocalDimensions
-		if h>>63 == 1 {
-			v[idx] -= float32(w)
-		} else {
-			v[idx] += float32(w)
+		// Each feature goes to four signed buckets (11 bits of index and a sign bit each, from one
+		// 64-bit hash), so a single hash collision moves a cosine by at most a quarter.
+		h, w := fnv64(f.Key), float32(f.Weight)
+		for k := 0; k < 4; k++ {
+			x := h >> (12 * k)
+			idx := (x & 0x7ff) % LocalDimensions
+			if x&0x800 != 0 {
+				v[idx] -= w
+			} else {
+				v[idx] += w
+			}
 		}
 	}
 	normalize(v)
@@ -98,16 +133,12 @@ func fnv64(s string) uint64 {
 	return h
 }
 
-// Feature weights of the local embedder.
-const (
-	wBigram    = 0.45 // word bigram
-	wCJKUni    = 0.35 // Chinese character unigram
-	wCJKBigram = 1.0
-)
-
 // Features returns the weighted features of text in first-seen order (before hashing): the fixed weight of the
 // feature kind times the sublinear term frequency 1+ln(tf).
-func Features(text string) []Feature {
+func (l *Local) Features(text string) []Feature { return l.features(text) }
+
+func (l *Local) features(text string) []Feature {
+	t := l.t
 	toks := segment.Tokens(text)
 	type fw struct {
 		w float64
@@ -124,25 +155,31 @@ func Features(text string) []Feature {
 		m[f] = x
 	}
 	prev := ""
-	for i, t := range toks {
-		if t.Stop {
+	for _, tok := range toks {
+		if tok.Stop {
 			continue
 		}
-		if t.CJK {
-			add("c"+t.Text, wCJKBigram)
-			// Unigrams: the first rune of each bigram, and the last rune of the run.
-			_, n := utf8.DecodeRuneInString(t.Text)
-			add("u"+t.Text[:n], wCJKUni)
-			if n < len(t.Text) && (i+1 == len(toks) || !toks[i+1].CJK) {
-				add("u"+t.Text[n:], wCJKUni)
+		if tok.CJK {
+			if tok.Uni || utf8.RuneCountInString(tok.Text) == 1 {
+				if commonHan[tok.Text] {
+					continue
+				}
+				add("u"+tok.Text, t.CJKUni)
+			} else {
+				add("c"+tok.Text, t.CJKBigram)
 			}
 			prev = ""
 			continue
 		}
-		w := stem(t.Text)
+		w := stem(tok.Text)
+		if common[w] {
+			add("w"+w, t.Common)
+			prev = ""
+			continue
+		}
 		add("w"+w, wordWeight(w))
 		if prev != "" {
-			add("b"+prev+" "+w, wBigram)
+			add("b"+prev+" "+w, t.Bigram)
 		}
 		prev = w
 	}
@@ -158,6 +195,29 @@ func Features(text string) []Feature {
 type Feature struct {
 	Key    string
 	Weight float64
+}
+
+// common are frequent English words beyond segment's stop words (question words, auxiliaries,
+// pronouns): a fixed low IDF-like weight, and no bigrams through them.
+var common = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("what which who whom whose when where why how did do does done has have had " +
+		"were been being from its his her he she him they them we you your our can could would should may might " +
+		"must shall about than also other more most some any only one two after before during over under up out " +
+		"so all each many much very same own both few i me my name named called year") {
+		common[w] = true
+	}
+}
+
+// commonHan are frequent Chinese function characters (particles, question words), whose unigrams
+// carry no topic.
+var commonHan = map[string]bool{}
+
+func init() {
+	for _, r := range "的了是在和與与及其之也被由為为有於于哪什麼么誰谁何個个一這这那中年時时多少幾几而並并或" {
+		commonHan[string(r)] = true
+	}
 }
 
 // wordWeight is a fixed IDF-like weight: short words and bare numbers are common, long words rare.

@@ -3,9 +3,8 @@
 //
 // Text is normalised with Unicode NFKC and case folding, and diacritics are removed. Runs of
 // letters and digits in space-separated scripts (Latin, Cyrillic, Greek, Hangul, ...) are words;
-// runs of Han, Kana and Thai characters, which are written without spaces, become overlapping
-// character bigrams (a run of a single character stays a unigram), so a two-character Chinese word
-// inside a sentence is found. Terms never contain punctuation or spaces, so the keyword index can
+// runs of Han, Kana and Thai characters, which are written without spaces, become their character
+// unigrams and overlapping bigrams, so a two-character Chinese word inside a sentence is found. Terms never contain punctuation or spaces, so the keyword index can
 // store IndexForm (terms joined by spaces) and SQLite FTS5's unicode61 tokenizer and PostgreSQL's
 // to_tsvector('simple', ...) both read back exactly the same terms.
 package segment
@@ -128,6 +127,8 @@ type Token struct {
 	Text string
 	// CJK is true for character unigrams and bigrams of scripts written without spaces.
 	CJK bool
+	// Uni is true for the character unigrams of a CJK run of two or more characters.
+	Uni bool
 	// Stop is true for English stop words.
 	Stop bool
 }
@@ -160,8 +161,10 @@ func Tokens(text string) []Token {
 					if k+2 < len(starts) {
 						end = starts[k+2]
 					}
+					out = append(out, Token{Text: s[starts[k]:starts[k+1]], CJK: true, Uni: true})
 					out = append(out, Token{Text: s[starts[k]:end], CJK: true})
 				}
+				out = append(out, Token{Text: s[starts[len(starts)-1]:j], CJK: true, Uni: true})
 			}
 			i = j
 		case isWordRune(r):
@@ -188,7 +191,7 @@ func Tokens(text string) []Token {
 }
 
 // Terms returns the scoring terms of text: words without English stop words, and Chinese (Han,
-// Kana, Thai) character bigrams, unigrams for single-character runs. Duplicates are kept, in order.
+// Kana, Thai) character unigrams and overlapping bigrams. Duplicates are kept, in order.
 func Terms(text string) []string {
 	toks := Tokens(text)
 	out := make([]string, 0, len(toks))

@@ -1,0 +1,170 @@
+package api_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/config"
+)
+
+func TestAuthFlows(t *testing.T) {
+	t.Parallel()
+	for _, d := range drivers() {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, d.open)
+			reg := b.do("POST", "/api/auth/register", "", map[string]any{"email": "Ann@Example.com", "password": "password1", "username": "ann"})
+			if reg.status != 201 || reg.body["token"] == nil || reg.data("refreshToken") == nil {
+				t.Fatalf("register = %d %s", reg.status, reg.raw)
+			}
+			refresh := reg.data("refreshToken").(string)
+			tests := map[string]struct {
+				method, path, token string
+				body                any
+				wantStatus          int
+				wantCode            string
+			}{
+				"duplicate email other case": {"POST", "/api/auth/register", "", map[string]any{"email": "ANN@example.com", "password": "password1", "username": "x"}, 409, "VALIDATION_ERROR"},
+				"short password":             {"POST", "/api/auth/register", "", map[string]any{"email": "b@example.com", "password": "1234567", "username": "b"}, 400, "VALIDATION_ERROR"},
+				"long password":              {"POST", "/api/auth/register", "", map[string]any{"email": "b@example.com", "password": strings.Repeat("p", 129), "username": "b"}, 400, "VALIDATION_ERROR"},
+				"bad email":                  {"POST", "/api/auth/register", "", map[string]any{"email": "nope", "password": "password1", "username": "b"}, 400, "VALIDATION_ERROR"},
+				"wrong password":             {"POST", "/api/auth/login", "", map[string]any{"email": "ann@example.com", "password": "password2"}, 401, "AUTHENTICATION_ERROR"},
+				"unknown email":              {"POST", "/api/auth/login", "", map[string]any{"email": "zed@example.com", "password": "password1"}, 401, "AUTHENTICATION_ERROR"},
+				"login other case":           {"POST", "/api/auth/login", "", map[string]any{"email": "ANN@EXAMPLE.COM", "password": "password1"}, 200, ""},
+				"me without token":           {"GET", "/api/auth/me", "", nil, 401, "AUTHENTICATION_ERROR"},
+				"me with garbage":            {"GET", "/api/auth/me", "garbage", nil, 401, "AUTHENTICATION_ERROR"},
+				"me with refresh token":      {"GET", "/api/auth/me", refresh, nil, 401, "AUTHENTICATION_ERROR"},
+				"garbage refresh":            {"POST", "/api/auth/refresh", "", map[string]any{"refreshToken": "garbage"}, 401, "AUTHENTICATION_ERROR"},
+				"malformed json":             {"POST", "/api/auth/login", "", `{"email":`, 400, "VALIDATION_ERROR"},
+			}
+			for name, tc := range tests {
+				r := b.do(tc.method, tc.path, tc.token, tc.body)
+				if r.status != tc.wantStatus || r.code() != tc.wantCode {
+					t.Errorf("%s: %s %s = %d %q, want %d %q (%s)", name, tc.method, tc.path, r.status, r.code(), tc.wantStatus, tc.wantCode, r.raw)
+				}
+			}
+			// Rotation: the new pair works, the old token is refused and its reuse revokes the family.
+			r1 := b.do("POST", "/api/auth/refresh", "", map[string]any{"refreshToken": refresh})
+			if r1.status != 200 {
+				t.Fatalf("refresh = %d %s", r1.status, r1.raw)
+			}
+			next := r1.data("refreshToken").(string)
+			if me := b.do("GET", "/api/auth/me", r1.data("token").(string), nil); me.status != 200 {
+				t.Errorf("me with refreshed token = %d", me.status)
+			}
+			if again := b.do("POST", "/api/auth/refresh", "", map[string]any{"refreshToken": refresh}); again.status != 401 {
+				t.Errorf("reuse of a refresh token = %d, want 401", again.status)
+			}
+			if fam := b.do("POST", "/api/auth/refresh", "", map[string]any{"refreshToken": next}); fam.status != 401 {
+				t.Errorf("refresh after family revocation = %d, want 401", fam.status)
+			}
+		})
+	}
+}
+
+func TestCrossUserProjectSweep(t *testing.T) {
+	t.Parallel()
+	for _, d := range drivers() {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, d.open)
+			a, _ := b.user("alice")
+			other, _ := b.user("bob")
+			pid := b.project(a, "alice's")
+			deleted := b.project(other, "gone")
+			if r := b.do("DELETE", "/api/projects/"+deleted, other, nil); r.status != 200 {
+				t.Fatalf("delete = %d", r.status)
+			}
+			missing := uuid.NewString()
+			tests := map[string]struct {
+				method, path, token string
+				body                any
+				wantStatus          int
+				wantCode            string
+			}{
+				"get other's":        {"GET", "/api/projects/" + pid, other, nil, 403, "AUTHORIZATION_ERROR"},
+				"put other's":        {"PUT", "/api/projects/" + pid, other, map[string]any{"name": "x"}, 403, "AUTHORIZATION_ERROR"},
+				"delete other's":     {"DELETE", "/api/projects/" + pid, other, nil, 403, "AUTHORIZATION_ERROR"},
+				"tasks of other's":   {"GET", "/api/projects/" + pid + "/tasks", other, nil, 403, "AUTHORIZATION_ERROR"},
+				"get deleted":        {"GET", "/api/projects/" + deleted, other, nil, 403, "AUTHORIZATION_ERROR"},
+				"put deleted":        {"PUT", "/api/projects/" + deleted, other, map[string]any{"name": "x"}, 403, "AUTHORIZATION_ERROR"},
+				"get missing":        {"GET", "/api/projects/" + missing, a, nil, 404, "NOT_FOUND"},
+				"delete missing":     {"DELETE", "/api/projects/" + missing, a, nil, 404, "NOT_FOUND"},
+				"list":               {"GET", "/api/projects", a, nil, 200, ""},
+				"bad limit":          {"GET", "/api/projects?limit=101", a, nil, 400, "VALIDATION_ERROR"},
+				"bad status":         {"GET", "/api/projects?status=weird", a, nil, 400, "VALIDATION_ERROR"},
+				"empty name":         {"POST", "/api/projects", a, map[string]any{"name": ""}, 400, "VALIDATION_ERROR"},
+				"long name":          {"POST", "/api/projects", a, map[string]any{"name": strings.Repeat("n", 201)}, 400, "VALIDATION_ERROR"},
+				"name of wrong type": {"POST", "/api/projects", a, map[string]any{"name": 5}, 400, "VALIDATION_ERROR"},
+				"unknown route":      {"GET", "/api/nope", a, nil, 404, "NOT_FOUND"},
+			}
+			for name, tc := range tests {
+				r := b.do(tc.method, tc.path, tc.token, tc.body)
+				if r.status != tc.wantStatus || r.code() != tc.wantCode {
+					t.Errorf("%s: %s %s = %d %q, want %d %q (%s)", name, tc.method, tc.path, r.status, r.code(), tc.wantStatus, tc.wantCode, r.raw)
+				}
+				if r.status == 403 && !strings.Contains(r.raw, "Forbidden: project not accessible") {
+					t.Errorf("%s: 403 without the contract's message: %s", name, r.raw)
+				}
+				if r.header.Get("X-Request-Id") == "" || r.header.Get("X-API-Version") != "v1" {
+					t.Errorf("%s: missing standard headers %v", name, r.header)
+				}
+			}
+			// The owner still sees the project unchanged.
+			if r := b.do("GET", "/api/projects/"+pid, a, nil); r.status != 200 || r.data("project").(map[string]any)["name"] != "alice's" {
+				t.Errorf("owner's project after refused calls = %d %s", r.status, r.raw)
+			}
+		})
+	}
+}
+
+func TestIdempotencyAndLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, drivers()[0].open, func(c *config.Config) { c.RateLimitUser = 30; c.RateLimitAuth = 5 })
+	a, _ := b.user("carol")
+	key := uuid.NewString()
+	r1 := b.do("POST", "/api/projects", a, map[string]any{"name": "idem"}, "Idempotency-Key", key)
+	r2 := b.do("POST", "/api/projects", a, map[string]any{"name": "idem"}, "Idempotency-Key", key)
+	if r1.status != 201 || r2.status != 201 || r1.raw != r2.raw || r2.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay = %d %q / %d %q replayed=%q", r1.status, r1.raw, r2.status, r2.raw, r2.header.Get("Idempotent-Replayed"))
+	}
+	if r3 := b.do("POST", "/api/projects", a, map[string]any{"name": "other"}, "Idempotency-Key", key); r3.status != 409 || r3.code() != "VALIDATION_ERROR" {
+		t.Errorf("same key other body = %d %s", r3.status, r3.raw)
+	}
+	big := fmt.Sprintf(`{"name":"x","description":"%s"}`, strings.Repeat("x", 1<<20+10))
+	if r := b.do("POST", "/api/projects", a, big); r.status != 413 || r.code() != "VALIDATION_ERROR" {
+		t.Errorf("1 MiB body = %d %s", r.status, r.raw)
+	}
+	var limited resp
+	for range 40 {
+		if limited = b.do("GET", "/api/projects", a, nil); limited.status == 429 {
+			break
+		}
+	}
+	if limited.status != 429 || limited.code() != "RATE_LIMIT_EXCEEDED" || limited.header.Get("Retry-After") == "" {
+		t.Errorf("per-user limit = %d %s (Retry-After %q)", limited.status, limited.raw, limited.header.Get("Retry-After"))
+	}
+	for range 10 {
+		limited = b.do("POST", "/api/auth/login", "", map[string]any{"email": "x@example.com", "password": "password1"})
+	}
+	if limited.status != 429 || limited.header.Get("Retry-After") == "" {
+		t.Errorf("login limit = %d %s", limited.status, limited.raw)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	b := setup(t, drivers()[0].open)
+	r := b.do("GET", "/health", "", nil)
+	db, _ := r.body["database"].(map[string]any)
+	if r.status != 200 || r.body["status"] != "ok" || db["driver"] != "sqlite" || db["ok"] != true {
+		t.Errorf("health = %d %s", r.status, r.raw)
+	}
+	b.st.Close()
+	if r := b.do("GET", "/health", "", nil); r.status != 503 {
+		t.Errorf("health with the database closed = %d %s, want 503", r.status, r.raw)
+	}
+}

@@ -1,0 +1,73 @@
+// Command bench measures the host's speed for BENCHMARKS.md: `make bench` runs it. Each section
+// prints a Markdown table. Sections: api (request throughput and latency against a bare Fiber
+// handler, per driver). PostgreSQL figures need TEST_DATABASE_URL.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+)
+
+// section is one part of the benchmark.
+type section struct {
+	name string
+	run  func(ctx context.Context, o *options) error
+}
+
+type options struct {
+	duration time.Duration
+	clients  int
+	pgURL    string
+}
+
+var sections = []section{
+	{"api", benchAPI},
+}
+
+func main() {
+	only := flag.String("only", "", "comma-separated sections to run (default all): "+names())
+	dur := flag.Duration("duration", 5*time.Second, "how long each load test runs")
+	clients := flag.Int("clients", 64, "concurrent clients of the load tests")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	o := &options{duration: *dur, clients: *clients, pgURL: os.Getenv("TEST_DATABASE_URL")}
+	fmt.Printf("# reelforge bench — %s, %s/%s, %d CPUs, GOMAXPROCS %d\n\n", time.Now().UTC().Format(time.RFC3339),
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	ctx := context.Background()
+	for _, s := range sections {
+		if *only != "" && !strings.Contains(","+*only+",", ","+s.name+",") {
+			continue
+		}
+		if err := s.run(ctx, o); err != nil {
+			fmt.Fprintf(os.Stderr, "bench %s: %v\n", s.name, err)
+			pprof.StopCPUProfile()
+			os.Exit(1)
+		}
+	}
+}
+
+func names() string {
+	var n []string
+	for _, s := range sections {
+		n = append(n, s.name)
+	}
+	return strings.Join(n, ",")
+}

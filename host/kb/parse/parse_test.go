@@ -1,0 +1,143 @@
+package parse
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+func mustText(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	s, err := Text(name, data)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return s
+}
+
+func TestFormats(t *testing.T) {
+	if s := mustText(t, "a.TXT", []byte("\xEF\xBB\xBFhello 世界\n")); s != "hello 世界" {
+		t.Errorf("txt %q", s)
+	}
+	if s := mustText(t, "a.md", []byte("# T\n\nbody")); s != "# T\n\nbody" {
+		t.Errorf("md %q", s)
+	}
+	s := mustText(t, "a.json", []byte(`{"brand":{"name":"Reelforge","colors":["teal","black"]},"n":3}`))
+	for _, w := range []string{"brand.name: Reelforge", "brand.colors: teal", "brand.colors: black", "n: 3"} {
+		if !strings.Contains(s, w) {
+			t.Errorf("json %q lacks %q", s, w)
+		}
+	}
+	s = mustText(t, "a.csv", []byte("platform,max_length\nDouyin,15 min\nTikTok,10 min\n"))
+	if !strings.Contains(s, "platform: Douyin\nmax_length: 15 min") || !strings.Contains(s, "platform: TikTok") {
+		t.Errorf("csv %q", s)
+	}
+	s = mustText(t, "a.html", []byte(`<html><head><title>Rules</title><style>p{}</style><script>var x=1</script></head>
+		<body><h2>Section</h2><p>Visible <b>text</b>.</p><noscript>no</noscript></body></html>`))
+	if !strings.Contains(s, "Rules") || !strings.Contains(s, "## Section") || !strings.Contains(s, "Visible text") ||
+		strings.Contains(s, "var x") || strings.Contains(s, "p{}") {
+		t.Errorf("html %q", s)
+	}
+}
+
+func TestUnsupported(t *testing.T) {
+	_, err := Text("virus.exe", []byte("MZ"))
+	if !errcode.Is(err, errcode.Validation) || !strings.Contains(errcode.As(err).Message(), `".exe"`) {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := Text("a.pdf", []byte("not a pdf")); !errcode.Is(err, errcode.Validation) {
+		t.Fatalf("bad pdf: %v", err)
+	}
+	if _, err := Text("a.docx", []byte("PK junk")); !errcode.Is(err, errcode.Validation) {
+		t.Fatalf("bad docx: %v", err)
+	}
+}
+
+func docx(t testing.TB, body string) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("word/document.xml")
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>%s</w:body></w:document>`, body)
+	zw.Close()
+	return buf.Bytes()
+}
+
+func TestDocx(t *testing.T) {
+	data := docx(t, `<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Title</w:t></w:r></w:p>`+
+		`<w:p><w:r><w:t>Hello </w:t></w:r><w:r><w:t>world</w:t></w:r></w:p>`+
+		`<w:tbl><w:tr><w:tc><w:p><w:r><w:t>品牌色</w:t></w:r></w:p></w:tc></w:tr></w:tbl>`)
+	if s := mustText(t, "a.docx", data); s != "# Title\n\nHello world\n\n品牌色" {
+		t.Fatalf("docx %q", s)
+	}
+}
+
+// minimalPDF builds a one-page PDF with an uncompressed content stream and a correct xref.
+func minimalPDF(text string) []byte {
+	content := fmt.Sprintf("BT /F1 12 Tf 72 720 Td (%s) Tj ET", text)
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offs := make([]int, len(objs))
+	for i, o := range objs {
+		offs[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	x := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, o := range offs {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, x)
+	return b.Bytes()
+}
+
+func TestPDF(t *testing.T) {
+	data := minimalPDF("Hello PDF world")
+	s, err := pdfFallback(data)
+	if err != nil || !strings.Contains(s, "Hello PDF world") {
+		t.Fatalf("fallback %q %v", s, err)
+	}
+	if _, err := exec.LookPath("pdftotext"); err != nil {
+		t.Skip("pdftotext not installed")
+	}
+	if s := mustText(t, "a.pdf", data); !strings.Contains(s, "Hello PDF world") {
+		t.Fatalf("pdftotext %q", s)
+	}
+}
+
+func FuzzText(f *testing.F) {
+	f.Add("a.json", []byte(`{"a":[1,{"b":null}]}`))
+	f.Add("a.csv", []byte("a,b\n1,\"2\n"))
+	f.Add("a.html", []byte("<p>x<script>y</script>"))
+	f.Add("a.docx", docx(f, `<w:p><w:r><w:t>x</w:t></w:r></w:p>`))
+	f.Add("a.txt", []byte{0xFF, 0xFE, 'a', 0})
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		if strings.HasSuffix(strings.ToLower(name), ".pdf") {
+			name = "x.txt" // pdftotext is exercised by FuzzPDFFallback without a process per input
+		}
+		s, err := Text(name, data)
+		if err != nil && errcode.As(err) == nil {
+			t.Fatalf("error without code: %v", err)
+		}
+		_ = s
+	})
+}
+
+func FuzzPDFFallback(f *testing.F) {
+	f.Add(minimalPDF("x"))
+	f.Add([]byte("%PDF-1.4 << /Filter /FlateDecode >> stream\nxx endstream (a\\101) Tj"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pdfFallback(data)
+	})
+}
