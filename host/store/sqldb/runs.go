@@ -105,7 +105,8 @@ func (db *DB) CountRunsSince(ctx context.Context, userID string, since time.Time
 // LOCKED); SQLite serialises writers, and the outer WHERE repeats the condition as the guard.
 func (db *DB) ClaimRun(ctx context.Context, owner string, lease time.Duration) (*store.Run, error) {
 	now := db.Now()
-	cond := `(status = 'pending' OR (status = 'running' AND lease_until IS NOT NULL AND lease_until < $3))`
+	cond := `((status = 'pending' AND (lease_until IS NULL OR lease_until < $3))
+		OR (status = 'running' AND lease_until IS NOT NULL AND lease_until < $3))`
 	lock := ""
 	if db.D.Name == "postgres" {
 		lock = " FOR UPDATE SKIP LOCKED"

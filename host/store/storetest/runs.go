@@ -44,6 +44,9 @@ func testRuns(t *testing.T, open Opener) {
 	if err != nil || c.ID != r.ID || c.ClaimedBy != "host-a" || c.LeaseUntil == nil {
 		t.Fatalf("ClaimRun = %+v, %v; want the run claimed by host-a", c, err)
 	}
+	if _, err := d.ClaimRun(ctx, "host-b", time.Minute); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClaimRun of a pending run claimed by another host = %v, want ErrNotFound", err)
+	}
 	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Owner: "host-b"}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("UpdateRun by a host without the claim = %v, want ErrStale", err)
 	}
