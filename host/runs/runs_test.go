@@ -142,8 +142,10 @@ type waitingEngine struct {
 	block     bool
 }
 
-func (w *waitingEngine) Info(context.Context) (*engine.Info, error) { return &engine.Info{Name: "graph"}, nil }
-func (w *waitingEngine) Health(context.Context) error               { return nil }
+func (w *waitingEngine) Info(context.Context) (*engine.Info, error) {
+	return &engine.Info{Name: "graph"}, nil
+}
+func (w *waitingEngine) Health(context.Context) error { return nil }
 func (w *waitingEngine) Cancel(_ context.Context, req *engine.CancelRequest) error {
 	w.mu.Lock()
 	w.cancelled = append(w.cancelled, req.RunID)
