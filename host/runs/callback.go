@@ -61,6 +61,16 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 	if j.Resolved() {
 		return dup, nil
 	}
+	if b.Status == "running" || b.Status == "pending" || b.Status == "accepted" {
+		// Progress only: the job stays open; the engine may record steps and progress.
+		if !isGenerator(j.Type) && kind != KindAI {
+			res := s.engineCallback(ctx, kind, j, raw, &b)
+			if res != nil && res.Status != engine.StatusCompleted {
+				s.apply(context.WithoutCancel(ctx), j.RunID, "", res)
+			}
+		}
+		return &CallbackResult{JobID: j.ID, RunID: j.RunID, Status: j.Status}, nil
+	}
 	status := store.JobCompleted
 	var jerr *engine.RunError
 	switch b.Status {
@@ -308,4 +318,35 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 		return
 	}
 	s.fail(ctx, j.RunID, "", &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg, StepID: j.StepID})
+}
+
+// CompleteJob resolves a job done locally (plugins/generators' CompleteFunc), as if its
+// ai-callback had arrived: result on success, else failure.
+func (s *Service) CompleteJob(ctx context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
+	status := store.JobCompleted
+	if failure != nil {
+		status, result = store.JobFailed, nil
+	}
+	if _, ok := s.resolve(ctx, jobID, status, result, failure); !ok {
+		if _, err := s.Store.GetJob(ctx, jobID); errors.Is(err, store.ErrNotFound) {
+			return errcode.New(errcode.NotFound, "Job not found")
+		}
+		return errcode.New(errcode.WorkflowInvalidState, "the job was resolved already")
+	}
+	return nil
+}
+
+// RunOwner names the owner of a run (plugins/generators' OwnerFunc).
+func (s *Service) RunOwner(ctx context.Context, runID string) (engine.UserContext, error) {
+	r, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return engine.UserContext{}, err
+	}
+	var uc engine.UserContext
+	_ = json.Unmarshal(r.UserContext, &uc)
+	uc.UserID = r.UserID
+	if u, err := s.Store.GetUser(ctx, r.UserID); err == nil {
+		uc.Role, uc.Username = u.Role, u.Username
+	}
+	return uc, nil
 }

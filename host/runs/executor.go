@@ -180,13 +180,13 @@ func (s *Service) execute(ctx context.Context, r *store.Run) {
 		return
 	}
 	res, err := eng.Run(runCtx, s, req)
-	if err != nil && degraded == "" && s.Plugins != nil && errcode.Of(err) == errcode.ExternalService &&
+	if err != nil && degraded == "" && external(err) && (name != "node" || s.Plugins != nil) &&
 		ctx.Err() == nil && runCtx.Err() == nil {
-		// The plugin died or broke during the run: finish it on the in-process node engine, from the
-		// steps it completed.
-		reason := fmt.Sprintf("engine %s plugin failed during the run (%s): degraded to the in-process node engine",
-			m.Engine, errcode.As(err).Message())
-		s.Log.Warn("runs: plugin failed mid-run, degrading", "run_id", r.ID, "err", err)
+		// The plugin died during the run, or the engine's external tool is down: finish the run on
+		// the in-process node engine, from the steps it completed.
+		reason := fmt.Sprintf("engine %s failed (%s): degraded to the in-process node engine", m.Engine, errcode.As(err).Message())
+		s.Log.Warn("runs: engine failed, degrading", "run_id", r.ID, "err", err)
+		s.failJobs(ctx, r.ID, &engine.RunError{Code: string(errcode.Of(err)), Message: "the run degraded to the node engine"})
 		if req2, rerr := s.runRequest(ctx, r, wf, reason); rerr == nil {
 			_, _ = s.Store.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
 				Owner: owner, Engine: "node", Degraded: &reason})
@@ -302,4 +302,30 @@ func (s *Service) fail(ctx context.Context, runID, owner string, e *engine.RunEr
 	if err == nil {
 		s.finished(ctx, r)
 	}
+}
+
+// external reports whether err says an engine's plugin or external tool is unavailable.
+func external(err error) bool {
+	switch errcode.Of(err) {
+	case errcode.ExternalService, errcode.GraphRunner, errcode.AutomationWebhookFailed, errcode.Chatflow:
+		return true
+	}
+	return false
+}
+
+// failJobs fails the unresolved jobs of a run.
+func (s *Service) failJobs(ctx context.Context, runID string, e *engine.RunError) []string {
+	jobs, err := s.Store.ListRunJobs(ctx, runID)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, j := range jobs {
+		if j.Resolved() {
+			continue
+		}
+		ids = append(ids, j.ID)
+		s.resolve(ctx, j.ID, store.JobFailed, nil, e)
+	}
+	return ids
 }

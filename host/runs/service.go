@@ -265,19 +265,7 @@ func (s *Service) Cancel(ctx context.Context, p *auth.Principal, id string) (*st
 	if stop != nil {
 		stop()
 	}
-	var jobIDs []string
-	if jobs, err := s.Store.ListRunJobs(ctx, id); err == nil {
-		jerr, _ := json.Marshal(engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
-		for _, j := range jobs {
-			if j.Resolved() {
-				continue
-			}
-			jobIDs = append(jobIDs, j.ID)
-			if _, err := s.Store.ResolveJob(ctx, j.ID, store.JobFailed, nil, jerr); err == nil {
-				s.wakeJob(j.ID)
-			}
-		}
-	}
+	jobIDs := s.failJobs(ctx, id, &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
 	if eng, _, _ := s.route(r.Engine); eng != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if err := eng.Cancel(cctx, &engine.CancelRequest{RunID: id, JobIDs: jobIDs}); err != nil {
