@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
 )
@@ -31,6 +32,11 @@ type Server struct {
 	Log     *slog.Logger
 	Engines EngineHealth
 	Runs    *runs.Service // workflow runs, jobs and callbacks
+	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
+	// outbound event worker behind the webhook test and status routes.
+	Hub           *events.Hub
+	Notifier      events.Notifier
+	Notifications *events.Worker
 
 	started time.Time
 	limits  *limiters
@@ -52,6 +58,7 @@ func (s *Server) App() *fiber.App {
 	})
 	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests)
 	app.Get("/health", s.health)
+	s.wsRoutes(app)
 
 	public := app.Group("/api")
 	public.Post("/auth/register", s.authRateLimit, s.register)
@@ -63,6 +70,7 @@ func (s *Server) App() *fiber.App {
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
 	s.workflowRoutes(api)
+	s.notificationRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app

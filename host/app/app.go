@@ -14,6 +14,7 @@ import (
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/runs"
@@ -43,6 +44,10 @@ type Host struct {
 	Runs   *runs.Service
 	// Plugins supervises the engine plugins; nil when PLUGINS_ENABLED=false.
 	Plugins *plugins.Set
+
+	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
+	Events    *events.Worker    // outbound event delivery
+	Scheduled *events.Scheduled // subscription.expiring and user.daily.summary
 }
 
 // New opens the store and builds the services.
@@ -59,6 +64,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
+	h.wireEvents()
 	if err := h.wireRuns(cfg, log); err != nil {
 		st.Close()
 		return nil, err
@@ -75,6 +81,9 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 	}
 	svc := runs.New(h.Store, reg, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL})
 	svc.Log = log.With("component", "runs")
+	if h.Hub != nil {
+		svc.Notifier = h.Hub
+	}
 	svc.InProcess = map[string]engine.Engine{"node": node.New(node.Options{Logger: log.With("engine", "node")})}
 	// TODO(engines): register plugins/graph, automation, chatflow in process (for callbacks while
 	// their plugin is down) and plugins/generators as svc.Dispatcher once they are on main.
@@ -123,6 +132,11 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Store.Close()
 		return fmt.Errorf("app: listen: %w", err)
 	}
+	if err := h.startEvents(ctx); err != nil {
+		ln.Close()
+		h.Store.Close()
+		return fmt.Errorf("app: start events: %w", err)
+	}
 	if h.Plugins != nil {
 		if perr := h.Plugins.Start(ctx); perr != nil {
 			h.Log.Warn("some engine plugins did not start: their workflows run on the in-process node engine", "err", perr)
@@ -144,6 +158,7 @@ func (h *Host) Run(ctx context.Context) error {
 	if h.Plugins != nil {
 		h.Plugins.Stop()
 	}
+	h.stopEvents()
 	if cerr := h.Store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

@@ -30,6 +30,9 @@ var suites = []struct {
 	{"transactions", testTransactions},
 	{"runs", testRuns},
 	{"jobs", testJobs},
+	{"outbox", testOutbox},
+	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
+	{"event_sources", testEventSources},
 }
 
 // Run runs every conformance check against the driver open makes.
