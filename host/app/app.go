@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -77,7 +78,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 	reg, err := manifest.Load(cfg.ManifestDir)
 	if err != nil {
-		return fmt.Errorf("app: manifests: %w", err)
+		if _, serr := os.Stat(cfg.ManifestDir); !errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("app: manifests: %w", err)
+		}
+		log.Warn("no manifest folder: no workflow can be started (set MANIFEST_DIR)", "dir", cfg.ManifestDir)
+		reg = manifest.NewRegistry()
 	}
 	svc := runs.New(h.Store, reg, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL})
 	svc.Log = log.With("component", "runs")
