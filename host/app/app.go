@@ -19,9 +19,11 @@ import (
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/runs"
+	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/host/tasks"
 	"github.com/reelforge/reelforge/plugins/node"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
@@ -49,6 +51,10 @@ type Host struct {
 	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
 	Events    *events.Worker    // outbound event delivery
 	Scheduled *events.Scheduled // subscription.expiring and user.daily.summary
+	// Tasks is the project-task worker; Scheduler the scheduler API and its cron fallback.
+	// host/runs is wired to both through launch.Runner and their RunEnded methods.
+	Tasks     *tasks.Service
+	Scheduler *scheduler.Scheduler
 }
 
 // New opens the store and builds the services.
@@ -70,6 +76,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 		st.Close()
 		return nil, err
 	}
+	known := knownWorkflows(cfg, log)
+	h.Tasks = tasks.New(st, tasks.Options{Log: log, Known: known, Notifier: h.Hub, Runner: launcher{h.Runs}})
+	h.Scheduler = scheduler.New(st, scheduler.Options{Mode: cfg.SchedulerMode, Interval: cfg.SchedulerInterval,
+		Known: known, Log: log, Runner: launcher{h.Runs}})
+	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
+	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
 	return h, nil
 }
 
@@ -128,6 +140,17 @@ func (e engineStates) EngineStates() map[string]string {
 	return out
 }
 
+// knownWorkflows reports the workflow ids of the manifests in MANIFEST_DIR (nil when they cannot
+// be read: the scheduler then knows its valid_workflows only).
+func knownWorkflows(cfg *config.Config, log *slog.Logger) func(string) bool {
+	reg, err := manifest.Load(cfg.ManifestDir)
+	if err != nil {
+		log.Warn("manifests unreadable; the scheduler knows only its valid workflows", "error", err)
+		return nil
+	}
+	return func(id string) bool { _, ok := reg.Get(id); return ok }
+}
+
 // Run serves until ctx ends, then shuts down gracefully: stop taking requests, finish those in
 // flight (up to SHUTDOWN_TIMEOUT_MS), stop the workers, close the store.
 func (h *Host) Run(ctx context.Context) error {
@@ -150,6 +173,15 @@ func (h *Host) Run(ctx context.Context) error {
 	h.Runs.StartExecutor(ctx)
 	h.Runs.StartSweeper(ctx)
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
+	if err := h.Tasks.Start(ctx); err != nil {
+		h.Store.Close()
+		return err
+	}
+	if err := h.Scheduler.Serve(ctx); err != nil {
+		h.Tasks.Stop()
+		h.Store.Close()
+		return err
+	}
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
@@ -164,6 +196,8 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Plugins.Stop()
 	}
 	h.stopEvents()
+	h.Scheduler.Shutdown()
+	h.Tasks.Stop()
 	if cerr := h.Store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

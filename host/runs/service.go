@@ -182,7 +182,7 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 		}
 		pctx, _ = json.Marshal(engine.ProjectContext{ProjectID: proj.ID, ProjectName: p.ProjectName, StrategyTaskID: p.StrategyTaskID})
 	}
-	if p.User.Role == store.RoleFreeUser && !p.SkipQuota {
+	if p.User.Role == store.RoleFreeUser && !p.SkipQuota && p.Trigger != TriggerScheduler {
 		now := s.Store.Now()
 		day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 		n, err := s.Store.CountRunsSince(ctx, p.User.UserID, day)
@@ -246,13 +246,21 @@ var cancellable = []string{store.RunPending, store.RunRunning, store.RunPaused}
 // Cancel cancels a pending, running or paused run of p: its execution here, its jobs, and the
 // engine's outside work. Any other state: 409 WORKFLOW_INVALID_STATE.
 func (s *Service) Cancel(ctx context.Context, p *auth.Principal, id string) (*store.Run, error) {
-	r, err := s.Get(ctx, p, id)
-	if err != nil {
+	if _, err := s.Get(ctx, p, id); err != nil {
 		return nil, err
 	}
-	errObj, _ := json.Marshal(engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "Run cancelled by the user"})
-	r, err = s.Store.UpdateRun(ctx, id, cancellable, store.RunUpdate{Status: store.RunCancelled, Error: errObj,
+	return s.CancelRun(ctx, id)
+}
+
+// CancelRun cancels a run whoever owns it (the scheduler and the task worker use it). Unknown run:
+// 404 NOT_FOUND; a run not pending, running or paused: 409 WORKFLOW_INVALID_STATE.
+func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) {
+	errObj, _ := json.Marshal(engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "Run cancelled"})
+	r, err := s.Store.UpdateRun(ctx, id, cancellable, store.RunUpdate{Status: store.RunCancelled, Error: errObj,
 		Completed: true, Release: true, ClearAwait: true})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errcode.New(errcode.NotFound, "Run not found")
+	}
 	if errors.Is(err, store.ErrStale) {
 		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s and cannot be cancelled", s.status(ctx, id))
 	}
