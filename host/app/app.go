@@ -48,6 +48,8 @@ type Host struct {
 	// Plugins supervises the engine plugins; nil when PLUGINS_ENABLED=false.
 	Plugins *plugins.Set
 
+	dispatcher interface{ Stop() } // generator jobs (plugins/generators)
+
 	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
 	Events    *events.Worker    // outbound event delivery
 	Scheduled *events.Scheduled // subscription.expiring and user.daily.summary
@@ -102,8 +104,6 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 		svc.Notifier = h.Hub
 	}
 	svc.InProcess = map[string]engine.Engine{"node": node.New(node.Options{Logger: log.With("engine", "node")})}
-	// TODO(engines): register plugins/graph, automation, chatflow in process (for callbacks while
-	// their plugin is down) and plugins/generators as svc.Dispatcher once they are on main.
 	if cfg.PluginsEnabled {
 		var cfgs []plugins.Config
 		for _, name := range reg.Engines() {
@@ -116,6 +116,7 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 		h.Plugins, svc.Plugins = set, set
 	}
 	h.Runs = svc
+	h.dispatcher = wireEngines(svc, cfg, log)
 	h.Server.Runs = svc
 	h.Server.Engines = engineStates{h}
 	return nil
@@ -192,6 +193,7 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	h.Runs.StopSweeper()
 	h.Runs.StopExecutor()
+	h.dispatcher.Stop()
 	if h.Plugins != nil {
 		h.Plugins.Stop()
 	}
