@@ -83,6 +83,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	h.Scheduler = scheduler.New(st, scheduler.Options{Mode: cfg.SchedulerMode, Interval: cfg.SchedulerInterval,
 		Known: known, Log: log, Runner: launcher{h.Runs}})
 	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
+	h.Runs.Leader = h.Scheduler.Leader
 	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
 	return h, nil
 }

@@ -236,8 +236,8 @@ func jobErrorCode(typ string) errcode.Code {
 }
 
 // StartSweeper starts the job sweeper: jobs past timeout_at are retried with their type's back-off
-// while retries are left, else timed out (their run fails with WORKFLOW_TIMEOUT). Every host may run
-// it: each change is one guarded UPDATE, so only one host acts on a job.
+// while retries are left, else timed out (their run fails with WORKFLOW_TIMEOUT). It sweeps only
+// while Leader says this host leads; each change is also one guarded UPDATE.
 func (s *Service) StartSweeper(ctx context.Context) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &lifecycle{cancel: cancel}
@@ -271,6 +271,9 @@ func (s *Service) StopSweeper() {
 
 // Sweep handles the jobs due now once.
 func (s *Service) Sweep(ctx context.Context) {
+	if s.Leader != nil && !s.Leader(ctx) {
+		return
+	}
 	now := s.Store.Now()
 	due, err := s.Store.ListDueJobs(ctx, now, 100)
 	if err != nil {

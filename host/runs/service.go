@@ -86,6 +86,9 @@ type Service struct {
 	LLM        LLM           // nil: Generate answers OK=false
 	Dispatcher JobDispatcher // nil: generator jobs fail with EXTERNAL_SERVICE_ERROR
 	Log        *slog.Logger
+	// Leader reports whether this host is the leader (the advisory lock on PostgreSQL); the job
+	// sweeper works only on the leader. nil: always.
+	Leader func(ctx context.Context) bool
 
 	opts Options
 
