@@ -13,6 +13,10 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
+// maxRecoveries is how many times a run is taken over from a host that died while running it
+// before it is failed: a run that crashes its host every time must not loop forever.
+const maxRecoveries = 3
+
 // lifecycle is a group of goroutines started and stopped together.
 type lifecycle struct {
 	cancel context.CancelFunc
@@ -119,6 +123,11 @@ func (s *Service) execute(ctx context.Context, r *store.Run) {
 	if !ok {
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowNotFound),
 			Message: fmt.Sprintf("workflow %q is no longer in the registry", r.WorkflowID)})
+		return
+	}
+	if r.Recoveries > maxRecoveries {
+		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowStepFailed), Message: fmt.Sprintf(
+			"the run was interrupted %d times (its host stopped while running it); giving up", r.Recoveries)})
 		return
 	}
 	wf := m.Workflow()

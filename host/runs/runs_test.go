@@ -285,3 +285,34 @@ func TestDegradation(t *testing.T) {
 		})
 	}
 }
+
+// A run that kept killing its hosts is failed with a clear error instead of looping.
+func TestTooManyRecoveriesFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	p := newUser(t, st)
+	r := &store.Run{ID: uuid.NewString(), WorkflowID: "g", UserID: p.UserID, Inputs: json.RawMessage(`{}`), UserContext: json.RawMessage(`{}`)}
+	if err := st.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		host := "dead-" + string(rune('a'+i))
+		if _, err := st.ClaimRun(ctx, host, time.Millisecond); err != nil {
+			t.Fatalf("claim %d: %v", i, err)
+		}
+		if i == 0 {
+			if _, err := st.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3 * time.Millisecond)
+	}
+	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{})
+	s.StartExecutor(ctx)
+	defer s.StopExecutor()
+	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
+	if got.Status != store.RunFailed || got.Recoveries < 4 {
+		t.Errorf("run = %s after %d recoveries (%s), want failed", got.Status, got.Recoveries, got.Error)
+	}
+}

@@ -52,6 +52,8 @@ type Run struct {
 	UpdatedAt      time.Time       `json:"updated_at"`
 	StartedAt      *time.Time      `json:"started_at"`
 	CompletedAt    *time.Time      `json:"completed_at"`
+	// Recoveries counts the claims of this run from a host that stopped renewing its lease.
+	Recoveries int `json:"recoveries"`
 }
 
 // Terminal reports whether the run can no longer change.

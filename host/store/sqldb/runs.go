@@ -13,7 +13,7 @@ import (
 
 const runCols = `run_id, workflow_id, user_id, project_id, status, progress, current_step, inputs, outputs,
 	user_context, project_context, trigger, triggered_by, engine, degraded, error, awaiting, resume_input,
-	attempt, claimed_by, lease_until, created_at, updated_at, started_at, completed_at`
+	attempt, claimed_by, lease_until, created_at, updated_at, started_at, completed_at, recoveries`
 
 func scanRun(r Row) (*store.Run, error) {
 	var x store.Run
@@ -21,7 +21,7 @@ func scanRun(r Row) (*store.Run, error) {
 	if err := r.Scan(&x.ID, &x.WorkflowID, &x.UserID, &x.ProjectID, &x.Status, &x.Progress, &x.CurrentStep,
 		JSON(&in), JSON(&out), JSON(&uc), JSON(&pc), &x.Trigger, &x.TriggeredBy, &x.Engine, &x.Degraded,
 		JSON(&er), JSON(&aw), JSON(&ri), &x.Attempt, &x.ClaimedBy, NullTime(&x.LeaseUntil),
-		Time(&x.CreatedAt), Time(&x.UpdatedAt), NullTime(&x.StartedAt), NullTime(&x.CompletedAt)); err != nil {
+		Time(&x.CreatedAt), Time(&x.UpdatedAt), NullTime(&x.StartedAt), NullTime(&x.CompletedAt), &x.Recoveries); err != nil {
 		return nil, err
 	}
 	x.Inputs, x.Outputs, x.UserContext, x.ProjectContext, x.Error, x.Awaiting, x.ResumeInput = in, out, uc, pc, er, aw, ri
@@ -111,7 +111,9 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, lease time.Duration) (
 	if db.D.Name == "postgres" {
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
-	q := `UPDATE runs SET claimed_by = $1, lease_until = $2, updated_at = $3
+	// A running run still naming a holder was left by a host that stopped renewing: a recovery.
+	q := `UPDATE runs SET claimed_by = $1, lease_until = $2, updated_at = $3,
+		recoveries = recoveries + CASE WHEN status = 'running' AND claimed_by <> '' THEN 1 ELSE 0 END
 		WHERE run_id = (SELECT run_id FROM runs WHERE ` + cond + ` ORDER BY created_at, run_id LIMIT 1` + lock + `)
 		AND ` + cond + ` RETURNING ` + runCols
 	r, err := scanRun(db.QueryRow(ctx, q, owner, db.T(now.Add(lease)), db.T(now)))

@@ -69,7 +69,7 @@ func testRuns(t *testing.T, open Opener) {
 		t.Fatalf("expire lease: %v", err)
 	}
 	c, err = d.ClaimRun(ctx, "host-b", time.Minute)
-	if err != nil || c.ID != r.ID || c.ClaimedBy != "host-b" || c.Status != store.RunRunning {
+	if err != nil || c.ID != r.ID || c.ClaimedBy != "host-b" || c.Status != store.RunRunning || c.Recoveries != 1 {
 		t.Fatalf("ClaimRun after lease expiry = %+v, %v", c, err)
 	}
 	if err := d.SetRunProgress(ctx, r.ID, 50, "write"); err != nil {
