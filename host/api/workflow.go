@@ -120,6 +120,14 @@ func runView(r *store.Run) fiber.Map {
 	if r.ProjectID != "" {
 		m["project_id"] = r.ProjectID
 	}
+	if r.TriggeredBy != "" {
+		m["triggered_by"] = r.TriggeredBy
+	}
+	for k, v := range map[string]json.RawMessage{"inputs": r.Inputs, "user_context": r.UserContext, "project_context": r.ProjectContext} {
+		if len(v) > 0 {
+			m[k] = v
+		}
+	}
 	if r.Degraded != "" {
 		m["degraded"] = r.Degraded
 	}
@@ -139,11 +147,17 @@ func runView(r *store.Run) fiber.Map {
 }
 
 func (s *Server) runStatus(c *fiber.Ctx) error {
-	_, r, err := s.loadRun(c)
+	rs, r, err := s.loadRun(c)
 	if err != nil {
 		return err
 	}
-	return okTop(c, fiber.StatusOK, runView(r))
+	v := runView(r)
+	jobs, err := rs.Jobs(s.ctx(c), r.ID)
+	if err != nil {
+		return err
+	}
+	v["jobs"] = jobs
+	return okTop(c, fiber.StatusOK, v)
 }
 
 func (s *Server) runResult(c *fiber.Ctx) error {

@@ -239,6 +239,28 @@ func (s *Service) Trace(ctx context.Context, runID string) ([]json.RawMessage, e
 	return out, nil
 }
 
+// JobRef is a job as a run lists it (SPEC.md JobReference).
+type JobRef struct {
+	JobID      string     `json:"job_id"`
+	Type       string     `json:"type"`
+	Status     string     `json:"status"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+}
+
+// Jobs returns the run's jobs, oldest first.
+func (s *Service) Jobs(ctx context.Context, runID string) ([]JobRef, error) {
+	jobs, err := s.Store.ListRunJobs(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("runs: load jobs: %w", err)
+	}
+	out := make([]JobRef, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, JobRef{JobID: j.ID, Type: j.Type, Status: j.Status, CreatedAt: j.CreatedAt, ResolvedAt: j.ResolvedAt})
+	}
+	return out, nil
+}
+
 // List lists the caller's runs.
 func (s *Service) List(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error) {
 	return s.Store.ListRuns(ctx, p)
