@@ -16,6 +16,7 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/runs"
@@ -118,6 +119,10 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 	}
 	h.Runs = svc
 	h.dispatcher = wireEngines(svc, cfg, log)
+	if cfg.LLMBaseURL != "" {
+		svc.LLM = runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey}), Model: cfg.KBAskModel}
+	}
+	// TODO(kb): svc.Searcher = the knowledge-base service (runs.Searcher) once it is on main.
 	h.Server.Runs = svc
 	h.Server.Engines = engineStates{h}
 	return nil
