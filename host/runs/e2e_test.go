@@ -107,9 +107,8 @@ func TestPluginKilledWithRunsInFlight(t *testing.T) {
 		if got.Status != store.RunCompleted {
 			t.Errorf("run %s after the kill = %s %s", id, got.Status, got.Error)
 		}
-		js, _ := st.ListRunJobs(ctx, id)
-		for _, j := range js {
-			t.Logf("run %s: degraded %q, job %s %s retry %d err %s", id[:8], got.Degraded, j.ID[:8], j.Status, j.RetryCount, j.Error)
+		if js, _ := st.ListRunJobs(ctx, id); len(js) != 1 {
+			t.Errorf("run %s has %d jobs; want its one speech job, awaited again after the kill", id, len(js))
 		}
 		if got.Degraded != "" {
 			degraded++

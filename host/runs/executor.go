@@ -195,7 +195,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run) {
 		// the in-process node engine, from the steps it completed.
 		reason := fmt.Sprintf("engine %s failed (%s): degraded to the in-process node engine", m.Engine, errcode.As(err).Message())
 		s.Log.Warn("runs: engine failed, degrading", "run_id", r.ID, "err", err)
-		s.failJobs(ctx, r.ID, &engine.RunError{Code: string(errcode.Of(err)), Message: "the run degraded to the node engine"})
+		s.failJobs(ctx, r.ID, false, &engine.RunError{Code: string(errcode.Of(err)), Message: "the run degraded to the node engine"})
 		if req2, rerr := s.runRequest(ctx, r, wf, reason); rerr == nil {
 			_, _ = s.Store.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
 				Owner: owner, Engine: "node", Degraded: &reason})
@@ -322,15 +322,16 @@ func external(err error) bool {
 	return false
 }
 
-// failJobs fails the unresolved jobs of a run.
-func (s *Service) failJobs(ctx context.Context, runID string, e *engine.RunError) []string {
+// failJobs fails the unresolved jobs of a run; without generators, it leaves generator jobs in
+// flight (a step executed again awaits the job it ordered before).
+func (s *Service) failJobs(ctx context.Context, runID string, generators bool, e *engine.RunError) []string {
 	jobs, err := s.Store.ListRunJobs(ctx, runID)
 	if err != nil {
 		return nil
 	}
 	var ids []string
 	for _, j := range jobs {
-		if j.Resolved() {
+		if j.Resolved() || (!generators && isGenerator(j.Type)) {
 			continue
 		}
 		ids = append(ids, j.ID)

@@ -136,12 +136,23 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 		}
 		return nil, err
 	}
-	// A job created again for the same step after a time-out carries the retry count on.
+	// A job created again for the same step after a time-out carries the retry count on. A step
+	// executed again (its host died, or the run degraded or was retried) gets the job it made before
+	// when that one is still in flight or completed with the same request: expensive generator work
+	// is not ordered twice.
 	retries := 0
 	if prev, err := s.Store.ListRunJobs(ctx, req.RunID); err == nil {
-		for _, j := range prev {
-			if j.Type == req.Type && j.StepID == req.StepID && j.Status == store.JobTimeout {
+		for i := len(prev) - 1; i >= 0; i-- {
+			j := &prev[i]
+			if j.Type != req.Type || j.StepID != req.StepID {
+				continue
+			}
+			if j.Status == store.JobTimeout {
 				retries = max(retries, j.RetryCount+1)
+			}
+			if req.StepID != "" && isGenerator(j.Type) && sameJSON(j.Request, req.Request) &&
+				(j.Status == store.JobRunning || j.Status == store.JobCompleted) {
+				return toEngineJob(j), nil
 			}
 		}
 	}
@@ -281,4 +292,15 @@ func toEngineJob(j *store.Job) *engine.Job {
 		}
 	}
 	return out
+}
+
+// sameJSON reports whether two JSON documents are equal once decoded.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
 }

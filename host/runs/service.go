@@ -298,7 +298,7 @@ func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) 
 	if stop != nil {
 		stop()
 	}
-	jobIDs := s.failJobs(ctx, id, &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
+	jobIDs := s.failJobs(ctx, id, true, &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
 	if eng, _, _ := s.route(r.Engine); eng != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if err := eng.Cancel(cctx, &engine.CancelRequest{RunID: id, JobIDs: jobIDs}); err != nil {
