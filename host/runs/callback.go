@@ -285,6 +285,20 @@ func (s *Service) Sweep(ctx context.Context) {
 	for i := range due {
 		s.timeoutJob(ctx, &due[i], now)
 	}
+	// Runs nothing drives (an update lost to a database error, or an engine that waits for no job)
+	// are handed to the executor again as a recovery: after maxRecoveries they fail.
+	orphans, err := s.Store.ListOrphanRuns(ctx, now.Add(-s.opts.OrphanAfter), 100)
+	if err != nil {
+		return
+	}
+	for _, id := range orphans {
+		_, err := s.Store.UpdateRun(ctx, id, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
+			Lease: &now, Holder: "orphan"})
+		if err == nil {
+			s.Log.Warn("runs: a running run had nothing driving it: executing it again", "run_id", id)
+			s.kick()
+		}
+	}
 }
 
 func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
@@ -312,7 +326,7 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 		// An engine job: execute the run again after the back-off; the engine makes a new job,
 		// which carries the retry count on.
 		at := now.Add(p.backoff(j.RetryCount + 1))
-		if _, err := s.Store.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at}); err == nil {
+		if _, err := s.Store.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at, Unclaim: true}); err == nil {
 			go func() {
 				time.Sleep(time.Until(at) + 10*time.Millisecond)
 				s.kick()

@@ -109,6 +109,9 @@ func TestPluginKilledWithRunsInFlight(t *testing.T) {
 		}
 		if js, _ := st.ListRunJobs(ctx, id); len(js) != 1 {
 			t.Errorf("run %s has %d jobs; want its one speech job, awaited again after the kill", id, len(js))
+			for _, j := range js {
+				t.Logf("job %s %s request %s error %s", j.ID, j.Status, j.Request, j.Error)
+			}
 		}
 		if got.Degraded != "" {
 			degraded++

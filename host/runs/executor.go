@@ -127,7 +127,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run) {
 	}
 	if r.Recoveries > maxRecoveries {
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowStepFailed), Message: fmt.Sprintf(
-			"the run was interrupted %d times (its host stopped while running it); giving up", r.Recoveries)})
+			"the run was taken over %d times (its host stopped, or nothing was driving it); giving up", r.Recoveries)})
 		return
 	}
 	wf := m.Workflow()
@@ -205,7 +205,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run) {
 	if ctx.Err() != nil {
 		// The host is stopping: hand the run back with an expired lease for the next executor.
 		now := s.Store.Now()
-		_, _ = s.Store.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Owner: owner, Lease: &now})
+		_, _ = s.Store.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Owner: owner, Lease: &now, Unclaim: true})
 		return
 	}
 	if err != nil {

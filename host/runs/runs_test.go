@@ -185,6 +185,21 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cur, _ := st.GetRun(ctx, r.ID)
+		if cur.Terminal() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cur, _ := st.GetRun(ctx, r.ID); !cur.Terminal() {
+		jobs, _ := st.ListRunJobs(ctx, r.ID)
+		for _, j := range jobs {
+			t.Logf("job %s %s retry %d/%d timeout %s", j.ID[:8], j.Status, j.RetryCount, j.MaxRetries, j.TimeoutAt)
+		}
+		t.Logf("run claimed by %q lease %v updated %s", cur.ClaimedBy, cur.LeaseUntil, cur.UpdatedAt)
+	}
 	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
 	var e engine.RunError
 	_ = json.Unmarshal(got.Error, &e)
@@ -223,10 +238,12 @@ func TestCancelReachesEngineAndJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, st, r.ID, store.RunRunning)
-	for eng.runs.Load() == 0 {
+	for {
+		if js, _ := st.ListRunJobs(ctx, r.ID); len(js) > 0 {
+			break
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(20 * time.Millisecond)
 	if _, err := s.Cancel(ctx, p, r.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -314,5 +331,34 @@ func TestTooManyRecoveriesFails(t *testing.T) {
 	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
 	if got.Status != store.RunFailed || got.Recoveries < 4 {
 		t.Errorf("run = %s after %d recoveries (%s), want failed", got.Status, got.Recoveries, got.Error)
+	}
+}
+
+// idleEngine waits for nothing: the run would stay running forever without the orphan sweep.
+type idleEngine struct{ waitingEngine }
+
+func (i *idleEngine) Run(context.Context, engine.Host, *engine.RunRequest) (*engine.RunResult, error) {
+	i.runs.Add(1)
+	return &engine.RunResult{Status: engine.StatusWaiting}, nil
+}
+
+func TestOrphanRunsEndFailed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	eng := &idleEngine{}
+	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{OrphanAfter: 30 * time.Millisecond})
+	s.Plugins = fakePlugins{eng}
+	s.StartExecutor(ctx)
+	s.StartSweeper(ctx)
+	defer s.StopExecutor()
+	defer s.StopSweeper()
+	r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
+	if got.Status != store.RunFailed || eng.runs.Load() < 2 {
+		t.Errorf("orphan run = %s after %d executions (%s)", got.Status, eng.runs.Load(), got.Error)
 	}
 }

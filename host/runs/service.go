@@ -69,6 +69,7 @@ type Options struct {
 	Lease           time.Duration // claim lease, renewed while a run executes; default 30s
 	Poll            time.Duration // how often the executor looks for work from other hosts; default 1s
 	SweepInterval   time.Duration // job sweeper period; default 1s
+	OrphanAfter     time.Duration // a running run with no lease and no open job this long is executed again; default 30s
 	CallbackBaseURL string        // base of the callback URLs given to external executors
 	HostID          string        // identifies this host in claims; default a random id
 	// Policies override the job policies per type (tests); missing types use Policies.
@@ -117,6 +118,9 @@ func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
+	}
+	if opts.OrphanAfter <= 0 {
+		opts.OrphanAfter = 30 * time.Second
 	}
 	if opts.SweepInterval <= 0 {
 		opts.SweepInterval = time.Second

@@ -79,6 +79,8 @@ type RunUpdate struct {
 	Completed   bool            // completed_at = now
 	Lease       *time.Time      // lease_until = *Lease (claimed_by kept)
 	Release     bool            // lease_until = NULL, claimed_by = ''
+	Unclaim     bool            // claimed_by = '' (the holder's later guarded updates fail)
+	Holder      string          // claimed_by = Holder when set
 	NextAttempt bool            // attempt = attempt + 1
 	Progress    *float64        // progress = *Progress
 }
@@ -145,6 +147,9 @@ type Runs interface {
 	RenewLease(ctx context.Context, id, owner string, lease time.Duration) error
 	// UpdateRun moves the run from one of from to u.Status in one guarded UPDATE and returns it.
 	UpdateRun(ctx context.Context, id string, from []string, u RunUpdate) (*Run, error)
+	// ListOrphanRuns lists running runs that nothing drives: no lease, no unresolved job, and no
+	// change since before (a lost update, or an engine that waits for nothing).
+	ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error)
 	// SetRunProgress sets progress and current step of a running run.
 	SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error
 

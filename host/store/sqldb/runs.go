@@ -184,6 +184,11 @@ func (db *DB) UpdateRun(ctx context.Context, id string, from []string, u store.R
 	} else if u.Lease != nil {
 		add("lease_until", db.T(*u.Lease))
 	}
+	if u.Holder != "" {
+		add("claimed_by", u.Holder)
+	} else if u.Unclaim && !u.Release {
+		set = append(set, "claimed_by = ''")
+	}
 	if u.NextAttempt {
 		set = append(set, "attempt = attempt + 1")
 	}
@@ -208,6 +213,29 @@ func (db *DB) UpdateRun(ctx context.Context, id string, from []string, u store.R
 		return nil, store.ErrStale
 	}
 	return r, err
+}
+
+// ListOrphanRuns implements store.Runs.
+func (db *DB) ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := db.Query(ctx, `SELECT run_id FROM runs r WHERE status = 'running' AND lease_until IS NULL AND updated_at < $1
+		AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = r.run_id AND j.status IN ('pending', 'running'))
+		ORDER BY updated_at LIMIT $2`, db.T(before), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // SetRunProgress implements store.Runs.

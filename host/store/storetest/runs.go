@@ -94,6 +94,16 @@ func testRuns(t *testing.T, open Opener) {
 		t.Errorf("trace (-want +got):\n%s", diff)
 	}
 
+	// A running run with no lease and no open job is an orphan once it has not changed for a while.
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := d.ListOrphanRuns(ctx, d.Now().Add(time.Second), 10); err != nil || len(ids) != 1 || ids[0] != r.ID {
+		t.Errorf("ListOrphanRuns = %v, %v; want the run", ids, err)
+	}
+	if ids, _ := d.ListOrphanRuns(ctx, d.Now().Add(-time.Minute), 10); len(ids) != 0 {
+		t.Errorf("ListOrphanRuns(recent) = %v, want none", ids)
+	}
 	// running -> paused -> running -> completed; then nothing moves it.
 	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunPaused, Awaiting: json.RawMessage(`{"step_id":"h","prompt":"ok?"}`), Release: true}); err != nil {
 		t.Fatalf("running -> paused: %v", err)
