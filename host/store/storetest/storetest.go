@@ -30,6 +30,8 @@ var suites = []struct {
 	{"transactions", testTransactions},
 	{"corpus", testCorpus},
 	{"assets", testAssets},
+	{"runs", testRuns},
+	{"jobs", testJobs},
 	{"outbox", testOutbox},
 	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
 	{"event_sources", testEventSources},
