@@ -211,14 +211,14 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			}
 		}
 		fmt.Printf("| %s | %.2f | %d | %.1f | %.1f | %.1f |\n", name, float64(bytes)/1e6/ingestTime.Seconds(), chunks,
-			quantile(search, 0.5), quantile(search, 0.95), quantile(ask, 0.95))
+			kbQuantile(search, 0.5), kbQuantile(search, 0.95), kbQuantile(ask, 0.95))
 	}
 	return nil
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
 
-func quantile(xs []float64, q float64) float64 {
+func kbQuantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -337,7 +337,7 @@ func kbSet(ctx context.Context, st store.Driver, set string, docs []benchDoc, qs
 		}
 	}
 	n := float64(max(1, len(qs)))
-	return hit5 / n, mrr / n, quantile(lat, 0.95), nil
+	return hit5 / n, mrr / n, kbQuantile(lat, 0.95), nil
 }
 
 func containsAny(text string, answers []string) bool {
