@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/metrics"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -29,6 +30,9 @@ type Server struct {
 	Auth    *auth.Service
 	Log     *slog.Logger
 	Engines EngineHealth
+	// Metrics is the Prometheus registry (GET /metrics); nil: App makes one reading the store and
+	// Engines.
+	Metrics *metrics.Metrics
 
 	started time.Time
 	limits  *limiters
@@ -48,8 +52,12 @@ func (s *Server) App() *fiber.App {
 		IdleTimeout:           2 * time.Minute,
 		ReadBufferSize:        16 << 10,
 	})
-	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests)
+	if s.Metrics == nil {
+		s.Metrics = metrics.New(metrics.Sources{Engines: s.Engines, Log: s.Log}.FromStore(s.Store))
+	}
+	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests)
 	app.Get("/health", s.health)
+	app.Get("/metrics", s.serveMetrics)
 
 	public := app.Group("/api")
 	public.Post("/auth/register", s.authRateLimit, s.register)
