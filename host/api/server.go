@@ -60,6 +60,7 @@ func (s *Server) App() *fiber.App {
 	app.Get("/metrics", s.serveMetrics)
 
 	public := app.Group("/api")
+	public.Get("/openapi.json", s.serveOpenAPI)
 	public.Post("/auth/register", s.authRateLimit, s.register)
 	public.Post("/auth/login", s.authRateLimit, s.login)
 	public.Post("/auth/refresh", s.authRateLimit, s.refresh)
