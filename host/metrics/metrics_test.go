@@ -112,8 +112,8 @@ func TestScrapeFakeSources(t *testing.T) {
 			"method=GET,route=/api/projects/:id,status=200": 2, "method=POST,route=/api/auth/login,status=401": 1}},
 		"latency": {"reelforge_http_request_duration_seconds", map[string]float64{
 			"method=GET,route=/api/projects/:id": 2, "method=POST,route=/api/auth/login": 1}},
-		"runs": {"reelforge_runs", map[string]float64{"engine=node,status=completed": 7, "engine=graph,status=failed": 1}},
-		"jobs": {"reelforge_jobs", map[string]float64{"status=timeout,type=music": 2}},
+		"runs":   {"reelforge_runs", map[string]float64{"engine=node,status=completed": 7, "engine=graph,status=failed": 1}},
+		"jobs":   {"reelforge_jobs", map[string]float64{"status=timeout,type=music": 2}},
 		"outbox": {"reelforge_outbox_events", map[string]float64{"status=dead": 3, "status=pending": 0, "status=failed": 0}},
 		"engine state": {"reelforge_engine_state", map[string]float64{
 			"engine=graph,state=ready": 0, "engine=graph,state=degraded": 1, "engine=graph,state=disabled": 0}},
@@ -252,9 +252,9 @@ func TestScrapeStore(t *testing.T) {
 			}
 			mfs := scrape(t, metrics.New(metrics.Sources{}.FromStore(d)))
 			checks := map[string]map[string]float64{
-				"reelforge_runs":          {"engine=node,status=completed": 2, "engine=graph,status=failed": 1},
-				"reelforge_jobs":          {"status=timeout,type=graph": 1},
-				"reelforge_outbox_events": {"status=pending": 1, "status=failed": 1, "status=dead": 1, "status=delivered": 1},
+				"reelforge_runs":                     {"engine=node,status=completed": 2, "engine=graph,status=failed": 1},
+				"reelforge_jobs":                     {"status=timeout,type=graph": 1},
+				"reelforge_outbox_events":            {"status=pending": 1, "status=failed": 1, "status=dead": 1, "status=delivered": 1},
 				"reelforge_kb_query_latency_seconds": {"mode=search": 3, "mode=ask": 0},
 			}
 			for fam, want := range checks {
