@@ -59,3 +59,25 @@ func (db *DB) RecentQueryLatencies(ctx context.Context, mode string, n int) ([]f
 	}
 	return out, rows.Err()
 }
+
+// SourceFileHashes returns the parse status of every document of the knowledge source (createdBy,
+// projectID, name) by its file hash; an unknown source holds none. `reelforge kb ingest` uses it
+// to skip files a source holds already.
+func (db *DB) SourceFileHashes(ctx context.Context, createdBy, projectID, name string) (map[string]string, error) {
+	rows, err := db.Query(ctx, `SELECT d.file_hash, d.parse_status FROM knowledge_documents d
+		JOIN knowledge_sources s ON s.id = d.source_id
+		WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`, createdBy, projectID, name)
+	if err != nil {
+		return nil, fmt.Errorf("store: source hashes: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var h, st string
+		if err := rows.Scan(&h, &st); err != nil {
+			return nil, fmt.Errorf("store: source hashes: %w", err)
+		}
+		out[h] = st
+	}
+	return out, rows.Err()
+}
