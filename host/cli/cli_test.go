@@ -144,7 +144,7 @@ func TestIngestResumes(t *testing.T) {
 		}
 	}
 	write(t, filepath.Join(dir, "image.png"), []byte("png"))
-	os.WriteFile(filepath.Join(dir, "copy.txt"), []byte("# Note 5\n\nbody 5"), 0o644) // same bytes as note-0005.md
+	write(t, filepath.Join(dir, "copy.txt"), []byte("# Note 5\n\nbody 5")) // same bytes as note-0005.md
 	write(t, filepath.Join(dir, ".git", "x.txt"), []byte("hidden"))
 
 	kb := &fakeKB{docs: map[string]string{}, calls: map[string]int{}, stopAt: 300}
