@@ -49,8 +49,6 @@ var pendingRoutes = map[string]bool{
 	// wip/sched
 	"GET /api/scheduler/pending-tasks": true, "POST /api/scheduler/trigger": true, "GET /api/scheduler/status": true,
 	"POST /api/tasks": true, "POST /api/project/dispatch-task": true, "GET /api/tasks/{id}": true, "POST /api/tasks/{id}/cancel": true,
-	// wip/events
-	"POST /api/webhooks/test-notification": true, "GET /api/webhooks/notification-status": true, "GET /ws": true,
 	// wip/content
 	"POST /api/ai/chat": true, "POST /api/inspiration/collect": true, "GET /api/inspiration/unified-feed": true,
 	"POST /api/inspiration/{id}/convert-to-task": true, "POST /api/inspiration/upload": true, "POST /api/inspiration/parse-link": true,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/metrics"
 	"github.com/reelforge/reelforge/host/store"
 )
@@ -33,6 +34,11 @@ type Server struct {
 	// Metrics is the Prometheus registry (GET /metrics); nil: App makes one reading the store and
 	// Engines.
 	Metrics *metrics.Metrics
+	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
+	// outbound event worker behind the webhook test and status routes.
+	Hub           *events.Hub
+	Notifier      events.Notifier
+	Notifications *events.Worker
 
 	started time.Time
 	limits  *limiters
@@ -58,6 +64,7 @@ func (s *Server) App() *fiber.App {
 	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests)
 	app.Get("/health", s.health)
 	app.Get("/metrics", s.serveMetrics)
+	s.wsRoutes(app)
 
 	public := app.Group("/api")
 	public.Get("/openapi.json", s.serveOpenAPI)
@@ -68,6 +75,7 @@ func (s *Server) App() *fiber.App {
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
+	s.notificationRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app

@@ -14,6 +14,7 @@ import (
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
@@ -35,6 +36,10 @@ type Host struct {
 	Log    *slog.Logger
 	Store  store.Driver
 	Server *api.Server
+
+	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
+	Events    *events.Worker    // outbound event delivery
+	Scheduled *events.Scheduled // subscription.expiring and user.daily.summary
 }
 
 // New opens the store and builds the services.
@@ -51,6 +56,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
+	h.wireEvents()
 	return h, nil
 }
 
@@ -63,6 +69,11 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Store.Close()
 		return fmt.Errorf("app: listen: %w", err)
 	}
+	if err := h.startEvents(ctx); err != nil {
+		ln.Close()
+		h.Store.Close()
+		return fmt.Errorf("app: start events: %w", err)
+	}
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
@@ -72,6 +83,7 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Log.Info("shutting down")
 		err = api.Shutdown(app, h.Config.ShutdownTimeout)
 	}
+	h.stopEvents()
 	if cerr := h.Store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

@@ -34,8 +34,14 @@ const (
 // Version is meta.version of every event payload.
 const Version = "1.0"
 
+// Source is meta.source of every event payload.
+const Source = "reelforge"
+
 // Event is an outbound system event before it is stored.
 type Event struct {
+	// ID is the payload id; empty: a random UUID. A deterministic id makes an emit happen once:
+	// a second Emit with the same id fails with store.ErrConflict.
+	ID        string
 	Name      string
 	Data      map[string]any
 	UserID    string
@@ -63,8 +69,11 @@ func Emit(ctx context.Context, w store.Outbox, e Event) error {
 	if e.Data == nil {
 		e.Data = map[string]any{}
 	}
-	p := Payload{ID: uuid.NewString(), Event: e.Name, Timestamp: time.Now().UTC().Format(time.RFC3339Nano),
-		Data: e.Data, Meta: Meta{Source: "reelforge", Version: Version}}
+	if e.ID == "" {
+		e.ID = uuid.NewString()
+	}
+	p := Payload{ID: e.ID, Event: e.Name, Timestamp: time.Now().UTC().Format(time.RFC3339Nano),
+		Data: e.Data, Meta: Meta{Source: Source, Version: Version}}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("events: encode %s: %w", e.Name, err)

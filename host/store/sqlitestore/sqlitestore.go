@@ -163,3 +163,11 @@ func (t txConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
 }
 func (t txConn) Commit(context.Context) error   { return t.tx.Commit() }
 func (t txConn) Rollback(context.Context) error { return t.tx.Rollback() }
+
+var _ store.PubSub = (*Driver)(nil)
+
+// Publish implements store.PubSub: SQLite serves one host, there is no one to tell.
+func (d *Driver) Publish(context.Context, string, string) error { return store.ErrNotSupported }
+
+// Listen implements store.PubSub: not supported on SQLite.
+func (d *Driver) Listen(context.Context, string, func(string)) error { return store.ErrNotSupported }

@@ -28,6 +28,9 @@ var suites = []struct {
 	{"projects", testProjects},
 	{"idempotency", testIdempotency},
 	{"transactions", testTransactions},
+	{"outbox", testOutbox},
+	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
+	{"event_sources", testEventSources},
 }
 
 // Run runs every conformance check against the driver open makes.

@@ -1,0 +1,326 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// Bus carries frames between hosts that share a database (PostgreSQL LISTEN/NOTIFY). Publish
+// reaches every host's Listen, the publisher's own included.
+type Bus interface {
+	Publish(ctx context.Context, payload string) error
+	// Listen calls fn with each payload until ctx ends; it returns ctx's error or a connection error.
+	Listen(ctx context.Context, fn func(payload string)) error
+}
+
+// HubOptions configure a Hub.
+type HubOptions struct {
+	// QueueSize is each client's send queue; a client whose queue is full is dropped (256).
+	QueueSize int
+	// Bus, when set, spreads frames to the clients of other hosts.
+	Bus Bus
+	Log *slog.Logger
+}
+
+// Hub fans WebSocket frames out to the connections subscribed to a project (and, for frames
+// without a project, to the owner's connections). Sending never blocks: each client has a bounded
+// queue, and a client too slow to drain it is dropped without slowing the others. It is safe for
+// concurrent use.
+type Hub struct {
+	queue int
+	bus   Bus
+	log   *slog.Logger
+	host  string // this host's id on the bus, so it does not deliver its own frames twice
+
+	mu        sync.RWMutex
+	byProject map[string]map[*Client]struct{}
+	byUser    map[string]map[*Client]struct{}
+
+	runMu  sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var _ Notifier = (*Hub)(nil)
+
+// NewHub returns an empty hub; Start runs its bus listener when it has a bus.
+func NewHub(opt HubOptions) *Hub {
+	if opt.QueueSize < 1 {
+		opt.QueueSize = 256
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Hub{queue: opt.QueueSize, bus: opt.Bus, log: opt.Log, host: uuid.NewString(),
+		byProject: map[string]map[*Client]struct{}{}, byUser: map[string]map[*Client]struct{}{}}
+}
+
+// Client is one connection's place in the hub: its user, its subscriptions and its send queue.
+type Client struct {
+	UserID   string
+	send     chan []byte
+	done     chan struct{}
+	once     sync.Once
+	projects map[string]struct{} // guarded by the hub's mu
+}
+
+// Send is the client's queue of encoded frames; the connection's writer drains it.
+func (c *Client) Send() <-chan []byte { return c.send }
+
+// Done is closed when the client is dropped (too slow) or unregistered.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+func (c *Client) close() { c.once.Do(func() { close(c.done) }) }
+
+// Register adds a connection of userID.
+func (h *Hub) Register(userID string) *Client {
+	c := &Client{UserID: userID, send: make(chan []byte, h.queue), done: make(chan struct{}), projects: map[string]struct{}{}}
+	h.mu.Lock()
+	add(h.byUser, userID, c)
+	h.mu.Unlock()
+	return c
+}
+
+// Unregister removes c and closes its Done channel. It is idempotent.
+func (h *Hub) Unregister(c *Client) {
+	h.mu.Lock()
+	remove(h.byUser, c.UserID, c)
+	for p := range c.projects {
+		remove(h.byProject, p, c)
+	}
+	c.projects = map[string]struct{}{}
+	h.mu.Unlock()
+	c.close()
+}
+
+// Subscribe adds c to the subscribers of projectID. The caller has checked ownership.
+func (h *Hub) Subscribe(c *Client, projectID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-c.done:
+		return // dropped meanwhile
+	default:
+	}
+	c.projects[projectID] = struct{}{}
+	add(h.byProject, projectID, c)
+}
+
+// Unsubscribe removes c from the subscribers of projectID.
+func (h *Hub) Unsubscribe(c *Client, projectID string) {
+	h.mu.Lock()
+	delete(c.projects, projectID)
+	remove(h.byProject, projectID, c)
+	h.mu.Unlock()
+}
+
+// Counts reports the connections and the subscribed projects (for tests and health).
+func (h *Hub) Counts() (clients, projects int) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, cs := range h.byUser {
+		clients += len(cs)
+	}
+	return clients, len(h.byProject)
+}
+
+// SendTo queues one message for c alone (answers to its own requests); false when c was dropped.
+func (h *Hub) SendTo(c *Client, v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		h.log.Error("events: encode frame", "err", err.Error())
+		return false
+	}
+	return h.offer(c, b)
+}
+
+// offer queues b for c without blocking; a full queue drops the client.
+func (h *Hub) offer(c *Client, b []byte) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	select {
+	case c.send <- b:
+		return true
+	default:
+		h.log.Warn("events: websocket client too slow, dropped", "user_id", c.UserID)
+		h.Unregister(c)
+		return false
+	}
+}
+
+// wire is a frame on the bus.
+type wire struct {
+	Host      string         `json:"h"`
+	ProjectID string         `json:"p,omitempty"`
+	UserID    string         `json:"u,omitempty"`
+	Type      string         `json:"t"`
+	Data      map[string]any `json:"d"`
+}
+
+type message struct {
+	Type string         `json:"type"`
+	Data map[string]any `json:"data"`
+}
+
+// Notify implements Notifier: the frame goes to this host's subscribers at once, and through the
+// bus (when there is one) to the other hosts'.
+func (h *Hub) Notify(ctx context.Context, f Frame) {
+	if f.Data == nil {
+		f.Data = map[string]any{}
+	}
+	b, err := json.Marshal(message{Type: f.Type, Data: f.Data})
+	if err != nil {
+		h.log.Error("events: encode frame", "type", f.Type, "err", err.Error())
+		return
+	}
+	h.deliver(f.ProjectID, f.UserID, b)
+	if h.bus == nil {
+		return
+	}
+	w, err := json.Marshal(wire{Host: h.host, ProjectID: f.ProjectID, UserID: f.UserID, Type: f.Type, Data: f.Data})
+	if err != nil {
+		return
+	}
+	if len(w) > 7900 { // pg_notify's payload limit is 8000 bytes
+		h.log.Warn("events: frame too large for other hosts, delivered locally only", "type", f.Type, "bytes", len(w))
+		return
+	}
+	if err := h.bus.Publish(context.WithoutCancel(ctx), string(w)); err != nil {
+		h.log.Warn("events: publish frame to other hosts", "type", f.Type, "err", err.Error())
+	}
+}
+
+// deliver queues b for the subscribers of projectID, or for userID's connections when there is
+// no project.
+func (h *Hub) deliver(projectID, userID string, b []byte) int {
+	h.mu.RLock()
+	var targets []*Client
+	set := h.byProject[projectID]
+	if projectID == "" {
+		set = h.byUser[userID]
+	}
+	targets = make([]*Client, 0, len(set))
+	for c := range set {
+		targets = append(targets, c)
+	}
+	h.mu.RUnlock()
+	n := 0
+	for _, c := range targets {
+		if h.offer(c, b) {
+			n++
+		}
+	}
+	return n
+}
+
+// Start runs the bus listener (when the hub has a bus) until ctx ends or Stop; it reconnects
+// after errors with a growing pause.
+func (h *Hub) Start(ctx context.Context) error {
+	if h.bus == nil {
+		return nil
+	}
+	h.runMu.Lock()
+	defer h.runMu.Unlock()
+	if h.done != nil {
+		return errors.New("events: hub already started")
+	}
+	ctx, h.cancel = context.WithCancel(ctx)
+	h.done = make(chan struct{})
+	go func(done chan struct{}) {
+		defer close(done)
+		pause := 100 * time.Millisecond
+		for ctx.Err() == nil {
+			err := h.bus.Listen(ctx, h.fromBus)
+			if ctx.Err() != nil {
+				return
+			}
+			h.log.Warn("events: frame listener stopped, reconnecting", "err", errString(err), "pause", pause)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			pause = min(pause*2, 10*time.Second)
+		}
+	}(h.done)
+	return nil
+}
+
+// Stop ends the bus listener and waits for it.
+func (h *Hub) Stop() {
+	h.runMu.Lock()
+	cancel, done := h.cancel, h.done
+	h.runMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (h *Hub) fromBus(payload string) {
+	var w wire
+	if err := json.Unmarshal([]byte(payload), &w); err != nil {
+		h.log.Warn("events: bad frame on the bus", "err", err.Error())
+		return
+	}
+	if w.Host == h.host {
+		return // delivered locally already
+	}
+	b, err := json.Marshal(message{Type: w.Type, Data: w.Data})
+	if err != nil {
+		return
+	}
+	h.deliver(w.ProjectID, w.UserID, b)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "closed"
+	}
+	return err.Error()
+}
+
+func add(m map[string]map[*Client]struct{}, key string, c *Client) {
+	s := m[key]
+	if s == nil {
+		s = map[*Client]struct{}{}
+		m[key] = s
+	}
+	s[c] = struct{}{}
+}
+
+func remove(m map[string]map[*Client]struct{}, key string, c *Client) {
+	if s := m[key]; s != nil {
+		delete(s, c)
+		if len(s) == 0 {
+			delete(m, key)
+		}
+	}
+}
+
+// StoreBus is a Bus over the store's PubSub (PostgreSQL LISTEN/NOTIFY) on one channel.
+type StoreBus struct {
+	PubSub  store.PubSub
+	Channel string
+}
+
+// Publish implements Bus.
+func (b StoreBus) Publish(ctx context.Context, payload string) error {
+	return b.PubSub.Publish(ctx, b.Channel, payload)
+}
+
+// Listen implements Bus.
+func (b StoreBus) Listen(ctx context.Context, fn func(payload string)) error {
+	return b.PubSub.Listen(ctx, b.Channel, fn)
+}

@@ -1,0 +1,180 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/store/pgstore"
+	"github.com/reelforge/reelforge/host/store/storetest"
+)
+
+func recvFrame(t *testing.T, c *events.Client, wait time.Duration) map[string]any {
+	t.Helper()
+	select {
+	case b := <-c.Send():
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("frame %s: %v", b, err)
+		}
+		return m
+	case <-time.After(wait):
+		return nil
+	}
+}
+
+func TestHubSlowClientDroppedOthersServed(t *testing.T) {
+	t.Parallel()
+	h := events.NewHub(events.HubOptions{QueueSize: 4})
+	slow, fast := h.Register("u1"), h.Register("u1")
+	h.Subscribe(slow, "p1")
+	h.Subscribe(fast, "p1")
+	got := 0
+	start := time.Now()
+	for i := range 20 {
+		h.Notify(context.Background(), events.Frame{ProjectID: "p1", Type: events.FrameTaskProgress, Data: map[string]any{"progress": i}})
+		if recvFrame(t, fast, time.Second) != nil {
+			got++
+		}
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("20 notifications took %v with a stuck client, want no blocking", took)
+	}
+	if got != 20 {
+		t.Errorf("fast client got %d frames, want 20", got)
+	}
+	select {
+	case <-slow.Done():
+	default:
+		t.Errorf("the slow client was not dropped")
+	}
+	if clients, _ := h.Counts(); clients != 1 {
+		t.Errorf("clients after the drop = %d, want 1", clients)
+	}
+}
+
+func TestHubRouting(t *testing.T) {
+	t.Parallel()
+	h := events.NewHub(events.HubOptions{})
+	a, b, other := h.Register("ua"), h.Register("ua"), h.Register("ub")
+	h.Subscribe(a, "pa")
+	tests := map[string]struct {
+		frame                   events.Frame
+		wantA, wantB, wantOther bool
+	}{
+		"project frame: its subscribers": {events.Frame{ProjectID: "pa", UserID: "ua", Type: "task:status"}, true, false, false},
+		"user frame: the user's clients": {events.Frame{UserID: "ua", Type: "asset:sync"}, true, true, false},
+		"another project: nobody":        {events.Frame{ProjectID: "px", UserID: "ua", Type: "task:status"}, false, false, false},
+	}
+	for name, tc := range tests { // not parallel: they share the clients
+		h.Notify(context.Background(), tc.frame)
+		for who, c := range map[string]struct {
+			c    *events.Client
+			want bool
+		}{"a": {a, tc.wantA}, "b": {b, tc.wantB}, "other": {other, tc.wantOther}} {
+			if got := recvFrame(t, c.c, 50*time.Millisecond) != nil; got != c.want {
+				t.Errorf("%s: client %s received = %v, want %v", name, who, got, c.want)
+			}
+		}
+	}
+	h.Unsubscribe(a, "pa")
+	h.Notify(context.Background(), events.Frame{ProjectID: "pa", Type: "task:status"})
+	if recvFrame(t, a, 50*time.Millisecond) != nil {
+		t.Errorf("frame after unsubscribe, want none")
+	}
+}
+
+// memBus is an in-process Bus shared by several hubs.
+type memBus struct {
+	mu   sync.Mutex
+	subs []chan string
+}
+
+func (m *memBus) Publish(_ context.Context, payload string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.subs {
+		s <- payload
+	}
+	return nil
+}
+
+func (m *memBus) Listen(ctx context.Context, fn func(string)) error {
+	ch := make(chan string, 100)
+	m.mu.Lock()
+	m.subs = append(m.subs, ch)
+	m.mu.Unlock()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case p := <-ch:
+			fn(p)
+		}
+	}
+}
+
+func checkAcrossHosts(t *testing.T, h1, h2 *events.Hub) {
+	t.Helper()
+	c1, c2 := h1.Register("u"), h2.Register("u")
+	h1.Subscribe(c1, "p")
+	h2.Subscribe(c2, "p")
+	time.Sleep(200 * time.Millisecond) // listeners up
+	h1.Notify(context.Background(), events.Frame{ProjectID: "p", Type: events.FrameTaskStatus, Data: map[string]any{"taskId": "t", "status": "running"}})
+	if f := recvFrame(t, c1, 5*time.Second); f == nil || f["type"] != events.FrameTaskStatus {
+		t.Errorf("client on the sending host got %v", f)
+	}
+	if f := recvFrame(t, c2, 5*time.Second); f == nil || f["data"].(map[string]any)["status"] != "running" {
+		t.Errorf("client on the other host got %v", f)
+	}
+	if f := recvFrame(t, c1, 300*time.Millisecond); f != nil {
+		t.Errorf("client on the sending host got the frame twice: %v", f)
+	}
+}
+
+func TestHubAcrossHostsInMemory(t *testing.T) {
+	t.Parallel()
+	bus := &memBus{}
+	h1, h2 := events.NewHub(events.HubOptions{Bus: bus}), events.NewHub(events.HubOptions{Bus: bus})
+	for _, h := range []*events.Hub{h1, h2} {
+		if err := h.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Stop)
+	}
+	checkAcrossHosts(t, h1, h2)
+}
+
+// TestHubAcrossHostsPostgres: two hosts on one PostgreSQL database, LISTEN/NOTIFY between them.
+func TestHubAcrossHostsPostgres(t *testing.T) {
+	t.Parallel()
+	url := storetest.PostgresURL(t)
+	channel := "test_frames_" + storetest.SchemaName()
+	var hubs []*events.Hub
+	for range 2 {
+		schema := storetest.SchemaName()
+		d, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			d.Close()
+			if c, err := pgx.Connect(context.Background(), url); err == nil {
+				_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+				c.Close(context.Background())
+			}
+		})
+		h := events.NewHub(events.HubOptions{Bus: events.StoreBus{PubSub: d, Channel: channel}})
+		if err := h.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Stop)
+		hubs = append(hubs, h)
+	}
+	checkAcrossHosts(t, hubs[0], hubs[1])
+}
