@@ -31,11 +31,15 @@ func (s *Server) health(c *fiber.Ctx) error {
 	if !dbOK {
 		status, code = "degraded", fiber.StatusServiceUnavailable
 	}
-	return c.Status(code).JSON(fiber.Map{
+	body := fiber.Map{
 		"status":   status,
 		"version":  s.Config.Version,
 		"uptime_s": math.Round(time.Since(s.started).Seconds()*10) / 10,
 		"database": fiber.Map{"driver": s.Store.Name(), "ok": dbOK, "search_path": searchPath},
 		"engines":  engines,
-	})
+	}
+	if s.Scheduler != nil {
+		body["scheduler"] = fiber.Map{"mode": s.Scheduler.Mode(), "fallback_active": s.Scheduler.FallbackActive()}
+	}
+	return c.Status(code).JSON(body)
 }

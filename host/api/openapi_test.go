@@ -46,9 +46,6 @@ var pendingRoutes = map[string]bool{
 	"POST /api/knowledge/ask": true, "POST /api/knowledge/context": true, "POST /api/knowledge/feedback/{queryId}": true,
 	"GET /api/knowledge/metrics": true, "GET /api/knowledge/eval-set": true, "POST /api/knowledge/eval/run-search": true,
 	"POST /api/knowledge/facts": true, "GET /api/knowledge/facts": true, "POST /api/knowledge/reindex": true,
-	// wip/sched
-	"GET /api/scheduler/pending-tasks": true, "POST /api/scheduler/trigger": true, "GET /api/scheduler/status": true,
-	"POST /api/tasks": true, "POST /api/project/dispatch-task": true, "GET /api/tasks/{id}": true, "POST /api/tasks/{id}/cancel": true,
 	// wip/content
 	"POST /api/ai/chat": true, "POST /api/inspiration/collect": true, "GET /api/inspiration/unified-feed": true,
 	"POST /api/inspiration/{id}/convert-to-task": true, "POST /api/inspiration/upload": true, "POST /api/inspiration/parse-link": true,

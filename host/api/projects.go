@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/access"
+	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -120,6 +121,11 @@ func (s *Server) createProject(c *fiber.Ctx) error {
 	if err := s.Store.CreateProject(s.ctx(c), p); err != nil {
 		return err
 	}
+	if p.Blueprint != nil {
+		if err := scheduler.SyncBlueprint(s.ctx(c), s.Store, p.ID, p.Blueprint); err != nil {
+			return err
+		}
+	}
 	return ok(c, fiber.StatusCreated, fiber.Map{"project": p})
 }
 
@@ -155,6 +161,11 @@ func (s *Server) updateProject(c *fiber.Ctx) error {
 	got, err := s.Store.UpdateProject(s.ctx(c), up)
 	if err != nil {
 		return err
+	}
+	if up.Blueprint != nil {
+		if err := scheduler.SyncBlueprint(s.ctx(c), s.Store, p.ID, up.Blueprint); err != nil {
+			return err
+		}
 	}
 	return ok(c, fiber.StatusOK, fiber.Map{"project": got})
 }

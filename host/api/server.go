@@ -15,7 +15,9 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/metrics"
+	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/tasks"
 )
 
 // EngineHealth reports the state of each workflow engine: ready, degraded or disabled.
@@ -39,6 +41,9 @@ type Server struct {
 	Hub           *events.Hub
 	Notifier      events.Notifier
 	Notifications *events.Worker
+	// Tasks and Scheduler serve the project tasks and the scheduler API (nil: 503).
+	Tasks     *tasks.Service
+	Scheduler *scheduler.Scheduler
 
 	started time.Time
 	limits  *limiters
@@ -76,6 +81,8 @@ func (s *Server) App() *fiber.App {
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
 	s.notificationRoutes(api)
+	s.taskRoutes(api)
+	s.schedulerRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app

@@ -15,9 +15,12 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/host/tasks"
 )
 
 // OpenStore opens the database the configuration names: PostgreSQL when DATABASE_URL is set,
@@ -40,6 +43,10 @@ type Host struct {
 	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
 	Events    *events.Worker    // outbound event delivery
 	Scheduled *events.Scheduled // subscription.expiring and user.daily.summary
+	// Tasks is the project-task worker; Scheduler the scheduler API and its cron fallback.
+	// host/runs is wired to both through launch.Runner and their RunEnded methods.
+	Tasks     *tasks.Service
+	Scheduler *scheduler.Scheduler
 }
 
 // New opens the store and builds the services.
@@ -57,7 +64,23 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	h := &Host{Config: cfg, Log: log, Store: st}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
 	h.wireEvents()
+	known := knownWorkflows(cfg, log)
+	h.Tasks = tasks.New(st, tasks.Options{Log: log, Known: known, Notifier: h.Hub})
+	h.Scheduler = scheduler.New(st, scheduler.Options{Mode: cfg.SchedulerMode, Interval: cfg.SchedulerInterval,
+		Known: known, Log: log})
+	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
 	return h, nil
+}
+
+// knownWorkflows reports the workflow ids of the manifests in MANIFEST_DIR (nil when they cannot
+// be read: the scheduler then knows its valid_workflows only).
+func knownWorkflows(cfg *config.Config, log *slog.Logger) func(string) bool {
+	reg, err := manifest.Load(cfg.ManifestDir)
+	if err != nil {
+		log.Warn("manifests unreadable; the scheduler knows only its valid workflows", "error", err)
+		return nil
+	}
+	return func(id string) bool { _, ok := reg.Get(id); return ok }
 }
 
 // Run serves until ctx ends, then shuts down gracefully: stop taking requests, finish those in
@@ -75,6 +98,15 @@ func (h *Host) Run(ctx context.Context) error {
 		return fmt.Errorf("app: start events: %w", err)
 	}
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
+	if err := h.Tasks.Start(ctx); err != nil {
+		h.Store.Close()
+		return err
+	}
+	if err := h.Scheduler.Serve(ctx); err != nil {
+		h.Tasks.Stop()
+		h.Store.Close()
+		return err
+	}
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
@@ -84,6 +116,8 @@ func (h *Host) Run(ctx context.Context) error {
 		err = api.Shutdown(app, h.Config.ShutdownTimeout)
 	}
 	h.stopEvents()
+	h.Scheduler.Shutdown()
+	h.Tasks.Stop()
 	if cerr := h.Store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

@@ -23,7 +23,9 @@ func (h *Host) wireEvents() {
 	h.Events = events.NewWorker(h.Store, events.WorkerConfig{URL: cfg.EventWebhookURL, Secret: cfg.WebhookSecret,
 		Enabled: cfg.NotificationsOn, Timeout: cfg.NotificationTimeout, BatchSize: cfg.BatchSize,
 		Interval: cfg.BatchInterval, EnabledEvents: cfg.EnabledEvents, Log: h.Log})
-	h.Scheduled = events.NewScheduled(h.Store, events.ScheduledOptions{Log: h.Log})
+	// Only the scheduler's leader (advisory lock on PostgreSQL) emits the time-driven events.
+	h.Scheduled = events.NewScheduled(h.Store, events.ScheduledOptions{Log: h.Log,
+		Leader: func(ctx context.Context) bool { return h.Scheduler == nil || h.Scheduler.Leader(ctx) }})
 	h.Server.Hub = h.Hub
 	h.Server.Notifier = h.Hub
 	h.Server.Notifications = h.Events

@@ -18,22 +18,80 @@ const (
 
 // Task is a row of the project task table.
 type Task struct {
+	ID            string          `json:"id"`
+	ProjectID     string          `json:"project_id"`
+	UserID        string          `json:"user_id"`
+	Type          string          `json:"type"`
+	Status        string          `json:"status"`
+	InputParams   json.RawMessage `json:"input_params"`
+	OutputData    json.RawMessage `json:"output_data"`
+	ErrorMessage  string          `json:"error_message"`
+	RetryCount    int             `json:"retry_count"`
+	MaxRetries    int             `json:"max_retries"`
+	RunID         string          `json:"run_id,omitempty"`
+	NextAttemptAt *time.Time      `json:"next_attempt_at,omitempty"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	CompletedAt   *time.Time      `json:"completed_at"`
+}
+
+// Active reports whether the task can still be cancelled (pending, queued or running).
+func (t *Task) Active() bool {
+	return t.Status == TaskPending || t.Status == TaskQueued || t.Status == TaskRunning
+}
+
+// Asset is a row of the unified asset table.
+type Asset struct {
 	ID           string          `json:"id"`
-	ProjectID    string          `json:"project_id"`
 	UserID       string          `json:"user_id"`
-	Type         string          `json:"type"`
-	Status       string          `json:"status"`
-	InputParams  json.RawMessage `json:"input_params"`
-	OutputData   json.RawMessage `json:"output_data"`
-	ErrorMessage string          `json:"error_message"`
-	RetryCount   int             `json:"retry_count"`
-	RunID        string          `json:"run_id,omitempty"`
+	ProjectID    string          `json:"project_id"`
+	FilePath     string          `json:"file_path"`
+	FileType     string          `json:"file_type"` // video, image, audio
+	MimeType     string          `json:"mime_type"`
+	FileSize     int64           `json:"file_size"`
+	FileURL      string          `json:"file_url"`
+	OriginalName string          `json:"original_name"`
+	Metadata     json.RawMessage `json:"metadata"`
+	SourceTaskID string          `json:"source_task_id"`
 	CreatedAt    time.Time       `json:"created_at"`
-	UpdatedAt    time.Time       `json:"updated_at"`
-	CompletedAt  *time.Time      `json:"completed_at"`
+}
+
+// TaskUpdate is one guarded state change of a task: it applies only while the task is in one of
+// From, so two hosts cannot move the same task twice (ErrStale otherwise; ErrNotFound for no task).
+type TaskUpdate struct {
+	ID            string
+	From          []string // required
+	To            string   // required
+	RunID         *string  // set when not nil
+	OutputData    json.RawMessage
+	ErrorMessage  *string
+	IncRetry      bool       // retry_count = retry_count + 1
+	NextAttemptAt *time.Time // set (nil: cleared)
+	Completed     bool       // completed_at = now
+	Assets        []Asset    // written in the same transaction
+	NoRun         bool       // guard: the task has no run yet (run_id is empty)
+}
+
+// ClaimTasksParams selects work for a task worker.
+type ClaimTasksParams struct {
+	From  string // pending or queued
+	To    string // queued or running
+	Limit int
+	// StaleBefore, when set, takes only tasks without a run last updated before it (a host that
+	// moved them died before starting their run).
+	StaleBefore time.Time
 }
 
 // Tasks stores project tasks.
 type Tasks interface {
 	ListProjectTasks(ctx context.Context, projectID string) ([]Task, error)
+	CreateTask(ctx context.Context, t *Task) error
+	GetTask(ctx context.Context, id string) (*Task, error)
+	// UpdateTask applies a guarded transition and returns the task as stored after it.
+	UpdateTask(ctx context.Context, u TaskUpdate) (*Task, error)
+	// ClaimTasks moves up to Limit tasks From -> To (queued tasks only once next_attempt_at is
+	// due), each by one guarded update, and returns those this caller moved.
+	ClaimTasks(ctx context.Context, p ClaimTasksParams) ([]Task, error)
+	// ListTaskAssets returns the assets a task produced.
+	ListTaskAssets(ctx context.Context, taskID string) ([]Asset, error)
 }

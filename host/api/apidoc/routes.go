@@ -157,7 +157,8 @@ func Ops() []Op {
 			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "project_id!", uuid, "status!", enum("running"), "triggered_at!", when), Errors: []int{403, 404, 409}},
 		{Method: "GET", Path: "/api/scheduler/status", Tag: "Scheduler", Summary: "Scheduler mode and limits", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("mode!", enum("automation_managed", "cron"), "description", str(""), "interval_ms", integer(""), "interval_minutes", num(""),
-				"max_projects_per_tick", integer(""), "max_runs_per_project", integer(""), "valid_workflows", arr(str("")), "timestamp", when)},
+				"max_projects_per_tick", integer(""), "max_runs_per_project", integer(""), "valid_workflows", arr(str("")), "timestamp", when,
+				"fallback_active", boolean(""), "last_automation_call", nullable(when))},
 
 		// Knowledge
 		{Method: "POST", Path: "/api/knowledge/upload", Tag: "Knowledge", Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)", Sec: Bearer, Status: 201, Kind: Data,

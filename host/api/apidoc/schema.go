@@ -111,7 +111,8 @@ func schemas() M {
 			"inputs", obj("summary", str(""), "platform", str("")), "task_summary", str(""), "task_due_date", strFmt("date"),
 			"priority", enum("high", "medium", "low")),
 		"Health": obj("status!", enum("ok", "degraded"), "version!", str(""), "uptime_s!", num(""),
-			"database!", obj("driver", enum("postgres", "sqlite"), "ok", boolean("")),
+			"database!", obj("driver", enum("postgres", "sqlite"), "ok", boolean(""), "search_path", enum("pgvector", "in-memory")),
+			"scheduler", obj("mode", enum("automation_managed", "cron"), "fallback_active", boolean("the built-in timer runs because the automation tool stopped calling")),
 			"engines", M{"type": "object", "additionalProperties": enum("ready", "degraded", "disabled")}),
 		"ErrorEnvelope": obj("success!", M{"const": false}, "error!", obj(
 			"code!", M{"$ref": "#/components/schemas/ErrorCode"}, "errno!", integer("the code's number"),

@@ -1,7 +1,7 @@
 // Command bench measures the host's speed for BENCHMARKS.md: `make bench` runs it. Each section
 // prints a Markdown table. Sections: api (request throughput and latency against a bare Fiber
-// handler, per driver), events (outbox delivery throughput, WebSocket fan-out latency).
-// PostgreSQL figures need TEST_DATABASE_URL.
+// handler, per driver), events (outbox delivery throughput, WebSocket fan-out latency), scheduler
+// (one tick over 10,000 projects with due tasks). PostgreSQL figures need TEST_DATABASE_URL.
 package main
 
 import (
@@ -30,6 +30,7 @@ type options struct {
 var sections = []section{
 	{"api", benchAPI},
 	{"events", benchEvents},
+	{"scheduler", benchScheduler},
 }
 
 func main() {

@@ -3,28 +3,31 @@ package sqldb
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/reelforge/reelforge/host/store"
 )
 
 // TaskCols are the columns scanTask reads, in order.
-const TaskCols = `id, project_id, user_id, type, status, input_params, output_data, error_message, retry_count, run_id, created_at, updated_at, completed_at`
+const TaskCols = `id, project_id, user_id, type, status, input_params, output_data, error_message, retry_count, max_retries, run_id, next_attempt_at, created_at, updated_at, completed_at`
 
 // ScanTask reads one row of TaskCols.
 func ScanTask(r Row) (*store.Task, error) {
 	var t store.Task
 	var in, out json.RawMessage
 	if err := r.Scan(&t.ID, &t.ProjectID, &t.UserID, &t.Type, &t.Status, JSON(&in), JSON(&out), &t.ErrorMessage,
-		&t.RetryCount, &t.RunID, Time(&t.CreatedAt), Time(&t.UpdatedAt), NullTime(&t.CompletedAt)); err != nil {
+		&t.RetryCount, &t.MaxRetries, &t.RunID, NullTime(&t.NextAttemptAt), Time(&t.CreatedAt), Time(&t.UpdatedAt),
+		NullTime(&t.CompletedAt)); err != nil {
 		return nil, err
 	}
 	t.InputParams, t.OutputData = in, out
 	return &t, nil
 }
 
-// ListProjectTasks implements store.Tasks.
-func (db *DB) ListProjectTasks(ctx context.Context, projectID string) ([]store.Task, error) {
-	rows, err := db.Query(ctx, `SELECT `+TaskCols+` FROM tasks WHERE project_id = $1 ORDER BY created_at DESC, id`, projectID)
+func (db *DB) scanTasks(ctx context.Context, q string, args ...any) ([]store.Task, error) {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -38,4 +41,170 @@ func (db *DB) ListProjectTasks(ctx context.Context, projectID string) ([]store.T
 		out = append(out, *t)
 	}
 	return out, rows.Err()
+}
+
+// ListProjectTasks implements store.Tasks.
+func (db *DB) ListProjectTasks(ctx context.Context, projectID string) ([]store.Task, error) {
+	return db.scanTasks(ctx, `SELECT `+TaskCols+` FROM tasks WHERE project_id = $1 ORDER BY created_at DESC, id`, projectID)
+}
+
+// CreateTask implements store.Tasks.
+func (db *DB) CreateTask(ctx context.Context, t *store.Task) error {
+	now := db.Now()
+	t.CreatedAt, t.UpdatedAt = now, now
+	if t.Status == "" {
+		t.Status = store.TaskPending
+	}
+	if t.MaxRetries == 0 {
+		t.MaxRetries = 3
+	}
+	if len(t.InputParams) == 0 {
+		t.InputParams = json.RawMessage("{}")
+	}
+	_, err := db.Exec(ctx, `INSERT INTO tasks (`+TaskCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		t.ID, t.ProjectID, t.UserID, t.Type, t.Status, J(t.InputParams), J(t.OutputData), t.ErrorMessage, t.RetryCount,
+		t.MaxRetries, t.RunID, db.TP(t.NextAttemptAt), db.T(now), db.T(now), db.TP(t.CompletedAt))
+	return err
+}
+
+// GetTask implements store.Tasks.
+func (db *DB) GetTask(ctx context.Context, id string) (*store.Task, error) {
+	return ScanTask(db.QueryRow(ctx, `SELECT `+TaskCols+` FROM tasks WHERE id = $1`, id))
+}
+
+// UpdateTask implements store.Tasks.
+func (db *DB) UpdateTask(ctx context.Context, u store.TaskUpdate) (*store.Task, error) {
+	if len(u.From) == 0 || u.To == "" {
+		return nil, fmt.Errorf("store: UpdateTask needs From and To")
+	}
+	var got *store.Task
+	err := db.WithTx(ctx, func(tx *DB) error {
+		now := tx.Now()
+		args := []any{u.ID, u.To, tx.T(now)}
+		sets := []string{"status = $2", "updated_at = $3"}
+		add := func(expr string, v any) {
+			args = append(args, v)
+			sets = append(sets, fmt.Sprintf(expr, len(args)))
+		}
+		if u.RunID != nil {
+			add("run_id = $%d", *u.RunID)
+		}
+		if u.OutputData != nil {
+			add("output_data = $%d", J(u.OutputData))
+		}
+		if u.ErrorMessage != nil {
+			add("error_message = $%d", *u.ErrorMessage)
+		}
+		if u.IncRetry {
+			sets = append(sets, "retry_count = retry_count + 1")
+		}
+		add("next_attempt_at = $%d", tx.TP(u.NextAttemptAt))
+		if u.Completed {
+			add("completed_at = $%d", tx.T(now))
+		}
+		in := make([]string, len(u.From))
+		for i, f := range u.From {
+			args = append(args, f)
+			in[i] = fmt.Sprintf("$%d", len(args))
+		}
+		guard := ""
+		if u.NoRun {
+			guard = " AND run_id = ''"
+		}
+		n, err := tx.Exec(ctx, `UPDATE tasks SET `+strings.Join(sets, ", ")+` WHERE id = $1 AND status IN (`+strings.Join(in, ", ")+`)`+guard, args...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := tx.GetTask(ctx, u.ID); err != nil {
+				return err
+			}
+			return store.ErrStale
+		}
+		for i := range u.Assets {
+			if err := tx.insertAsset(ctx, &u.Assets[i]); err != nil {
+				return err
+			}
+		}
+		got, err = tx.GetTask(ctx, u.ID)
+		return err
+	})
+	return got, err
+}
+
+func (db *DB) insertAsset(ctx context.Context, a *store.Asset) error {
+	a.CreatedAt = db.Now()
+	_, err := db.Exec(ctx, `INSERT INTO assets (id, user_id, project_id, file_path, file_type, mime_type, file_size, file_url,
+		original_name, metadata, source_task_id, related_corpus_id, tags, created_at, is_deleted)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', '[]', $12, FALSE)`,
+		a.ID, a.UserID, a.ProjectID, a.FilePath, a.FileType, a.MimeType, a.FileSize, a.FileURL, a.OriginalName,
+		JOr(a.Metadata, "{}"), a.SourceTaskID, db.T(a.CreatedAt))
+	return err
+}
+
+// ListTaskAssets implements store.Tasks.
+func (db *DB) ListTaskAssets(ctx context.Context, taskID string) ([]store.Asset, error) {
+	rows, err := db.Query(ctx, `SELECT id, user_id, project_id, file_path, file_type, mime_type, file_size, file_url,
+		original_name, metadata, source_task_id, created_at FROM assets WHERE source_task_id = $1 AND is_deleted = FALSE
+		ORDER BY created_at, id`, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []store.Asset{}
+	for rows.Next() {
+		var a store.Asset
+		if err := rows.Scan(&a.ID, &a.UserID, &a.ProjectID, &a.FilePath, &a.FileType, &a.MimeType, &a.FileSize, &a.FileURL,
+			&a.OriginalName, JSON(&a.Metadata), &a.SourceTaskID, Time(&a.CreatedAt)); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// ClaimTasks implements store.Tasks.
+func (db *DB) ClaimTasks(ctx context.Context, p store.ClaimTasksParams) ([]store.Task, error) {
+	if p.Limit <= 0 {
+		p.Limit = 10
+	}
+	now := db.Now()
+	q := `SELECT id FROM tasks WHERE status = $1 AND (next_attempt_at IS NULL OR next_attempt_at <= $2) ORDER BY created_at, id LIMIT $3`
+	args := []any{p.From, db.T(now), p.Limit}
+	if !p.StaleBefore.IsZero() {
+		q = `SELECT id FROM tasks WHERE status = $1 AND run_id = '' AND updated_at < $2 ORDER BY created_at, id LIMIT $3`
+		args[1] = db.T(p.StaleBefore)
+	}
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return nil, err
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	out := []store.Task{}
+	for _, id := range ids {
+		t, err := db.UpdateTask(ctx, store.TaskUpdate{ID: id, From: []string{p.From}, To: p.To, NoRun: !p.StaleBefore.IsZero()})
+		if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrNotFound) {
+			continue // another worker took it
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, *t)
+	}
+	return out, nil
 }

@@ -31,6 +31,9 @@ var suites = []struct {
 	{"outbox", testOutbox},
 	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
 	{"event_sources", testEventSources},
+	{"tasks", testTasks},
+	{"scheduling", testScheduling},
+	{"leader_lock", testLeaderLock},
 }
 
 // Run runs every conformance check against the driver open makes.

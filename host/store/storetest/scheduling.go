@@ -1,0 +1,154 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+func testScheduling(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	other := NewUser(t, d, "")
+	p := NewProject(t, d, u.ID)
+	q := NewProject(t, d, other.ID)
+	tasks := []store.StrategyTask{
+		{TaskID: "t1", WorkflowID: "video", Summary: "low old", DueDate: "2026-01-01", Priority: store.PriorityLow},
+		{TaskID: "t2", WorkflowID: "music", Summary: "high", DueDate: "2026-01-03", Priority: store.PriorityHigh},
+		{TaskID: "t3", WorkflowID: "video", Summary: "future", DueDate: "2026-02-01", Priority: store.PriorityHigh},
+		{TaskID: "t4", WorkflowID: "graphic", Summary: "medium", DueDate: "2026-01-02"},
+	}
+	if err := d.ReplaceStrategyTasks(ctx, p.ID, tasks); err != nil {
+		t.Fatalf("ReplaceStrategyTasks: %v", err)
+	}
+	// The same blueprint ids in another project do not clash.
+	if err := d.ReplaceStrategyTasks(ctx, q.ID, []store.StrategyTask{{TaskID: "t1", WorkflowID: "video", DueDate: "2026-01-01", Priority: store.PriorityHigh}}); err != nil {
+		t.Fatalf("ReplaceStrategyTasks(other project): %v", err)
+	}
+	ids := func(ts []store.StrategyTask) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.ProjectID[:4]+"/"+t.TaskID)
+		}
+		return out
+	}
+	due, err := d.ListDueStrategyTasks(ctx, store.DueStrategyTasksParams{Today: "2026-01-15", UserID: u.ID, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := p.ID[:4] + "/"
+	if diff := cmp.Diff([]string{pp + "t2", pp + "t4", pp + "t1"}, ids(due)); diff != "" {
+		t.Errorf("ListDueStrategyTasks order (-want +got):\n%s", diff)
+	}
+	if len(due) > 0 && (due[0].ProjectName != p.Name || due[0].UserID != u.ID) {
+		t.Errorf("due task = %+v, want project name and owner", due[0])
+	}
+	all, _ := d.ListDueStrategyTasks(ctx, store.DueStrategyTasksParams{Today: "2026-01-15", Limit: 2})
+	if len(all) != 2 {
+		t.Errorf("ListDueStrategyTasks(limit 2, all users) = %d, want 2", len(all))
+	}
+
+	// A double start claims once.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := d.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ID, StrategyTaskID: "t2", WorkflowID: "music"})
+			if err == nil {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			} else if !errors.Is(err, store.ErrConflict) {
+				t.Errorf("StartAutoRun = %v, want nil or ErrConflict", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Fatalf("concurrent StartAutoRun won %d times, want 1", wins)
+	}
+	due, _ = d.ListDueStrategyTasks(ctx, store.DueStrategyTasksParams{Today: "2026-01-15", UserID: u.ID, Limit: 10})
+	if diff := cmp.Diff([]string{pp + "t4", pp + "t1"}, ids(due)); diff != "" {
+		t.Errorf("due tasks with t2 running (-want +got):\n%s", diff)
+	}
+	if len(due) > 0 && due[0].RunningRuns != 1 {
+		t.Errorf("RunningRuns = %d, want 1", due[0].RunningRuns)
+	}
+	if err := d.SetAutoRunRun(ctx, p.ID, "t2", "run-a"); err != nil {
+		t.Fatalf("SetAutoRunRun: %v", err)
+	}
+	if err := d.FinishAutoRun(ctx, store.FinishAutoRunParams{ProjectID: p.ID, StrategyTaskID: "t2", RunID: "run-b", Status: store.AutoRunCompleted}); !errors.Is(err, store.ErrStale) {
+		t.Errorf("FinishAutoRun(other run) = %v, want ErrStale", err)
+	}
+	if err := d.FinishAutoRun(ctx, store.FinishAutoRunParams{ProjectID: p.ID, StrategyTaskID: "t2", RunID: "run-a", Status: store.AutoRunCompleted, Trace: []byte(`[{"step_id":"a"}]`)}); err != nil {
+		t.Fatalf("FinishAutoRun: %v", err)
+	}
+	a, err := d.GetAutoRun(ctx, p.ID, "t2")
+	if err != nil || a.Status != store.AutoRunCompleted || a.RunID != "run-a" || a.CompletedAt == nil || len(a.Trace) == 0 {
+		t.Errorf("GetAutoRun = %+v, %v; want completed with trace", a, err)
+	}
+	// A failed mark may be started again; a running one may not.
+	if err := d.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ID, StrategyTaskID: "t4", WorkflowID: "graphic"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.FinishAutoRun(ctx, store.FinishAutoRunParams{ProjectID: p.ID, StrategyTaskID: "t4", Status: store.AutoRunFailed}); err != nil {
+		t.Fatalf("FinishAutoRun(no run yet): %v", err)
+	}
+	if err := d.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ID, StrategyTaskID: "t4", WorkflowID: "graphic"}); err != nil {
+		t.Errorf("StartAutoRun after failure = %v, want nil", err)
+	}
+
+	if _, err := d.SchedulerMark(ctx, "automation"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SchedulerMark(unset) = %v, want ErrNotFound", err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, when := range []time.Time{at.Add(-time.Hour), at} {
+		if err := d.SetSchedulerMark(ctx, "automation", when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := d.SchedulerMark(ctx, "automation"); err != nil || !got.Equal(at) {
+		t.Errorf("SchedulerMark = %v, %v; want %v", got, err, at)
+	}
+	if err := d.ReplaceStrategyTasks(ctx, p.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := d.ListStrategyTasks(ctx, p.ID); len(got) != 0 {
+		t.Errorf("ListStrategyTasks after replace with none = %d, want 0", len(got))
+	}
+}
+
+func testLeaderLock(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	name := "test-" + SchemaName()
+	l, ok, err := d.TryLeaderLock(ctx, name)
+	if err != nil || !ok {
+		t.Fatalf("TryLeaderLock = %v, %v; want granted", ok, err)
+	}
+	if err := l.Check(ctx); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+	if d.Name() == "postgres" {
+		if _, ok, err := d.TryLeaderLock(ctx, name); ok || err != nil {
+			t.Errorf("second TryLeaderLock = %v, %v; want refused", ok, err)
+		}
+	}
+	l.Release()
+	l.Release()
+	l2, ok, err := d.TryLeaderLock(ctx, name)
+	if err != nil || !ok {
+		t.Fatalf("TryLeaderLock after release = %v, %v", ok, err)
+	}
+	l2.Release()
+}

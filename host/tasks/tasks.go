@@ -1,0 +1,494 @@
+// Package tasks runs the project task table of SPEC.md: creation (PENDING), the worker that moves
+// tasks PENDING -> QUEUED -> RUNNING by guarded updates and starts a workflow run for each, the end
+// of a run (SUCCESS with asset records, a retry with back-off, FAILED or CANCELLED), and cancel.
+//
+// Every transition is one guarded UPDATE in the store, so two hosts never move a task twice, and
+// every transition sends a task:status frame to the project's subscribers.
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/launch"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// DefaultWorkflow runs tasks whose type names no workflow.
+const DefaultWorkflow = "video"
+
+// orphanAfter is how long a task may stay RUNNING without a run before the worker takes it back
+// (the host that moved it died before its run was stored).
+const orphanAfter = 2 * time.Minute
+
+// triggeredByPrefix marks the runs of tasks: TriggeredBy is "task:<task id>".
+const triggeredByPrefix = "task:"
+
+// Options configure a Service; zero values take the defaults.
+type Options struct {
+	Runner   launch.Runner     // nil: tasks wait in PENDING until a runner is wired
+	Notifier events.Notifier   // nil: frames are dropped
+	Log      *slog.Logger      // nil: discarded
+	Known    func(string) bool // reports whether a workflow id exists (nil: only the type map)
+	Poll     time.Duration     // worker pass interval (default 500 ms); retries wait for a pass
+	// Backoff returns the delay before retry n (0-based); default 1 s, 2 s, 4 s.
+	Backoff func(n int) time.Duration
+}
+
+// Service creates, dispatches, finishes and cancels project tasks. It is safe for concurrent use.
+type Service struct {
+	st     store.Driver
+	opt    Options
+	wake   chan struct{}
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a Service over st.
+func New(st store.Driver, opt Options) *Service {
+	if opt.Notifier == nil {
+		opt.Notifier = events.Discard{}
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = 500 * time.Millisecond
+	}
+	if opt.Backoff == nil {
+		opt.Backoff = func(n int) time.Duration { return time.Second << min(n, 10) }
+	}
+	return &Service{st: st, opt: opt, wake: make(chan struct{}, 1)}
+}
+
+// CreateParams create a task. The caller has checked the project through access.Project.
+type CreateParams struct {
+	User        *auth.Principal
+	ProjectID   string
+	Type        string
+	InputParams json.RawMessage // an object; empty is {}
+}
+
+// Create stores a new task in PENDING and wakes the worker.
+func (s *Service) Create(ctx context.Context, p CreateParams) (*store.Task, error) {
+	t := &store.Task{ID: uuid.NewString(), ProjectID: p.ProjectID, UserID: p.User.UserID, Type: p.Type,
+		Status: store.TaskPending, InputParams: p.InputParams, MaxRetries: 3}
+	if len(t.InputParams) == 0 || string(t.InputParams) == "null" {
+		t.InputParams = json.RawMessage("{}")
+	}
+	err := s.st.InTx(ctx, func(tx store.Driver) error {
+		if err := tx.CreateTask(ctx, t); err != nil {
+			return err
+		}
+		return emitStatus(ctx, tx, t)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tasks: create: %w", err)
+	}
+	s.notify(ctx, t)
+	s.Wake()
+	return t, nil
+}
+
+// Get returns the task when user may see it (its creator or an admin); otherwise 404.
+func (s *Service) Get(ctx context.Context, user *auth.Principal, id string) (*store.Task, error) {
+	t, err := s.st.GetTask(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !user.IsAdmin() && t.UserID != user.UserID) {
+		return nil, errcode.New(errcode.NotFound, "Task not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tasks: get: %w", err)
+	}
+	return t, nil
+}
+
+// Cancel moves a PENDING, QUEUED or RUNNING task to CANCELLED and cancels its run. Another state
+// is 409 WORKFLOW_INVALID_STATE; an unknown task or another user's is 404.
+func (s *Service) Cancel(ctx context.Context, user *auth.Principal, id string) (*store.Task, error) {
+	t, err := s.Get(ctx, user, id)
+	if err != nil {
+		return nil, err
+	}
+	msg := "cancelled by the user"
+	got, err := s.transition(ctx, store.TaskUpdate{ID: t.ID, To: store.TaskCancelled, ErrorMessage: &msg, Completed: true,
+		From: []string{store.TaskPending, store.TaskQueued, store.TaskRunning}})
+	if errors.Is(err, store.ErrStale) {
+		cur, _ := s.st.GetTask(ctx, id)
+		state := t.Status
+		if cur != nil {
+			state = cur.Status
+		}
+		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Task is %s and cannot be cancelled", strings.ToUpper(state))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got.RunID != "" {
+		s.cancelRun(ctx, got.RunID)
+	}
+	return got, nil
+}
+
+func (s *Service) cancelRun(ctx context.Context, runID string) {
+	if s.opt.Runner == nil {
+		return
+	}
+	if err := s.opt.Runner.Cancel(context.WithoutCancel(ctx), runID); err != nil && !errcode.Is(err, errcode.WorkflowInvalidState) {
+		s.opt.Log.Warn("tasks: cancel run", "run_id", runID, "error", err)
+	}
+}
+
+// WorkflowFor maps a task type to the workflow that produces it.
+func (s *Service) WorkflowFor(taskType string) string {
+	switch taskType {
+	case "video", "voiceover", "music", "graphic":
+		return taskType
+	}
+	if s.opt.Known != nil && s.opt.Known(taskType) {
+		return taskType
+	}
+	return DefaultWorkflow
+}
+
+// Wake asks the worker for a pass now.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the worker until Stop is called or ctx ends. Without a Runner it does nothing.
+func (s *Service) Start(ctx context.Context) error {
+	if s.opt.Runner == nil {
+		s.opt.Log.Info("tasks: no workflow runner wired; tasks stay PENDING")
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return errors.New("tasks: worker already started")
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel, s.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(s.opt.Poll)
+		defer tick.Stop()
+		for {
+			if err := s.Step(ctx); err != nil && ctx.Err() == nil {
+				s.opt.Log.Warn("tasks: worker pass", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-s.wake:
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the worker and waits for its pass in flight.
+func (s *Service) Stop() {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.cancel = nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Step is one worker pass: claim PENDING tasks (-> QUEUED), take back orphaned RUNNING ones
+// (-> QUEUED), then dispatch the QUEUED ones whose back-off is over (-> RUNNING, one run each).
+func (s *Service) Step(ctx context.Context) error {
+	if s.opt.Runner == nil {
+		return nil
+	}
+	queued, err := s.st.ClaimTasks(ctx, store.ClaimTasksParams{From: store.TaskPending, To: store.TaskQueued, Limit: 20})
+	for i := range queued {
+		s.announce(ctx, &queued[i])
+	}
+	if err != nil {
+		return fmt.Errorf("tasks: claim: %w", err)
+	}
+	orphans, err := s.st.ClaimTasks(ctx, store.ClaimTasksParams{From: store.TaskRunning, To: store.TaskQueued, Limit: 20,
+		StaleBefore: s.st.Now().Add(-orphanAfter)})
+	for i := range orphans {
+		s.opt.Log.Warn("tasks: re-queued a task left running without a run", "task_id", orphans[i].ID)
+		s.announce(ctx, &orphans[i])
+	}
+	if err != nil {
+		return fmt.Errorf("tasks: re-queue: %w", err)
+	}
+	running, err := s.st.ClaimTasks(ctx, store.ClaimTasksParams{From: store.TaskQueued, To: store.TaskRunning, Limit: 20})
+	for i := range running {
+		s.announce(ctx, &running[i])
+		s.launch(ctx, &running[i])
+	}
+	if err != nil {
+		return fmt.Errorf("tasks: dispatch: %w", err)
+	}
+	return nil
+}
+
+// Dispatch moves one QUEUED task to RUNNING and starts its run. A task already RUNNING refuses a
+// second dispatch (409 WORKFLOW_ALREADY_RUNNING).
+func (s *Service) Dispatch(ctx context.Context, id string) error {
+	t, err := s.st.UpdateTask(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskQueued}, To: store.TaskRunning})
+	if errors.Is(err, store.ErrStale) {
+		if cur, gerr := s.st.GetTask(ctx, id); gerr == nil && cur.Status == store.TaskRunning {
+			return errcode.New(errcode.WorkflowAlreadyRunning, "Task is already running")
+		}
+		return errcode.New(errcode.WorkflowInvalidState, "Task is not queued")
+	}
+	if err != nil {
+		return err
+	}
+	s.announce(ctx, t)
+	s.launch(ctx, t)
+	return nil
+}
+
+// launch starts the run of a task this worker moved to RUNNING.
+func (s *Service) launch(ctx context.Context, t *store.Task) {
+	user := &auth.Principal{UserID: t.UserID}
+	if u, err := s.st.GetUser(ctx, t.UserID); err == nil {
+		user.Role, user.Username = u.Role, u.Username
+	}
+	inputs := map[string]any{}
+	if err := json.Unmarshal(t.InputParams, &inputs); err != nil || inputs == nil {
+		inputs = map[string]any{}
+	}
+	runID, err := s.opt.Runner.Start(ctx, launch.Params{Workflow: s.WorkflowFor(t.Type), Inputs: inputs, User: user,
+		ProjectID: t.ProjectID, Trigger: launch.TriggerAPI, TriggeredBy: triggeredByPrefix + t.ID})
+	if err != nil {
+		s.failed(ctx, t.ID, errcode.Of(err), errcode.As(err).Message())
+		return
+	}
+	_, err = s.st.UpdateTask(ctx, store.TaskUpdate{ID: t.ID, From: []string{store.TaskRunning}, To: store.TaskRunning, RunID: &runID})
+	if errors.Is(err, store.ErrStale) {
+		if cur, gerr := s.st.GetTask(ctx, t.ID); gerr == nil && cur.Status == store.TaskCancelled {
+			s.cancelRun(ctx, runID) // cancelled while the run was starting
+		}
+		return
+	}
+	if err != nil {
+		s.opt.Log.Warn("tasks: record run", "task_id", t.ID, "run_id", runID, "error", err)
+	}
+}
+
+// RunEnded finishes the task whose run ended: completed -> SUCCESS (output_data and assets),
+// failed -> QUEUED for a retry (network errors and time-outs while retries are left) or FAILED,
+// cancelled -> CANCELLED. Runs of no task are ignored.
+func (s *Service) RunEnded(ctx context.Context, e launch.Ended) {
+	id, ok := strings.CutPrefix(e.TriggeredBy, triggeredByPrefix)
+	if !ok || id == "" {
+		return
+	}
+	var err error
+	switch e.Status {
+	case "completed":
+		err = s.succeeded(ctx, id, e)
+	case "failed":
+		code := errcode.Code(e.ErrorCode())
+		if code == "" {
+			code = errcode.Unknown
+		}
+		msg := e.ErrorMessage()
+		if msg == "" {
+			msg = errcode.Lookup(code).Message
+		}
+		s.failed(ctx, id, code, msg)
+	case "cancelled":
+		msg := "the workflow run was cancelled"
+		_, err = s.transition(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskRunning}, To: store.TaskCancelled,
+			ErrorMessage: &msg, Completed: true})
+	}
+	if err != nil && !errors.Is(err, store.ErrStale) {
+		s.opt.Log.Warn("tasks: finish", "task_id", id, "run_id", e.RunID, "error", err)
+	}
+}
+
+func (s *Service) succeeded(ctx context.Context, id string, e launch.Ended) error {
+	t, err := s.st.GetTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	out := e.Outputs
+	if len(out) == 0 {
+		out = json.RawMessage("{}")
+	}
+	runID := e.RunID
+	empty := ""
+	_, err = s.transition(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskRunning}, To: store.TaskSuccess,
+		OutputData: out, RunID: &runID, ErrorMessage: &empty, Completed: true, Assets: Assets(t, out)})
+	return err
+}
+
+// retryable reports whether a failure is a network error or a time-out (SPEC.md Limits: retried),
+// as opposed to a business error (not retried).
+func retryable(c errcode.Code) bool {
+	switch c {
+	case errcode.WorkflowTimeout, errcode.AgentTimeout, errcode.ExternalService, errcode.GraphRunner,
+		errcode.AutomationWebhookFailed, errcode.Chatflow, errcode.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+// failed ends a RUNNING task after an error: back to QUEUED with a back-off while the error is
+// retryable and retries are left, else FAILED.
+func (s *Service) failed(ctx context.Context, id string, code errcode.Code, msg string) {
+	t, err := s.st.GetTask(ctx, id)
+	if err != nil {
+		s.opt.Log.Warn("tasks: load failed task", "task_id", id, "error", err)
+		return
+	}
+	text := string(code) + ": " + msg
+	if retryable(code) && t.RetryCount < t.MaxRetries {
+		next := s.st.Now().Add(s.opt.Backoff(t.RetryCount))
+		_, err = s.transition(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskRunning}, To: store.TaskQueued,
+			IncRetry: true, NextAttemptAt: &next, ErrorMessage: &text, RunID: new(string)})
+	} else {
+		_, err = s.transition(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskRunning}, To: store.TaskFailed,
+			ErrorMessage: &text, Completed: true})
+	}
+	if err != nil && !errors.Is(err, store.ErrStale) {
+		s.opt.Log.Warn("tasks: fail", "task_id", id, "error", err)
+	}
+}
+
+// transition applies u in a transaction with its outbound events, then sends the frame.
+func (s *Service) transition(ctx context.Context, u store.TaskUpdate) (*store.Task, error) {
+	var got *store.Task
+	err := s.st.InTx(ctx, func(tx store.Driver) error {
+		t, err := tx.UpdateTask(ctx, u)
+		if err != nil {
+			return err
+		}
+		got = t
+		if err := emitStatus(ctx, tx, t); err != nil {
+			return err
+		}
+		switch t.Status {
+		case store.TaskSuccess:
+			return events.Emit(ctx, tx, events.Event{Name: events.TaskCompleted, UserID: t.UserID, ProjectID: t.ProjectID,
+				Data: map[string]any{"taskId": t.ID, "projectId": t.ProjectID, "userId": t.UserID, "type": t.Type,
+					"runId": t.RunID, "result": t.OutputData, "assets": len(u.Assets)}})
+		case store.TaskFailed:
+			return events.Emit(ctx, tx, events.Event{Name: events.JobFailed, UserID: t.UserID, ProjectID: t.ProjectID,
+				Data: map[string]any{"taskId": t.ID, "projectId": t.ProjectID, "userId": t.UserID, "type": t.Type,
+					"error": t.ErrorMessage}})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.announce(ctx, got)
+	return got, nil
+}
+
+func emitStatus(ctx context.Context, tx store.Outbox, t *store.Task) error {
+	return events.Emit(ctx, tx, events.Event{Name: events.JobStatusChanged, UserID: t.UserID, ProjectID: t.ProjectID,
+		Data: map[string]any{"taskId": t.ID, "projectId": t.ProjectID, "userId": t.UserID, "type": t.Type,
+			"status": t.Status, "retryCount": t.RetryCount}})
+}
+
+// announce sends the task:status frame of t (ClaimTasks moves tasks outside transition).
+func (s *Service) announce(ctx context.Context, t *store.Task) { s.notify(ctx, t) }
+
+func (s *Service) notify(ctx context.Context, t *store.Task) {
+	s.opt.Notifier.Notify(ctx, events.Frame{ProjectID: t.ProjectID, UserID: t.UserID, Type: events.FrameTaskStatus,
+		Data: map[string]any{"taskId": t.ID, "status": t.Status, "projectId": t.ProjectID}})
+}
+
+// Assets returns one asset record per generated file or URL in a run's outputs: string values
+// under keys that name a file (…_url, url, …_path, file…) or that end in a media extension.
+func Assets(t *store.Task, outputs json.RawMessage) []store.Asset {
+	var v any
+	if err := json.Unmarshal(outputs, &v); err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []store.Asset
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(k, e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(key, e)
+			}
+		case string:
+			kind := fileKind(key, x)
+			if kind == "" || seen[x] {
+				return
+			}
+			seen[x] = true
+			a := store.Asset{ID: uuid.NewString(), UserID: t.UserID, ProjectID: t.ProjectID, FilePath: x, FileType: kind,
+				OriginalName: path.Base(x), SourceTaskID: t.ID, Metadata: json.RawMessage(fmt.Sprintf(`{"output_key":%q}`, key))}
+			if strings.HasPrefix(x, "http://") || strings.HasPrefix(x, "https://") {
+				a.FileURL = x
+			}
+			out = append(out, a)
+		}
+	}
+	walk("", v)
+	return out
+}
+
+var extKinds = map[string]string{
+	".mp4": "video", ".mov": "video", ".webm": "video", ".mkv": "video", ".avi": "video",
+	".mp3": "audio", ".wav": "audio", ".ogg": "audio", ".m4a": "audio", ".aac": "audio", ".flac": "audio",
+	".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".webp": "image",
+}
+
+// fileKind returns video, audio or image for an output that names a file, or "".
+func fileKind(key, val string) string {
+	if val == "" || strings.ContainsAny(val, "\n ") && !strings.HasPrefix(val, "http") {
+		return ""
+	}
+	isRef := strings.HasPrefix(val, "http://") || strings.HasPrefix(val, "https://") || strings.HasPrefix(val, "/") ||
+		strings.HasPrefix(val, "file://")
+	u := strings.ToLower(val)
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	if kind, ok := extKinds[path.Ext(u)]; ok && isRef {
+		return kind
+	}
+	k := strings.ToLower(key)
+	if !isRef || !(strings.HasSuffix(k, "url") || strings.HasSuffix(k, "path") || strings.HasPrefix(k, "file")) {
+		return ""
+	}
+	switch {
+	case strings.Contains(k, "video"):
+		return "video"
+	case strings.Contains(k, "audio"), strings.Contains(k, "music"), strings.Contains(k, "speech"), strings.Contains(k, "voice"):
+		return "audio"
+	case strings.Contains(k, "image"), strings.Contains(k, "cover"), strings.Contains(k, "thumb"), strings.Contains(k, "graphic"):
+		return "image"
+	}
+	return ""
+}

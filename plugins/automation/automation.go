@@ -1,0 +1,268 @@
+// Package automation is the automation engine: it triggers a workflow of the external workflow
+// automation tool through its webhook and completes the run from the tool's automation-callback.
+//
+// Run creates an automation job through engine.Host (the engine posts it itself), posts `{job_id,
+// run_id, workflow_name, inputs, callback_url}` to `{AUTOMATION_WEBHOOK_URL}/<settings.webhook_path>`
+// and answers StatusWaiting. A tool that is down or answers non-2xx gives AUTOMATION_WEBHOOK_FAILED,
+// so the host can retry or fall back. Callback turns `{job_id, workflow_name, status, result,
+// error?}` into completed (outputs = result plus workflow_name) or failed, and reports the engine's
+// step `automation` with the result.
+//
+// Start at New.
+package automation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reelforge/reelforge/plugins/internal/outbound"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Name is the engine name.
+const Name = "automation"
+
+// Version is the version of the automation engine.
+const Version = "1.0.0"
+
+// CallbackPath is where the tool posts its callbacks, relative to the callback base URL.
+const CallbackPath = "/api/webhooks/automation-callback"
+
+// StepID is the trace step the engine keeps for the tool's workflow.
+const StepID = "automation"
+
+// DefaultTimeout bounds one webhook call.
+const DefaultTimeout = 15 * time.Second
+
+// Options configure an Engine.
+type Options struct {
+	// WebhookURL is the tool's webhook base (AUTOMATION_WEBHOOK_URL, e.g. http://127.0.0.1:5678/webhook).
+	// Empty: every Run fails with AUTOMATION_WEBHOOK_FAILED and the host runs the fallback.
+	WebhookURL string
+	// CallbackBaseURL is used when a RunRequest carries no CallbackURL (CALLBACK_BASE_URL).
+	CallbackBaseURL string
+	// HTTPClient posts to the tool; nil means a default client (Timeout applies).
+	HTTPClient *http.Client
+	// Timeout bounds one webhook call; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Logger receives problems that do not fail a run; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Engine is the automation engine. It keeps no state between calls and is safe for concurrent use.
+type Engine struct {
+	opts Options
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New returns an automation engine with opts.
+func New(opts Options) *Engine {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	opts.WebhookURL = strings.TrimRight(opts.WebhookURL, "/")
+	return &Engine{opts: opts}
+}
+
+// Info describes the automation engine.
+func (e *Engine) Info(context.Context) (*engine.Info, error) {
+	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{"callbacks"}}, nil
+}
+
+// Health answers nil: whether the tool is reachable shows per run (AUTOMATION_WEBHOOK_FAILED).
+func (e *Engine) Health(context.Context) error { return nil }
+
+// Cancel is a no-op: the automation tool has no cancel hook for a running workflow; a late
+// callback for a cancelled run is ignored by the host.
+func (e *Engine) Cancel(context.Context, *engine.CancelRequest) error { return nil }
+
+type settings struct {
+	WebhookPath  string `json:"webhook_path"`
+	WorkflowName string `json:"workflow_name"`
+}
+
+// Run triggers the tool's webhook and answers StatusWaiting. See the package documentation.
+func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
+	if req == nil || h == nil {
+		return nil, errcode.New(errcode.Validation, "a run request and a host are required")
+	}
+	if req.RunID == "" {
+		return nil, errcode.Invalid("run_id", "is required")
+	}
+	var set settings
+	if len(req.Workflow.Settings) > 0 {
+		if err := json.Unmarshal(req.Workflow.Settings, &set); err != nil {
+			return nil, errcode.E("automation.Run", errcode.Validation, "the workflow's automation settings are not valid", err)
+		}
+	}
+	if set.WebhookPath == "" {
+		set.WebhookPath = req.Workflow.ID
+	}
+	if set.WorkflowName == "" {
+		set.WorkflowName = req.Workflow.ID
+	}
+	if e.opts.WebhookURL == "" {
+		return nil, errcode.New(errcode.AutomationWebhookFailed, "the automation tool is not configured (set AUTOMATION_WEBHOOK_URL)")
+	}
+	inputs := maps.Clone(req.Inputs)
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	maps.Copy(inputs, req.ResumeInput)
+	base := req.CallbackURL
+	if base == "" {
+		base = e.opts.CallbackBaseURL
+	}
+	url := outbound.Join(e.opts.WebhookURL, set.WebhookPath)
+	body := map[string]any{
+		"run_id": req.RunID, "workflow_name": set.WorkflowName, "workflow_id": req.Workflow.ID, "inputs": inputs,
+		"callback_url": outbound.Join(base, CallbackPath), "user_context": req.User, "project_context": req.Project,
+	}
+	jobReq, err := json.Marshal(map[string]any{"url": url, "method": http.MethodPost, "payload": body})
+	if err != nil {
+		return nil, errcode.E("automation.Run", errcode.Unknown, "", err)
+	}
+	job, err := h.CreateJob(ctx, &engine.JobRequest{RunID: req.RunID, StepID: StepID, Type: engine.JobAutomation, Request: jobReq})
+	if err != nil {
+		return nil, err
+	}
+	body["job_id"] = job.JobID
+
+	now := e.opts.Now().UTC()
+	step := engine.TraceStep{StepID: StepID, StepName: "Automation workflow " + set.WorkflowName, Agent: "automation_tool",
+		Status: engine.StepRunning, Engine: Name, StartedAt: &now,
+		Inputs: map[string]any{"workflow_name": set.WorkflowName, "webhook_path": set.WebhookPath, "job_id": job.JobID, "inputs": inputs}}
+	ans, err := outbound.PostJSON(ctx, e.opts.HTTPClient, url, body, e.opts.Timeout)
+	if err == nil && !ans.OK() {
+		err = fmt.Errorf("automation tool answered %s", ans.Brief())
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errcode.E("automation.Run", errcode.WorkflowCancelled, "the run was cancelled", ctx.Err())
+		}
+		e.opts.Logger.Warn("automation webhook failed", "run_id", req.RunID, "job_id", job.JobID, "error", err)
+		end := e.opts.Now().UTC()
+		step.Status, step.CompletedAt = engine.StepFailed, &end
+		step.Error = &engine.StepError{Code: string(errcode.AutomationWebhookFailed), Message: "the automation tool did not accept the workflow"}
+		e.report(ctx, h, req.RunID, step)
+		return nil, errcode.E("automation.Run", errcode.AutomationWebhookFailed, "the automation tool did not accept the workflow", err)
+	}
+	e.report(ctx, h, req.RunID, step)
+	if err := h.ReportProgress(ctx, req.RunID, 10, StepID); err != nil {
+		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
+	}
+	return &engine.RunResult{Status: engine.StatusWaiting}, nil
+}
+
+// Payload is the body of an automation-callback.
+type Payload struct {
+	JobID        string         `json:"job_id"`
+	RunID        string         `json:"run_id,omitempty"`
+	WorkflowName string         `json:"workflow_name"`
+	Status       string         `json:"status"`
+	Result       map[string]any `json:"result"`
+	Error        *PayloadError  `json:"error,omitempty"`
+}
+
+// PayloadError is the error of a failed automation workflow; it may also arrive as a plain string.
+type PayloadError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// UnmarshalJSON accepts an error object or a plain message string.
+func (p *PayloadError) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		p.Message = s
+		return nil
+	}
+	type plain PayloadError
+	return json.Unmarshal(b, (*plain)(p))
+}
+
+// Callback applies an automation-callback to the run. See the package documentation.
+func (e *Engine) Callback(ctx context.Context, h engine.Host, req *engine.CallbackRequest) (*engine.RunResult, error) {
+	if req == nil || h == nil {
+		return nil, errcode.New(errcode.Validation, "a callback request and a host are required")
+	}
+	var p Payload
+	if err := json.Unmarshal(req.Payload, &p); err != nil {
+		return nil, errcode.E("automation.Callback", errcode.Validation, "the automation-callback body is not valid JSON of the expected shape", err)
+	}
+	if p.JobID != "" && req.Job.JobID != "" && p.JobID != req.Job.JobID {
+		return nil, errcode.Invalid("job_id", "does not match the job")
+	}
+	runID := req.RunID
+	if runID == "" {
+		runID = req.Job.RunID
+	}
+	if runID == "" {
+		return nil, errcode.Invalid("run_id", "is required")
+	}
+	now := e.opts.Now().UTC()
+	step := engine.TraceStep{StepID: StepID, StepName: "Automation workflow " + p.WorkflowName, Agent: "automation_tool",
+		Engine: Name, CompletedAt: &now, Inputs: map[string]any{"workflow_name": p.WorkflowName, "job_id": req.Job.JobID}}
+	if !req.Job.CreatedAt.IsZero() {
+		start := req.Job.CreatedAt.UTC()
+		d := float64(now.Sub(start).Milliseconds())
+		step.StartedAt, step.DurationMS = &start, &d
+	}
+	res := &engine.RunResult{}
+	switch strings.ToLower(strings.TrimSpace(p.Status)) {
+	case "completed", "success", "succeeded":
+		out := maps.Clone(p.Result)
+		if out == nil {
+			out = map[string]any{}
+		}
+		if _, taken := out["workflow_name"]; !taken && p.WorkflowName != "" {
+			out["workflow_name"] = p.WorkflowName
+		}
+		res.Status, res.Outputs = engine.StatusCompleted, out
+		step.Status, step.Outputs = engine.StepCompleted, p.Result
+	case "failed", "error":
+		code, msg := errcode.AutomationWebhookFailed, "the automation workflow failed"
+		if p.Error != nil {
+			if c := errcode.Code(p.Error.Code); p.Error.Code != "" && errcode.Known(c) && c != errcode.Unknown {
+				code = c
+			}
+			if p.Error.Message != "" {
+				msg = p.Error.Message
+			}
+		}
+		res.Status = engine.StatusFailed
+		res.Error = &engine.RunError{Code: string(code), Message: msg, StepID: StepID}
+		step.Status, step.Error = engine.StepFailed, &engine.StepError{Code: string(code), Message: msg}
+	default:
+		return nil, errcode.Invalid("status", fmt.Sprintf("%q is not completed or failed", p.Status))
+	}
+	if err := h.ReportStep(ctx, runID, step); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (e *Engine) report(ctx context.Context, h engine.Host, runID string, step engine.TraceStep) {
+	if err := h.ReportStep(ctx, runID, step); err != nil {
+		e.opts.Logger.Warn("host refused a trace step", "run_id", runID, "step_id", step.StepID, "error", err)
+	}
+}

@@ -1,0 +1,194 @@
+// Package chatflow is the chatflow engine: it asks the external chatflow tool's prediction API and,
+// when the tool is down or errors, answers from a local prompt template over the knowledge base,
+// marked as degraded (SPEC.md Errors 7).
+//
+// Ask is the reusable core: the engine's Run calls it with the run's question and the knowledge base
+// of engine.Host, and the host's /api/ai/chat route calls it with its own search. Run answers
+// synchronously: completed with outputs {answer, citations, engine, degraded?} and one trace step
+// `chatflow` (its Degraded field set when the fallback answered).
+//
+// Start at Ask, or New for the engine.
+package chatflow
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Name is the engine name.
+const Name = "chatflow"
+
+// Version is the version of the chatflow engine.
+const Version = "1.0.0"
+
+// StepID is the trace step of a chatflow run.
+const StepID = "chatflow"
+
+// Defaults of Options (SPEC.md Limits: chatflow 30 s, 2 retries, fixed back-off).
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultRetries      = 2
+	DefaultRetryBackoff = 500 * time.Millisecond
+	DefaultTopK         = 5
+)
+
+// Options configure Ask and the Engine. The zero value is usable (no tool: always the fallback).
+type Options struct {
+	// URL is the chatflow tool's base address (CHATFLOW_URL); predictions are at URL/prediction/<id>.
+	URL string
+	// DefaultChatflowID is used by Run when the manifest's settings name no chatflow_id
+	// (CHATFLOW_KB_ID).
+	DefaultChatflowID string
+	// OverrideConfig is sent as the prediction's overrideConfig when not empty.
+	OverrideConfig map[string]any
+	// HTTPClient posts to the tool; nil means a default client.
+	HTTPClient *http.Client
+	// Timeout bounds one prediction; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Retries is how many times a failed prediction (network error, 5xx, 408, 429) is retried; 0
+	// means DefaultRetries, a negative value none.
+	Retries int
+	// RetryBackoff is the fixed wait between attempts; 0 means DefaultRetryBackoff.
+	RetryBackoff time.Duration
+	// TopK is how many hits the fallback searches for; 0 means DefaultTopK.
+	TopK int
+	// GenerateFunc, when set, lets the fallback ask a language model over the numbered hits (Run
+	// sets it to the Host's Generate); without it, or when it answers OK=false, the fallback is
+	// extractive.
+	GenerateFunc GenerateFunc
+	// Logger receives problems that do not fail a call; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	switch {
+	case o.Retries == 0:
+		o.Retries = DefaultRetries
+	case o.Retries < 0:
+		o.Retries = 0
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = DefaultRetryBackoff
+	}
+	if o.TopK <= 0 {
+		o.TopK = DefaultTopK
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.URL = strings.TrimRight(o.URL, "/")
+	return o
+}
+
+// Engine is the chatflow engine. It keeps no state between calls and is safe for concurrent use.
+type Engine struct {
+	opts Options
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New returns a chatflow engine with opts.
+func New(opts Options) *Engine { return &Engine{opts: opts.withDefaults()} }
+
+// Info describes the chatflow engine.
+func (e *Engine) Info(context.Context) (*engine.Info, error) {
+	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{"degraded_fallback"}}, nil
+}
+
+// Health answers nil: a tool that is down is answered by the fallback, not by a restart.
+func (e *Engine) Health(context.Context) error { return nil }
+
+// Cancel is a no-op: a chatflow run does no work outside its Run call.
+func (e *Engine) Cancel(context.Context, *engine.CancelRequest) error { return nil }
+
+// Callback is not used: the chatflow tool answers synchronously.
+func (e *Engine) Callback(context.Context, engine.Host, *engine.CallbackRequest) (*engine.RunResult, error) {
+	return nil, errcode.New(errcode.WorkflowInvalidState, "the chatflow engine takes no callbacks: the tool answers synchronously")
+}
+
+type settings struct {
+	ChatflowID     string         `json:"chatflow_id"`
+	OverrideConfig map[string]any `json:"override_config"`
+}
+
+// questionKeys are the run inputs that may hold the question, in order of preference.
+var questionKeys = []string{"question", "query", "message", "topic", "summary"}
+
+// Run asks the question of the run's inputs (question, query, message, topic or summary) and
+// completes with the answer. See the package documentation.
+func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
+	if req == nil || h == nil {
+		return nil, errcode.New(errcode.Validation, "a run request and a host are required")
+	}
+	if req.RunID == "" {
+		return nil, errcode.Invalid("run_id", "is required")
+	}
+	var set settings
+	if len(req.Workflow.Settings) > 0 {
+		if err := json.Unmarshal(req.Workflow.Settings, &set); err != nil {
+			return nil, errcode.E("chatflow.Run", errcode.Validation, "the workflow's chatflow settings are not valid", err)
+		}
+	}
+	if set.ChatflowID == "" {
+		set.ChatflowID = e.opts.DefaultChatflowID
+	}
+	question := ""
+	for _, k := range questionKeys {
+		if s, ok := req.Inputs[k].(string); ok && strings.TrimSpace(s) != "" {
+			question = s
+			break
+		}
+	}
+	if question == "" {
+		return nil, errcode.Invalid("question", "is required (or topic, or summary)")
+	}
+	opts := e.opts
+	opts.GenerateFunc = h.Generate
+	opts.OverrideConfig = set.OverrideConfig
+	if opts.OverrideConfig == nil && (req.User.UserID != "" || req.Project.ProjectID != "") {
+		// The knowledge chatflow calls /api/knowledge/context; these tell it whose knowledge to use.
+		opts.OverrideConfig = map[string]any{"vars": map[string]any{"user_id": req.User.UserID, "project_id": req.Project.ProjectID}}
+	}
+	search := func(ctx context.Context, q string, k int) ([]engine.SearchHit, error) {
+		return h.Search(ctx, &engine.SearchRequest{UserID: req.User.UserID, ProjectID: req.Project.ProjectID, Query: q, TopK: k})
+	}
+	start := e.opts.Now().UTC()
+	a, _, err := Ask(ctx, opts, question, set.ChatflowID, search)
+	if err != nil {
+		return nil, err
+	}
+	end := e.opts.Now().UTC()
+	d := float64(end.Sub(start).Milliseconds())
+	out := a.Map()
+	step := engine.TraceStep{StepID: StepID, StepName: "Chatflow answer", Agent: "chatflow_tool", Status: engine.StepCompleted,
+		Inputs: map[string]any{"question": question, "chatflow_id": set.ChatflowID}, Outputs: out,
+		StartedAt: &start, CompletedAt: &end, DurationMS: &d, Engine: Name, Degraded: a.Degraded}
+	if a.TokensUsed > 0 {
+		step.TokensUsed = &a.TokensUsed
+	}
+	if a.CostUSD > 0 {
+		step.CostUSD = &a.CostUSD
+	}
+	if err := h.ReportStep(ctx, req.RunID, step); err != nil {
+		return nil, err
+	}
+	return &engine.RunResult{Status: engine.StatusCompleted, Outputs: out}, nil
+}

@@ -1,0 +1,238 @@
+// Package generators executes the generator jobs of runs: music, videogen, speech and videoparse.
+//
+// The Dispatcher is what the host uses: it submits a job by the generator protocol of DESIGN.md
+// (POST {url} with {job_id, type, payload, callback_url}, a 2xx answer, later a signed ai-callback)
+// when a URL is configured for the job's type, and otherwise does real work on this machine:
+//
+//   - speech: espeak-ng renders the text to a WAV file;
+//   - videogen: ffmpeg renders an MP4 (720x1280, H.264 and AAC) over colour frames or the given
+//     images, with the script as captions, the speech WAV as audio (silence without one), and a
+//     visible "Reelforge" mark when the owner's role is free_user (SPEC.md Authentication 8);
+//   - videoparse: ffprobe on a local file, or the page's own metadata (og:title, og:description,
+//     og:image, <title>) fetched with a time-out and a size cap;
+//   - music: there is no local tool, so the job fails with EXTERNAL_SERVICE_ERROR.
+//
+// Local files go under DataDir/assets/<user>/<kind>/<job id>.<ext>; a local job reports its result
+// through Options.CompleteFunc. A tool missing from PATH fails the job with an EXTERNAL_SERVICE_ERROR
+// saying what to install.
+//
+// The package also offers an Engine ("generators") that runs one generator job per run, for
+// manifests that name it; most workflows reach generators through the node engine's generator steps.
+//
+// Start at NewDispatcher.
+package generators
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reelforge/reelforge/plugins/internal/outbound"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// CallbackPath is where external generators post their callbacks, relative to the callback base URL.
+const CallbackPath = "/api/webhooks/ai-callback"
+
+// Timeouts are the per-type job time-outs (SPEC.md Limits; speech and videoparse are not listed
+// there and take the host's policy). Local work is bounded by them too.
+var timeouts = map[string]time.Duration{
+	engine.JobMusic:      300 * time.Second,
+	engine.JobVideogen:   600 * time.Second,
+	engine.JobSpeech:     120 * time.Second,
+	engine.JobVideoparse: 60 * time.Second,
+}
+
+// Timeout returns the time-out of a generator job type, and false for a type that is not one.
+func Timeout(jobType string) (time.Duration, bool) {
+	d, ok := timeouts[jobType]
+	return d, ok
+}
+
+// CompleteFunc reports a job done locally: result on success, or failure (then result is nil). The
+// host wires it to its job resolution, as if the job's ai-callback had arrived.
+type CompleteFunc func(ctx context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error
+
+// OwnerFunc tells who owns a run (user id and role), for the asset folder and the free_user mark.
+type OwnerFunc func(ctx context.Context, runID string) (engine.UserContext, error)
+
+// Options configure a Dispatcher (and an Engine).
+type Options struct {
+	// MusicURL, VideogenURL, SpeechURL and VideoparseURL are the external generators
+	// (MUSIC_API_URL, VIDEOGEN_API_URL, SPEECH_API_URL, VIDEOPARSE_API_URL). Empty: local work.
+	MusicURL, VideogenURL, SpeechURL, VideoparseURL string
+	// DataDir is the data directory (DATA_DIR); local results go under DataDir/assets.
+	DataDir string
+	// AssetBaseURL is how the host serves DataDir/assets: a file's URL is
+	// AssetBaseURL/<user>/<kind>/<file>. Default "/api/assets/files".
+	AssetBaseURL string
+	// CompleteFunc receives the results of local jobs. Without it local work is refused.
+	CompleteFunc CompleteFunc
+	// OwnerFunc names a run's owner. When it fails, the files go to user "shared" and videos get the
+	// mark. Only when it is nil are the payload's user_id and role used: a host must set it, since a
+	// payload can carry run inputs.
+	OwnerFunc OwnerFunc
+	// HTTPClient posts to external generators and fetches pages; nil means a default client.
+	HTTPClient *http.Client
+	// SubmitTimeout bounds the submission POST to an external generator; 0 means 15 s.
+	SubmitTimeout time.Duration
+	// LocalConcurrency bounds local jobs running at once; 0 means 2.
+	LocalConcurrency int
+	// FontFile is the font for captions and the mark; empty: the first of a few known fonts found.
+	FontFile string
+	// LookPath finds a tool; nil means exec.LookPath (tests replace it to hide tools).
+	LookPath func(file string) (string, error)
+	// Logger receives problems of local jobs; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Dispatcher submits generator jobs. Create it with NewDispatcher and Stop it once at shutdown; it
+// is safe for concurrent use.
+type Dispatcher struct {
+	opts Options
+	sem  chan struct{}
+
+	ctx    context.Context // parent of local jobs; cancelled by Stop
+	cancel context.CancelFunc
+
+	mu      sync.Mutex // guards stopped and wg.Add against Stop
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// NewDispatcher returns a Dispatcher with opts.
+func NewDispatcher(opts Options) *Dispatcher {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	if opts.SubmitTimeout <= 0 {
+		opts.SubmitTimeout = 15 * time.Second
+	}
+	if opts.LocalConcurrency <= 0 {
+		opts.LocalConcurrency = 2
+	}
+	if opts.AssetBaseURL == "" {
+		opts.AssetBaseURL = "/api/assets/files"
+	}
+	opts.AssetBaseURL = strings.TrimRight(opts.AssetBaseURL, "/")
+	if opts.DataDir == "" {
+		opts.DataDir = "./data"
+	}
+	if opts.LookPath == nil {
+		opts.LookPath = exec.LookPath
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Dispatcher{opts: opts, sem: make(chan struct{}, opts.LocalConcurrency), ctx: ctx, cancel: cancel}
+}
+
+// Stop cancels the local jobs in progress and waits for them to return (their jobs are reported as
+// failed if the CompleteFunc still accepts it). Dispatch refuses local work afterwards.
+func (d *Dispatcher) Stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.mu.Unlock()
+	d.cancel()
+	d.wg.Wait()
+}
+
+// URL returns the external generator configured for jobType, or "" for local work.
+func (d *Dispatcher) URL(jobType string) string {
+	switch jobType {
+	case engine.JobMusic:
+		return d.opts.MusicURL
+	case engine.JobVideogen:
+		return d.opts.VideogenURL
+	case engine.JobSpeech:
+		return d.opts.SpeechURL
+	case engine.JobVideoparse:
+		return d.opts.VideoparseURL
+	}
+	return ""
+}
+
+// failureCode is the catalogue code of a failed job of jobType.
+func failureCode(jobType string) errcode.Code {
+	switch jobType {
+	case engine.JobMusic:
+		return errcode.MusicAPI
+	case engine.JobVideogen:
+		return errcode.VideoGen
+	}
+	return errcode.ExternalService
+}
+
+// Dispatch submits job. With an external generator configured for its type it posts {job_id,
+// type, payload, callback_url} and answers nil on a 2xx answer, else MUSIC_API_ERROR (music),
+// VIDEO_GEN_ERROR (videogen) or EXTERNAL_SERVICE_ERROR. Without one it checks the local tool and
+// starts the work in the background (reported through CompleteFunc), or answers
+// EXTERNAL_SERVICE_ERROR naming what to install. callbackURL is the ai-callback address, or the
+// callback base URL to which CallbackPath is added.
+func (d *Dispatcher) Dispatch(ctx context.Context, job *engine.Job, callbackURL string) error {
+	if job == nil || job.JobID == "" {
+		return errcode.Invalid("job_id", "is required")
+	}
+	if _, ok := timeouts[job.Type]; !ok {
+		return errcode.Invalid("type", fmt.Sprintf("%q is not a generator job type", job.Type))
+	}
+	payload, err := jobPayload(job.Request)
+	if err != nil {
+		return err
+	}
+	if url := d.URL(job.Type); url != "" {
+		return d.submit(ctx, url, job, payload, callbackURL)
+	}
+	return d.startLocal(job, payload)
+}
+
+func (d *Dispatcher) submit(ctx context.Context, url string, job *engine.Job, payload map[string]any, callbackURL string) error {
+	if callbackURL != "" && !strings.Contains(callbackURL, "/api/webhooks/") {
+		callbackURL = outbound.Join(callbackURL, CallbackPath)
+	}
+	body := map[string]any{"job_id": job.JobID, "type": job.Type, "payload": payload, "callback_url": callbackURL}
+	ans, err := outbound.PostJSON(ctx, d.opts.HTTPClient, url, body, d.opts.SubmitTimeout)
+	if err == nil && !ans.OK() {
+		err = fmt.Errorf("generator answered %s", ans.Brief())
+	}
+	if err != nil {
+		return errcode.E("generators.Dispatch", failureCode(job.Type), fmt.Sprintf("the %s generator did not accept the job", job.Type), err)
+	}
+	return nil
+}
+
+// jobPayload reads a job's request: the payload object itself, or {url?, method?, payload} around it.
+func jobPayload(raw json.RawMessage) (map[string]any, error) {
+	payload := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return payload, nil
+	}
+	if err := json.Unmarshal(raw, &payload); err != nil {
+		return nil, errcode.E("generators.Dispatch", errcode.Validation, "the job request is not a JSON object", err)
+	}
+	if inner, ok := payload["payload"].(map[string]any); ok {
+		wrapped := true
+		for k := range payload {
+			if k != "payload" && k != "url" && k != "method" {
+				wrapped = false
+			}
+		}
+		if wrapped {
+			return inner, nil
+		}
+	}
+	return payload, nil
+}

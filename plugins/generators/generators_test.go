@@ -1,0 +1,421 @@
+package generators_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reelforge/reelforge/plugins/generators"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// fakeGenerator records submissions and answers with status.
+type fakeGenerator struct {
+	status int
+	mu     sync.Mutex
+	got    []map[string]any
+	paths  []string
+}
+
+func (f *fakeGenerator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	f.mu.Lock()
+	f.got, f.paths = append(f.got, body), append(f.paths, r.URL.Path)
+	f.mu.Unlock()
+	w.WriteHeader(f.status)
+}
+
+func startGenerator(t *testing.T, status int) (*fakeGenerator, string) {
+	t.Helper()
+	f := &fakeGenerator{status: status}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+func downURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return srv.URL
+}
+
+func TestDispatchToExternalGenerator(t *testing.T) {
+	t.Parallel()
+	gen, url := startGenerator(t, http.StatusAccepted)
+	d := generators.NewDispatcher(generators.Options{MusicURL: url + "/music", SpeechURL: url + "/speech"})
+	t.Cleanup(d.Stop)
+	tests := map[string]struct {
+		job         *engine.Job
+		callbackURL string
+		wantPath    string
+		want        map[string]any
+	}{
+		"bare payload, callback base": {
+			job:         &engine.Job{JobID: "j-1", Type: engine.JobMusic, Request: json.RawMessage(`{"prompt":"rain","duration":30}`)},
+			callbackURL: "http://host.test",
+			wantPath:    "/music",
+			want: map[string]any{"job_id": "j-1", "type": "music", "payload": map[string]any{"prompt": "rain", "duration": float64(30)},
+				"callback_url": "http://host.test/api/webhooks/ai-callback"},
+		},
+		"wrapped payload, full callback": {
+			job:         &engine.Job{JobID: "j-2", Type: engine.JobSpeech, Request: json.RawMessage(`{"url":"x","method":"POST","payload":{"text":"hi"}}`)},
+			callbackURL: "http://host.test/api/webhooks/ai-callback",
+			wantPath:    "/speech",
+			want: map[string]any{"job_id": "j-2", "type": "speech", "payload": map[string]any{"text": "hi"},
+				"callback_url": "http://host.test/api/webhooks/ai-callback"},
+		},
+	}
+	for name, tt := range tests {
+		if err := d.Dispatch(t.Context(), tt.job, tt.callbackURL); err != nil {
+			t.Fatalf("%s: Dispatch() error = %v", name, err)
+		}
+		gen.mu.Lock()
+		got, path := gen.got[len(gen.got)-1], gen.paths[len(gen.paths)-1]
+		gen.mu.Unlock()
+		if diff := cmp.Diff(tt.want, got); diff != "" || path != tt.wantPath {
+			t.Errorf("%s: POST %s, body mismatch (-want +got):\n%s", name, path, diff)
+		}
+	}
+}
+
+func TestDispatchFailures(t *testing.T) {
+	t.Parallel()
+	_, url500 := startGenerator(t, http.StatusInternalServerError)
+	down := downURL(t)
+	tests := map[string]struct {
+		opts    generators.Options
+		job     *engine.Job
+		want    errcode.Code
+		wantMsg string
+	}{
+		"music answers 500":    {opts: generators.Options{MusicURL: url500}, job: &engine.Job{JobID: "j", Type: engine.JobMusic}, want: errcode.MusicAPI},
+		"videogen answers 500": {opts: generators.Options{VideogenURL: url500}, job: &engine.Job{JobID: "j", Type: engine.JobVideogen}, want: errcode.VideoGen},
+		"speech down":          {opts: generators.Options{SpeechURL: down}, job: &engine.Job{JobID: "j", Type: engine.JobSpeech}, want: errcode.ExternalService},
+		"videoparse down":      {opts: generators.Options{VideoparseURL: down}, job: &engine.Job{JobID: "j", Type: engine.JobVideoparse}, want: errcode.ExternalService},
+		"music without a url":  {job: &engine.Job{JobID: "j", Type: engine.JobMusic}, want: errcode.ExternalService, wantMsg: "MUSIC_API_URL"},
+		"espeak-ng missing": {opts: generators.Options{LookPath: missing, CompleteFunc: ignore},
+			job: &engine.Job{JobID: "j", Type: engine.JobSpeech}, want: errcode.ExternalService, wantMsg: "install espeak-ng"},
+		"ffmpeg missing": {opts: generators.Options{LookPath: missing, CompleteFunc: ignore},
+			job: &engine.Job{JobID: "j", Type: engine.JobVideogen}, want: errcode.ExternalService, wantMsg: "install ffmpeg"},
+		"unknown type":   {job: &engine.Job{JobID: "j", Type: "graph"}, want: errcode.Validation},
+		"request no obj": {job: &engine.Job{JobID: "j", Type: engine.JobSpeech, Request: json.RawMessage(`[1]`)}, want: errcode.Validation},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := generators.NewDispatcher(tt.opts)
+			t.Cleanup(d.Stop)
+			err := d.Dispatch(t.Context(), tt.job, "http://host.test")
+			if got := errcode.Of(err); got != tt.want {
+				t.Fatalf("Dispatch() error = %v (%s), want %s", err, got, tt.want)
+			}
+			if msg := errcode.As(err).Message(); !strings.Contains(msg, tt.wantMsg) {
+				t.Errorf("Dispatch() message = %q, want it to contain %q", msg, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func missing(string) (string, error) { return "", exec.ErrNotFound }
+
+func ignore(context.Context, string, json.RawMessage, *engine.RunError) error { return nil }
+
+// completions collects what local jobs report.
+type completions struct {
+	mu   sync.Mutex
+	done map[string]chan struct{}
+	res  map[string]json.RawMessage
+	errs map[string]*engine.RunError
+}
+
+func newCompletions() *completions {
+	return &completions{done: map[string]chan struct{}{}, res: map[string]json.RawMessage{}, errs: map[string]*engine.RunError{}}
+}
+
+func (c *completions) ch(id string) chan struct{} {
+	if c.done[id] == nil {
+		c.done[id] = make(chan struct{})
+	}
+	return c.done[id]
+}
+
+func (c *completions) complete(_ context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.res[jobID], c.errs[jobID] = result, failure
+	close(c.ch(jobID))
+	return nil
+}
+
+func (c *completions) wait(t *testing.T, jobID string) map[string]any {
+	t.Helper()
+	c.mu.Lock()
+	ch := c.ch(jobID)
+	c.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("job %s not completed within 60 s", jobID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.errs[jobID]; f != nil {
+		t.Fatalf("job %s failed: %s %s", jobID, f.Code, f.Message)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(c.res[jobID], &m); err != nil {
+		t.Fatalf("job %s result %s: %v", jobID, c.res[jobID], err)
+	}
+	return m
+}
+
+func (c *completions) failure(t *testing.T, jobID string) *engine.RunError {
+	t.Helper()
+	c.mu.Lock()
+	ch := c.ch(jobID)
+	c.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("job %s not completed within 30 s", jobID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.errs[jobID]
+}
+
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts external tools: skipped under -short")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+}
+
+type localBundle struct {
+	dir  string
+	d    *generators.Dispatcher
+	done *completions
+}
+
+func setupLocal(t *testing.T, roles map[string]string) *localBundle {
+	t.Helper()
+	b := &localBundle{dir: t.TempDir(), done: newCompletions()}
+	b.d = generators.NewDispatcher(generators.Options{DataDir: b.dir, CompleteFunc: b.done.complete,
+		OwnerFunc: func(_ context.Context, runID string) (engine.UserContext, error) {
+			role, ok := roles[runID]
+			if !ok {
+				return engine.UserContext{}, errors.New("no such run")
+			}
+			return engine.UserContext{UserID: "user-" + runID, Role: role}, nil
+		}})
+	t.Cleanup(b.d.Stop)
+	return b
+}
+
+func (b *localBundle) run(t *testing.T, job *engine.Job) map[string]any {
+	t.Helper()
+	if err := b.d.Dispatch(t.Context(), job, "http://host.test"); err != nil {
+		t.Fatalf("Dispatch(%s) error = %v", job.Type, err)
+	}
+	return b.done.wait(t, job.JobID)
+}
+
+// probe answers ffprobe's streams and duration of a file.
+func probe(t *testing.T, path string) (streams []string, duration float64) {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-print_format", "json", "-show_format", "-show_streams", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	var p struct {
+		Format struct {
+			Duration string `json:"duration"`
+		} `json:"format"`
+		Streams []struct {
+			CodecType string `json:"codec_type"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Streams {
+		streams = append(streams, s.CodecType)
+	}
+	duration, _ = strconv.ParseFloat(p.Format.Duration, 64)
+	return streams, duration
+}
+
+// markRegionVaries reports whether the top-right corner of the frame at 1 s has more than one
+// shade: the mark's text, over a plain background.
+func markRegionVaries(t *testing.T, path string) bool {
+	t.Helper()
+	out, err := exec.Command("ffmpeg", "-v", "error", "-ss", "1", "-i", path, "-frames:v", "1",
+		"-vf", "crop=320:110:390:40,format=gray", "-f", "rawvideo", "-").Output()
+	if err != nil || len(out) == 0 {
+		t.Fatalf("frame of %s: %v", path, err)
+	}
+	lo, hi := out[0], out[0]
+	for _, p := range out {
+		lo, hi = min(lo, p), max(hi, p)
+	}
+	return hi-lo > 60
+}
+
+func TestLocalSpeechAndVideo(t *testing.T) {
+	t.Parallel()
+	needTools(t, "espeak-ng", "ffmpeg", "ffprobe")
+	b := setupLocal(t, map[string]string{"run-free": "free_user", "run-paid": "user"})
+
+	speech := b.run(t, &engine.Job{JobID: "speech-1", RunID: "run-free", Type: engine.JobSpeech,
+		Request: json.RawMessage(`{"script":"[Hook]\nMorning coffee, made simple.\n[Call to action]\nFollow for more."}`)})
+	wav := filepath.Join(b.dir, filepath.FromSlash(speech["file_path"].(string)))
+	if speech["audio_url"] != "/api/assets/files/user-run-free/speech/speech-1.wav" || !strings.HasPrefix(speech["file_path"].(string), "assets/user-run-free/speech/") {
+		t.Errorf("speech result = %v", speech)
+	}
+	if d, _ := speech["duration"].(float64); d < 0.5 || d > 20 {
+		t.Errorf("speech duration = %v, want a few seconds", speech["duration"])
+	}
+	if streams, _ := probe(t, wav); !cmp.Equal(streams, []string{"audio"}) {
+		t.Errorf("speech file streams = %v, want one audio stream", streams)
+	}
+
+	// The free user's video over the narration: its length follows the speech, with the mark.
+	video := b.run(t, &engine.Job{JobID: "video-1", RunID: "run-free", Type: engine.JobVideogen,
+		Request: json.RawMessage(`{"script":"Morning coffee, made simple. Follow for more.","audio_url":"` + speech["audio_url"].(string) + `"}`)})
+	mp4 := filepath.Join(b.dir, filepath.FromSlash(video["file_path"].(string)))
+	streams, dur := probe(t, mp4)
+	if !cmp.Equal(streams, []string{"video", "audio"}) || video["audio"] != "speech" || video["watermark"] != true {
+		t.Errorf("video streams = %v, result = %v; want video and audio from the speech, marked", streams, video)
+	}
+	if want := speech["duration"].(float64); dur < want-0.3 || dur > want+0.3 {
+		t.Errorf("video duration = %.2f, want about the speech's %.2f", dur, want)
+	}
+	if !markRegionVaries(t, mp4) {
+		t.Errorf("the free user's video shows no mark in its top-right corner")
+	}
+}
+
+func TestLocalVideoMarkByRole(t *testing.T) {
+	t.Parallel()
+	needTools(t, "ffmpeg", "ffprobe")
+	b := setupLocal(t, map[string]string{"run-free": "free_user", "run-paid": "user"})
+	tests := map[string]struct {
+		runID    string
+		wantMark bool
+	}{
+		"free user":     {runID: "run-free", wantMark: true},
+		"paid user":     {runID: "run-paid", wantMark: false},
+		"unknown owner": {runID: "run-gone", wantMark: true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res := b.run(t, &engine.Job{JobID: "v-" + tt.runID, RunID: tt.runID, Type: engine.JobVideogen,
+				Request: json.RawMessage(`{"script":"Two seconds of colour. 两秒钟。","duration":2}`)})
+			mp4 := filepath.Join(b.dir, filepath.FromSlash(res["file_path"].(string)))
+			streams, dur := probe(t, mp4)
+			if !cmp.Equal(streams, []string{"video", "audio"}) || dur < 1.9 || dur > 2.2 {
+				t.Errorf("streams = %v, duration = %.2f; want a video and an audio stream, 2 s", streams, dur)
+			}
+			if res["watermark"] != tt.wantMark || markRegionVaries(t, mp4) != tt.wantMark {
+				t.Errorf("watermark = %v (result %v), want %v", markRegionVaries(t, mp4), res["watermark"], tt.wantMark)
+			}
+		})
+	}
+}
+
+func TestLocalVideoRefusesOtherUsersFiles(t *testing.T) {
+	t.Parallel()
+	needTools(t, "ffmpeg", "ffprobe")
+	b := setupLocal(t, map[string]string{"run-a": "user"})
+	other := filepath.Join(b.dir, "assets", "someone-else", "speech", "x.wav")
+	if err := os.MkdirAll(filepath.Dir(other), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte("RIFF"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := b.run(t, &engine.Job{JobID: "v-other", RunID: "run-a", Type: engine.JobVideogen,
+		Request: json.RawMessage(`{"duration":1,"audio_url":"/api/assets/files/someone-else/speech/x.wav"}`)})
+	if res["audio"] != "silence" {
+		t.Errorf("result = %v, want the other user's audio ignored", res)
+	}
+}
+
+func TestLocalVideoparse(t *testing.T) {
+	t.Parallel()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, `<html><head><title>Fallback title</title>
+		<meta property="og:title" content="Latte art &amp; more">
+		<meta content="Five patterns in one minute" property='og:description'>
+		<meta property="og:image" content="/cover.png"></head><body></body></html>`)
+	}))
+	t.Cleanup(page.Close)
+	b := setupLocal(t, map[string]string{"run-1": "user"})
+	res := b.run(t, &engine.Job{JobID: "p-1", RunID: "run-1", Type: engine.JobVideoparse, Request: json.RawMessage(`{"url":"` + page.URL + `/v/1"}`)})
+	want := map[string]any{"url": page.URL + "/v/1", "platform": "web", "source": "page_metadata", "title": "Latte art & more",
+		"description": "Five patterns in one minute", "cover_url": page.URL + "/cover.png", "engine": "local"}
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Errorf("videoparse result mismatch (-want +got):\n%s", diff)
+	}
+
+	if err := b.d.Dispatch(t.Context(), &engine.Job{JobID: "p-2", RunID: "run-1", Type: engine.JobVideoparse,
+		Request: json.RawMessage(`{"url":"` + downURL(t) + `"}`)}, ""); err != nil {
+		t.Fatalf("Dispatch() error = %v", err)
+	}
+	if f := b.done.failure(t, "p-2"); f == nil || f.Code != string(errcode.ExternalService) {
+		t.Errorf("videoparse of a page that is down: failure = %+v, want EXTERNAL_SERVICE_ERROR", f)
+	}
+}
+
+func TestLocalVideoparseProbesOwnFile(t *testing.T) {
+	t.Parallel()
+	needTools(t, "ffmpeg", "ffprobe")
+	b := setupLocal(t, map[string]string{"run-1": "user"})
+	video := b.run(t, &engine.Job{JobID: "v-1", RunID: "run-1", Type: engine.JobVideogen, Request: json.RawMessage(`{"duration":1}`)})
+	res := b.run(t, &engine.Job{JobID: "p-1", RunID: "run-1", Type: engine.JobVideoparse,
+		Request: json.RawMessage(`{"url":"` + video["video_url"].(string) + `"}`)})
+	if res["has_video"] != true || res["has_audio"] != true || res["width"] != float64(720) || res["source"] != "ffprobe" {
+		t.Errorf("videoparse of the user's own video = %v", res)
+	}
+}
+
+func TestPlatform(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"https://v.douyin.com/abc":                  "douyin",
+		"https://www.xiaohongshu.com/explore/1":     "xiaohongshu",
+		"http://weibo.com/1/2":                      "weibo",
+		"https://www.bilibili.com/video/BV1":        "bilibili",
+		"https://example.com/notdouyin.com":         "web",
+		"https://evil-douyin.com.example.org/video": "web",
+	}
+	for in, want := range tests {
+		if got := generators.Platform(in); got != want {
+			t.Errorf("Platform(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package generators
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// tools names the program each local job type needs, and what to install to get it.
+var tools = map[string]struct{ program, install string }{
+	engine.JobSpeech:   {"espeak-ng", "install espeak-ng (Debian/Ubuntu: apt-get install espeak-ng)"},
+	engine.JobVideogen: {"ffmpeg", "install ffmpeg (Debian/Ubuntu: apt-get install ffmpeg)"},
+}
+
+// envVars names the variable that configures an external generator of each type.
+var envVars = map[string]string{
+	engine.JobMusic: "MUSIC_API_URL", engine.JobVideogen: "VIDEOGEN_API_URL",
+	engine.JobSpeech: "SPEECH_API_URL", engine.JobVideoparse: "VIDEOPARSE_API_URL",
+}
+
+// localJob is one job executed on this machine.
+type localJob struct {
+	job     *engine.Job
+	payload map[string]any
+	owner   engine.UserContext
+}
+
+// startLocal checks that the job can be done here and starts it in the background.
+func (d *Dispatcher) startLocal(job *engine.Job, payload map[string]any) error {
+	if job.Type == engine.JobMusic {
+		return errcode.New(errcode.ExternalService,
+			"no music generator is configured and there is no local music tool: set MUSIC_API_URL to a music generator")
+	}
+	if t, ok := tools[job.Type]; ok {
+		if _, err := d.opts.LookPath(t.program); err != nil {
+			return errcode.E("generators.Dispatch", errcode.ExternalService, fmt.Sprintf(
+				"no %s generator is configured (%s) and %s is not on PATH: %s", job.Type, envVars[job.Type], t.program, t.install), err)
+		}
+	}
+	if d.opts.CompleteFunc == nil {
+		return errcode.New(errcode.ExternalService, fmt.Sprintf("no %s generator is configured: set %s", job.Type, envVars[job.Type]))
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return errcode.New(errcode.ExternalService, "the local generators are shutting down")
+	}
+	lj := &localJob{job: job, payload: payload}
+	d.wg.Add(1)
+	go func() { // exits when the job is done, its time-out passes, or Stop cancels d.ctx
+		defer d.wg.Done()
+		d.runLocal(lj)
+	}()
+	return nil
+}
+
+func (d *Dispatcher) runLocal(lj *localJob) {
+	ctx, cancel := context.WithTimeout(d.ctx, timeouts[lj.job.Type])
+	defer cancel()
+	var result map[string]any
+	var err error
+	select {
+	case d.sem <- struct{}{}:
+		defer func() { <-d.sem }()
+		lj.owner = d.owner(ctx, lj)
+		switch lj.job.Type {
+		case engine.JobSpeech:
+			result, err = d.speech(ctx, lj)
+		case engine.JobVideogen:
+			result, err = d.video(ctx, lj)
+		case engine.JobVideoparse:
+			result, err = d.videoparse(ctx, lj)
+		default:
+			err = errcode.Newf(errcode.ExternalService, "no local %s generator", lj.job.Type)
+		}
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	var raw json.RawMessage
+	var failure *engine.RunError
+	if err == nil {
+		result["engine"] = "local"
+		if raw, err = json.Marshal(result); err != nil {
+			err = errcode.E("generators.local", errcode.ExternalService, "the result could not be encoded", err)
+		}
+	}
+	if err != nil {
+		failure = d.failure(lj.job.Type, err)
+		d.opts.Logger.Warn("local generator job failed", "job_id", lj.job.JobID, "type", lj.job.Type, "error", err)
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
+	defer ccancel()
+	if err := d.opts.CompleteFunc(cctx, lj.job.JobID, raw, failure); err != nil {
+		d.opts.Logger.Warn("local generator result not recorded", "job_id", lj.job.JobID, "error", err)
+	}
+}
+
+// failure turns err into the job's error: its catalogue code, else the job type's, with a public
+// message (a time-out says so).
+func (d *Dispatcher) failure(jobType string, err error) *engine.RunError {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator timed out", jobType)}
+	case errors.Is(err, context.Canceled):
+		return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator was stopped", jobType)}
+	}
+	if e := errcode.As(err); e != nil {
+		return &engine.RunError{Code: string(e.Code), Message: e.Message()}
+	}
+	return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator failed", jobType)}
+}
+
+// owner finds the run's owner with OwnerFunc; without one, from the payload's user_id and role.
+func (d *Dispatcher) owner(ctx context.Context, lj *localJob) engine.UserContext {
+	if d.opts.OwnerFunc == nil {
+		return engine.UserContext{UserID: str(lj.payload, "user_id"), Role: str(lj.payload, "role")}
+	}
+	u, err := d.opts.OwnerFunc(ctx, lj.job.RunID)
+	if err != nil {
+		d.opts.Logger.Warn("run owner unknown", "run_id", lj.job.RunID, "error", err)
+		return engine.UserContext{}
+	}
+	return u
+}
+
+// marked reports whether a video of this owner gets the visible mark: every role but the paid ones.
+func marked(u engine.UserContext) bool { return u.Role != "admin" && u.Role != "user" }
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// assetPath is where a local result of kind for the job goes: the absolute file, its path relative to
+// DataDir, and its URL.
+func (d *Dispatcher) assetPath(lj *localJob, kind, ext string) (abs, rel, link string, err error) {
+	name := unsafeName.ReplaceAllString(lj.job.JobID, "") + "." + ext
+	under := filepath.Join(userDir(lj.owner), kind, name)
+	abs = filepath.Join(d.opts.DataDir, "assets", under)
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		return "", "", "", errcode.E("generators.local", errcode.StorageFull, "the asset folder could not be created", err)
+	}
+	return abs, filepath.ToSlash(filepath.Join("assets", under)), d.opts.AssetBaseURL + "/" + filepath.ToSlash(under), nil
+}
+
+// userDir is the owner's asset folder name.
+func userDir(u engine.UserContext) string {
+	if user := unsafeName.ReplaceAllString(u.UserID, ""); user != "" {
+		return user
+	}
+	return "shared"
+}
+
+// localFile resolves a media reference of the payload to a file of the owner's asset folder
+// (DataDir/assets/<user>): a path relative to DataDir or absolute, a file:// URL, or a URL under
+// AssetBaseURL. Anything else (remote URLs, other users' files, paths outside) is "".
+func (d *Dispatcher) localFile(lj *localJob, ref string) string {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return ""
+	}
+	prefix := d.opts.AssetBaseURL
+	if bu, err := url.Parse(prefix); err == nil {
+		prefix = bu.Path
+	}
+	if u, err := url.Parse(ref); err == nil && len(u.Scheme) > 1 {
+		switch u.Scheme {
+		case "file":
+			ref = u.Path
+		case "http", "https":
+			ref = u.Path
+			if !strings.HasPrefix(ref, prefix+"/") {
+				return ""
+			}
+		default:
+			return ""
+		}
+	}
+	if prefix != "" && strings.HasPrefix(ref, prefix+"/") {
+		ref = filepath.Join("assets", filepath.FromSlash(strings.TrimPrefix(ref, prefix+"/")))
+	}
+	return d.inFolder(filepath.Join(d.opts.DataDir, "assets", userDir(lj.owner)), ref)
+}
+
+// inFolder returns p (relative to DataDir, or absolute) when it names an existing regular file
+// inside folder, else "".
+func (d *Dispatcher) inFolder(folder, p string) string {
+	root, err := filepath.Abs(folder)
+	if err != nil {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		if p, err = filepath.Abs(filepath.Join(d.opts.DataDir, p)); err != nil {
+			return ""
+		}
+	}
+	p = filepath.Clean(p)
+	if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	return p
+}
+
+func str(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok && strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}
+
+func num(m map[string]any, key string) (float64, bool) {
+	switch v := m[key].(type) {
+	case float64:
+		return v, true
+	case json.Number:
+		f, err := v.Float64()
+		return f, err == nil
+	case int:
+		return float64(v), true
+	}
+	return 0, false
+}
+
+var markers = regexp.MustCompile(`\[[^\]\n]{0,40}\]`)
+
+// spokenText is a script without its section markers ([Hook], [Beat 2], ...) and extra blank space,
+// capped at limit runes.
+func spokenText(s string, limit int) string {
+	s = markers.ReplaceAllString(s, " ")
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	s = strings.Join(lines, "\n")
+	if r := []rune(s); len(r) > limit {
+		s = string(r[:limit])
+	}
+	return s
+}

@@ -1,0 +1,219 @@
+// Package graph is the graph engine: it hands runs to the external agent graph runner and turns the
+// runner's graph-callback into the run's trace and result.
+//
+// Run creates a graph job through engine.Host (the engine posts it itself: no host dispatch), posts
+// `{run_id, job_id, workflow_id, graph_id, inputs, callback_url, user_context, project_context}` to
+// `{RUNNER_URL}/run` and answers StatusWaiting: the run stays running until the runner calls back at
+// `<callback base>/api/webhooks/graph-callback`. A runner that is down or answers non-2xx gives a
+// GRAPH_RUNNER_ERROR, so the host can retry or run the workflow on its fallback engine. A resume
+// (RunRequest.ResumeInput) posts /run again with the input merged into the inputs.
+//
+// Callback reports every step of the callback's trace (ids, timings, tokens, cost kept), updates the
+// engine's own summary step `graph_runner` with the run's totals (metadata.total_tokens,
+// total_cost_usd, duration_ms), and answers completed (the callback's outputs), failed (the
+// callback's error code, else AGENT_EXECUTION_FAILED) or paused (awaiting the pending human step, or
+// `graph_review`, with outputs.prompt). A `running` callback only reports progress.
+//
+// Start at New.
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reelforge/reelforge/plugins/internal/outbound"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Name is the engine name.
+const Name = "graph"
+
+// Version is the version of the graph engine.
+const Version = "1.0.0"
+
+// CallbackPath is where the runner posts its callbacks, relative to the callback base URL.
+const CallbackPath = "/api/webhooks/graph-callback"
+
+// SummaryStepID is the trace step the engine keeps for the runner's work as a whole.
+const SummaryStepID = "graph_runner"
+
+// DefaultReviewStep is the step a paused run awaits when the callback names no pending human step.
+const DefaultReviewStep = "graph_review"
+
+// DefaultTimeout bounds one request to the runner.
+const DefaultTimeout = 15 * time.Second
+
+// Options configure an Engine.
+type Options struct {
+	// RunnerURL is the agent graph runner's base address (RUNNER_URL). Empty: every Run fails with
+	// GRAPH_RUNNER_ERROR and the host runs the workflow on its fallback.
+	RunnerURL string
+	// CallbackBaseURL is used when a RunRequest carries no CallbackURL (CALLBACK_BASE_URL).
+	CallbackBaseURL string
+	// HTTPClient posts to the runner; nil means a client without its own timeout (Timeout applies).
+	HTTPClient *http.Client
+	// Timeout bounds one request to the runner; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Logger receives problems that do not fail a run; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Engine is the graph engine. It keeps no state between calls and is safe for concurrent use.
+type Engine struct {
+	opts Options
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New returns a graph engine with opts.
+func New(opts Options) *Engine {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	opts.RunnerURL = strings.TrimRight(opts.RunnerURL, "/")
+	return &Engine{opts: opts}
+}
+
+// Info describes the graph engine.
+func (e *Engine) Info(context.Context) (*engine.Info, error) {
+	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion,
+		Capabilities: []string{"callbacks", "resume", "cancel"}}, nil
+}
+
+// Health answers nil: the plugin process is fine. Whether the runner is reachable shows per run
+// (GRAPH_RUNNER_ERROR), so a runner that is down does not make the host restart the plugin.
+func (e *Engine) Health(context.Context) error { return nil }
+
+// settings are the manifest settings of a graph workflow.
+type settings struct {
+	GraphID string `json:"graph_id"`
+}
+
+// runBody is what POST {RUNNER_URL}/run carries.
+type runBody struct {
+	RunID          string                `json:"run_id"`
+	JobID          string                `json:"job_id"`
+	WorkflowID     string                `json:"workflow_id"`
+	GraphID        string                `json:"graph_id"`
+	Inputs         map[string]any        `json:"inputs"`
+	CallbackURL    string                `json:"callback_url"`
+	UserContext    engine.UserContext    `json:"user_context"`
+	ProjectContext engine.ProjectContext `json:"project_context"`
+	ResumeInput    map[string]any        `json:"resume_input,omitempty"`
+	Attempt        int                   `json:"attempt,omitempty"`
+}
+
+// Run posts the run to the runner and answers StatusWaiting. See the package documentation.
+func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
+	if req == nil || h == nil {
+		return nil, errcode.New(errcode.Validation, "a run request and a host are required")
+	}
+	if req.RunID == "" {
+		return nil, errcode.Invalid("run_id", "is required")
+	}
+	if e.opts.RunnerURL == "" {
+		return nil, errcode.New(errcode.GraphRunner, "the agent graph runner is not configured (set RUNNER_URL)")
+	}
+	var set settings
+	if len(req.Workflow.Settings) > 0 {
+		if err := json.Unmarshal(req.Workflow.Settings, &set); err != nil {
+			return nil, errcode.E("graph.Run", errcode.Validation, "the workflow's graph settings are not valid", err)
+		}
+	}
+	if set.GraphID == "" {
+		set.GraphID = req.Workflow.ID
+	}
+	inputs := maps.Clone(req.Inputs)
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	maps.Copy(inputs, req.ResumeInput)
+	base := req.CallbackURL
+	if base == "" {
+		base = e.opts.CallbackBaseURL
+	}
+	body := runBody{
+		RunID: req.RunID, WorkflowID: req.Workflow.ID, GraphID: set.GraphID, Inputs: inputs,
+		CallbackURL: outbound.Join(base, CallbackPath), UserContext: req.User, ProjectContext: req.Project,
+		ResumeInput: req.ResumeInput, Attempt: req.Attempt,
+	}
+	url := e.opts.RunnerURL + "/run"
+	jobReq, err := json.Marshal(map[string]any{"url": url, "method": http.MethodPost, "payload": body})
+	if err != nil {
+		return nil, errcode.E("graph.Run", errcode.Unknown, "", err)
+	}
+	job, err := h.CreateJob(ctx, &engine.JobRequest{RunID: req.RunID, StepID: SummaryStepID, Type: engine.JobGraph, Request: jobReq})
+	if err != nil {
+		return nil, err
+	}
+	body.JobID = job.JobID
+
+	now := e.opts.Now().UTC()
+	step := engine.TraceStep{StepID: SummaryStepID, StepName: "Agent graph runner", Agent: "graph_runner",
+		Status: engine.StepRunning, Engine: Name, StartedAt: &now,
+		Inputs: map[string]any{"graph_id": set.GraphID, "job_id": job.JobID, "inputs": inputs}}
+	ans, err := outbound.PostJSON(ctx, e.opts.HTTPClient, url, body, e.opts.Timeout)
+	if err == nil && !ans.OK() {
+		err = fmt.Errorf("runner answered %s", ans.Brief())
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errcode.E("graph.Run", errcode.WorkflowCancelled, "the run was cancelled", ctx.Err())
+		}
+		e.opts.Logger.Warn("graph runner refused the run", "run_id", req.RunID, "job_id", job.JobID, "error", err)
+		end := e.opts.Now().UTC()
+		step.Status, step.CompletedAt = engine.StepFailed, &end
+		step.Error = &engine.StepError{Code: string(errcode.GraphRunner), Message: "the agent graph runner did not accept the run"}
+		e.report(ctx, h, req.RunID, step)
+		return nil, errcode.E("graph.Run", errcode.GraphRunner, "the agent graph runner did not accept the run", err)
+	}
+	e.report(ctx, h, req.RunID, step)
+	if err := h.ReportProgress(ctx, req.RunID, 10, SummaryStepID); err != nil {
+		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
+	}
+	return &engine.RunResult{Status: engine.StatusWaiting}, nil
+}
+
+// Cancel asks the runner to stop the run (POST {RUNNER_URL}/cancel). It is best effort: a runner that
+// is down or refuses is logged, not an error, since the host cancels the run either way.
+func (e *Engine) Cancel(ctx context.Context, req *engine.CancelRequest) error {
+	if req == nil || req.RunID == "" {
+		return errcode.Invalid("run_id", "is required")
+	}
+	if e.opts.RunnerURL == "" {
+		return nil
+	}
+	body := map[string]any{"run_id": req.RunID, "job_ids": req.JobIDs}
+	ans, err := outbound.PostJSON(ctx, e.opts.HTTPClient, e.opts.RunnerURL+"/cancel", body, e.opts.Timeout)
+	if err == nil && !ans.OK() {
+		err = fmt.Errorf("runner answered %s", ans.Brief())
+	}
+	if err != nil {
+		e.opts.Logger.Info("graph runner cancel not confirmed", "run_id", req.RunID, "error", err)
+	}
+	return nil
+}
+
+func (e *Engine) report(ctx context.Context, h engine.Host, runID string, step engine.TraceStep) {
+	if err := h.ReportStep(ctx, runID, step); err != nil {
+		e.opts.Logger.Warn("host refused a trace step", "run_id", runID, "step_id", step.StepID, "error", err)
+	}
+}
