@@ -260,10 +260,11 @@ func Ops() []Op {
 		// Events
 		{Method: "POST", Path: "/api/webhooks/test-notification", Tag: "Events", Summary: "Send a test event to the configured webhook", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("event", str("")), OptionalBody: true,
-			Resp: obj("delivered!", boolean(""), "status_code", integer(""), "latency_ms", num(""), "error", str(""))},
+			Resp: obj("delivered!", boolean(""), "status_code", integer(""), "latency_ms", num(""), "event", str(""), "event_id", uuid, "error", str(""))},
 		{Method: "GET", Path: "/api/webhooks/notification-status", Tag: "Events", Summary: "Outbound event queue status", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("enabled!", boolean(""), "target", str(""), "pending!", integer(""), "delivered!", integer(""), "failed!", integer(""), "dead!", integer(""),
-				"last_error", str(""), "batch_size", integer(""), "batch_interval_ms", integer(""), "enabled_events", arr(str("")))},
+				"skipped", integer(""), "last_error", str(""), "last_error_at", nullable(when), "batch_size", integer(""),
+				"batch_interval_ms", integer(""), "timeout_ms", integer(""), "enabled_events", arr(str("")))},
 		{Method: "GET", Path: "/ws", Tag: "Events", Summary: "WebSocket: task:status, task:progress, asset:sync; subscribe:project", Sec: Socket, Status: 101, Kind: Upgrade,
 			Query: []Param{q("token", "access token, when no Authorization header can be sent", str(""))}, Errors: []int{401},
 			Desc: "Frames are JSON {type, data}. Send {type: \"subscribe:project\", data: {projectId}}; a project not the caller's answers a frame of type error with the 403 message."},
