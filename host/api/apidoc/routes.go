@@ -154,7 +154,7 @@ func Ops() []Op {
 		{Method: "POST", Path: "/api/scheduler/trigger", Tag: "Scheduler", Summary: "Trigger a strategy task's workflow", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("workflow_id!", enum("voiceover", "graphic", "music", "video", "live", "short_drama"), "project_id!", uuid, "strategy_task_id", str(""),
 				"inputs", obj("summary", str(""), "platform", str("")), "trigger_source", str("")),
-			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "project_id!", uuid, "status!", enum("running"), "triggered_at!", when), Errors: []int{403, 404, 409}},
+			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "project_id!", uuid, "strategy_task_id", str(""), "status!", enum("running"), "triggered_at!", when), Errors: []int{403, 404, 409}},
 		{Method: "GET", Path: "/api/scheduler/status", Tag: "Scheduler", Summary: "Scheduler mode and limits", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("mode!", enum("automation_managed", "cron"), "description", str(""), "interval_ms", integer(""), "interval_minutes", num(""),
 				"max_projects_per_tick", integer(""), "max_runs_per_project", integer(""), "valid_workflows", arr(str("")), "timestamp", when,
