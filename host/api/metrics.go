@@ -16,6 +16,16 @@ import (
 // series.
 const routeUnmatched = "unmatched"
 
+// defaultMetrics reads the store, the engine states and, when Engines reports them, the engine
+// restarts.
+func (s *Server) defaultMetrics() *metrics.Metrics {
+	src := metrics.Sources{Engines: s.Engines, Log: s.Log}.FromStore(s.Store)
+	if r, ok := s.Engines.(metrics.EngineRestarts); ok {
+		src.Restarts = r
+	}
+	return metrics.New(src)
+}
+
 // countRequests records every request in the Prometheus HTTP metrics by route template and status.
 func (s *Server) countRequests(c *fiber.Ctx) error {
 	start := time.Now()

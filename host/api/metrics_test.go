@@ -128,3 +128,32 @@ func TestMetricsScrape(t *testing.T) {
 		}
 	}
 }
+
+type fakeEngines struct{}
+
+func (fakeEngines) EngineStates() map[string]string { return map[string]string{"graph": "degraded", "node": "ready"} }
+func (fakeEngines) EngineRestarts() map[string]int  { return map[string]int{"graph": 3} }
+
+// TestMetricsEngines: the engine states and restarts the Server's Engines report are scraped.
+func TestMetricsEngines(t *testing.T) {
+	t.Parallel()
+	cfg := config.Defaults()
+	cfg.JWTSecret = "test-secret-test-secret-test-secret"
+	cfg.DataDir = t.TempDir()
+	cfg.MetricsToken = "tok"
+	st := drivers()[0].open(t)
+	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler),
+		Engines: fakeEngines{}}
+	b := &testBundle{t: t, app: s.App(), st: st}
+	r := b.do("GET", "/metrics", "tok", nil)
+	for _, line := range []string{
+		`reelforge_engine_state{engine="graph",state="degraded"} 1`,
+		`reelforge_engine_state{engine="graph",state="ready"} 0`,
+		`reelforge_engine_state{engine="node",state="ready"} 1`,
+		`reelforge_engine_restarts_total{engine="graph"} 3`,
+	} {
+		if !strings.Contains(r.raw, line+"\n") {
+			t.Errorf("scrape lacks %q", line)
+		}
+	}
+}

@@ -34,7 +34,7 @@ type Server struct {
 	Log     *slog.Logger
 	Engines EngineHealth
 	// Metrics is the Prometheus registry (GET /metrics); nil: App makes one reading the store and
-	// Engines.
+	// Engines (and engine restarts, when Engines also has EngineRestarts() map[string]int).
 	Metrics *metrics.Metrics
 	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
 	// outbound event worker behind the webhook test and status routes.
@@ -64,7 +64,7 @@ func (s *Server) App() *fiber.App {
 		ReadBufferSize:        16 << 10,
 	})
 	if s.Metrics == nil {
-		s.Metrics = metrics.New(metrics.Sources{Engines: s.Engines, Log: s.Log}.FromStore(s.Store))
+		s.Metrics = s.defaultMetrics()
 	}
 	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests)
 	app.Get("/health", s.health)
