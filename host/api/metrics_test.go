@@ -131,8 +131,10 @@ func TestMetricsScrape(t *testing.T) {
 
 type fakeEngines struct{}
 
-func (fakeEngines) EngineStates() map[string]string { return map[string]string{"graph": "degraded", "node": "ready"} }
-func (fakeEngines) EngineRestarts() map[string]int  { return map[string]int{"graph": 3} }
+func (fakeEngines) EngineStates() map[string]string {
+	return map[string]string{"graph": "degraded", "node": "ready"}
+}
+func (fakeEngines) EngineRestarts() map[string]int { return map[string]int{"graph": 3} }
 
 // TestMetricsEngines: the engine states and restarts the Server's Engines report are scraped.
 func TestMetricsEngines(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/metrics"
 	"github.com/reelforge/reelforge/host/scheduler"
@@ -36,6 +37,7 @@ type Server struct {
 	// Metrics is the Prometheus registry (GET /metrics); nil: App makes one reading the store and
 	// Engines (and engine restarts, when Engines also has EngineRestarts() map[string]int).
 	Metrics *metrics.Metrics
+	Content *content.Service // inspiration, corpus, materials, strategy, chat
 	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
 	// outbound event worker behind the webhook test and status routes.
 	Hub           *events.Hub
@@ -80,6 +82,7 @@ func (s *Server) App() *fiber.App {
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
+	s.contentRoutes(api)
 	s.notificationRoutes(api)
 	s.taskRoutes(api)
 	s.schedulerRoutes(api)

@@ -28,6 +28,8 @@ var suites = []struct {
 	{"projects", testProjects},
 	{"idempotency", testIdempotency},
 	{"transactions", testTransactions},
+	{"corpus", testCorpus},
+	{"assets", testAssets},
 	{"outbox", testOutbox},
 	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
 	{"event_sources", testEventSources},
