@@ -15,6 +15,7 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
@@ -36,6 +37,7 @@ type Server struct {
 	Engines EngineHealth
 	Content *content.Service // inspiration, corpus, materials, strategy, chat
 	Runs    *runs.Service    // workflow runs, jobs and callbacks
+	KB      *kb.Service      // the knowledge base (/api/knowledge)
 	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
 	// outbound event worker behind the webhook test and status routes.
 	Hub           *events.Hub
@@ -78,6 +80,7 @@ func (s *Server) App() *fiber.App {
 	s.projectRoutes(api)
 	s.contentRoutes(api)
 	s.workflowRoutes(api)
+	s.knowledgeRoutes(api)
 	s.notificationRoutes(api)
 	s.taskRoutes(api)
 	s.schedulerRoutes(api)

@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
+	h.Server.KB = newKB(cfg, st, log)
 	h.wireEvents()
 	if err := h.wireRuns(cfg, log); err != nil {
 		st.Close()

@@ -30,6 +30,7 @@ type options struct {
 
 var sections = []section{
 	{"api", benchAPI},
+	{"knowledge", benchKnowledge},
 	{"events", benchEvents},
 	{"scheduler", benchScheduler},
 	{"runs", benchRuns},
