@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/scheduler"
@@ -33,7 +34,8 @@ type Server struct {
 	Auth    *auth.Service
 	Log     *slog.Logger
 	Engines EngineHealth
-	Runs    *runs.Service // workflow runs, jobs and callbacks
+	Content *content.Service // inspiration, corpus, materials, strategy, chat
+	Runs    *runs.Service    // workflow runs, jobs and callbacks
 	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
 	// outbound event worker behind the webhook test and status routes.
 	Hub           *events.Hub
@@ -74,6 +76,7 @@ func (s *Server) App() *fiber.App {
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
+	s.contentRoutes(api)
 	s.workflowRoutes(api)
 	s.notificationRoutes(api)
 	s.taskRoutes(api)

@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/manifest"
@@ -25,6 +27,7 @@ import (
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/tasks"
+	"github.com/reelforge/reelforge/plugins/chatflow"
 	"github.com/reelforge/reelforge/plugins/node"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
@@ -86,6 +89,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
 	h.Runs.Leader = h.Scheduler.Leader
 	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
+	h.Server.Content = newContent(cfg, st, log, h.Hub)
 	return h, nil
 }
 
@@ -210,4 +214,30 @@ func (h *Host) Run(ctx context.Context) error {
 		err = errors.Join(err, cerr)
 	}
 	return err
+}
+
+// newContent builds the content service: the language model when LLM_BASE_URL is set, the
+// chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise; asset:sync frames
+// through the hub; a diagnosis blueprint becomes the project's strategy tasks in its transaction.
+func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier) *content.Service {
+	var model content.Chatter
+	if cfg.LLMBaseURL != "" {
+		model = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
+	}
+	return content.New(content.Config{
+		Store:       st,
+		DataDir:     cfg.DataDir,
+		UploadLimit: int64(cfg.UploadLimit),
+		Fetcher:     content.NewFetcher(content.FetcherConfig{Allow: cfg.ContentFetchAllow}),
+		LLM:         model,
+		Model:       cfg.KBAskModel,
+		Chatflow:    chatflow.Options{URL: cfg.ChatflowURL, DefaultChatflowID: cfg.ChatflowKBID},
+		Notifier:    notifier,
+		Log:         log,
+		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
+			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
+		},
+		// KB (the knowledge search of the local chat fallback) is set here once the knowledge
+		// service is wired.
+	})
 }

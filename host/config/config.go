@@ -50,6 +50,10 @@ type Config struct {
 	SchedulerMode     string // automation_managed or cron
 	SchedulerInterval time.Duration
 
+	// ContentFetchAllow lists hosts or CIDRs the link-preview fetcher may reach although they are
+	// loopback, private or link-local (CONTENT_FETCH_ALLOW, comma-separated).
+	ContentFetchAllow []string
+
 	EventWebhookURL     string
 	WebhookSecret       string
 	NotificationsOn     bool
@@ -129,6 +133,7 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.str("VIDEOGEN_API_URL", &c.VideogenAPIURL)
 	r.str("SPEECH_API_URL", &c.SpeechAPIURL)
 	r.str("VIDEOPARSE_API_URL", &c.VideoparseAPIURL)
+	r.list("CONTENT_FETCH_ALLOW", &c.ContentFetchAllow)
 	r.str("CALLBACK_BASE_URL", &c.CallbackBaseURL)
 	r.str("PLUGIN_DIR", &c.PluginDir)
 	r.bool("PLUGINS_ENABLED", &c.PluginsEnabled)

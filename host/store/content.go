@@ -1,5 +1,139 @@
 package store
 
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Corpus statuses (SPEC.md: inspiration note states).
+const (
+	CorpusUnread   = "unread"
+	CorpusRead     = "read"
+	CorpusArchived = "archived"
+)
+
+// Corpus is a user corpus record: an inspiration note (collected link or text, uploaded media) or
+// a corpus item. Both are the same table (DECISIONS.md, Shapes).
+type Corpus struct {
+	ID              string          `json:"id"`
+	UserID          string          `json:"user_id"`
+	ProjectID       string          `json:"project_id"`
+	InspirationType string          `json:"inspiration_type"` // collection, trend
+	CorpusType      string          `json:"corpus_type"`      // article, script, quote
+	ContentType     string          `json:"content_type"`     // text, image, video
+	Title           string          `json:"title"`
+	Content         string          `json:"content"`
+	AISummary       string          `json:"ai_summary"`
+	AITags          []string        `json:"ai_tags"`
+	Tags            []string        `json:"tags"`
+	SourcePlatform  string          `json:"source_platform"`
+	SourceURL       string          `json:"source_url"`
+	MediaURLs       []string        `json:"media_urls"`
+	Metadata        json.RawMessage `json:"metadata"`
+	Status          string          `json:"status"`
+	UsageCount      int             `json:"usage_count"`
+	IsFeatured      bool            `json:"is_featured"`
+	IsDeleted       bool            `json:"is_deleted"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+}
+
+// ListCorpusParams filters and pages one user's corpus records, newest first. Deleted records are
+// never listed. Empty fields do not filter.
+type ListCorpusParams struct {
+	UserID          string // required
+	ProjectID       string
+	Tag             string // records whose tags hold this exact tag
+	ContentType     string // text, image, video
+	InspirationType string // collection, trend
+	Smart           bool   // only records with an AI summary
+	Limit           int
+	Offset          int
+}
+
+// CorpusCounts are the feed statistics of one user (optionally within a project).
+type CorpusCounts struct {
+	Total      int `json:"total"`
+	Collection int `json:"collection"`
+	Smart      int `json:"smart"`
+	Trend      int `json:"trend"`
+	Asset      int `json:"asset"`
+}
+
+// CaptureTask is a shooting task created from an inspiration.
+type CaptureTask struct {
+	ID               string          `json:"id"`
+	UserID           string          `json:"user_id"`
+	ProjectID        string          `json:"project_id"`
+	Title            string          `json:"title"`
+	Description      string          `json:"description"`
+	TaskType         string          `json:"task_type"` // shoot
+	Status           string          `json:"status"`    // pending on creation
+	ReferenceContent json.RawMessage `json:"reference_content"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+}
+
+// Asset file types.
+const (
+	AssetImage = "image"
+	AssetVideo = "video"
+	AssetAudio = "audio"
+)
+
+// Asset is a unified asset: an uploaded or generated media file.
+type Asset struct {
+	ID              string          `json:"id"`
+	UserID          string          `json:"user_id"`
+	ProjectID       string          `json:"project_id"`
+	FilePath        string          `json:"file_path"` // relative to the data directory (a storage key)
+	FileType        string          `json:"file_type"` // image, video, audio
+	MimeType        string          `json:"mime_type"`
+	FileSize        int64           `json:"file_size"`
+	FileURL         string          `json:"file_url"`
+	OriginalName    string          `json:"original_name"`
+	Metadata        json.RawMessage `json:"metadata"`
+	SourceTaskID    string          `json:"source_task_id"`
+	RelatedCorpusID string          `json:"related_corpus_id"`
+	Tags            []string        `json:"tags"`
+	CreatedAt       time.Time       `json:"created_at"`
+	IsDeleted       bool            `json:"is_deleted"`
+}
+
+// ListAssetsParams filters and pages one user's assets, newest first; deleted ones never appear.
+type ListAssetsParams struct {
+	UserID          string // required
+	ProjectID       string
+	FileType        string
+	Tag             string
+	RelatedCorpusID string
+	Limit           int
+	Offset          int
+}
+
 // Content stores inspiration and corpus records, capture tasks and assets.
 type Content interface {
+	CreateCorpus(ctx context.Context, c *Corpus) error
+	// GetCorpus returns the record even when soft-deleted (callers check IsDeleted and UserID).
+	GetCorpus(ctx context.Context, id string) (*Corpus, error)
+	ListCorpus(ctx context.Context, p ListCorpusParams) ([]Corpus, int, error)
+	// CountCorpus counts a user's records (and assets) by feed tab; projectID "" counts all.
+	CountCorpus(ctx context.Context, userID, projectID string) (CorpusCounts, error)
+	// SetCorpusStatus changes the status of a live record of userID; ErrNotFound otherwise.
+	SetCorpusStatus(ctx context.Context, id, userID, status string) error
+	// SoftDeleteCorpus marks a live record of userID deleted; ErrNotFound otherwise.
+	SoftDeleteCorpus(ctx context.Context, id, userID string) error
+	// AddCorpusUsage adds delta to usage_count of a live record; ErrNotFound otherwise.
+	AddCorpusUsage(ctx context.Context, id string, delta int) error
+
+	CreateCaptureTask(ctx context.Context, t *CaptureTask) error
+	GetCaptureTask(ctx context.Context, id string) (*CaptureTask, error)
+
+	CreateAsset(ctx context.Context, a *Asset) error
+	// GetAsset returns the asset even when soft-deleted.
+	GetAsset(ctx context.Context, id string) (*Asset, error)
+	ListAssets(ctx context.Context, p ListAssetsParams) ([]Asset, int, error)
+	// SoftDeleteAssets marks the live assets of userID among ids deleted and returns how many.
+	SoftDeleteAssets(ctx context.Context, userID string, ids []string) (int, error)
 }

@@ -40,21 +40,7 @@ func (t *Task) Active() bool {
 	return t.Status == TaskPending || t.Status == TaskQueued || t.Status == TaskRunning
 }
 
-// Asset is a row of the unified asset table.
-type Asset struct {
-	ID           string          `json:"id"`
-	UserID       string          `json:"user_id"`
-	ProjectID    string          `json:"project_id"`
-	FilePath     string          `json:"file_path"`
-	FileType     string          `json:"file_type"` // video, image, audio
-	MimeType     string          `json:"mime_type"`
-	FileSize     int64           `json:"file_size"`
-	FileURL      string          `json:"file_url"`
-	OriginalName string          `json:"original_name"`
-	Metadata     json.RawMessage `json:"metadata"`
-	SourceTaskID string          `json:"source_task_id"`
-	CreatedAt    time.Time       `json:"created_at"`
-}
+// Asset (a row of the unified asset table) is declared in content.go.
 
 // TaskUpdate is one guarded state change of a task: it applies only while the task is in one of
 // From, so two hosts cannot move the same task twice (ErrStale otherwise; ErrNotFound for no task).

@@ -28,6 +28,8 @@ var suites = []struct {
 	{"projects", testProjects},
 	{"idempotency", testIdempotency},
 	{"transactions", testTransactions},
+	{"corpus", testCorpus},
+	{"assets", testAssets},
 	{"runs", testRuns},
 	{"jobs", testJobs},
 	{"outbox", testOutbox},

@@ -1,0 +1,69 @@
+package content
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/reelforge/reelforge/plugins/chatflow"
+)
+
+type fakeKB struct{ hits []KBHit }
+
+func (f fakeKB) SearchKB(context.Context, string, string, string, string, int) ([]KBHit, error) {
+	return f.hits, nil
+}
+
+func TestChat(t *testing.T) {
+	t.Parallel()
+	var gotPath, gotQuestion string
+	var gotOverride any
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		gotPath, gotQuestion, gotOverride = r.URL.Path, b["question"].(string), b["overrideConfig"]
+		_ = json.NewEncoder(w).Encode(map[string]any{"text": "Hooks matter [1]",
+			"sourceDocuments": []any{map[string]any{"pageContent": "A hook is the first 3 seconds.", "metadata": map[string]any{"source": "guide.md"}}}})
+	}))
+	defer up.Close()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }))
+	defer down.Close()
+	hits := []KBHit{{ChunkID: "c1", Text: "A good hook shows the payoff in the first three seconds.", Source: "kb"}}
+	tool := func(url string) chatflow.Options {
+		return chatflow.Options{URL: url, DefaultChatflowID: "kb-id", Retries: -1}
+	}
+
+	s := New(Config{Chatflow: tool(up.URL)})
+	ans, err := s.Chat(context.Background(), ChatInput{Message: "What makes a good hook?", ChatflowType: "kb", ProjectID: "p1"})
+	if err != nil || ans.Degraded || ans.Response != "Hooks matter [1]" || len(ans.Citations) != 1 || ans.Citations[0].Source != "guide.md" {
+		t.Errorf("Chat(up) = %+v, %v", ans, err)
+	}
+	if gotPath != "/prediction/kb-id" || gotQuestion != "What makes a good hook?" || gotOverride == nil {
+		t.Errorf("chatflow called at %q with %q, override %v", gotPath, gotQuestion, gotOverride)
+	}
+
+	tests := map[string]struct {
+		s        *Service
+		typ      string
+		wantCite bool
+	}{
+		"down, kb hits":    {New(Config{Chatflow: tool(down.URL), KB: fakeKB{hits}}), "kb", true},
+		"down, no kb":      {New(Config{Chatflow: tool(down.URL)}), "kb", false},
+		"not configured":   {New(Config{KB: fakeKB{hits}}), "kb", true},
+		"unreachable tool": {New(Config{Chatflow: tool("http://127.0.0.1:1")}), "kb", false},
+		"other type":       {New(Config{Chatflow: tool(up.URL), KB: fakeKB{hits}}), "script", true},
+	}
+	for name, tc := range tests {
+		ans, err := tc.s.Chat(context.Background(), ChatInput{Message: "What makes a good hook?", ChatflowType: tc.typ})
+		if err != nil || !ans.Degraded || strings.TrimSpace(ans.Response) == "" || ans.Citations == nil ||
+			(len(ans.Citations) > 0) != tc.wantCite {
+			t.Errorf("%s: Chat = %+v, %v", name, ans, err)
+		}
+	}
+	if _, err := s.Chat(context.Background(), ChatInput{Message: "  "}); err == nil {
+		t.Errorf("Chat(empty) succeeded")
+	}
+}

@@ -1,0 +1,641 @@
+// Package content is the content side of the platform: inspiration collection (links with
+// platform detection and SSRF-guarded page metadata, text notes, media), the unified feed, the
+// user corpus, capture tasks made from inspirations, materials (uploaded assets stored under
+// DATA_DIR), the strategy diagnosis, blueprint and rewrite, and chat through the chatflow tool
+// with a local fallback over the knowledge base.
+//
+// The api package calls a *Service; host/app builds it with New.
+package content
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/plugins/chatflow"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Chatter is a language model (host/kb/llm.Client satisfies it).
+type Chatter interface {
+	Chat(ctx context.Context, model string, msgs []llm.Message) (string, error)
+}
+
+// Config configures New. Store and DataDir are required; the rest is optional.
+type Config struct {
+	Store       store.Driver
+	DataDir     string
+	UploadLimit int64 // bytes; 0 means 50 MiB
+	Fetcher     *Fetcher
+	Notifier    events.Notifier
+	LLM         Chatter // nil: templates only
+	Model       string
+	Chatflow    chatflow.Options // URL and DefaultChatflowID (CHATFLOW_URL, CHATFLOW_KB_ID); zero: local answers
+	KB          Searcher         // nil: the local chat answer has no knowledge base
+	Log         *slog.Logger
+	// SyncBlueprint, when set, turns a stored blueprint into the project's strategy tasks (the
+	// scheduler's hook); it runs in the transaction that saves the blueprint, on tx.
+	SyncBlueprint func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
+	Now           func() time.Time
+}
+
+// Service implements the content routes. It is safe for concurrent use.
+type Service struct {
+	st       store.Driver
+	dataDir  string
+	limit    int64
+	fetch    *Fetcher
+	notify   events.Notifier
+	llm      Chatter
+	model    string
+	chatflow chatflow.Options
+	kb       Searcher
+	log      *slog.Logger
+	syncBP   func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
+	now      func() time.Time
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	s := &Service{st: cfg.Store, dataDir: cfg.DataDir, limit: cfg.UploadLimit, fetch: cfg.Fetcher, notify: cfg.Notifier,
+		llm: cfg.LLM, model: cfg.Model, chatflow: cfg.Chatflow, kb: cfg.KB, log: cfg.Log, syncBP: cfg.SyncBlueprint, now: cfg.Now}
+	if s.limit <= 0 {
+		s.limit = 50 << 20
+	}
+	if s.fetch == nil {
+		s.fetch = NewFetcher(FetcherConfig{})
+	}
+	if s.notify == nil {
+		s.notify = events.Discard{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.model == "" {
+		s.model = "gpt-4o-mini"
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// Field sizes.
+const (
+	maxContentLen = 20000
+	maxTitleLen   = 300
+	maxTagLen     = 50
+	maxTags       = 20
+	maxURLLen     = 2048
+)
+
+// CleanTags trims, de-duplicates and bounds a tag list.
+func CleanTags(in []string) ([]string, error) {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, t := range in {
+		t = strings.TrimSpace(t)
+		if t == "" || seen[t] {
+			continue
+		}
+		if len([]rune(t)) > maxTagLen {
+			return nil, errcode.Invalid("tags", fmt.Sprintf("each tag must be at most %d characters", maxTagLen))
+		}
+		seen[t] = true
+		out = append(out, t)
+	}
+	if len(out) > maxTags {
+		return nil, errcode.Invalid("tags", fmt.Sprintf("at most %d tags", maxTags))
+	}
+	return out, nil
+}
+
+// Preview is what a collected inspiration shows before it is opened.
+type Preview struct {
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Cover       string `json:"cover"`
+	Platform    string `json:"platform"`
+	URL         string `json:"url,omitempty"`
+}
+
+// CollectInput is a collect request. ProjectID must already be checked by the caller.
+type CollectInput struct {
+	UserID    string
+	ProjectID string
+	Type      string // link or text
+	Content   string
+	Title     string
+	Tags      []string
+}
+
+// Collect creates an inspiration (a corpus record) from a link or a text. For a link the platform
+// is detected and the page metadata fetched; a refused or failed fetch still creates the record,
+// with the preview taken from the link alone and the reason kept in metadata.fetch_error.
+func (s *Service) Collect(ctx context.Context, in CollectInput) (*store.Corpus, Preview, error) {
+	typ := strings.ToLower(strings.TrimSpace(in.Type))
+	if typ == "" {
+		typ = "text"
+		if ExtractURL(in.Content) != "" && !strings.ContainsAny(strings.TrimSpace(in.Content), " \n") {
+			typ = "link"
+		}
+	}
+	if typ != "link" && typ != "text" {
+		return nil, Preview{}, errcode.Invalid("type", "must be link or text")
+	}
+	if strings.TrimSpace(in.Content) == "" {
+		return nil, Preview{}, errcode.Invalid("content", "is required")
+	}
+	if len([]rune(in.Content)) > maxContentLen {
+		return nil, Preview{}, errcode.Invalid("content", fmt.Sprintf("must be at most %d characters", maxContentLen))
+	}
+	if len([]rune(in.Title)) > maxTitleLen {
+		return nil, Preview{}, errcode.Invalid("title", fmt.Sprintf("must be at most %d characters", maxTitleLen))
+	}
+	tags, err := CleanTags(in.Tags)
+	if err != nil {
+		return nil, Preview{}, err
+	}
+	c := &store.Corpus{ID: uuid.NewString(), UserID: in.UserID, ProjectID: in.ProjectID, InspirationType: "collection",
+		CorpusType: "article", ContentType: "text", Content: strings.TrimSpace(in.Content), Tags: tags, Status: store.CorpusUnread}
+	meta := map[string]any{"collect_type": typ}
+	var pv Preview
+	if typ == "link" {
+		link := ExtractURL(in.Content)
+		if link == "" {
+			return nil, Preview{}, errcode.Invalid("content", "must hold an http or https link")
+		}
+		if len(link) > maxURLLen {
+			return nil, Preview{}, errcode.Invalid("content", fmt.Sprintf("link must be at most %d characters", maxURLLen))
+		}
+		pv = s.preview(ctx, link, meta)
+		c.SourceURL, c.SourcePlatform = link, pv.Platform
+		c.Title = firstNonEmpty(clip(in.Title, maxTitleLen), pv.Title)
+		c.AISummary = ""
+		if pv.Description != "" {
+			meta["description"] = pv.Description
+		}
+		if pv.Cover != "" {
+			c.MediaURLs = []string{pv.Cover}
+			meta["cover"] = pv.Cover
+		}
+	} else {
+		c.Title = firstNonEmpty(clip(in.Title, maxTitleLen), clip(firstLine(c.Content), 80))
+		pv = Preview{Title: c.Title, Description: clip(c.Content, 200), Platform: ""}
+	}
+	c.Metadata, _ = json.Marshal(meta)
+	err = s.st.InTx(ctx, func(tx store.Driver) error {
+		if err := tx.CreateCorpus(ctx, c); err != nil {
+			return err
+		}
+		return events.Emit(ctx, tx, events.Event{Name: events.ContentCreated, UserID: c.UserID, ProjectID: c.ProjectID,
+			Data: map[string]any{"contentId": c.ID, "type": "inspiration", "contentType": c.ContentType,
+				"platform": c.SourcePlatform, "userId": c.UserID, "projectId": c.ProjectID}})
+	})
+	if err != nil {
+		return nil, Preview{}, err
+	}
+	return c, pv, nil
+}
+
+// preview fetches the link's metadata; on failure the preview comes from the link alone and
+// meta records why.
+func (s *Service) preview(ctx context.Context, link string, meta map[string]any) Preview {
+	pv := Preview{Platform: DetectPlatform(link), URL: link}
+	page, err := s.fetch.Fetch(ctx, link)
+	if err != nil {
+		reason := "fetch failed"
+		if errors.Is(err, ErrRefused) {
+			reason = "refused: address not allowed"
+		}
+		meta["fetch_error"] = reason
+		s.log.Info("inspiration preview not fetched", "reason", reason, "err", err.Error())
+	} else {
+		pv.Title, pv.Description, pv.Cover = page.Title, page.Description, page.Image
+		if page.URL != "" && page.URL != link {
+			meta["final_url"] = page.URL
+			if pv.Platform == PlatformWeb {
+				pv.Platform = DetectPlatform(page.URL) // a short link resolved to its platform
+			}
+		}
+	}
+	if pv.Title == "" {
+		pv.Title = titleFromURL(link, pv.Platform)
+	}
+	return pv
+}
+
+func titleFromURL(link, platform string) string {
+	u, err := url.Parse(link)
+	if err != nil {
+		return clip(link, 80)
+	}
+	t := u.Hostname() + strings.TrimRight(u.EscapedPath(), "/")
+	if platform != "" && platform != PlatformWeb {
+		t = platform + " · " + t
+	}
+	return clip(t, 120)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// FeedParams pages the unified feed.
+type FeedParams struct {
+	UserID      string
+	ProjectID   string // checked by the caller
+	ContentType string // all, collection, smart, trend, asset, text, image, video
+	Source      string // user, studio, all
+	Limit       int
+	Offset      int
+}
+
+// FeedTabs are the content_type values of the unified feed.
+var FeedTabs = []string{"all", "collection", "smart", "trend", "asset", "text", "image", "video"}
+
+// Feed answers the unified feed: the caller's inspirations newest first (assets for the asset
+// tab), whether more follow, and the tab statistics. Source user means collected by the user
+// (inspiration_type collection), studio the platform's trend items, all both.
+func (s *Service) Feed(ctx context.Context, p FeedParams) (items []map[string]any, hasMore bool, stats store.CorpusCounts, err error) {
+	stats, err = s.st.CountCorpus(ctx, p.UserID, p.ProjectID)
+	if err != nil {
+		return nil, false, stats, err
+	}
+	items = []map[string]any{}
+	tab := p.ContentType
+	if tab == "" {
+		tab = "all"
+	}
+	if tab == "asset" {
+		if p.Source == "studio" {
+			return items, false, stats, nil
+		}
+		assets, total, err := s.st.ListAssets(ctx, store.ListAssetsParams{UserID: p.UserID, ProjectID: p.ProjectID, Limit: p.Limit, Offset: p.Offset})
+		if err != nil {
+			return nil, false, stats, err
+		}
+		for i := range assets {
+			items = append(items, feedItem(&assets[i], "asset"))
+		}
+		return items, p.Offset+len(assets) < total, stats, nil
+	}
+	lp := store.ListCorpusParams{UserID: p.UserID, ProjectID: p.ProjectID, Limit: p.Limit, Offset: p.Offset}
+	switch tab {
+	case "collection", "trend":
+		lp.InspirationType = tab
+	case "smart":
+		lp.Smart = true
+	case "text", "image", "video":
+		lp.ContentType = tab
+	}
+	switch p.Source {
+	case "user":
+		if lp.InspirationType == "trend" {
+			return items, false, stats, nil
+		}
+		lp.InspirationType = "collection"
+	case "studio":
+		if lp.InspirationType == "collection" {
+			return items, false, stats, nil
+		}
+		lp.InspirationType = "trend"
+	}
+	recs, total, err := s.st.ListCorpus(ctx, lp)
+	if err != nil {
+		return nil, false, stats, err
+	}
+	for i := range recs {
+		items = append(items, feedItem(&recs[i], "inspiration"))
+	}
+	return items, p.Offset+len(recs) < total, stats, nil
+}
+
+// feedItem is a record's JSON object plus item_kind (inspiration or asset).
+func feedItem(v any, kind string) map[string]any {
+	b, _ := json.Marshal(v) // records always encode
+	m := map[string]any{}
+	_ = json.Unmarshal(b, &m)
+	m["item_kind"] = kind
+	return m
+}
+
+// ownCorpus loads a live record of userID; anything else is 404 so ids cannot be probed.
+func (s *Service) ownCorpus(ctx context.Context, st store.Content, userID, id string) (*store.Corpus, error) {
+	c, err := st.GetCorpus(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (c.IsDeleted || c.UserID != userID)) {
+		return nil, errcode.New(errcode.NotFound, "Inspiration not found")
+	}
+	return c, err
+}
+
+// ConvertToTask creates a pending shoot capture task from the caller's inspiration and raises
+// its usage_count by one, in one transaction.
+func (s *Service) ConvertToTask(ctx context.Context, userID, id string) (*store.CaptureTask, error) {
+	var task *store.CaptureTask
+	err := s.st.InTx(ctx, func(tx store.Driver) error {
+		c, err := s.ownCorpus(ctx, tx, userID, id)
+		if err != nil {
+			return err
+		}
+		cover := ""
+		if len(c.MediaURLs) > 0 {
+			cover = c.MediaURLs[0]
+		}
+		ref, _ := json.Marshal(map[string]string{"inspiration_id": c.ID, "source_platform": c.SourcePlatform,
+			"reference_url": c.SourceURL, "reference_cover": cover})
+		task = &store.CaptureTask{ID: uuid.NewString(), UserID: userID, ProjectID: c.ProjectID,
+			Title: clip(firstNonEmpty(c.Title, "Shoot from inspiration"), maxTitleLen), Description: clip(c.Content, 2000),
+			TaskType: "shoot", Status: store.TaskPending, ReferenceContent: ref}
+		if err := tx.CreateCaptureTask(ctx, task); err != nil {
+			return err
+		}
+		return tx.AddCorpusUsage(ctx, c.ID, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return task, nil
+}
+
+// Corpus returns the caller's record and its related assets.
+func (s *Service) Corpus(ctx context.Context, userID, id string) (*store.Corpus, []store.Asset, error) {
+	c, err := s.ownCorpus(ctx, s.st, userID, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	assets, _, err := s.st.ListAssets(ctx, store.ListAssetsParams{UserID: userID, RelatedCorpusID: c.ID, Limit: 100})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, assets, nil
+}
+
+// ListCorpus pages the caller's records, optionally by tag.
+func (s *Service) ListCorpus(ctx context.Context, p store.ListCorpusParams) ([]store.Corpus, int, error) {
+	return s.st.ListCorpus(ctx, p)
+}
+
+// DeleteCorpus soft-deletes the caller's record (404 for anything else).
+func (s *Service) DeleteCorpus(ctx context.Context, userID, id string) error {
+	if err := s.st.SoftDeleteCorpus(ctx, id, userID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errcode.New(errcode.NotFound, "Corpus item not found")
+		}
+		return err
+	}
+	return nil
+}
+
+// SetCorpusStatus moves the caller's record to unread, read or archived.
+func (s *Service) SetCorpusStatus(ctx context.Context, userID, id, status string) (*store.Corpus, error) {
+	switch status {
+	case store.CorpusUnread, store.CorpusRead, store.CorpusArchived:
+	default:
+		return nil, errcode.Invalid("status", "must be unread, read or archived")
+	}
+	if err := s.st.SetCorpusStatus(ctx, id, userID, status); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errcode.New(errcode.NotFound, "Corpus item not found")
+		}
+		return nil, err
+	}
+	return s.st.GetCorpus(ctx, id)
+}
+
+// UploadInput is one uploaded file. ProjectID must already be checked by the caller.
+type UploadInput struct {
+	UserID          string
+	ProjectID       string
+	Name            string // the client's file name: kept as original_name, never used as a path
+	DeclaredType    string // the part's Content-Type
+	Size            int64  // declared size; -1 when unknown
+	Body            io.Reader
+	Tags            []string
+	RelatedCorpusID string
+	OnlyTypes       []string // refuse other file types (empty: image, video, audio)
+}
+
+// Upload stores a file under DATA_DIR/assets/<user_id>/<uuid><ext> after sniffing its type from
+// the bytes, records the asset, emits task.asset.uploaded with it and sends an asset:sync frame.
+func (s *Service) Upload(ctx context.Context, in UploadInput) (*store.Asset, error) {
+	a, err := s.storeFile(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	err = s.st.InTx(ctx, func(tx store.Driver) error {
+		if err := tx.CreateAsset(ctx, a); err != nil {
+			return err
+		}
+		return events.Emit(ctx, tx, assetEvent(a))
+	})
+	if err != nil {
+		s.removeFile(a)
+		return nil, err
+	}
+	s.notifyAsset(ctx, a, "created")
+	return a, nil
+}
+
+func assetEvent(a *store.Asset) events.Event {
+	return events.Event{Name: events.TaskAssetUploaded, UserID: a.UserID, ProjectID: a.ProjectID,
+		Data: map[string]any{"assetId": a.ID, "fileType": a.FileType, "fileSize": a.FileSize, "fileUrl": a.FileURL,
+			"userId": a.UserID, "projectId": a.ProjectID, "taskId": a.SourceTaskID}}
+}
+
+func (s *Service) notifyAsset(ctx context.Context, a *store.Asset, action string) {
+	s.notify.Notify(ctx, events.Frame{ProjectID: a.ProjectID, UserID: a.UserID, Type: events.FrameAssetSync,
+		Data: map[string]any{"assetId": a.ID, "action": action}})
+}
+
+func tooLarge(limit int64) error {
+	return errcode.New(errcode.Validation, fmt.Sprintf("File too large (limit %d bytes)", limit)).WithStatus(413)
+}
+
+// storeFile sniffs and writes the upload, returning the asset record (not yet stored).
+func (s *Service) storeFile(ctx context.Context, in UploadInput) (*store.Asset, error) {
+	if in.Size > s.limit {
+		return nil, tooLarge(s.limit)
+	}
+	if in.UserID == "" || in.UserID != filepath.Base(in.UserID) || strings.ContainsAny(in.UserID, `/\.`) {
+		return nil, fmt.Errorf("content: user id %q cannot name a folder", in.UserID)
+	}
+	head := make([]byte, 512)
+	n, err := io.ReadFull(in.Body, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("content: read upload: %w", err)
+	}
+	head = head[:n]
+	if n == 0 {
+		return nil, errcode.Invalid("file", "is empty")
+	}
+	media, ok := Sniff(head)
+	if !ok {
+		return nil, errcode.Invalid("file", "type not supported: upload an image, video or audio file")
+	}
+	if claimed := declaredClass(in.DeclaredType, in.Name); claimed != "" && claimed != media.FileType {
+		return nil, errcode.Invalid("file", "content does not match its declared type")
+	}
+	allowed := in.OnlyTypes
+	if len(allowed) == 0 {
+		allowed = []string{store.AssetImage, store.AssetVideo, store.AssetAudio}
+	}
+	okType := false
+	for _, t := range allowed {
+		okType = okType || t == media.FileType
+	}
+	if !okType {
+		return nil, errcode.Invalid("file", "must be of type "+strings.Join(allowed, " or "))
+	}
+	tags, err := CleanTags(in.Tags)
+	if err != nil {
+		return nil, err
+	}
+	id := uuid.NewString()
+	rel := filepath.ToSlash(filepath.Join("assets", in.UserID, id+media.Ext))
+	abs := filepath.Join(s.dataDir, "assets", in.UserID, id+media.Ext)
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		return nil, fmt.Errorf("content: asset dir: %w", err)
+	}
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("content: create asset file: %w", err)
+	}
+	written, err := io.Copy(f, io.LimitReader(io.MultiReader(bytes.NewReader(head), in.Body), s.limit+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && written > s.limit {
+		err = tooLarge(s.limit)
+	}
+	if err != nil {
+		_ = os.Remove(abs)
+		if errcode.As(err) != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("content: write asset file: %w", err)
+	}
+	name := filepath.Base(strings.ReplaceAll(in.Name, "\\", "/"))
+	if name == "." || name == "/" {
+		name = ""
+	}
+	meta, _ := json.Marshal(map[string]any{"tags": tags, "sniffed_mime": media.MIME})
+	return &store.Asset{ID: id, UserID: in.UserID, ProjectID: in.ProjectID, FilePath: rel, FileType: media.FileType,
+		MimeType: media.MIME, FileSize: written, FileURL: "/api/materials/" + id + "/file", OriginalName: clip(name, 255),
+		Metadata: meta, RelatedCorpusID: in.RelatedCorpusID, Tags: tags}, nil
+}
+
+func (s *Service) removeFile(a *store.Asset) {
+	if err := os.Remove(filepath.Join(s.dataDir, filepath.FromSlash(a.FilePath))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("remove asset file", "asset", a.ID, "err", err.Error())
+	}
+}
+
+// InspirationUpload stores an image or video and records it as an inspiration of that content
+// type, the asset related to it.
+func (s *Service) InspirationUpload(ctx context.Context, in UploadInput, title string) (*store.Corpus, *store.Asset, error) {
+	in.OnlyTypes = []string{store.AssetImage, store.AssetVideo}
+	cid := uuid.NewString()
+	in.RelatedCorpusID = cid
+	a, err := s.storeFile(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta, _ := json.Marshal(map[string]any{"collect_type": "upload", "asset_id": a.ID, "original_name": a.OriginalName})
+	c := &store.Corpus{ID: cid, UserID: in.UserID, ProjectID: in.ProjectID, InspirationType: "collection", CorpusType: "article",
+		ContentType: a.FileType, Title: clip(firstNonEmpty(title, a.OriginalName, a.FileType+" inspiration"), maxTitleLen),
+		MediaURLs: []string{a.FileURL}, Tags: a.Tags, Metadata: meta, Status: store.CorpusUnread}
+	err = s.st.InTx(ctx, func(tx store.Driver) error {
+		if err := tx.CreateCorpus(ctx, c); err != nil {
+			return err
+		}
+		if err := tx.CreateAsset(ctx, a); err != nil {
+			return err
+		}
+		if err := events.Emit(ctx, tx, assetEvent(a)); err != nil {
+			return err
+		}
+		return events.Emit(ctx, tx, events.Event{Name: events.ContentCreated, UserID: c.UserID, ProjectID: c.ProjectID,
+			Data: map[string]any{"contentId": c.ID, "type": "inspiration", "contentType": c.ContentType, "userId": c.UserID,
+				"projectId": c.ProjectID, "assetId": a.ID}})
+	})
+	if err != nil {
+		s.removeFile(a)
+		return nil, nil, err
+	}
+	s.notifyAsset(ctx, a, "created")
+	return c, a, nil
+}
+
+// ParseLink collects a link as an inspiration and answers it with its assets (none are downloaded
+// from the page: media of other platforms stay links in media_urls).
+func (s *Service) ParseLink(ctx context.Context, userID, projectID, link string) (*store.Corpus, []store.Asset, error) {
+	if strings.TrimSpace(link) == "" {
+		return nil, nil, errcode.Invalid("url", "is required")
+	}
+	if ExtractURL(link) == "" {
+		return nil, nil, errcode.Invalid("url", "must be an http or https link")
+	}
+	c, _, err := s.Collect(ctx, CollectInput{UserID: userID, ProjectID: projectID, Type: "link", Content: link})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, []store.Asset{}, nil
+}
+
+// ListAssets pages the caller's assets.
+func (s *Service) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error) {
+	return s.st.ListAssets(ctx, p)
+}
+
+// DeleteAssets soft-deletes the caller's assets among ids and returns how many were deleted.
+func (s *Service) DeleteAssets(ctx context.Context, userID string, ids []string) (int, error) {
+	n, err := s.st.SoftDeleteAssets(ctx, userID, ids)
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		for _, id := range ids {
+			s.notify.Notify(ctx, events.Frame{UserID: userID, Type: events.FrameAssetSync, Data: map[string]any{"assetId": id, "action": "deleted"}})
+		}
+	}
+	return n, nil
+}
+
+// AssetFile returns the caller's live asset and the path of its file; 404 for anything else.
+func (s *Service) AssetFile(ctx context.Context, userID, id string) (*store.Asset, string, error) {
+	a, err := s.st.GetAsset(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.IsDeleted || a.UserID != userID)) {
+		return nil, "", errcode.New(errcode.NotFound, "Asset not found")
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	rel := filepath.FromSlash(a.FilePath)
+	if filepath.IsAbs(rel) || strings.HasPrefix(filepath.Clean(rel), "..") {
+		return nil, "", errcode.New(errcode.NotFound, "Asset file not found")
+	}
+	p := filepath.Join(s.dataDir, rel)
+	if _, err := os.Stat(p); err != nil {
+		return nil, "", errcode.New(errcode.NotFound, "Asset file not found")
+	}
+	return a, p, nil
+}

@@ -1,0 +1,494 @@
+package content
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Answer is one diagnosis answer; a bare string has no question.
+type Answer struct {
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+}
+
+// Pillar is a content pillar of the strategy.
+type Pillar struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	WorkflowID  string `json:"workflow_id"`
+}
+
+// Cadence is how often to publish.
+type Cadence struct {
+	PostsPerWeek int      `json:"posts_per_week"`
+	BestTimes    []string `json:"best_times"`
+	Description  string   `json:"description"`
+}
+
+// Report is the diagnosis report.
+type Report struct {
+	Summary         string   `json:"summary"`
+	Niche           string   `json:"niche"`
+	Audience        string   `json:"audience"`
+	Positioning     string   `json:"positioning"`
+	Goal            string   `json:"goal"`
+	Platforms       []string `json:"platforms"`
+	ContentPillars  []Pillar `json:"content_pillars"`
+	Cadence         Cadence  `json:"cadence"`
+	Recommendations []string `json:"recommendations"`
+	Answers         []Answer `json:"answers"`
+	Source          string   `json:"source"` // template or model
+}
+
+// BlueprintDay is one dated strategy task of the 30-day plan.
+type BlueprintDay struct {
+	Date       string `json:"date"` // YYYY-MM-DD
+	Day        int    `json:"day"`  // 1 to 30
+	WorkflowID string `json:"workflow_id"`
+	Summary    string `json:"summary"`
+	Platform   string `json:"platform"`
+	Priority   string `json:"priority"` // high, medium, low
+	Pillar     string `json:"pillar,omitempty"`
+}
+
+// Blueprint is the 30-day plan stored on a project.
+type Blueprint struct {
+	Version      int            `json:"version"`
+	GeneratedAt  string         `json:"generated_at"`
+	StartDate    string         `json:"start_date"`
+	EndDate      string         `json:"end_date"`
+	Platform     string         `json:"platform"`
+	PostsPerWeek int            `json:"posts_per_week"`
+	Pillars      []string       `json:"pillars"`
+	Days         []BlueprintDay `json:"days"`
+	Source       string         `json:"source"`
+}
+
+// BlueprintDays is the length of the plan.
+const BlueprintDays = 30
+
+// Workflows a blueprint day can name (the scheduler can trigger them).
+var Workflows = []string{"voiceover", "graphic", "video", "music", "live", "short_drama"}
+
+// Diagnose turns answers into a report and a 30-day blueprint starting today: through the
+// language model when configured (falling back to templates on any failure), else templates.
+// With project set (already checked by the caller) the blueprint is stored on it.
+func (s *Service) Diagnose(ctx context.Context, answers []Answer, project *store.Project) (*Report, *Blueprint, error) {
+	clean := []Answer{}
+	for i, a := range answers {
+		a.Question, a.Answer = strings.TrimSpace(a.Question), strings.TrimSpace(a.Answer)
+		if len([]rune(a.Question)) > 500 || len([]rune(a.Answer)) > 2000 {
+			return nil, nil, errcode.Invalid(fmt.Sprintf("answers[%d]", i), "question must be at most 500 and answer at most 2000 characters")
+		}
+		if a.Answer != "" {
+			clean = append(clean, a)
+		}
+	}
+	if len(clean) == 0 {
+		return nil, nil, errcode.Invalid("answers", "needs at least one non-empty answer")
+	}
+	if len(clean) > 50 {
+		return nil, nil, errcode.Invalid("answers", "at most 50 answers")
+	}
+	rep := templateReport(clean)
+	if s.llm != nil {
+		s.modelReport(ctx, clean, rep)
+	}
+	bp := buildBlueprint(rep, s.now().UTC())
+	if project != nil {
+		raw, err := json.Marshal(bp)
+		if err != nil {
+			return nil, nil, fmt.Errorf("content: encode blueprint: %w", err)
+		}
+		err = s.st.InTx(ctx, func(tx store.Driver) error {
+			if _, err := tx.UpdateProject(ctx, store.UpdateProjectParams{ID: project.ID, Blueprint: raw}); err != nil {
+				return err
+			}
+			if s.syncBP != nil {
+				return s.syncBP(ctx, tx, project.ID, raw)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return rep, bp, nil
+}
+
+var (
+	reQuestionAudience = regexp.MustCompile(`(?i)audience|who |viewer|follower|target|受众|用户|人群|粉丝`)
+	reQuestionPlatform = regexp.MustCompile(`(?i)platform|channel|where|平台|渠道`)
+	reQuestionCadence  = regexp.MustCompile(`(?i)often|frequency|cadence|how many|per week|频率|多久|更新`)
+	reQuestionGoal     = regexp.MustCompile(`(?i)goal|aim|objective|want to achieve|目标|目的`)
+	reQuestionNiche    = regexp.MustCompile(`(?i)niche|topic|field|industry|what .*(do|make|create)|about|领域|行业|内容|定位|赛道`)
+	reAudience         = regexp.MustCompile(`(?i)\baged?\b|\d+\s*-\s*\d+|years old|students?|workers?|parents?|moms?|mothers?|professionals?|beginners?|women|men\b|岁|学生|白领|宝妈|上班族|女性|男性|年轻人`)
+	reGoal             = regexp.MustCompile(`(?i)grow|followers|sell|sales|brand|leads|revenue|monetiz|traffic|awareness|涨粉|变现|带货|品牌|引流|销量`)
+	reCadenceNum       = regexp.MustCompile(`(?i)(\d+|one|two|three|four|five|six|seven|once|twice)\s*(?:videos?|posts?|times?|clips?|episodes?|条|次|个|期)?\s*(?:a|per|each|every|/|一)?\s*(week|wk|周|星期|day|天)`)
+	reCadenceZH        = regexp.MustCompile(`每(周|天|日)\s*(\d+|[一二三四五六七两])?`)
+	reDaily            = regexp.MustCompile(`(?i)daily|every ?day|每天|每日|日更`)
+)
+
+var wordNum = map[string]int{"one": 1, "once": 1, "two": 2, "twice": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+	"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7}
+
+var platformWords = []struct {
+	re       *regexp.Regexp
+	platform string
+}{
+	{regexp.MustCompile(`(?i)douyin|抖音|tiktok`), PlatformDouyin},
+	{regexp.MustCompile(`(?i)xiaohongshu|小红书|rednote|\bred\b`), PlatformXiaohongshu},
+	{regexp.MustCompile(`(?i)bilibili|b站|哔哩`), PlatformBilibili},
+	{regexp.MustCompile(`(?i)weibo|微博`), PlatformWeibo},
+	{regexp.MustCompile(`(?i)kuaishou|快手`), PlatformKuaishou},
+	{regexp.MustCompile(`(?i)youtube|shorts`), "youtube"},
+	{regexp.MustCompile(`(?i)instagram|reels`), "instagram"},
+}
+
+// postsPerWeek reads a publishing cadence from text; 0 when none is said.
+func postsPerWeek(text string) int {
+	if reDaily.MatchString(text) {
+		return 7
+	}
+	if m := reCadenceZH.FindStringSubmatch(text); m != nil {
+		n := 1
+		if m[2] != "" {
+			if v, err := strconv.Atoi(m[2]); err == nil {
+				n = v
+			} else {
+				n = wordNum[m[2]]
+			}
+		}
+		if m[1] != "周" {
+			n *= 7
+		}
+		return min(max(n, 1), 14)
+	}
+	if m := reCadenceNum.FindStringSubmatch(strings.ToLower(text)); m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			n = wordNum[m[1]]
+		}
+		if m[2] == "day" || m[2] == "天" {
+			n *= 7
+		}
+		return min(max(n, 1), 14)
+	}
+	return 0
+}
+
+func templateReport(answers []Answer) *Report {
+	zh := false
+	var all []string
+	for _, a := range answers {
+		all = append(all, a.Answer)
+		zh = zh || hasHan(a.Answer)
+	}
+	text := strings.Join(all, "\n")
+	used := map[int]bool{}
+	pick := func(qre, are *regexp.Regexp) string {
+		for i, a := range answers {
+			if !used[i] && a.Question != "" && qre.MatchString(a.Question) {
+				used[i] = true
+				return a.Answer
+			}
+		}
+		if are == nil {
+			return ""
+		}
+		for i, a := range answers {
+			if !used[i] && are.MatchString(a.Answer) {
+				used[i] = true
+				return a.Answer
+			}
+		}
+		return ""
+	}
+	r := &Report{Answers: answers, Source: "template"}
+	r.Audience = pick(reQuestionAudience, reAudience)
+	r.Goal = pick(reQuestionGoal, reGoal)
+	cadenceAns := pick(reQuestionCadence, reCadenceNum)
+	if cadenceAns == "" {
+		cadenceAns = pick(reQuestionCadence, reDaily)
+	}
+	platformAns := pick(reQuestionPlatform, nil)
+	for _, pw := range platformWords {
+		if pw.re.MatchString(platformAns + "\n" + text) {
+			r.Platforms = append(r.Platforms, pw.platform)
+		}
+	}
+	for i, a := range answers { // a short answer that is only a platform name is used up
+		if !used[i] && len([]rune(a.Answer)) <= 20 {
+			for _, pw := range platformWords {
+				if pw.re.MatchString(a.Answer) {
+					used[i] = true
+				}
+			}
+		}
+	}
+	if len(r.Platforms) == 0 {
+		r.Platforms = []string{PlatformDouyin}
+	}
+	r.Niche = pick(reQuestionNiche, nil)
+	if r.Niche == "" {
+		for i, a := range answers {
+			if !used[i] {
+				used[i] = true
+				r.Niche = a.Answer
+				break
+			}
+		}
+	}
+	if r.Niche == "" {
+		r.Niche = answers[0].Answer
+	}
+	if r.Audience == "" {
+		r.Audience = map[bool]string{false: "viewers interested in " + r.Niche, true: "对" + r.Niche + "感兴趣的用户"}[zh]
+	}
+	if r.Goal == "" {
+		r.Goal = map[bool]string{false: "grow an engaged following", true: "积累精准粉丝"}[zh]
+	}
+	ppw := postsPerWeek(cadenceAns)
+	if ppw == 0 {
+		ppw = postsPerWeek(text)
+	}
+	if ppw == 0 {
+		ppw = 3
+	}
+	r.ContentPillars = pillarsFor(r.Niche, zh)
+	platform := r.Platforms[0]
+	if zh {
+		r.Positioning = fmt.Sprintf("面向%s的%s创作者：在%s上用稳定的系列内容实现“%s”。", r.Audience, r.Niche, platform, r.Goal)
+		r.Cadence = Cadence{PostsPerWeek: ppw, BestTimes: []string{"12:00-13:00", "19:00-22:00"},
+			Description: fmt.Sprintf("每周发布%d条，固定时间发布，每周复盘一次数据。", ppw)}
+		r.Recommendations = []string{"前三秒直接给出结果或冲突", "每条视频只讲一个观点，结尾给出行动指引",
+			"把表现最好的选题做成系列", "每周复盘完播率、互动率和涨粉数据"}
+		r.Summary = fmt.Sprintf("定位：%s。受众：%s。主平台：%s，每周%d条，围绕%d个内容支柱。", r.Niche, r.Audience, platform, ppw, len(r.ContentPillars))
+	} else {
+		r.Positioning = fmt.Sprintf("A %s creator for %s, using a steady series on %s to %s.", r.Niche, r.Audience, platform, strings.ToLower(r.Goal))
+		r.Cadence = Cadence{PostsPerWeek: ppw, BestTimes: []string{"12:00-13:00", "19:00-22:00"},
+			Description: fmt.Sprintf("%d posts a week at fixed times, reviewed weekly.", ppw)}
+		r.Recommendations = []string{"Show the payoff or the conflict in the first three seconds",
+			"One idea per video, ending with a clear call to action", "Turn the best-performing topic into a series",
+			"Review completion rate, engagement and follower growth every week"}
+		r.Summary = fmt.Sprintf("Niche: %s. Audience: %s. Main platform: %s, %d posts a week across %d content pillars.",
+			r.Niche, r.Audience, platform, ppw, len(r.ContentPillars))
+	}
+	return r
+}
+
+var nicheWorkflows = []struct {
+	re        *regexp.Regexp
+	workflows []string
+}{
+	{regexp.MustCompile(`(?i)music|song|sing|音乐|唱`), []string{"music", "video", "live"}},
+	{regexp.MustCompile(`(?i)drama|story|comedy|skit|剧|故事|搞笑`), []string{"short_drama", "video", "voiceover"}},
+	{regexp.MustCompile(`(?i)sell|shop|store|e-?commerce|product|带货|电商|好物|店`), []string{"live", "video", "graphic"}},
+	{regexp.MustCompile(`(?i)teach|learn|education|tips|knowledge|finance|tech|教|知识|学习|干货|理财|科技`), []string{"voiceover", "graphic", "video"}},
+	{regexp.MustCompile(`(?i)food|cook|recipe|travel|vlog|fitness|beauty|fashion|美食|做饭|旅行|健身|美妆|穿搭`), []string{"video", "voiceover", "graphic"}},
+}
+
+func pillarsFor(niche string, zh bool) []Pillar {
+	wfs := []string{"video", "voiceover", "graphic"}
+	for _, nw := range nicheWorkflows {
+		if nw.re.MatchString(niche) {
+			wfs = nw.workflows
+			break
+		}
+	}
+	if zh {
+		return []Pillar{
+			{"干货教程", "围绕" + niche + "的实用方法和步骤", wfs[0]},
+			{"真实经历", niche + "中的亲身经历、幕后与踩坑", wfs[1]},
+			{"互动话题", "回应评论、问答和热点讨论", wfs[2]},
+		}
+	}
+	return []Pillar{
+		{"How-to", "Practical steps and tips on " + niche, wfs[0]},
+		{"Behind the scenes", "Personal stories, process and lessons from " + niche, wfs[1]},
+		{"Community", "Answers to comments, Q&A and timely topics", wfs[2]},
+	}
+}
+
+// postingDays spreads n posts over the 7 days of a week (day indexes 0 to 6).
+func postingDays(n int) map[int]bool {
+	out := map[int]bool{}
+	if n >= 7 {
+		for i := 0; i < 7; i++ {
+			out[i] = true
+		}
+		return out
+	}
+	for i := 0; i < n; i++ {
+		out[i*7/n] = true
+	}
+	return out
+}
+
+func buildBlueprint(r *Report, now time.Time) *Blueprint {
+	start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	platform := r.Platforms[0]
+	zh := hasHan(r.Niche + r.Audience)
+	bp := &Blueprint{Version: 1, GeneratedAt: now.Format(time.RFC3339), StartDate: start.Format("2006-01-02"),
+		EndDate: start.AddDate(0, 0, BlueprintDays-1).Format("2006-01-02"), Platform: platform,
+		PostsPerWeek: r.Cadence.PostsPerWeek, Source: r.Source, Days: []BlueprintDay{}}
+	for _, p := range r.ContentPillars {
+		bp.Pillars = append(bp.Pillars, p.Name)
+	}
+	posting := postingDays(r.Cadence.PostsPerWeek)
+	post := 0
+	for i := 0; i < BlueprintDays; i++ {
+		date := start.AddDate(0, 0, i)
+		d := BlueprintDay{Date: date.Format("2006-01-02"), Day: i + 1, Platform: platform}
+		if posting[i%7] {
+			p := r.ContentPillars[post%len(r.ContentPillars)]
+			post++
+			d.WorkflowID, d.Pillar = p.WorkflowID, p.Name
+			d.Priority = "medium"
+			if i < 7 || post%len(r.ContentPillars) == 1 {
+				d.Priority = "high"
+			}
+			if zh {
+				d.Summary = fmt.Sprintf("第%d条｜%s：%s（面向%s）", post, p.Name, p.Description, r.Audience)
+			} else {
+				d.Summary = fmt.Sprintf("Post %d, %s: %s (for %s)", post, p.Name, p.Description, r.Audience)
+			}
+		} else {
+			d.WorkflowID, d.Priority, d.Pillar = "graphic", "low", ""
+			if zh {
+				d.Summary = "互动日：发布图文或封面预告，回复评论，收集下一条的选题"
+			} else {
+				d.Summary = "Engagement day: a graphic teaser or quote card, reply to comments, collect ideas for the next post"
+			}
+		}
+		bp.Days = append(bp.Days, d)
+	}
+	return bp
+}
+
+// modelReport asks the language model to refine the template report; on any failure the template
+// stays as it is.
+func (s *Service) modelReport(ctx context.Context, answers []Answer, r *Report) {
+	var b strings.Builder
+	for i, a := range answers {
+		if a.Question != "" {
+			fmt.Fprintf(&b, "%d. Q: %s\n   A: %s\n", i+1, a.Question, a.Answer)
+		} else {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, a.Answer)
+		}
+	}
+	msgs := []llm.Message{
+		{Role: "system", Content: "You are a short-video content strategist. Reply with one JSON object only, no prose: " +
+			`{"summary": string, "niche": string, "audience": string, "positioning": string, "goal": string, ` +
+			`"content_pillars": [{"name": string, "description": string, "workflow_id": one of voiceover|graphic|video|music|live|short_drama}], ` +
+			`"recommendations": [string]}. Answer in the language of the creator's answers.`},
+		{Role: "user", Content: "The creator's diagnosis answers:\n" + b.String()},
+	}
+	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	out, err := s.llm.Chat(ctx, s.model, msgs)
+	if err != nil {
+		s.log.Warn("diagnosis: language model failed, using templates", "err", err.Error())
+		return
+	}
+	var m Report
+	if err := json.Unmarshal([]byte(jsonObject(out)), &m); err != nil {
+		s.log.Warn("diagnosis: model answer is not JSON, using templates")
+		return
+	}
+	set := func(dst *string, v string) {
+		if v = strings.TrimSpace(v); v != "" {
+			*dst = clip(v, 2000)
+		}
+	}
+	set(&r.Summary, m.Summary)
+	set(&r.Niche, m.Niche)
+	set(&r.Audience, m.Audience)
+	set(&r.Positioning, m.Positioning)
+	set(&r.Goal, m.Goal)
+	var pillars []Pillar
+	for _, p := range m.ContentPillars {
+		if strings.TrimSpace(p.Name) == "" {
+			continue
+		}
+		if !validWorkflow(p.WorkflowID) {
+			p.WorkflowID = "video"
+		}
+		pillars = append(pillars, Pillar{Name: clip(p.Name, 100), Description: clip(p.Description, 500), WorkflowID: p.WorkflowID})
+	}
+	if len(pillars) > 0 {
+		r.ContentPillars = pillars[:min(len(pillars), 6)]
+	}
+	if len(m.Recommendations) > 0 {
+		r.Recommendations = m.Recommendations[:min(len(m.Recommendations), 10)]
+	}
+	r.Source = "model"
+}
+
+func validWorkflow(id string) bool {
+	for _, w := range Workflows {
+		if w == id {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonObject cuts the outermost {...} out of a model answer (which may be fenced).
+func jsonObject(s string) string {
+	i, j := strings.Index(s, "{"), strings.LastIndex(s, "}")
+	if i < 0 || j < i {
+		return s
+	}
+	return s[i : j+1]
+}
+
+// CalendarDay is one date of the blueprint calendar.
+type CalendarDay struct {
+	Date    string         `json:"date"`
+	Weekday string         `json:"weekday"`
+	Tasks   []BlueprintDay `json:"tasks"`
+}
+
+// Calendar groups a stored blueprint's days by date, in date order; empty for no blueprint or
+// one without days.
+func Calendar(raw json.RawMessage) []CalendarDay {
+	out := []CalendarDay{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return out
+	}
+	var bp struct {
+		Days []BlueprintDay `json:"days"`
+	}
+	if err := json.Unmarshal(raw, &bp); err != nil {
+		return out
+	}
+	byDate := map[string]*CalendarDay{}
+	for _, d := range bp.Days {
+		t, err := time.Parse("2006-01-02", d.Date)
+		if err != nil {
+			continue
+		}
+		cd := byDate[d.Date]
+		if cd == nil {
+			cd = &CalendarDay{Date: d.Date, Weekday: t.Weekday().String(), Tasks: []BlueprintDay{}}
+			byDate[d.Date] = cd
+		}
+		cd.Tasks = append(cd.Tasks, d)
+	}
+	for _, cd := range byDate {
+		out = append(out, *cd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Date < out[j].Date })
+	return out
+}

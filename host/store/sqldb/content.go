@@ -1,0 +1,338 @@
+package sqldb
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// strList encodes a string list as a JSON argument ([] when empty), without HTML escaping so the
+// stored text matches what the tag filter looks for on both databases.
+func strList(v []string) any {
+	if v == nil {
+		v = []string{}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // a []string always encodes
+	return strings.TrimSpace(b.String())
+}
+
+func decodeList(raw json.RawMessage) []string {
+	out := []string{}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &out) // a malformed stored list reads as empty
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// tagPattern is a LIKE pattern (escape character '!') matching a JSON string array that holds tag.
+func tagPattern(tag string) string {
+	q := strList([]string{tag}).(string)
+	q = q[1 : len(q)-1] // "tag" with JSON escapes
+	r := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+	return "%" + r.Replace(q) + "%"
+}
+
+// tagCond is the condition of a tag filter on a JSON array column; the pattern is argument n.
+func tagCond(col string, n int) string {
+	return fmt.Sprintf("CAST(%s AS TEXT) LIKE $%d ESCAPE '!'", col, n)
+}
+
+const corpusCols = `id, user_id, project_id, inspiration_type, corpus_type, content_type, title, content, ai_summary,
+	ai_tags, tags, source_platform, source_url, media_urls, metadata, status, usage_count, is_featured, is_deleted,
+	created_at, updated_at`
+
+func scanCorpus(r Row) (*store.Corpus, error) {
+	var c store.Corpus
+	var aiTags, tags, media, meta json.RawMessage
+	if err := r.Scan(&c.ID, &c.UserID, &c.ProjectID, &c.InspirationType, &c.CorpusType, &c.ContentType, &c.Title,
+		&c.Content, &c.AISummary, JSON(&aiTags), JSON(&tags), &c.SourcePlatform, &c.SourceURL, JSON(&media), JSON(&meta),
+		&c.Status, &c.UsageCount, &c.IsFeatured, &c.IsDeleted, Time(&c.CreatedAt), Time(&c.UpdatedAt)); err != nil {
+		return nil, err
+	}
+	c.AITags, c.Tags, c.MediaURLs = decodeList(aiTags), decodeList(tags), decodeList(media)
+	if len(meta) == 0 {
+		meta = json.RawMessage("{}")
+	}
+	c.Metadata = meta
+	return &c, nil
+}
+
+// CreateCorpus implements store.Content.
+func (db *DB) CreateCorpus(ctx context.Context, c *store.Corpus) error {
+	now := db.Now()
+	c.CreatedAt, c.UpdatedAt = now, now
+	if c.InspirationType == "" {
+		c.InspirationType = "collection"
+	}
+	if c.CorpusType == "" {
+		c.CorpusType = "article"
+	}
+	if c.ContentType == "" {
+		c.ContentType = "text"
+	}
+	if c.Status == "" {
+		c.Status = store.CorpusUnread
+	}
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	if c.AITags == nil {
+		c.AITags = []string{}
+	}
+	if c.MediaURLs == nil {
+		c.MediaURLs = []string{}
+	}
+	if len(c.Metadata) == 0 {
+		c.Metadata = json.RawMessage("{}")
+	}
+	_, err := db.Exec(ctx, `INSERT INTO corpus (`+corpusCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+		$12, $13, $14, $15, $16, $17, $18, FALSE, $19, $20)`,
+		c.ID, c.UserID, c.ProjectID, c.InspirationType, c.CorpusType, c.ContentType, c.Title, c.Content, c.AISummary,
+		strList(c.AITags), strList(c.Tags), c.SourcePlatform, c.SourceURL, strList(c.MediaURLs), JOr(c.Metadata, "{}"),
+		c.Status, c.UsageCount, c.IsFeatured, db.T(now), db.T(now))
+	return err
+}
+
+// GetCorpus implements store.Content.
+func (db *DB) GetCorpus(ctx context.Context, id string) (*store.Corpus, error) {
+	return scanCorpus(db.QueryRow(ctx, `SELECT `+corpusCols+` FROM corpus WHERE id = $1`, id))
+}
+
+// ListCorpus implements store.Content.
+func (db *DB) ListCorpus(ctx context.Context, p store.ListCorpusParams) ([]store.Corpus, int, error) {
+	where := []string{"is_deleted = FALSE", "user_id = $1"}
+	args := []any{p.UserID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if p.ProjectID != "" {
+		add("project_id = $%d", p.ProjectID)
+	}
+	if p.ContentType != "" {
+		add("content_type = $%d", p.ContentType)
+	}
+	if p.InspirationType != "" {
+		add("inspiration_type = $%d", p.InspirationType)
+	}
+	if p.Tag != "" {
+		args = append(args, tagPattern(p.Tag))
+		where = append(where, tagCond("tags", len(args)))
+	}
+	if p.Smart {
+		where = append(where, "ai_summary <> ''")
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM corpus WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	args = append(args, p.Limit, p.Offset)
+	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+corpusCols+` FROM corpus WHERE %s
+		ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d`, cond, len(args)-1, len(args)), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []store.Corpus{}
+	for rows.Next() {
+		c, err := scanCorpus(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *c)
+	}
+	return out, total, rows.Err()
+}
+
+// CountCorpus implements store.Content.
+func (db *DB) CountCorpus(ctx context.Context, userID, projectID string) (store.CorpusCounts, error) {
+	var n store.CorpusCounts
+	cond, args := "user_id = $1 AND is_deleted = FALSE", []any{userID}
+	if projectID != "" {
+		cond += " AND project_id = $2"
+		args = append(args, projectID)
+	}
+	err := db.QueryRow(ctx, `SELECT COUNT(*),
+		COALESCE(SUM(CASE WHEN inspiration_type = 'collection' THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN ai_summary <> '' THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN inspiration_type = 'trend' THEN 1 ELSE 0 END), 0)
+		FROM corpus WHERE `+cond, args...).Scan(&n.Total, &n.Collection, &n.Smart, &n.Trend)
+	if err != nil {
+		return n, err
+	}
+	err = db.QueryRow(ctx, `SELECT COUNT(*) FROM assets WHERE `+cond, args...).Scan(&n.Asset)
+	return n, err
+}
+
+// SetCorpusStatus implements store.Content.
+func (db *DB) SetCorpusStatus(ctx context.Context, id, userID, status string) error {
+	n, err := db.Exec(ctx, `UPDATE corpus SET status = $3, updated_at = $4 WHERE id = $1 AND user_id = $2 AND is_deleted = FALSE`,
+		id, userID, status, db.T(db.Now()))
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// SoftDeleteCorpus implements store.Content.
+func (db *DB) SoftDeleteCorpus(ctx context.Context, id, userID string) error {
+	n, err := db.Exec(ctx, `UPDATE corpus SET is_deleted = TRUE, updated_at = $3 WHERE id = $1 AND user_id = $2 AND is_deleted = FALSE`,
+		id, userID, db.T(db.Now()))
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// AddCorpusUsage implements store.Content.
+func (db *DB) AddCorpusUsage(ctx context.Context, id string, delta int) error {
+	n, err := db.Exec(ctx, `UPDATE corpus SET usage_count = usage_count + $2, updated_at = $3 WHERE id = $1 AND is_deleted = FALSE`,
+		id, delta, db.T(db.Now()))
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+const captureCols = `id, user_id, project_id, title, description, task_type, status, reference_content, created_at, updated_at`
+
+// CreateCaptureTask implements store.Content.
+func (db *DB) CreateCaptureTask(ctx context.Context, t *store.CaptureTask) error {
+	now := db.Now()
+	t.CreatedAt, t.UpdatedAt = now, now
+	if t.TaskType == "" {
+		t.TaskType = "shoot"
+	}
+	if t.Status == "" {
+		t.Status = store.TaskPending
+	}
+	_, err := db.Exec(ctx, `INSERT INTO capture_tasks (`+captureCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		t.ID, t.UserID, t.ProjectID, t.Title, t.Description, t.TaskType, t.Status, JOr(t.ReferenceContent, "{}"), db.T(now), db.T(now))
+	return err
+}
+
+// GetCaptureTask implements store.Content.
+func (db *DB) GetCaptureTask(ctx context.Context, id string) (*store.CaptureTask, error) {
+	var t store.CaptureTask
+	var ref json.RawMessage
+	err := db.QueryRow(ctx, `SELECT `+captureCols+` FROM capture_tasks WHERE id = $1`, id).Scan(&t.ID, &t.UserID, &t.ProjectID,
+		&t.Title, &t.Description, &t.TaskType, &t.Status, JSON(&ref), Time(&t.CreatedAt), Time(&t.UpdatedAt))
+	if err != nil {
+		return nil, err
+	}
+	t.ReferenceContent = ref
+	return &t, nil
+}
+
+const assetCols = `id, user_id, project_id, file_path, file_type, mime_type, file_size, file_url, original_name, metadata,
+	source_task_id, related_corpus_id, tags, created_at, is_deleted`
+
+func scanAsset(r Row) (*store.Asset, error) {
+	var a store.Asset
+	var meta, tags json.RawMessage
+	if err := r.Scan(&a.ID, &a.UserID, &a.ProjectID, &a.FilePath, &a.FileType, &a.MimeType, &a.FileSize, &a.FileURL,
+		&a.OriginalName, JSON(&meta), &a.SourceTaskID, &a.RelatedCorpusID, JSON(&tags), Time(&a.CreatedAt), &a.IsDeleted); err != nil {
+		return nil, err
+	}
+	if len(meta) == 0 {
+		meta = json.RawMessage("{}")
+	}
+	a.Metadata, a.Tags = meta, decodeList(tags)
+	return &a, nil
+}
+
+// CreateAsset implements store.Content.
+func (db *DB) CreateAsset(ctx context.Context, a *store.Asset) error {
+	a.CreatedAt = db.Now()
+	if a.Tags == nil {
+		a.Tags = []string{}
+	}
+	if len(a.Metadata) == 0 {
+		a.Metadata = json.RawMessage("{}")
+	}
+	_, err := db.Exec(ctx, `INSERT INTO assets (`+assetCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, FALSE)`,
+		a.ID, a.UserID, a.ProjectID, a.FilePath, a.FileType, a.MimeType, a.FileSize, a.FileURL, a.OriginalName,
+		JOr(a.Metadata, "{}"), a.SourceTaskID, a.RelatedCorpusID, strList(a.Tags), db.T(a.CreatedAt))
+	return err
+}
+
+// GetAsset implements store.Content.
+func (db *DB) GetAsset(ctx context.Context, id string) (*store.Asset, error) {
+	return scanAsset(db.QueryRow(ctx, `SELECT `+assetCols+` FROM assets WHERE id = $1`, id))
+}
+
+// ListAssets implements store.Content.
+func (db *DB) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error) {
+	where := []string{"is_deleted = FALSE", "user_id = $1"}
+	args := []any{p.UserID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if p.ProjectID != "" {
+		add("project_id = $%d", p.ProjectID)
+	}
+	if p.FileType != "" {
+		add("file_type = $%d", p.FileType)
+	}
+	if p.RelatedCorpusID != "" {
+		add("related_corpus_id = $%d", p.RelatedCorpusID)
+	}
+	if p.Tag != "" {
+		args = append(args, tagPattern(p.Tag))
+		where = append(where, tagCond("tags", len(args)))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM assets WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	args = append(args, p.Limit, p.Offset)
+	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+assetCols+` FROM assets WHERE %s
+		ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d`, cond, len(args)-1, len(args)), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []store.Asset{}
+	for rows.Next() {
+		a, err := scanAsset(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *a)
+	}
+	return out, total, rows.Err()
+}
+
+// SoftDeleteAssets implements store.Content.
+func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string) (int, error) {
+	total := 0
+	err := db.WithTx(ctx, func(tx *DB) error {
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			n, err := tx.Exec(ctx, `UPDATE assets SET is_deleted = TRUE WHERE id = $1 AND user_id = $2 AND is_deleted = FALSE`, id, userID)
+			if err != nil {
+				return err
+			}
+			total += int(n)
+		}
+		return nil
+	})
+	return total, err
+}

@@ -1,0 +1,241 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+func newCorpus(t *testing.T, d store.Content, userID string, mod func(c *store.Corpus)) *store.Corpus {
+	t.Helper()
+	c := &store.Corpus{ID: uuid.NewString(), UserID: userID, Title: "t", Content: "c"}
+	if mod != nil {
+		mod(c)
+	}
+	if err := d.CreateCorpus(context.Background(), c); err != nil {
+		t.Fatalf("CreateCorpus: %v", err)
+	}
+	return c
+}
+
+func corpusIDs(cs []store.Corpus) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+func assetIDs(as []store.Asset) []string {
+	out := []string{}
+	for _, a := range as {
+		out = append(out, a.ID)
+	}
+	return out
+}
+
+// clockStep makes successive records get distinct, increasing creation times.
+func clockStep(d store.Driver) {
+	start := d.Now()
+	for d.Now().Equal(start) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func testCorpus(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	me, other := NewUser(t, d, ""), NewUser(t, d, "")
+	var mine []*store.Corpus
+	tags := [][]string{{"food", "50%_off"}, {"travel"}, {"food"}, {}}
+	for _, tg := range tags {
+		mine = append(mine, newCorpus(t, d, me.ID, func(c *store.Corpus) {
+			c.Tags = tg
+			c.SourceURL = "https://www.douyin.com/video/1"
+			c.Metadata = json.RawMessage(`{"k":"v"}`)
+		}))
+		clockStep(d)
+	}
+	newCorpus(t, d, other.ID, func(c *store.Corpus) { c.Tags = []string{"food"} })
+
+	got, err := d.GetCorpus(ctx, mine[0].ID)
+	if err != nil {
+		t.Fatalf("GetCorpus: %v", err)
+	}
+	if got.Status != store.CorpusUnread || got.InspirationType != "collection" || got.ContentType != "text" ||
+		!cmp.Equal(got.Tags, []string{"food", "50%_off"}) || got.UsageCount != 0 || !got.CreatedAt.Equal(mine[0].CreatedAt) {
+		t.Errorf("GetCorpus = %+v, want defaults, tags and created_at round-tripped", got)
+	}
+	if _, err := d.GetCorpus(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetCorpus(unknown) = %v, want ErrNotFound", err)
+	}
+
+	newest := []string{mine[3].ID, mine[2].ID, mine[1].ID, mine[0].ID}
+	tests := map[string]struct {
+		p         store.ListCorpusParams
+		want      []string
+		wantTotal int
+	}{
+		"all":               {store.ListCorpusParams{Limit: 10}, newest, 4},
+		"first page":        {store.ListCorpusParams{Limit: 3}, newest[:3], 4},
+		"last page":         {store.ListCorpusParams{Limit: 3, Offset: 3}, newest[3:], 4},
+		"past the end":      {store.ListCorpusParams{Limit: 3, Offset: 6}, []string{}, 4},
+		"tag":               {store.ListCorpusParams{Tag: "food", Limit: 10}, []string{mine[2].ID, mine[0].ID}, 2},
+		"tag with wildcard": {store.ListCorpusParams{Tag: "50%_off", Limit: 10}, []string{mine[0].ID}, 1},
+		"wildcard only":     {store.ListCorpusParams{Tag: "%", Limit: 10}, []string{}, 0},
+		"tag prefix":        {store.ListCorpusParams{Tag: "foo", Limit: 10}, []string{}, 0},
+		"trend":             {store.ListCorpusParams{InspirationType: "trend", Limit: 10}, []string{}, 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.p.UserID = me.ID
+			items, total, err := d.ListCorpus(ctx, tc.p)
+			if err != nil {
+				t.Fatalf("ListCorpus: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, corpusIDs(items)); diff != "" || total != tc.wantTotal {
+				t.Errorf("ListCorpus(%+v) total %d (want %d), ids diff (-want +got):\n%s", tc.p, total, tc.wantTotal, diff)
+			}
+		})
+	}
+
+	if err := d.SetCorpusStatus(ctx, mine[1].ID, other.ID, store.CorpusRead); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetCorpusStatus(other user) = %v, want ErrNotFound", err)
+	}
+	if err := d.SetCorpusStatus(ctx, mine[1].ID, me.ID, store.CorpusArchived); err != nil {
+		t.Errorf("SetCorpusStatus = %v", err)
+	}
+	if err := d.SoftDeleteCorpus(ctx, mine[3].ID, other.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SoftDeleteCorpus(other user) = %v, want ErrNotFound", err)
+	}
+	if err := d.SoftDeleteCorpus(ctx, mine[3].ID, me.ID); err != nil {
+		t.Fatalf("SoftDeleteCorpus = %v", err)
+	}
+	if err := d.SoftDeleteCorpus(ctx, mine[3].ID, me.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SoftDeleteCorpus(again) = %v, want ErrNotFound", err)
+	}
+	if err := d.AddCorpusUsage(ctx, mine[3].ID, 1); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("AddCorpusUsage(deleted) = %v, want ErrNotFound", err)
+	}
+	if got, _ := d.GetCorpus(ctx, mine[3].ID); got == nil || !got.IsDeleted {
+		t.Errorf("GetCorpus(deleted) = %+v, want the record with IsDeleted", got)
+	}
+	items, total, _ := d.ListCorpus(ctx, store.ListCorpusParams{UserID: me.ID, Limit: 10})
+	if total != 3 || len(items) != 3 {
+		t.Errorf("ListCorpus after delete: total %d, %d items, want 3", total, len(items))
+	}
+	counts, err := d.CountCorpus(ctx, me.ID, "")
+	if err != nil {
+		t.Fatalf("CountCorpus: %v", err)
+	}
+	if diff := cmp.Diff(store.CorpusCounts{Total: 3, Collection: 3}, counts); diff != "" {
+		t.Errorf("CountCorpus (-want +got):\n%s", diff)
+	}
+
+	// Converting to a capture task: the task and the usage count commit together or not at all.
+	boom := errors.New("boom")
+	taskID := uuid.NewString()
+	err = d.InTx(ctx, func(tx store.Driver) error {
+		if err := tx.CreateCaptureTask(ctx, &store.CaptureTask{ID: taskID, UserID: me.ID, ReferenceContent: json.RawMessage(`{"inspiration_id":"x"}`)}); err != nil {
+			return err
+		}
+		if err := tx.AddCorpusUsage(ctx, mine[0].ID, 1); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("InTx = %v, want boom", err)
+	}
+	if _, err := d.GetCaptureTask(ctx, taskID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("capture task of a rolled-back conversion: GetCaptureTask = %v, want ErrNotFound", err)
+	}
+	if got, _ := d.GetCorpus(ctx, mine[0].ID); got.UsageCount != 0 {
+		t.Errorf("usage_count after a rolled-back conversion = %d, want 0", got.UsageCount)
+	}
+	err = d.InTx(ctx, func(tx store.Driver) error {
+		if err := tx.CreateCaptureTask(ctx, &store.CaptureTask{ID: taskID, UserID: me.ID, ReferenceContent: json.RawMessage(`{"inspiration_id":"x"}`)}); err != nil {
+			return err
+		}
+		return tx.AddCorpusUsage(ctx, mine[0].ID, 1)
+	})
+	if err != nil {
+		t.Fatalf("InTx(commit) = %v", err)
+	}
+	task, err := d.GetCaptureTask(ctx, taskID)
+	if err != nil || task.TaskType != "shoot" || task.Status != store.TaskPending || string(task.ReferenceContent) == "" {
+		t.Errorf("GetCaptureTask = %+v, %v; want a pending shoot task with its reference", task, err)
+	}
+	if got, _ := d.GetCorpus(ctx, mine[0].ID); got.UsageCount != 1 {
+		t.Errorf("usage_count after conversion = %d, want 1", got.UsageCount)
+	}
+}
+
+func testAssets(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	me, other := NewUser(t, d, ""), NewUser(t, d, "")
+	mk := func(userID, typ string, tags []string) *store.Asset {
+		t.Helper()
+		a := &store.Asset{ID: uuid.NewString(), UserID: userID, FilePath: "assets/x/y.png", FileType: typ, FileSize: 42, Tags: tags}
+		if err := d.CreateAsset(ctx, a); err != nil {
+			t.Fatalf("CreateAsset: %v", err)
+		}
+		clockStep(d)
+		return a
+	}
+	img := mk(me.ID, store.AssetImage, []string{"cover"})
+	aud := mk(me.ID, store.AssetAudio, nil)
+	vid := mk(me.ID, store.AssetVideo, []string{"cover", "b-roll"})
+	theirs := mk(other.ID, store.AssetImage, []string{"cover"})
+
+	got, err := d.GetAsset(ctx, img.ID)
+	if err != nil || got.FileSize != 42 || !cmp.Equal(got.Tags, []string{"cover"}) || got.UserID != me.ID {
+		t.Errorf("GetAsset = %+v, %v", got, err)
+	}
+	tests := map[string]struct {
+		p         store.ListAssetsParams
+		want      []string
+		wantTotal int
+	}{
+		"all":        {store.ListAssetsParams{Limit: 10}, []string{vid.ID, aud.ID, img.ID}, 3},
+		"image":      {store.ListAssetsParams{FileType: "image", Limit: 10}, []string{img.ID}, 1},
+		"tag":        {store.ListAssetsParams{Tag: "cover", Limit: 10}, []string{vid.ID, img.ID}, 2},
+		"tag+type":   {store.ListAssetsParams{Tag: "cover", FileType: "video", Limit: 10}, []string{vid.ID}, 1},
+		"page two":   {store.ListAssetsParams{Limit: 2, Offset: 2}, []string{img.ID}, 3},
+		"empty page": {store.ListAssetsParams{Limit: 2, Offset: 4}, []string{}, 3},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.p.UserID = me.ID
+			items, total, err := d.ListAssets(ctx, tc.p)
+			if err != nil {
+				t.Fatalf("ListAssets: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, assetIDs(items)); diff != "" || total != tc.wantTotal {
+				t.Errorf("ListAssets(%+v) total %d (want %d), ids diff (-want +got):\n%s", tc.p, total, tc.wantTotal, diff)
+			}
+		})
+	}
+	n, err := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID, aud.ID, aud.ID, theirs.ID, uuid.NewString()})
+	if err != nil || n != 2 {
+		t.Errorf("SoftDeleteAssets = %d, %v; want 2 (only the caller's, once each)", n, err)
+	}
+	if n, _ := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID}); n != 0 {
+		t.Errorf("SoftDeleteAssets(again) = %d, want 0", n)
+	}
+	if a, _ := d.GetAsset(ctx, theirs.ID); a == nil || a.IsDeleted {
+		t.Errorf("another user's asset was deleted: %+v", a)
+	}
+	counts, err := d.CountCorpus(ctx, me.ID, "")
+	if err != nil || counts.Asset != 1 {
+		t.Errorf("CountCorpus = %+v, %v; want asset 1", counts, err)
+	}
+}
