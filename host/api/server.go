@@ -86,6 +86,7 @@ func (s *Server) App() *fiber.App {
 
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
+	api.Get("/workflow/metrics", s.workflowMetrics)
 	s.projectRoutes(api)
 	s.contentRoutes(api)
 	s.workflowRoutes(api)

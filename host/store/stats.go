@@ -41,3 +41,36 @@ type Stats interface {
 	// PoolStats reports the connection pool; it does not touch the database.
 	PoolStats() PoolStats
 }
+
+// WorkflowSampleParams select the runs (and their jobs and trace steps) created in [Since, Until).
+type WorkflowSampleParams struct {
+	Since, Until time.Time
+	UserID       string // "" for every user's runs
+	Limit        int    // most runs read; 0 means 100,000
+}
+
+// RunSample is what the workflow metrics need of one run.
+type RunSample struct {
+	WorkflowID, Engine, Degraded, Status string
+	CreatedAt                            time.Time
+	StartedAt, CompletedAt               *time.Time
+}
+
+// JobSample is what the workflow metrics need of one job.
+type JobSample struct {
+	Type, Status                                  string
+	CreatedAt                                     time.Time
+	DispatchedAt, ExternalCompletedAt, ResolvedAt *time.Time
+}
+
+// StepSample is one trace step: its status and the agent that ran it.
+type StepSample struct {
+	Agent, Status string
+}
+
+// WorkflowSamples are the records of a window, read for GET /api/workflow/metrics.
+type WorkflowSamples struct {
+	Runs  []RunSample
+	Jobs  []JobSample
+	Steps []StepSample
+}

@@ -131,6 +131,11 @@ func Ops() []Op {
 			Resp:  ref("RunStatus")},
 		{Method: "GET", Path: "/api/workflow/manifests", Tag: "Workflow", Summary: "The workflows that can be started", Sec: Bearer, Status: 200, Kind: Top,
 			Resp: obj("manifests!", arr(ref("ManifestSummary")))},
+		{Method: "GET", Path: "/api/workflow/metrics", Tag: "Workflow", Summary: "Run, job, agent and callback figures against the SPEC.md targets", Sec: Bearer, Status: 200, Kind: Top,
+			Query: []Param{q("window", "a duration such as 24h or 7d (default 24h, at most 90 days)", str("")),
+				q("since", "RFC 3339; instead of window", when), q("until", "RFC 3339 (default now)", when)},
+			Resp: workflowReport(),
+			Desc: "Admins see every user's runs (scope all), other users their own (scope own). Each figure is {value, samples, target, compare, met}; met is null without samples. Success rate is completed over completed plus failed; duration is started to completed of completed runs; job time-out rate is over resolved jobs; agent error rate over completed and failed trace steps; callback delay runs from the executor's reported completion (else the dispatch) to the callback's arrival."},
 		{Method: "POST", Path: "/api/orchestrator/run", Tag: "Workflow", Summary: "Start a run from the automation timer", Sec: Bearer, Status: 200, Kind: Top,
 			Body: obj("workflow_id!", str(""), "inputs", anyObj(""), "trigger", enum("scheduler", "manual", "webhook", "api"), "project_id", uuid, "strategy_task_id", str("")),
 			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "status!", str(""), "trigger", str(""), "message", str("")), Errors: []int{403, 404, 409}},
@@ -277,4 +282,18 @@ func callbackAck() M {
 
 func corpusPatch() M {
 	return obj("title", str(""), "content", str(""), "tags", arr(str("")), "status", enum("unread", "read", "archived"), "is_featured", boolean(""))
+}
+
+func workflowReport() M {
+	fig := obj("value!", num(""), "samples!", integer(""), "target!", num(""), "compare!", enum(">=", "<="), "met!", nullable(boolean("")))
+	counts := obj("total!", integer(""), "by_status!", M{"type": "object", "additionalProperties": integer("")}, "success_rate!", fig)
+	rate := obj("total!", integer(""), "failures!", integer(""), "rate!", fig)
+	byKey := func(s M) M { return M{"type": "object", "additionalProperties": s} }
+	return obj("from!", when, "to!", when, "scope!", enum("all", "own"), "runs!", counts,
+		"by_workflow!", byKey(counts), "by_engine!", byKey(counts),
+		"duration!", obj("avg_s!", fig, "p95_s!", num(""), "samples!", integer("")),
+		"job_timeouts!", obj("overall!", rate, "by_type!", byKey(rate)),
+		"agent_errors!", obj("overall!", rate, "by_agent!", byKey(rate)),
+		"callback_delay!", obj("p50_s!", num(""), "p95_s!", fig),
+		"degraded!", obj("count!", integer(""), "by_reason!", byKey(integer(""))))
 }

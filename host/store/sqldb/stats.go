@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -80,4 +81,82 @@ func (db *DB) SourceFileHashes(ctx context.Context, createdBy, projectID, name s
 		out[h] = st
 	}
 	return out, rows.Err()
+}
+
+// WorkflowSamples reads the runs created in the window, their jobs and their trace steps.
+func (db *DB) WorkflowSamples(ctx context.Context, p store.WorkflowSampleParams) (*store.WorkflowSamples, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100_000
+	}
+	where := `r.created_at >= $1 AND r.created_at < $2`
+	args := []any{db.T(p.Since), db.T(p.Until), limit}
+	if p.UserID != "" {
+		where += ` AND r.user_id = $4`
+		args = append(args, p.UserID)
+	}
+	out := &store.WorkflowSamples{}
+	rows, err := db.Query(ctx, `SELECT r.workflow_id, r.engine, r.degraded, r.status, r.created_at, r.started_at, r.completed_at
+		FROM runs r WHERE `+where+` ORDER BY r.created_at LIMIT $3`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: workflow samples: %w", err)
+	}
+	for rows.Next() {
+		var s store.RunSample
+		if err := rows.Scan(&s.WorkflowID, &s.Engine, &s.Degraded, &s.Status, Time(&s.CreatedAt), NullTime(&s.StartedAt), NullTime(&s.CompletedAt)); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: workflow samples: %w", err)
+		}
+		out.Runs = append(out.Runs, s)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	rows, err = db.Query(ctx, `SELECT j.type, j.status, j.created_at, j.dispatched_at, j.external_completed_at, j.resolved_at
+		FROM jobs j JOIN runs r ON r.run_id = j.run_id WHERE `+where+` ORDER BY j.created_at LIMIT $3`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: workflow samples: %w", err)
+	}
+	for rows.Next() {
+		var s store.JobSample
+		if err := rows.Scan(&s.Type, &s.Status, Time(&s.CreatedAt), NullTime(&s.DispatchedAt), NullTime(&s.ExternalCompletedAt), NullTime(&s.ResolvedAt)); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: workflow samples: %w", err)
+		}
+		out.Jobs = append(out.Jobs, s)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	rows, err = db.Query(ctx, `SELECT t.status, t.step FROM trace_steps t JOIN runs r ON r.run_id = t.run_id
+		WHERE `+where+` ORDER BY t.run_id, t.seq LIMIT $3`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: workflow samples: %w", err)
+	}
+	for rows.Next() {
+		var s store.StepSample
+		var raw json.RawMessage
+		if err := rows.Scan(&s.Status, JSON(&raw)); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: workflow samples: %w", err)
+		}
+		var step struct {
+			Agent string `json:"agent"`
+		}
+		if err := json.Unmarshal(raw, &step); err != nil {
+			step.Agent = "(unreadable step)"
+		}
+		s.Agent = step.Agent
+		out.Steps = append(out.Steps, s)
+	}
+	return out, closeRows(rows)
+}
+
+func closeRows(rows Rows) error {
+	err := rows.Err()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("store: workflow samples: %w", err)
+	}
+	return nil
 }
