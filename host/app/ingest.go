@@ -5,8 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/store"
-	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
 // IngestFile is one file for `reelforge kb ingest`.
@@ -32,10 +32,21 @@ type FileIngester interface {
 	IngestFile(ctx context.Context, f IngestFile) (*IngestedFile, error)
 }
 
-// NewFileIngester builds the knowledge ingester of `reelforge kb ingest` over st.
-//
-// TODO(kb): the knowledge service (host/kb) is not on this branch: once it is, return an adapter
-// calling kb.Service.Ingest with IsFile set (see the wiring note of issue 9).
+// NewFileIngester builds the knowledge ingester of `reelforge kb ingest` over st: the same
+// knowledge service (embedder, chunking, de-duplication by hash per source) the API uses.
 func NewFileIngester(ctx context.Context, cfg *config.Config, st store.Driver, log *slog.Logger) (FileIngester, error) {
-	return nil, errcode.New(errcode.ResourceExhausted, "the knowledge service is not built into this binary")
+	return kbIngester{newKB(cfg, st, log)}, nil
+}
+
+type kbIngester struct{ kb *kb.Service }
+
+// IngestFile implements FileIngester.
+func (k kbIngester) IngestFile(ctx context.Context, f IngestFile) (*IngestedFile, error) {
+	res, err := k.kb.Ingest(ctx, kb.IngestParams{UserID: f.UserID, ProjectID: f.ProjectID, SourceName: f.Source,
+		Visibility: f.Visibility, Filename: f.Name, Data: f.Data, IsFile: true})
+	if err != nil {
+		return nil, err
+	}
+	return &IngestedFile{Chunks: res.ChunksCount, Duplicate: res.Duplicate, Status: res.Document.ParseStatus,
+		Reason: res.Document.ErrorMessage}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/reelforge/reelforge/host/app"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/sqldb"
 )
 
 func testConfig(t *testing.T) *config.Config {
@@ -266,5 +267,77 @@ func TestPluginsCheck(t *testing.T) {
 	cfg3.PluginDir, cfg3.ManifestDir = plugins, t.TempDir()
 	if code, _, errs := run(t, cfg3, "", "plugins", "check"); code != 1 || !strings.Contains(errs, "manifests") {
 		t.Errorf("plugins check without manifests = %d %s, want 1", code, errs)
+	}
+}
+
+// cancelAfter cancels a context once n files were stored, as an interrupt would.
+type cancelAfter struct {
+	app.FileIngester
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) IngestFile(ctx context.Context, f app.IngestFile) (*app.IngestedFile, error) {
+	res, err := c.FileIngester.IngestFile(ctx, f)
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+	return res, err
+}
+
+// TestKBIngestEndToEnd ingests 1,000 small files into the real knowledge service on SQLite,
+// interrupted after 300, then runs `kb ingest` again: every file is stored exactly once, indexed.
+func TestKBIngestEndToEnd(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	dir := t.TempDir()
+	for i := range 1000 {
+		write(t, filepath.Join(dir, fmt.Sprintf("n%04d.md", i)), []byte(fmt.Sprintf("# Note %d\n\nThis is note %d about topic %d.", i, i, i%17)))
+	}
+	if code, _, errs := run(t, cfg, "", "user", "create", "--email", "kb@example.com", "--password", "password-kb"); code != 0 {
+		t.Fatalf("user create = %d %s", code, errs)
+	}
+	st, err := app.OpenStore(t.Context(), cfg, app.NewLogger(cfg, &bytes.Buffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, err := st.GetUserByEmail(t.Context(), "kb@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kbIng, err := app.NewFileIngester(t.Context(), cfg, st, app.NewLogger(cfg, &bytes.Buffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var out bytes.Buffer
+	s1, err := ingest(ctx, ingestOptions{Dir: dir, UserID: u.ID, Source: "notes"}, &cancelAfter{kbIng, 300, cancel}, st.(hashLister), &out)
+	if err != errInterrupted || s1.Ingested != 300 {
+		t.Fatalf("first run = %+v, %v; want 300 ingested, interrupted\n%s", s1, err, out.String())
+	}
+	code, stdout, errs := run(t, cfg, "", "kb", "ingest", dir, "--user", "kb@example.com", "--source", "notes", "--every", "500")
+	if code != 0 || !strings.Contains(stdout, "1000/1000 files (100%): 700 ingested, 300 already held") {
+		t.Fatalf("second run = %d\n%s%s", code, stdout, errs)
+	}
+	hashes, err := st.(hashLister).SourceFileHashes(t.Context(), u.ID, "", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := 0
+	for _, state := range hashes {
+		if state == "indexed" {
+			indexed++
+		}
+	}
+	var rows int
+	q := st.(interface {
+		QueryRow(ctx context.Context, q string, args ...any) sqldb.Row
+	})
+	if err := q.QueryRow(t.Context(), `SELECT COUNT(*) FROM knowledge_documents`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1000 || len(hashes) != 1000 || indexed != 1000 {
+		t.Errorf("%d documents, %d hashes, %d indexed; want 1000 of each", rows, len(hashes), indexed)
 	}
 }
