@@ -288,6 +288,9 @@ func (c *cancelAfter) IngestFile(ctx context.Context, f app.IngestFile) (*app.In
 // TestKBIngestEndToEnd ingests 1,000 small files into the real knowledge service on SQLite,
 // interrupted after 300, then runs `kb ingest` again: every file is stored exactly once, indexed.
 func TestKBIngestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ingests 1,000 files through the knowledge service")
+	}
 	t.Parallel()
 	cfg := testConfig(t)
 	dir := t.TempDir()
