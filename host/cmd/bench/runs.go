@@ -181,5 +181,7 @@ func durQuantile(d []time.Duration, q float64) time.Duration {
 	return s[int(q*float64(len(s)-1))]
 }
 
-func ms(d []time.Duration, q float64) float64 { return float64(durQuantile(d, q).Microseconds()) / 1000 }
+func ms(d []time.Duration, q float64) float64 {
+	return float64(durQuantile(d, q).Microseconds()) / 1000
+}
 func us(d []time.Duration, q float64) float64 { return float64(durQuantile(d, q).Nanoseconds()) / 1000 }
