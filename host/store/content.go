@@ -134,6 +134,6 @@ type Content interface {
 	// GetAsset returns the asset even when soft-deleted.
 	GetAsset(ctx context.Context, id string) (*Asset, error)
 	ListAssets(ctx context.Context, p ListAssetsParams) ([]Asset, int, error)
-	// SoftDeleteAssets marks the live assets of userID among ids deleted and returns how many.
-	SoftDeleteAssets(ctx context.Context, userID string, ids []string) (int, error)
+	// SoftDeleteAssets marks the live assets of userID among ids deleted and returns their ids.
+	SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
 }

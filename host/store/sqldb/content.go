@@ -317,9 +317,10 @@ func (db *DB) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store
 }
 
 // SoftDeleteAssets implements store.Content.
-func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string) (int, error) {
-	total := 0
+func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error) {
+	var deleted []string
 	err := db.WithTx(ctx, func(tx *DB) error {
+		deleted = []string{}
 		seen := map[string]bool{}
 		for _, id := range ids {
 			if seen[id] {
@@ -330,9 +331,11 @@ func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string)
 			if err != nil {
 				return err
 			}
-			total += int(n)
+			if n > 0 {
+				deleted = append(deleted, id)
+			}
 		}
 		return nil
 	})
-	return total, err
+	return deleted, err
 }

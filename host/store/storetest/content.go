@@ -224,12 +224,12 @@ func testAssets(t *testing.T, open Opener) {
 			}
 		})
 	}
-	n, err := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID, aud.ID, aud.ID, theirs.ID, uuid.NewString()})
-	if err != nil || n != 2 {
-		t.Errorf("SoftDeleteAssets = %d, %v; want 2 (only the caller's, once each)", n, err)
+	del, err := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID, aud.ID, aud.ID, theirs.ID, uuid.NewString()})
+	if diff := cmp.Diff([]string{img.ID, aud.ID}, del); err != nil || diff != "" {
+		t.Errorf("SoftDeleteAssets = %v; want only the caller's, once each (-want +got):\n%s", err, diff)
 	}
-	if n, _ := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID}); n != 0 {
-		t.Errorf("SoftDeleteAssets(again) = %d, want 0", n)
+	if del, _ := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID}); len(del) != 0 {
+		t.Errorf("SoftDeleteAssets(again) = %v, want none", del)
 	}
 	if a, _ := d.GetAsset(ctx, theirs.ID); a == nil || a.IsDeleted {
 		t.Errorf("another user's asset was deleted: %+v", a)
