@@ -15,6 +15,8 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/tasks"
@@ -34,6 +36,8 @@ type Server struct {
 	Log     *slog.Logger
 	Engines EngineHealth
 	Content *content.Service // inspiration, corpus, materials, strategy, chat
+	Runs    *runs.Service    // workflow runs, jobs and callbacks
+	KB      *kb.Service      // the knowledge base (/api/knowledge)
 	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
 	// outbound event worker behind the webhook test and status routes.
 	Hub           *events.Hub
@@ -69,11 +73,14 @@ func (s *Server) App() *fiber.App {
 	public.Post("/auth/register", s.authRateLimit, s.register)
 	public.Post("/auth/login", s.authRateLimit, s.login)
 	public.Post("/auth/refresh", s.authRateLimit, s.refresh)
+	s.callbackRoutes(public)
 
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
 	s.contentRoutes(api)
+	s.workflowRoutes(api)
+	s.knowledgeRoutes(api)
 	s.notificationRoutes(api)
 	s.taskRoutes(api)
 	s.schedulerRoutes(api)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -19,12 +20,16 @@ import (
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/host/plugins"
+	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/tasks"
 	"github.com/reelforge/reelforge/plugins/chatflow"
+	"github.com/reelforge/reelforge/plugins/node"
+	"github.com/reelforge/reelforge/sdk/engine"
 )
 
 // OpenStore opens the database the configuration names: PostgreSQL when DATABASE_URL is set,
@@ -43,6 +48,11 @@ type Host struct {
 	Log    *slog.Logger
 	Store  store.Driver
 	Server *api.Server
+	Runs   *runs.Service
+	// Plugins supervises the engine plugins; nil when PLUGINS_ENABLED=false.
+	Plugins *plugins.Set
+
+	dispatcher interface{ Stop() } // generator jobs (plugins/generators)
 
 	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
 	Events    *events.Worker    // outbound event delivery
@@ -67,14 +77,81 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
+	h.Server.KB = newKB(cfg, st, log)
 	h.wireEvents()
+	if err := h.wireRuns(cfg, log); err != nil {
+		st.Close()
+		return nil, err
+	}
 	known := knownWorkflows(cfg, log)
-	h.Tasks = tasks.New(st, tasks.Options{Log: log, Known: known, Notifier: h.Hub})
+	h.Tasks = tasks.New(st, tasks.Options{Log: log, Known: known, Notifier: h.Hub, Runner: launcher{h.Runs}})
 	h.Scheduler = scheduler.New(st, scheduler.Options{Mode: cfg.SchedulerMode, Interval: cfg.SchedulerInterval,
-		Known: known, Log: log})
+		Known: known, Log: log, Runner: launcher{h.Runs}})
+	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
+	h.Runs.Leader = h.Scheduler.Leader
 	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
-	h.Server.Content = newContent(cfg, st, log, h.Hub)
+	h.Server.Content = newContent(cfg, st, log, h.Hub, kbSearch{h.Server.KB})
 	return h, nil
+}
+
+// wireRuns loads the manifests and builds the runs service, its in-process engines and (unless
+// PLUGINS_ENABLED=false) one plugin supervisor per engine the manifests name.
+func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
+	reg, err := manifest.Load(cfg.ManifestDir)
+	if err != nil {
+		if _, serr := os.Stat(cfg.ManifestDir); !errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("app: manifests: %w", err)
+		}
+		log.Warn("no manifest folder: no workflow can be started (set MANIFEST_DIR)", "dir", cfg.ManifestDir)
+		reg = manifest.NewRegistry()
+	}
+	svc := runs.New(h.Store, reg, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL})
+	svc.Log = log.With("component", "runs")
+	if h.Hub != nil {
+		svc.Notifier = h.Hub
+	}
+	svc.InProcess = map[string]engine.Engine{"node": node.New(node.Options{Logger: log.With("engine", "node")})}
+	if cfg.PluginsEnabled {
+		var cfgs []plugins.Config
+		for _, name := range reg.Engines() {
+			cfgs = append(cfgs, plugins.Config{Name: name, Dir: cfg.PluginDir, Host: svc, Logger: log})
+		}
+		set, err := plugins.NewSet(cfgs...)
+		if err != nil {
+			return fmt.Errorf("app: plugins: %w", err)
+		}
+		h.Plugins, svc.Plugins = set, set
+	}
+	h.Runs = svc
+	h.dispatcher = wireEngines(svc, cfg, log)
+	if cfg.LLMBaseURL != "" {
+		svc.LLM = runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey}), Model: cfg.KBAskModel}
+	}
+	if h.Server.KB != nil {
+		svc.Searcher = kbSearch{h.Server.KB}
+	}
+	h.Server.Runs = svc
+	h.Server.Engines = engineStates{h}
+	return nil
+}
+
+// engineStates reports /health's engines: the supervisors' states, or with plugins off the
+// in-process node engine ready and the others disabled.
+type engineStates struct{ h *Host }
+
+func (e engineStates) EngineStates() map[string]string {
+	out := map[string]string{}
+	if e.h.Plugins == nil {
+		for _, name := range e.h.Runs.Manifests.Engines() {
+			out[name] = string(plugins.StateDisabled)
+		}
+		out["node"] = string(plugins.StateReady)
+		return out
+	}
+	for name, st := range e.h.Plugins.States() {
+		out[name] = string(st)
+	}
+	return out
 }
 
 // knownWorkflows reports the workflow ids of the manifests in MANIFEST_DIR (nil when they cannot
@@ -102,6 +179,13 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Store.Close()
 		return fmt.Errorf("app: start events: %w", err)
 	}
+	if h.Plugins != nil {
+		if perr := h.Plugins.Start(ctx); perr != nil {
+			h.Log.Warn("some engine plugins did not start: their workflows run on the in-process node engine", "err", perr)
+		}
+	}
+	h.Runs.StartExecutor(ctx)
+	h.Runs.StartSweeper(ctx)
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
 	if err := h.Tasks.Start(ctx); err != nil {
 		h.Store.Close()
@@ -120,6 +204,12 @@ func (h *Host) Run(ctx context.Context) error {
 		h.Log.Info("shutting down")
 		err = api.Shutdown(app, h.Config.ShutdownTimeout)
 	}
+	h.Runs.StopSweeper()
+	h.Runs.StopExecutor()
+	h.dispatcher.Stop()
+	if h.Plugins != nil {
+		h.Plugins.Stop()
+	}
 	h.stopEvents()
 	h.Scheduler.Shutdown()
 	h.Tasks.Stop()
@@ -132,7 +222,7 @@ func (h *Host) Run(ctx context.Context) error {
 // newContent builds the content service: the language model when LLM_BASE_URL is set, the
 // chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise; asset:sync frames
 // through the hub; a diagnosis blueprint becomes the project's strategy tasks in its transaction.
-func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier) *content.Service {
+func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier, searcher content.Searcher) *content.Service {
 	var model content.Chatter
 	if cfg.LLMBaseURL != "" {
 		model = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
@@ -150,7 +240,6 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
 		},
-		// KB (the knowledge search of the local chat fallback) is set here once the knowledge
-		// service is wired.
+		KB: searcher,
 	})
 }

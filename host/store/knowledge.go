@@ -1,5 +1,238 @@
 package store
 
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Knowledge visibilities (DECISIONS.md "Knowledge base").
+const (
+	VisibilityPrivate = "private" // the creator only
+	VisibilityProject = "project" // the project's owner (and admins); the creator when there is no project
+	VisibilityOrg     = "org"     // every user
+)
+
+// Knowledge document states.
+const (
+	DocUploading = "uploading"
+	DocParsing   = "parsing"
+	DocIndexed   = "indexed"
+	DocFailed    = "failed"
+)
+
+// Knowledge query modes.
+const (
+	QueryAsk    = "ask"
+	QuerySearch = "search"
+)
+
+// KnowledgeSource is a named collection of documents, found or created by (created_by,
+// project_id, name).
+type KnowledgeSource struct {
+	ID         string          `json:"id"`
+	CreatedBy  string          `json:"created_by"`
+	ProjectID  string          `json:"project_id"` // "" when none
+	Name       string          `json:"name"`
+	Visibility string          `json:"visibility"`
+	Scope      string          `json:"scope"` // project when ProjectID is set, else org
+	Version    int             `json:"version"`
+	Meta       json.RawMessage `json:"meta"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+// KnowledgeDocument is one ingested text or file.
+type KnowledgeDocument struct {
+	ID           string          `json:"id"`
+	SourceID     string          `json:"source_id"`
+	UserID       string          `json:"user_id"`
+	Title        string          `json:"title"`
+	Filename     string          `json:"filename"`
+	FileHash     string          `json:"file_hash"`
+	FileSize     int64           `json:"file_size"`
+	FileURL      string          `json:"file_url"`
+	MimeType     string          `json:"mime_type"`
+	ParseStatus  string          `json:"parse_status"`
+	ErrorMessage string          `json:"error_message"`
+	ChunkCount   int             `json:"chunk_count"`
+	Metadata     json.RawMessage `json:"metadata"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+}
+
+// KnowledgeChunk is one piece of a document with its embedding.
+type KnowledgeChunk struct {
+	ID             string
+	SourceID       string
+	DocumentID     string
+	Index          int
+	Text           string
+	Heading        string
+	TokenCount     int
+	SearchText     string // the segmented form the keyword index is built on
+	Metadata       json.RawMessage
+	EmbeddingModel string
+	Embedding      []float32 // nil: no embedding
+}
+
+// ChunkRow is a chunk as search reads it: its text, where it comes from and, when asked, its
+// scores and embedding.
+type ChunkRow struct {
+	ID             string
+	DocumentID     string
+	DocumentTitle  string
+	SourceID       string
+	SourceName     string
+	Index          int
+	Text           string
+	Heading        string
+	SearchText     string
+	Metadata       json.RawMessage
+	EmbeddingModel string
+	Embedding      []float32 // filled only by calls that say so
+	// Scores filled by the pgvector search (rule 4) and the keyword leg (Keyword only).
+	Vector, Keyword, Total float64
+}
+
+// Viewer is who reads the knowledge base, and the optional filters every candidate must pass.
+type Viewer struct {
+	UserID      string
+	Admin       bool
+	ProjectID   string   // when set: only sources of this project
+	SourceNames []string // when set: only sources with one of these names
+	DocumentIDs []string // when set: only these documents
+	SourceID    string   // when set: only this source
+}
+
+// NewSourceParams names the source a document goes into (found or created).
+type NewSourceParams struct {
+	ID         string // used when the source is created
+	CreatedBy  string
+	ProjectID  string
+	Name       string
+	Visibility string // used when the source is created
+}
+
+// AddDocumentResult says what AddDocument did.
+type AddDocumentResult struct {
+	Source    *KnowledgeSource
+	Document  *KnowledgeDocument
+	Duplicate bool // the source already held a document with the same hash: Document is that one
+}
+
+// WriteChunksParams is a document's chunks and embeddings, written in one transaction.
+type WriteChunksParams struct {
+	DocumentID string
+	Chunks     []KnowledgeChunk
+}
+
+// SearchParams is one search (keyword leg, vector leg or the pgvector ranking).
+type SearchParams struct {
+	Viewer Viewer
+	Terms  []string  // segmented distinct query terms
+	Vector []float32 // query embedding
+	Model  string    // embedding model of Vector
+	Limit  int       // candidates (legs) or hits (VectorSearch)
+	Floor  float64   // VectorSearch: drop rows without a keyword match and vector below it
+	Cap    int       // VectorSearch: keyword and vector candidates per leg
+}
+
+// EmbeddingRef names a chunk and its active embedding model.
+type EmbeddingRef struct {
+	ChunkID string
+	Model   string
+}
+
+// KnowledgeQuery is one logged search or ask (the audit log).
+type KnowledgeQuery struct {
+	ID             string          `json:"id"`
+	UserID         string          `json:"user_id"`
+	ProjectID      string          `json:"project_id"`
+	Mode           string          `json:"mode"`
+	QueryText      string          `json:"query_text"`
+	TopK           int             `json:"top_k"`
+	LatencyMS      float64         `json:"latency_ms"`
+	Results        json.RawMessage `json:"results"`
+	AnswerText     string          `json:"answer_text"`
+	Citations      json.RawMessage `json:"citations"`
+	Cited          bool            `json:"cited"`
+	FeedbackRating *int            `json:"feedback_rating"`
+	FeedbackNotes  string          `json:"feedback_notes"`
+	CreatedAt      time.Time       `json:"created_at"`
+}
+
+// QueryStats are the figures of GET /api/knowledge/metrics.
+type QueryStats struct {
+	Asks, Searches  int       // totals
+	RecentAsks      int       // asks in the window
+	RecentCited     int       // of those, answers with at least one citation
+	AskLatencies    []float64 // the window's asks, ms
+	SearchLatencies []float64 // the window's searches, ms
+	FeedbackCount   int
+	RatingSum       int
+}
+
+// Fact is a user's key and value.
+type Fact struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"user_id"`
+	Key       string    `json:"key"`
+	Value     string    `json:"value"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
 // Knowledge stores knowledge sources, documents, chunks, embeddings, queries and facts.
 type Knowledge interface {
+	// AddDocument finds or creates the source and adds doc to it, raising the source's version, in
+	// one transaction; a document with the same file hash in that source is returned instead
+	// (Duplicate) and nothing changes.
+	AddDocument(ctx context.Context, src NewSourceParams, doc *KnowledgeDocument) (*AddDocumentResult, error)
+	// SetDocumentStatus moves a document to status (with an error message for failed).
+	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
+	// WriteChunks writes a document's chunks and embeddings and marks it indexed with its chunk
+	// count, in one transaction (filling the vector column where the database has one).
+	WriteChunks(ctx context.Context, p WriteChunksParams) error
+	// GetSource and GetDocument return ErrNotFound for unknown ids (visibility is the caller's).
+	GetSource(ctx context.Context, id string) (*KnowledgeSource, error)
+	GetDocument(ctx context.Context, id string) (*KnowledgeDocument, error)
+	// CanRead reports whether v may read the source.
+	CanRead(ctx context.Context, v Viewer, sourceID string) (bool, error)
+	// ListSources lists the sources v may read, newest first.
+	ListSources(ctx context.Context, v Viewer, limit, offset int) ([]KnowledgeSource, int, error)
+	// ListDocuments lists the documents of the sources v may read (v.SourceID narrows), newest first.
+	ListDocuments(ctx context.Context, v Viewer, limit, offset int) ([]KnowledgeDocument, int, error)
+	// KeywordCandidates returns the best keyword matches v may read (driver full text: FTS5 bm25 or
+	// ts_rank), best first, Keyword set to the driver's rank.
+	KeywordCandidates(ctx context.Context, p SearchParams) ([]ChunkRow, error)
+	// EmbeddingRefs lists the chunks v may read with their active embedding model.
+	EmbeddingRefs(ctx context.Context, v Viewer) ([]EmbeddingRef, error)
+	// Embeddings loads the vectors of refs (missing ones are left out).
+	Embeddings(ctx context.Context, refs []EmbeddingRef) (map[string][]float32, error)
+	// ChunksByID loads chunks (without embeddings) in any order.
+	ChunksByID(ctx context.Context, ids []string) ([]ChunkRow, error)
+	// VectorSearch is the ranking of SPEC.md rule 4 in one SQL expression over the vector index:
+	// ErrNotSupported when the driver has no vector search.
+	VectorSearch(ctx context.Context, p SearchParams) ([]ChunkRow, error)
+	// SourceChunks lists every chunk of a source (for reindexing).
+	SourceChunks(ctx context.Context, sourceID string) ([]ChunkRow, error)
+	// AddEmbeddings writes vectors of model beside the existing ones.
+	AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error
+	// SwitchEmbeddings makes model the active one of every chunk of the source and drops the others.
+	SwitchEmbeddings(ctx context.Context, sourceID, model string) error
+
+	// LogQuery stores a search or ask.
+	LogQuery(ctx context.Context, q *KnowledgeQuery) error
+	// GetQuery returns a logged query.
+	GetQuery(ctx context.Context, id string) (*KnowledgeQuery, error)
+	// SetFeedback stores (replaces) the rating and notes of a query.
+	SetFeedback(ctx context.Context, id string, rating int, notes string) error
+	// QueryStats sums the queries of userID ("" for everyone) over the most recent window of each mode.
+	QueryStats(ctx context.Context, userID string, window int) (*QueryStats, error)
+
+	// PutFact stores (replaces) a user's fact.
+	PutFact(ctx context.Context, f *Fact) error
+	// ListFacts lists a user's facts by key.
+	ListFacts(ctx context.Context, userID string) ([]Fact, error)
 }

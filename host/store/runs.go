@@ -1,5 +1,173 @@
 package store
 
-// Runs stores workflow runs, trace steps and jobs.
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Run states (SPEC.md States and transitions, Run).
+const (
+	RunPending   = "pending"
+	RunRunning   = "running"
+	RunCompleted = "completed"
+	RunFailed    = "failed"
+	RunCancelled = "cancelled"
+	RunPaused    = "paused"
+)
+
+// Job states (SPEC.md Job).
+const (
+	JobPending   = "pending"
+	JobRunning   = "running"
+	JobCompleted = "completed"
+	JobFailed    = "failed"
+	JobTimeout   = "timeout"
+)
+
+// Run is one workflow execution.
+type Run struct {
+	ID             string          `json:"run_id"`
+	WorkflowID     string          `json:"workflow_id"`
+	UserID         string          `json:"user_id"`
+	ProjectID      string          `json:"project_id"`
+	Status         string          `json:"status"`
+	Progress       float64         `json:"progress"`
+	CurrentStep    string          `json:"current_step"`
+	Inputs         json.RawMessage `json:"inputs"`
+	Outputs        json.RawMessage `json:"outputs"`
+	UserContext    json.RawMessage `json:"user_context"`
+	ProjectContext json.RawMessage `json:"project_context"`
+	Trigger        string          `json:"trigger"`
+	TriggeredBy    string          `json:"triggered_by"`
+	Engine         string          `json:"engine"`   // the engine that ran (or runs) it
+	Degraded       string          `json:"degraded"` // why it ran on a fallback engine, if it did
+	Error          json.RawMessage `json:"error"`
+	Awaiting       json.RawMessage `json:"awaiting"`
+	ResumeInput    json.RawMessage `json:"resume_input"`
+	Attempt        int             `json:"attempt"`
+	ClaimedBy      string          `json:"claimed_by"`
+	LeaseUntil     *time.Time      `json:"lease_until"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	StartedAt      *time.Time      `json:"started_at"`
+	CompletedAt    *time.Time      `json:"completed_at"`
+	// Recoveries counts the claims of this run from a host that stopped renewing its lease.
+	Recoveries int `json:"recoveries"`
+}
+
+// Terminal reports whether the run can no longer change.
+func (r *Run) Terminal() bool {
+	return r.Status == RunCompleted || r.Status == RunFailed || r.Status == RunCancelled
+}
+
+// RunUpdate is a guarded state change of a run. Empty fields are left as they are.
+type RunUpdate struct {
+	Status      string          // the new status (required)
+	Owner       string          // when set, the run must be claimed by Owner
+	Outputs     json.RawMessage // set when not nil
+	Error       json.RawMessage // set when not nil
+	Awaiting    json.RawMessage // set when not nil
+	ResumeInput json.RawMessage // set when not nil
+	Inputs      json.RawMessage // set when not nil
+	Engine      string          // set when not empty
+	Degraded    *string         // set when not nil
+	ClearError  bool            // error = NULL
+	ClearAwait  bool            // awaiting = NULL
+	ClearOutput bool            // outputs = NULL
+	Started     bool            // started_at = now when unset
+	Completed   bool            // completed_at = now
+	Lease       *time.Time      // lease_until = *Lease (claimed_by kept)
+	Release     bool            // lease_until = NULL, claimed_by = ''
+	Unclaim     bool            // claimed_by = '' (the holder's later guarded updates fail)
+	Holder      string          // claimed_by = Holder when set
+	NextAttempt bool            // attempt = attempt + 1
+	Progress    *float64        // progress = *Progress
+}
+
+// TraceStep is one stored step of a run's trace; Step is the TraceStep JSON of SPEC.md.
+type TraceStep struct {
+	RunID     string          `json:"run_id"`
+	StepID    string          `json:"step_id"`
+	Seq       int             `json:"seq"`
+	Status    string          `json:"status"`
+	Step      json.RawMessage `json:"step"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Job is an external asynchronous task linked to a run.
+type Job struct {
+	ID           string          `json:"job_id"`
+	RunID        string          `json:"run_id"`
+	StepID       string          `json:"step_id"`
+	Type         string          `json:"type"`
+	Status       string          `json:"status"`
+	Request      json.RawMessage `json:"request"`
+	Callback     json.RawMessage `json:"callback"`
+	Result       json.RawMessage `json:"result"`
+	Error        json.RawMessage `json:"error"`
+	RetryCount   int             `json:"retry_count"`
+	MaxRetries   int             `json:"max_retries"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	TimeoutAt    time.Time       `json:"timeout_at"`
+	DispatchedAt *time.Time      `json:"dispatched_at"`
+	ResolvedAt   *time.Time      `json:"resolved_at"`
+}
+
+// Resolved reports whether the job reached an end state.
+func (j *Job) Resolved() bool {
+	return j.Status != JobPending && j.Status != JobRunning
+}
+
+// ListRunsParams filters a user's runs.
+type ListRunsParams struct {
+	UserID     string
+	Status     string
+	WorkflowID string
+	Limit      int
+	Offset     int
+}
+
+// Runs stores workflow runs, trace steps and jobs. State changes are guarded: they name the states
+// they move from and answer ErrStale when the run (or job) is in another one.
 type Runs interface {
+	// CreateRun stores a new run (status pending unless set).
+	CreateRun(ctx context.Context, r *Run) error
+	GetRun(ctx context.Context, id string) (*Run, error)
+	// ListRuns lists the runs of p.UserID, newest first, and the total matching.
+	ListRuns(ctx context.Context, p ListRunsParams) ([]Run, int, error)
+	// CountRunsSince counts the runs userID created at or after since (the daily quota).
+	CountRunsSince(ctx context.Context, userID string, since time.Time) (int, error)
+	// ClaimRun takes one runnable run for owner until now+lease: a pending run, or a running one
+	// whose lease expired (its host died, or it was handed back for re-execution). ErrNotFound when
+	// there is none.
+	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*Run, error)
+	// RenewLease extends owner's lease of a running run; ErrStale when owner no longer holds it.
+	RenewLease(ctx context.Context, id, owner string, lease time.Duration) error
+	// UpdateRun moves the run from one of from to u.Status in one guarded UPDATE and returns it.
+	UpdateRun(ctx context.Context, id string, from []string, u RunUpdate) (*Run, error)
+	// ListOrphanRuns lists running runs that nothing drives: no lease, no unresolved job, and no
+	// change since before (a lost update, or an engine that waits for nothing).
+	ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error)
+	// SetRunProgress sets progress and current step of a running run.
+	SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error
+
+	// UpsertTraceStep creates or replaces the step (run_id, step_id), keeping its first position.
+	UpsertTraceStep(ctx context.Context, s *TraceStep) error
+	ListTraceSteps(ctx context.Context, runID string) ([]TraceStep, error)
+
+	CreateJob(ctx context.Context, j *Job) error
+	GetJob(ctx context.Context, id string) (*Job, error)
+	ListRunJobs(ctx context.Context, runID string) ([]Job, error)
+	// ResolveJob moves a pending or running job to status (completed, failed, timeout) with its
+	// result or error; ErrStale when it was resolved already.
+	ResolveJob(ctx context.Context, id, status string, result, errObj json.RawMessage) (*Job, error)
+	// MarkJobDispatched sets a pending job running.
+	MarkJobDispatched(ctx context.Context, id string) error
+	// RetryJob gives a timed-out (still unresolved) job another attempt until timeoutAt; ErrStale
+	// when another sweeper did first or it was resolved.
+	RetryJob(ctx context.Context, id string, timeoutAt time.Time) (*Job, error)
+	// ListDueJobs lists unresolved jobs whose timeout_at passed.
+	ListDueJobs(ctx context.Context, now time.Time, limit int) ([]Job, error)
 }

@@ -1,7 +1,8 @@
 // Command bench measures the host's speed for BENCHMARKS.md: `make bench` runs it. Each section
 // prints a Markdown table. Sections: api (request throughput and latency against a bare Fiber
 // handler, per driver), events (outbox delivery throughput, WebSocket fan-out latency), scheduler
-// (one tick over 10,000 projects with due tasks). PostgreSQL figures need TEST_DATABASE_URL.
+// (one tick over 10,000 projects with due tasks), runs (a 3-step workflow in process and through the
+// node plugin, and one gRPC round trip). PostgreSQL figures need TEST_DATABASE_URL.
 package main
 
 import (
@@ -29,8 +30,10 @@ type options struct {
 
 var sections = []section{
 	{"api", benchAPI},
+	{"knowledge", benchKnowledge},
 	{"events", benchEvents},
 	{"scheduler", benchScheduler},
+	{"runs", benchRuns},
 }
 
 func main() {

@@ -1,0 +1,555 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/kb/chunk"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+func (s *Server) knowledgeRoutes(r fiber.Router) {
+	g := r.Group("/knowledge", s.needKB)
+	g.Post("/upload", s.kbUpload)
+	g.Post("/text", s.kbText)
+	g.Post("/batch/text", s.kbBatchText)
+	g.Get("/sources", s.kbSources)
+	g.Get("/sources/:id/documents", s.kbSourceDocuments)
+	g.Get("/documents", s.kbDocuments)
+	g.Get("/documents/:id", s.kbDocument)
+	g.Post("/search", s.kbSearch)
+	g.Get("/search", s.kbSearchGet)
+	g.Post("/ask", s.kbAsk)
+	g.Post("/context", s.kbContext)
+	g.Post("/feedback/:queryId", s.kbFeedback)
+	g.Get("/metrics", s.kbMetrics)
+	g.Get("/eval-set", s.kbEvalSet)
+	g.Post("/eval/run-search", s.kbEvalRun)
+	g.Post("/facts", s.kbPutFact)
+	g.Get("/facts", s.kbFacts)
+	g.Post("/reindex", s.kbReindex)
+}
+
+func (s *Server) needKB(c *fiber.Ctx) error {
+	if s.KB == nil {
+		return errcode.New(errcode.ResourceExhausted, "Knowledge base not available")
+	}
+	return c.Next()
+}
+
+// docView is a document as the API shows it: status is parse_status (DECISIONS.md).
+type docView struct {
+	*store.KnowledgeDocument
+	Status     string `json:"status"`
+	SourceName string `json:"source_name,omitempty"`
+}
+
+func viewDoc(d *store.KnowledgeDocument, sourceName string) docView {
+	return docView{KnowledgeDocument: d, Status: d.ParseStatus, SourceName: sourceName}
+}
+
+func viewDocs(ds []store.KnowledgeDocument) []docView {
+	out := make([]docView, len(ds))
+	for i := range ds {
+		out[i] = viewDoc(&ds[i], "")
+	}
+	return out
+}
+
+func (s *Server) viewer(c *fiber.Ctx) store.Viewer {
+	p := principal(c)
+	return store.Viewer{UserID: p.UserID, Admin: p.IsAdmin()}
+}
+
+func ingestAnswer(c *fiber.Ctx, res *kb.IngestResult) error {
+	status := fiber.StatusCreated
+	if res.Duplicate || res.Document.ParseStatus != store.DocIndexed {
+		status = fiber.StatusOK
+	}
+	return ok(c, status, fiber.Map{"document": viewDoc(res.Document, res.Source.Name), "chunks_count": res.ChunksCount,
+		"duplicate": res.Duplicate, "source": res.Source})
+}
+
+// chunkOptions reads chunk_size and chunk_overlap (DECISIONS.md: 200..4000, 0..size/2).
+func chunkOptions(size, overlap string) (chunk.Options, error) {
+	o := chunk.Default()
+	if size = strings.TrimSpace(size); size != "" {
+		n, err := strconv.Atoi(size)
+		if err != nil {
+			return o, errcode.Invalid("chunk_size", "must be a whole number between 200 and 4000")
+		}
+		o.Size = n
+		if o.Overlap > n/2 {
+			o.Overlap = n / 2
+		}
+	}
+	if overlap = strings.TrimSpace(overlap); overlap != "" {
+		n, err := strconv.Atoi(overlap)
+		if err != nil {
+			return o, errcode.Invalid("chunk_overlap", "must be a whole number between 0 and chunk_size/2")
+		}
+		o.Overlap = n
+	}
+	return o, o.Validate()
+}
+
+func (s *Server) kbUpload(c *fiber.Ctx) error {
+	fh, err := c.FormFile("file")
+	if err != nil || fh == nil {
+		return errcode.Invalid("file", "is required (multipart form field file)")
+	}
+	if fh.Size > int64(s.Config.UploadLimit) {
+		return tooLarge()
+	}
+	opts, err := chunkOptions(c.FormValue("chunk_size"), c.FormValue("chunk_overlap"))
+	if err != nil {
+		return err
+	}
+	p := kb.IngestParams{UserID: principal(c).UserID, SourceName: c.FormValue("source_name"), Visibility: c.FormValue("visibility"),
+		Title: c.FormValue("title"), Filename: fh.Filename, MimeType: fh.Header.Get(fiber.HeaderContentType), IsFile: true, Chunk: opts}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if _, err := s.bodyProject(c, c.FormValue("project_id")); err != nil {
+		return err
+	}
+	p.ProjectID = c.FormValue("project_id")
+	f, err := fh.Open()
+	if err != nil {
+		return errcode.Invalid("file", "cannot be read")
+	}
+	defer f.Close()
+	if p.Data, err = io.ReadAll(io.LimitReader(f, int64(s.Config.UploadLimit)+1)); err != nil {
+		return errcode.Invalid("file", "cannot be read")
+	}
+	if len(p.Data) > s.Config.UploadLimit {
+		return tooLarge()
+	}
+	res, err := s.KB.Ingest(s.ctx(c), p)
+	if err != nil {
+		return err
+	}
+	return ingestAnswer(c, res)
+}
+
+type textInput struct {
+	Text         string          `json:"text"`
+	Title        string          `json:"title"`
+	SourceName   string          `json:"source_name"`
+	ProjectID    string          `json:"project_id"`
+	Visibility   string          `json:"visibility"`
+	ChunkSize    *int            `json:"chunk_size"`
+	ChunkOverlap *int            `json:"chunk_overlap"`
+	Metadata     json.RawMessage `json:"metadata"`
+}
+
+func (in *textInput) params(userID string) (kb.IngestParams, error) {
+	size, overlap := "", ""
+	if in.ChunkSize != nil {
+		size = strconv.Itoa(*in.ChunkSize)
+	}
+	if in.ChunkOverlap != nil {
+		overlap = strconv.Itoa(*in.ChunkOverlap)
+	}
+	opts, err := chunkOptions(size, overlap)
+	if err != nil {
+		return kb.IngestParams{}, err
+	}
+	meta := in.Metadata
+	if len(meta) > 0 && (string(meta) == "null" || meta[0] != '{') {
+		if string(meta) != "null" {
+			return kb.IngestParams{}, errcode.Invalid("metadata", "must be an object")
+		}
+		meta = nil
+	}
+	p := kb.IngestParams{UserID: userID, ProjectID: in.ProjectID, SourceName: in.SourceName, Visibility: in.Visibility,
+		Title: in.Title, Text: in.Text, Chunk: opts, Metadata: meta}
+	return p, p.Validate()
+}
+
+func (s *Server) kbText(c *fiber.Ctx) error {
+	var in textInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	p, err := in.params(principal(c).UserID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.bodyProject(c, in.ProjectID); err != nil {
+		return err
+	}
+	res, err := s.KB.Ingest(s.ctx(c), p)
+	if err != nil {
+		return err
+	}
+	return ingestAnswer(c, res)
+}
+
+// maxBatch is the most items of one batch/text call.
+const maxBatch = 100
+
+func (s *Server) kbBatchText(c *fiber.Ctx) error {
+	var in struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if len(in.Items) < 1 || len(in.Items) > maxBatch {
+		return errcode.Invalid("items", fmt.Sprintf("must hold 1 to %d items", maxBatch))
+	}
+	docs := []docView{}
+	failed := []fiber.Map{}
+	total := 0
+	for i, raw := range in.Items {
+		res, err := s.batchItem(c, raw)
+		if err != nil {
+			msg := "indexing failed"
+			if e := errcode.As(err); e != nil {
+				msg = e.Error()
+				if e.Msg != "" {
+					msg = e.Msg
+				}
+			}
+			failed = append(failed, fiber.Map{"index": i, "error": msg})
+			continue
+		}
+		docs = append(docs, viewDoc(res.Document, res.Source.Name))
+		total += res.ChunksCount
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"documents": docs, "chunks_count": total, "failed": failed})
+}
+
+func (s *Server) batchItem(c *fiber.Ctx, raw json.RawMessage) (*kb.IngestResult, error) {
+	var in textInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, errcode.New(errcode.Validation, "item must be an object {text, title?, source_name?, project_id?, visibility?}")
+	}
+	p, err := in.params(principal(c).UserID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.bodyProject(c, in.ProjectID); err != nil {
+		return nil, err
+	}
+	return s.KB.Ingest(s.ctx(c), p)
+}
+
+func (s *Server) kbSources(c *fiber.Ctx) error {
+	page, limit, offset, err := paging(c)
+	if err != nil {
+		return err
+	}
+	v := s.viewer(c)
+	if pid := c.Query("project_id"); pid != "" {
+		if _, err := s.bodyProject(c, pid); err != nil {
+			return err
+		}
+		v.ProjectID = pid
+	}
+	items, total, err := s.Store.ListSources(s.ctx(c), v, limit, offset)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"sources": items, "total": total, "page": page, "limit": limit,
+		"hasMore": offset+len(items) < total})
+}
+
+// readableSource loads a source the caller may read; anything else is 404.
+func (s *Server) readableSource(c *fiber.Ctx, id string) (*store.KnowledgeSource, error) {
+	notFound := errcode.New(errcode.NotFound, "Source not found")
+	okRead, err := s.Store.CanRead(s.ctx(c), s.viewer(c), id)
+	if err != nil {
+		return nil, err
+	}
+	if !okRead {
+		return nil, notFound
+	}
+	return s.Store.GetSource(s.ctx(c), id)
+}
+
+func (s *Server) kbSourceDocuments(c *fiber.Ctx) error {
+	src, err := s.readableSource(c, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	page, limit, offset, err := paging(c)
+	if err != nil {
+		return err
+	}
+	v := s.viewer(c)
+	v.SourceID = src.ID
+	items, total, err := s.Store.ListDocuments(s.ctx(c), v, limit, offset)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"source": src, "documents": viewDocs(items), "total": total, "page": page,
+		"limit": limit, "hasMore": offset+len(items) < total})
+}
+
+func (s *Server) kbDocuments(c *fiber.Ctx) error {
+	page, limit, offset, err := paging(c)
+	if err != nil {
+		return err
+	}
+	v := s.viewer(c)
+	if sid := c.Query("source_id"); sid != "" {
+		v.SourceID = sid
+	}
+	items, total, err := s.Store.ListDocuments(s.ctx(c), v, limit, offset)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"documents": viewDocs(items), "total": total, "page": page, "limit": limit,
+		"hasMore": offset+len(items) < total})
+}
+
+func (s *Server) kbDocument(c *fiber.Ctx) error {
+	notFound := errcode.New(errcode.NotFound, "Document not found")
+	d, err := s.Store.GetDocument(s.ctx(c), c.Params("id"))
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound
+		}
+		return err
+	}
+	src, err := s.readableSource(c, d.SourceID)
+	if err != nil {
+		if e := errcode.As(err); e != nil && e.Code == errcode.NotFound {
+			return notFound
+		}
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"document": viewDoc(d, src.Name)})
+}
+
+type searchFilters struct {
+	SourceNames []string          `json:"source_names"`
+	SourceName  string            `json:"source_name"`
+	DocumentIDs []string          `json:"document_ids"`
+	Metadata    map[string]string `json:"metadata"`
+}
+
+type searchInput struct {
+	Query     string         `json:"query"`
+	Question  string         `json:"question"`
+	TopK      int            `json:"top_k"`
+	TopKCamel int            `json:"topK"`
+	ProjectID string         `json:"project_id"`
+	Filters   *searchFilters `json:"filters"`
+}
+
+// searchParams checks the project and builds the service's parameters.
+func (s *Server) searchParams(c *fiber.Ctx, in *searchInput) (kb.SearchParams, error) {
+	p := principal(c)
+	q := in.Query
+	if strings.TrimSpace(q) == "" {
+		q = in.Question
+	}
+	k := in.TopK
+	if k == 0 {
+		k = in.TopKCamel
+	}
+	sp := kb.SearchParams{UserID: p.UserID, Admin: p.IsAdmin(), ProjectID: in.ProjectID, Query: q, TopK: k}
+	if f := in.Filters; f != nil {
+		sp.SourceNames = f.SourceNames
+		if f.SourceName != "" {
+			sp.SourceNames = append(sp.SourceNames, f.SourceName)
+		}
+		sp.DocumentIDs, sp.Metadata = f.DocumentIDs, f.Metadata
+	}
+	if err := sp.Validate(); err != nil {
+		return sp, err
+	}
+	if _, err := s.bodyProject(c, in.ProjectID); err != nil {
+		return sp, err
+	}
+	return sp, nil
+}
+
+func (s *Server) kbSearch(c *fiber.Ctx) error {
+	var in searchInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	sp, err := s.searchParams(c, &in)
+	if err != nil {
+		return err
+	}
+	sp.Log = true
+	hits, err := s.KB.Search(s.ctx(c), sp)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"hits": hits, "query": sp.Query, "top_k": sp.TopK})
+}
+
+func (s *Server) kbSearchGet(c *fiber.Ctx) error {
+	in := searchInput{Query: c.Query("query", c.Query("q")), ProjectID: c.Query("project_id")}
+	for _, k := range []string{"topK", "top_k"} {
+		if v := c.Query(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return errcode.Invalid(k, "must be a whole number")
+			}
+			in.TopK = n
+			break
+		}
+	}
+	sp, err := s.searchParams(c, &in)
+	if err != nil {
+		return err
+	}
+	sp.Log = true
+	hits, err := s.KB.Search(s.ctx(c), sp)
+	if err != nil {
+		return err
+	}
+	scores := make([]fiber.Map, len(hits))
+	for i, h := range hits {
+		scores[i] = fiber.Map{"chunk_id": h.ChunkID, "vector": h.Scores.Vector, "keyword": h.Scores.Keyword, "total": h.Scores.Total}
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"chunks": hits, "scores": scores})
+}
+
+func (s *Server) kbAsk(c *fiber.Ctx) error {
+	var in searchInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	sp, err := s.searchParams(c, &in)
+	if err != nil {
+		return err
+	}
+	ans, err := s.KB.Ask(s.ctx(c), sp)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"query_id": ans.QueryID, "answer": ans.Answer, "citations": ans.Citations,
+		"hits": ans.Hits, "cited": ans.Cited, "model": ans.Model})
+}
+
+func (s *Server) kbContext(c *fiber.Ctx) error {
+	var in searchInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	sp, err := s.searchParams(c, &in)
+	if err != nil {
+		return err
+	}
+	text, cits, hits, err := s.KB.Context(s.ctx(c), sp)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"context": text, "citations": cits, "hits": hits})
+}
+
+func (s *Server) kbFeedback(c *fiber.Ctx) error {
+	var in struct {
+		Rating *int   `json:"rating"`
+		Notes  string `json:"notes"`
+	}
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if in.Rating == nil {
+		return errcode.Invalid("rating", "is required (a whole number from 1 to 5)")
+	}
+	q, err := s.KB.Feedback(s.ctx(c), principal(c).UserID, c.Params("queryId"), *in.Rating, in.Notes)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"query_id": q.ID, "feedback": fiber.Map{"rating": *in.Rating, "notes": in.Notes}})
+}
+
+func (s *Server) kbMetrics(c *fiber.Ctx) error {
+	p := principal(c)
+	m, err := s.KB.Metrics(s.ctx(c), p.UserID, p.IsAdmin())
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"totals": m.Totals, "quality": m.Quality, "performance": m.Performance})
+}
+
+func (s *Server) kbEvalSet(c *fiber.Ctx) error {
+	es, err := kb.LoadEvalSet()
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"items": es.Items, "scenarios": es.Scenarios, "total": len(es.Items)})
+}
+
+func (s *Server) kbEvalRun(c *fiber.Ctx) error {
+	var in struct {
+		TopK       int    `json:"top_k"`
+		Scenario   string `json:"scenario"`
+		SourceName string `json:"source_name"`
+	}
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	p := principal(c)
+	res, err := s.KB.RunEval(s.ctx(c), kb.EvalParams{UserID: p.UserID, Admin: p.IsAdmin(), TopK: in.TopK, Scenario: in.Scenario, SourceName: in.SourceName})
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"total": res.Total, "hits": res.Hits, "hit_rate": res.HitRate, "mrr": res.MRR,
+		"p95_ms": res.P95MS, "top_k": res.TopK, "by_scenario": res.ByScenario, "items": res.Items})
+}
+
+func (s *Server) kbPutFact(c *fiber.Ctx) error {
+	var in struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if err := fieldLen("key", strings.TrimSpace(in.Key), true, kb.MaxFactKeyLen); err != nil {
+		return err
+	}
+	if err := fieldLen("value", in.Value, false, kb.MaxFactValueLen); err != nil {
+		return err
+	}
+	f, err := s.KB.PutFact(s.ctx(c), principal(c).UserID, strings.TrimSpace(in.Key), in.Value)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusCreated, fiber.Map{"fact": f})
+}
+
+func (s *Server) kbFacts(c *fiber.Ctx) error {
+	fs, err := s.KB.Facts(s.ctx(c), principal(c).UserID)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"facts": fs})
+}
+
+func (s *Server) kbReindex(c *fiber.Ctx) error {
+	var in struct {
+		SourceID string `json:"source_id"`
+	}
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if err := fieldLen("source_id", in.SourceID, true, 100); err != nil {
+		return err
+	}
+	p := principal(c)
+	res, err := s.KB.Reindex(s.ctx(c), p.UserID, p.IsAdmin(), in.SourceID)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"source_id": res.SourceID, "model": res.Model, "chunks": res.Chunks})
+}

@@ -1,0 +1,288 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/reelforge/reelforge/host/runs"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+func (s *Server) workflowRoutes(r fiber.Router) {
+	r.Post("/workflow/start", s.startRun)
+	r.Get("/workflow/status/:runId", s.runStatus)
+	r.Get("/workflow/result/:runId", s.runResult)
+	r.Get("/workflow/trace/:runId", s.runTrace)
+	r.Post("/workflow/cancel/:runId", s.cancelRun)
+	r.Post("/workflow/resume/:runId", s.resumeRun)
+	r.Post("/workflow/retry/:runId", s.retryRun)
+	r.Get("/workflow/runs", s.listRuns)
+	r.Get("/workflow/manifests", s.listManifests)
+	r.Post("/orchestrator/run", s.orchestratorRun)
+}
+
+func (s *Server) runService() (*runs.Service, error) {
+	if s.Runs == nil {
+		return nil, errcode.New(errcode.ResourceExhausted, "Workflow runs are not available")
+	}
+	return s.Runs, nil
+}
+
+type startInput struct {
+	Workflow       string         `json:"workflow"`
+	WorkflowID     string         `json:"workflow_id"`
+	ProjectID      string         `json:"project_id"`
+	StrategyTaskID string         `json:"strategy_task_id"`
+	Inputs         map[string]any `json:"inputs"`
+	Trigger        string         `json:"trigger"`
+}
+
+func (s *Server) startRun(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	var in startInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if in.Workflow == "" {
+		in.Workflow = in.WorkflowID
+	}
+	if err := fieldLen("workflow", in.Workflow, true, 100); err != nil {
+		return err
+	}
+	r, err := rs.Start(s.ctx(c), runs.StartParams{Workflow: in.Workflow, Inputs: in.Inputs, User: principal(c),
+		ProjectID: in.ProjectID, StrategyTaskID: in.StrategyTaskID, Trigger: runs.TriggerAPI})
+	if err != nil {
+		return err
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "workflow": r.WorkflowID, "status": r.Status,
+		"message": "Workflow started"})
+}
+
+// orchestratorRun is the automation timer's route: POST /api/orchestrator/run {workflow_id, inputs, trigger}.
+func (s *Server) orchestratorRun(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	var in startInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if in.WorkflowID == "" {
+		in.WorkflowID = in.Workflow
+	}
+	if err := fieldLen("workflow_id", in.WorkflowID, true, 100); err != nil {
+		return err
+	}
+	trigger := in.Trigger
+	switch trigger {
+	case "":
+		trigger = runs.TriggerScheduler
+	case runs.TriggerScheduler, runs.TriggerManual, runs.TriggerWebhook, runs.TriggerAPI:
+	default:
+		return errcode.Invalid("trigger", "must be scheduler, manual, webhook or api")
+	}
+	r, err := rs.Start(s.ctx(c), runs.StartParams{Workflow: in.WorkflowID, Inputs: in.Inputs, User: principal(c),
+		ProjectID: in.ProjectID, StrategyTaskID: in.StrategyTaskID, Trigger: trigger, TriggeredBy: "orchestrator"})
+	if err != nil {
+		return err
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "workflow": r.WorkflowID, "workflow_id": r.WorkflowID,
+		"status": r.Status, "trigger": r.Trigger, "message": "Workflow started"})
+}
+
+func (s *Server) loadRun(c *fiber.Ctx) (*runs.Service, *store.Run, error) {
+	rs, err := s.runService()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := rs.Get(s.ctx(c), principal(c), c.Params("runId"))
+	return rs, r, err
+}
+
+func raw(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// runView is the status shape of a run.
+func runView(r *store.Run) fiber.Map {
+	m := fiber.Map{"run_id": r.ID, "workflow": r.WorkflowID, "status": r.Status, "progress": r.Progress,
+		"current_step": r.CurrentStep, "created_at": r.CreatedAt, "updated_at": r.UpdatedAt,
+		"trigger": r.Trigger, "engine": r.Engine, "attempt": r.Attempt}
+	if r.ProjectID != "" {
+		m["project_id"] = r.ProjectID
+	}
+	if r.TriggeredBy != "" {
+		m["triggered_by"] = r.TriggeredBy
+	}
+	for k, v := range map[string]json.RawMessage{"inputs": r.Inputs, "user_context": r.UserContext, "project_context": r.ProjectContext} {
+		if len(v) > 0 {
+			m[k] = v
+		}
+	}
+	if r.Degraded != "" {
+		m["degraded"] = r.Degraded
+	}
+	if r.StartedAt != nil {
+		m["started_at"] = r.StartedAt
+	}
+	if r.CompletedAt != nil {
+		m["completed_at"] = r.CompletedAt
+	}
+	if r.Status == store.RunPaused && len(r.Awaiting) > 0 {
+		m["awaiting"] = raw(r.Awaiting)
+	}
+	if (r.Status == store.RunFailed || r.Status == store.RunCancelled) && len(r.Error) > 0 {
+		m["error"] = raw(r.Error)
+	}
+	return m
+}
+
+func (s *Server) runStatus(c *fiber.Ctx) error {
+	rs, r, err := s.loadRun(c)
+	if err != nil {
+		return err
+	}
+	v := runView(r)
+	jobs, err := rs.Jobs(s.ctx(c), r.ID)
+	if err != nil {
+		return err
+	}
+	v["jobs"] = jobs
+	return okTop(c, fiber.StatusOK, v)
+}
+
+func (s *Server) runResult(c *fiber.Ctx) error {
+	rs, r, err := s.loadRun(c)
+	if err != nil {
+		return err
+	}
+	body := fiber.Map{"run_id": r.ID, "workflow": r.WorkflowID, "status": r.Status, "progress": r.Progress}
+	switch r.Status {
+	case store.RunCompleted, store.RunFailed, store.RunCancelled:
+		trace, err := rs.Trace(s.ctx(c), r.ID)
+		if err != nil {
+			return err
+		}
+		body["trace"] = trace
+		if r.Status == store.RunCompleted {
+			out := raw(r.Outputs)
+			if out == nil {
+				out = fiber.Map{}
+			}
+			body["outputs"] = out
+		} else {
+			body["error"] = raw(r.Error)
+		}
+		if r.CompletedAt != nil {
+			body["completed_at"] = r.CompletedAt
+		}
+	case store.RunPaused:
+		body["message"] = "Run is paused, waiting for input"
+		body["awaiting"] = raw(r.Awaiting)
+	default:
+		body["message"] = "Run is " + r.Status + ", result not ready yet"
+	}
+	return okTop(c, fiber.StatusOK, body)
+}
+
+func (s *Server) runTrace(c *fiber.Ctx) error {
+	rs, r, err := s.loadRun(c)
+	if err != nil {
+		return err
+	}
+	trace, err := rs.Trace(s.ctx(c), r.ID)
+	if err != nil {
+		return err
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "status": r.Status, "trace": trace})
+}
+
+func (s *Server) cancelRun(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	r, err := rs.Cancel(s.ctx(c), principal(c), c.Params("runId"))
+	if err != nil {
+		return err
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "status": r.Status, "message": "Run cancelled"})
+}
+
+func (s *Server) resumeRun(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Input map[string]any `json:"input"`
+	}
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	r, err := rs.Resume(s.ctx(c), principal(c), c.Params("runId"), in.Input)
+	if err != nil {
+		return err
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "status": r.Status, "message": "Run resumed"})
+}
+
+func (s *Server) retryRun(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	r, err := rs.Retry(s.ctx(c), principal(c), c.Params("runId"))
+	if err != nil {
+		return err
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "status": r.Status, "attempt": r.Attempt,
+		"message": "Run retried from its failed step"})
+}
+
+func (s *Server) listRuns(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	page, limit, offset, err := paging(c)
+	if err != nil {
+		return err
+	}
+	status := c.Query("status")
+	switch status {
+	case "", store.RunPending, store.RunRunning, store.RunCompleted, store.RunFailed, store.RunCancelled, store.RunPaused:
+	default:
+		return errcode.Invalid("status", "must be a run state")
+	}
+	if err := fieldLen("workflow", c.Query("workflow"), false, 100); err != nil {
+		return err
+	}
+	list, total, err := rs.List(s.ctx(c), store.ListRunsParams{UserID: principal(c).UserID, Status: status,
+		WorkflowID: c.Query("workflow"), Limit: limit, Offset: offset})
+	if err != nil {
+		return err
+	}
+	items := make([]fiber.Map, 0, len(list))
+	for i := range list {
+		items = append(items, runView(&list[i]))
+	}
+	return listing(c, items, total, page, limit)
+}
+
+func (s *Server) listManifests(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"manifests": rs.Manifests.Summaries()})
+}

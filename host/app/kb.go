@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/content"
+	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/kb/embed"
+	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
+)
+
+// newKB builds the knowledge base: the local embedder and the extractive answerer by default; an
+// OpenAI-compatible embedder when LLM_BASE_URL and EMBEDDING_MODEL are set, and the chat model
+// (asks, rerank) when LLM_BASE_URL is set.
+func newKB(cfg *config.Config, st store.Driver, log *slog.Logger) *kb.Service {
+	opt := kb.Options{AskModel: cfg.KBAskModel, RerankOn: cfg.KBRerankOn, RerankModel: cfg.KBRerankModel,
+		MinScore: cfg.KBMinScore, Logger: log}
+	if cfg.LLMBaseURL != "" {
+		opt.Chat = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
+		if cfg.EmbeddingModel != "" {
+			opt.Embedder = embed.NewClient(embed.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.EmbeddingModel})
+		}
+	}
+	return kb.New(st, opt)
+}
+
+// kbSearch adapts the knowledge base to its two in-process consumers: the run engines'
+// Host.Search (runs.Searcher) and the local chat fallback (content.Searcher). Both search with the
+// visibility of the user they name.
+type kbSearch struct{ kb *kb.Service }
+
+// Search implements runs.Searcher.
+func (k kbSearch) Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
+	hits, err := k.kb.SearchFor(ctx, req.UserID, "", req.ProjectID, req.Query, req.TopK)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.SearchHit, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, engine.SearchHit{ChunkID: h.ChunkID, ChunkText: h.ChunkText, Heading: h.Heading,
+			SourceName: h.SourceName, Document: h.DocumentTitle, Score: h.Scores.Total})
+	}
+	return out, nil
+}
+
+// SearchKB implements content.Searcher.
+func (k kbSearch) SearchKB(ctx context.Context, userID, role, projectID, query string, topK int) ([]content.KBHit, error) {
+	hits, err := k.kb.SearchFor(ctx, userID, role, projectID, query, topK)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]content.KBHit, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, content.KBHit{ChunkID: h.ChunkID, Text: h.ChunkText, Heading: h.Heading,
+			Source: h.SourceName, Document: h.DocumentTitle, Score: h.Scores.Total})
+	}
+	return out, nil
+}

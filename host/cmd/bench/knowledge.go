@@ -1,0 +1,350 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/kb/kbbench"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/pgstore"
+	"github.com/reelforge/reelforge/host/store/sqlitestore"
+)
+
+var (
+	kbSizes     = flag.String("kb-chunks", "1000,10000", "corpus sizes (chunks) for the knowledge search latency")
+	kbQueries   = flag.Int("kb-queries", 200, "searches per corpus size")
+	kbQuestions = flag.Int("kb-questions", 1000, "questions per ../shared/bench set (0: all)")
+	kbBenchDir  = flag.String("kb-bench-dir", "../shared/bench", "the public retrieval sets")
+	kbDriverSel = flag.String("kb-drivers", "", "knowledge drivers to run, by name prefix (default all): sqlite, postgres+pgvector, postgres (in-memory)")
+)
+
+// kbDriver is one of the three search paths.
+type kbDriver struct {
+	name string
+	open func(ctx context.Context) (store.Driver, func(), error)
+}
+
+func kbDrivers(o *options) []kbDriver {
+	var out []kbDriver
+	for _, d := range allKBDrivers(o) {
+		if *kbDriverSel == "" {
+			out = append(out, d)
+			continue
+		}
+		for _, sel := range strings.Split(*kbDriverSel, ",") {
+			if sel = strings.TrimSpace(sel); sel != "" && strings.HasPrefix(d.name, sel) {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func allKBDrivers(o *options) []kbDriver {
+	ds := []kbDriver{{"sqlite", func(ctx context.Context) (store.Driver, func(), error) {
+		dir, err := os.MkdirTemp("", "bench-kb-")
+		if err != nil {
+			return nil, nil, err
+		}
+		d, err := sqlitestore.Open(ctx, filepath.Join(dir, "kb.db"), sqlitestore.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, func() { d.Close(); os.RemoveAll(dir) }, nil
+	}}}
+	if o.pgURL == "" {
+		return ds
+	}
+	for _, vector := range []bool{true, false} {
+		name := "postgres+pgvector"
+		if !vector {
+			name = "postgres (in-memory)"
+		}
+		ds = append(ds, kbDriver{name, func(ctx context.Context) (store.Driver, func(), error) {
+			schema := fmt.Sprintf("bench_kb_%d", time.Now().UnixNano())
+			d, err := pgstore.Open(ctx, o.pgURL, pgstore.Options{Schema: schema, VectorSearch: vector})
+			if err != nil {
+				return nil, nil, err
+			}
+			if vector && !d.SupportsVectorSearch() {
+				d.Close()
+				return nil, nil, nil
+			}
+			return d, func() {
+				d.Close()
+				if c, err := pgx.Connect(ctx, o.pgURL); err == nil {
+					_, _ = c.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+					c.Close(ctx)
+				}
+			}, nil
+		}})
+	}
+	return ds
+}
+
+// benchKnowledge measures ingest, search and ask on every driver, and retrieval quality on the
+// public sets through the real store search path next to a BM25-only baseline of the same run.
+func benchKnowledge(ctx context.Context, o *options) error {
+	var sizes []int
+	for _, s := range strings.Split(*kbSizes, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
+			sizes = append(sizes, n)
+		}
+	}
+	sort.Ints(sizes)
+	fmt.Println("## Knowledge base: ingest, search and ask (local embedder, extractive answerer; synthetic Zipf text, 3-word queries)")
+	fmt.Println()
+	fmt.Println("| driver | ingest MB/s | chunks | search p50 ms | search p95 ms | ask p95 ms |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	for _, d := range kbDrivers(o) {
+		st, done, err := d.open(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.name, err)
+		}
+		if st == nil {
+			fmt.Printf("| %s | pgvector unavailable | | | | |\n", d.name)
+			continue
+		}
+		err = kbLatency(ctx, d.name, st, sizes, *kbQueries)
+		done()
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.name, err)
+		}
+	}
+	fmt.Println()
+	return kbRetrieval(ctx, o)
+}
+
+// benchVocab is a synthetic vocabulary: pseudo-words from syllables and Chinese two-character
+// words, drawn with a Zipf distribution (s = 1.1) so a few words are common and most are rare,
+// as in real text.
+type benchVocab struct {
+	words []string
+	zipf  *rand.Zipf
+}
+
+func newBenchVocab(r *rand.Rand) *benchVocab {
+	syl := strings.Fields("ka lo mi ne ru sa to vi de fo ga hu ji be pa ri so te zu wa ny cho pre str")
+	han := []rune("视频创作者观众平台开头脚本镜头灯光声音字幕趋势留存故事剪辑节奏颜色音乐品牌画面封面评论互动推荐直播转化选题话术数据增长预算发布复盘")
+	v := &benchVocab{}
+	for i := 0; i < 8000; i++ {
+		if i%4 == 3 {
+			v.words = append(v.words, string([]rune{han[r.IntN(len(han))], han[r.IntN(len(han))]}))
+			continue
+		}
+		var b strings.Builder
+		for k := 0; k < 2+r.IntN(3); k++ {
+			b.WriteString(syl[r.IntN(len(syl))])
+		}
+		v.words = append(v.words, b.String())
+	}
+	v.zipf = rand.NewZipf(r, 1.1, 2, uint64(len(v.words)-1))
+	return v
+}
+
+func (v *benchVocab) word() string { return v.words[v.zipf.Uint64()] }
+
+// text is a synthetic document of paras paragraphs of about 900 characters.
+func (v *benchVocab) text(paras int) string {
+	var b strings.Builder
+	for p := 0; p < paras; p++ {
+		n := 0
+		for n < 900 {
+			w := v.word()
+			n += len([]rune(w)) + 1
+			b.WriteString(w)
+			b.WriteByte(' ')
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, queries int) error {
+	s := kb.New(st, kb.Options{})
+	user := uuid.NewString()
+	r := rand.New(rand.NewPCG(1, 2))
+	vocab := newBenchVocab(r)
+	chunks, bytes := 0, 0
+	var ingestTime time.Duration
+	for _, size := range sizes {
+		for chunks < size {
+			text := vocab.text(10)
+			t0 := time.Now()
+			res, err := s.Ingest(ctx, kb.IngestParams{UserID: user, SourceName: "bench", Visibility: store.VisibilityPrivate, Text: text})
+			if err != nil {
+				return err
+			}
+			ingestTime += time.Since(t0)
+			chunks += res.ChunksCount
+			bytes += len(text)
+		}
+		var search, ask []float64
+		for i := 0; i < queries; i++ {
+			q := vocab.word() + " " + vocab.word() + " " + vocab.word()
+			t0 := time.Now()
+			if _, err := s.Search(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5}); err != nil {
+				return err
+			}
+			search = append(search, msSince(t0))
+			if i%4 == 0 {
+				t0 = time.Now()
+				if _, err := s.Ask(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5}); err != nil {
+					return err
+				}
+				ask = append(ask, msSince(t0))
+			}
+		}
+		fmt.Printf("| %s | %.2f | %d | %.1f | %.1f | %.1f |\n", name, float64(bytes)/1e6/ingestTime.Seconds(), chunks,
+			quantile(search, 0.5), quantile(search, 0.95), quantile(ask, 0.95))
+	}
+	return nil
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+type benchDoc struct {
+	ID, Title, Text string
+}
+
+type benchQuestion struct {
+	ID          string   `json:"id"`
+	Question    string   `json:"question"`
+	AnswerTexts []string `json:"answer_texts"`
+	GoldDocID   string   `json:"gold_doc_id"`
+}
+
+func readLines[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, sc.Err()
+}
+
+// kbRetrieval runs the public sets through Service.Search on each driver: each document ingested
+// with its id as title into a source of the set, strict hit@5 and MRR@10, next to kbbench's
+// BM25-only ranking over the same 1000/180 chunks.
+func kbRetrieval(ctx context.Context, o *options) error {
+	sets, err := kbbench.Sets(*kbBenchDir)
+	if err != nil || len(sets) == 0 {
+		fmt.Printf("(no retrieval sets under %s: skipped)\n\n", *kbBenchDir)
+		return nil
+	}
+	fmt.Printf("## Knowledge base: retrieval on %s (strict hit@5, MRR@10; %d questions a set, 0 = all)\n\n", *kbBenchDir, *kbQuestions)
+	fmt.Println("| set | ranking | hit@5 | MRR@10 | search p95 ms |")
+	fmt.Println("|---|---|---:|---:|---:|")
+	for _, dir := range sets {
+		set := filepath.Base(dir)
+		base, err := kbbench.Run(dir, kbbench.Options{MaxQuestions: *kbQuestions})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %s | BM25 only (same chunks, same run) | %.4f | %.4f | |\n", set, base.BM25.Hit5, base.BM25.MRR10)
+		fmt.Printf("| %s | in-memory hybrid (kbbench) | %.4f | %.4f | %.1f |\n", set, base.Hybrid.Hit5, base.Hybrid.MRR10, base.QueryP95MS)
+		docs, err := readLines[benchDoc](filepath.Join(dir, "docs.jsonl"))
+		if err != nil {
+			return err
+		}
+		qs, err := readLines[benchQuestion](filepath.Join(dir, "questions.jsonl"))
+		if err != nil {
+			return err
+		}
+		if *kbQuestions > 0 && len(qs) > *kbQuestions {
+			qs = qs[:*kbQuestions]
+		}
+		for _, d := range kbDrivers(o) {
+			st, done, err := d.open(ctx)
+			if err != nil {
+				return err
+			}
+			if st == nil {
+				continue
+			}
+			hit5, mrr, p95, err := kbSet(ctx, st, set, docs, qs)
+			done()
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", set, d.name, err)
+			}
+			fmt.Printf("| %s | store search, %s | %.4f | %.4f | %.1f |\n", set, d.name, hit5, mrr, p95)
+		}
+	}
+	fmt.Println()
+	return nil
+}
+
+func kbSet(ctx context.Context, st store.Driver, set string, docs []benchDoc, qs []benchQuestion) (hit5, mrr, p95 float64, err error) {
+	s := kb.New(st, kb.Options{})
+	user := uuid.NewString()
+	for _, d := range docs {
+		if _, err := s.Ingest(ctx, kb.IngestParams{UserID: user, SourceName: "bench-" + set, Visibility: store.VisibilityPrivate,
+			Title: d.ID, Text: d.Text}); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	var lat []float64
+	for _, q := range qs {
+		t0 := time.Now()
+		hits, err := s.Search(ctx, kb.SearchParams{UserID: user, Query: q.Question, TopK: 10})
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		lat = append(lat, msSince(t0))
+		for i, h := range hits {
+			if h.DocumentTitle != q.GoldDocID || !containsAny(h.ChunkText, q.AnswerTexts) {
+				continue
+			}
+			if i < 5 {
+				hit5++
+			}
+			mrr += 1 / float64(i+1)
+			break
+		}
+	}
+	n := float64(max(1, len(qs)))
+	return hit5 / n, mrr / n, quantile(lat, 0.95), nil
+}
+
+func containsAny(text string, answers []string) bool {
+	for _, a := range answers {
+		if a != "" && strings.Contains(text, a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,426 @@
+package kb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+	kbdemo "github.com/reelforge/reelforge/testdata/kb-demo"
+)
+
+// NoBasisAnswer is the answer of an ask without hits (SPEC.md rule 7).
+const NoBasisAnswer = "No citable basis was found in the knowledge base for this question, so any answer would be uncertain. " +
+	"知识库中没有找到可引用的依据，答案不确定。"
+
+// Citation is a cited fragment (SPEC.md: chunk_id, source, document, excerpt).
+type Citation struct {
+	Number     int    `json:"number"` // the [#n] of the answer
+	ChunkID    string `json:"chunk_id"`
+	Source     string `json:"source"`
+	Document   string `json:"document"`
+	DocumentID string `json:"document_id"`
+	Excerpt    string `json:"excerpt"`
+}
+
+// Answer is the result of Ask.
+type Answer struct {
+	QueryID   string     `json:"query_id"`
+	Answer    string     `json:"answer"`
+	Citations []Citation `json:"citations"`
+	Hits      []Hit      `json:"hits"`
+	Cited     bool       `json:"cited"`
+	Model     string     `json:"model"`
+}
+
+func excerpt(text string, n int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return text
+}
+
+func citationOf(n int, h Hit) Citation {
+	doc := h.DocumentTitle
+	if doc == "" {
+		doc = h.DocumentID
+	}
+	return Citation{Number: n, ChunkID: h.ChunkID, Source: h.SourceName, Document: doc, DocumentID: h.DocumentID, Excerpt: excerpt(h.ChunkText, 300)}
+}
+
+// Ask answers from the hits with citations (SPEC.md rules 7 and 8): no hits, no model call and
+// the uncertain answer; otherwise numbered fragments answered by the language model when one is
+// configured (the extractive answerer otherwise), the citations checked, and the query logged.
+func (s *Service) Ask(ctx context.Context, p SearchParams) (*Answer, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	p.Log = false
+	hits, err := s.search(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	ans := &Answer{QueryID: uuid.NewString(), Hits: hits, Citations: []Citation{}}
+	if len(hits) == 0 {
+		ans.Answer = NoBasisAnswer
+	} else {
+		frags := make([]string, len(hits))
+		for i, h := range hits {
+			frags[i] = h.ChunkText
+			if h.Heading != "" && !strings.Contains(h.ChunkText, h.Heading) {
+				frags[i] = h.Heading + "\n" + h.ChunkText
+			}
+		}
+		raw := ""
+		if s.opt.Chat != nil {
+			raw, err = s.opt.Chat.Chat(ctx, s.opt.AskModel, llm.Prompt(p.Query, frags))
+			if err != nil {
+				s.log.Warn("kb: ask model failed; extractive answer", "err", err)
+				raw = ""
+			} else {
+				ans.Model = s.opt.AskModel
+			}
+		}
+		if raw == "" {
+			raw = llm.Extractive{}.Answer(p.Query, frags)
+			ans.Model = "extractive"
+		}
+		clean, cited := llm.CheckCitations(raw, len(hits))
+		ans.Answer = clean
+		for _, n := range cited {
+			ans.Citations = append(ans.Citations, citationOf(n, hits[n-1]))
+		}
+		ans.Cited = len(cited) > 0
+	}
+	results, _ := json.Marshal(summarize(hits))
+	cits, _ := json.Marshal(ans.Citations)
+	q := &store.KnowledgeQuery{ID: ans.QueryID, UserID: p.UserID, ProjectID: p.ProjectID, Mode: store.QueryAsk, QueryText: p.Query,
+		TopK: p.TopK, LatencyMS: ms(time.Since(start)), Results: results, AnswerText: ans.Answer, Citations: cits, Cited: ans.Cited}
+	if err := s.st.LogQuery(ctx, q); err != nil {
+		return nil, fmt.Errorf("kb: log ask: %w", err)
+	}
+	return ans, nil
+}
+
+// Context is the chatflow tool's view of a search: the numbered fragments as one text, and their
+// citations.
+func (s *Service) Context(ctx context.Context, p SearchParams) (string, []Citation, []Hit, error) {
+	hits, err := s.Search(ctx, p)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var b strings.Builder
+	cits := make([]Citation, 0, len(hits))
+	for i, h := range hits {
+		fmt.Fprintf(&b, "[#%d] (%s / %s)\n%s\n\n", i+1, h.SourceName, h.DocumentTitle, h.ChunkText)
+		cits = append(cits, citationOf(i+1, h))
+	}
+	return strings.TrimSpace(b.String()), cits, hits, nil
+}
+
+// Feedback stores the rating (1 to 5) and notes of the caller's query; another user's or an
+// unknown query is NOT_FOUND.
+func (s *Service) Feedback(ctx context.Context, userID, queryID string, rating int, notes string) (*store.KnowledgeQuery, error) {
+	if rating < 1 || rating > 5 {
+		return nil, errcode.Invalid("rating", "must be a whole number from 1 to 5")
+	}
+	if len([]rune(notes)) > MaxNotesLen {
+		return nil, errcode.Invalid("notes", fmt.Sprintf("must be at most %d characters", MaxNotesLen))
+	}
+	q, err := s.st.GetQuery(ctx, queryID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && q.UserID != userID) {
+		return nil, errcode.New(errcode.NotFound, "Query not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.st.SetFeedback(ctx, queryID, rating, notes); err != nil {
+		return nil, err
+	}
+	q.FeedbackRating, q.FeedbackNotes = &rating, notes
+	return q, nil
+}
+
+// MetricsWindow is the number of recent searches and asks the metrics cover.
+const MetricsWindow = 200
+
+// Metrics are the figures of GET /api/knowledge/metrics.
+type Metrics struct {
+	Totals      map[string]int     `json:"totals"`
+	Quality     map[string]any     `json:"quality"`
+	Performance map[string]float64 `json:"performance"`
+}
+
+// Metrics sums the caller's queries (everyone's for an admin).
+func (s *Service) Metrics(ctx context.Context, userID string, admin bool) (*Metrics, error) {
+	who := userID
+	if admin {
+		who = ""
+	}
+	st, err := s.st.QueryStats(ctx, who, MetricsWindow)
+	if err != nil {
+		return nil, err
+	}
+	coverage := 0.0
+	if st.RecentAsks > 0 {
+		coverage = math.Round(1000*float64(st.RecentCited)/float64(st.RecentAsks)) / 10
+	}
+	var avg any
+	if st.FeedbackCount > 0 {
+		avg = math.Round(100*float64(st.RatingSum)/float64(st.FeedbackCount)) / 100
+	}
+	return &Metrics{
+		Totals: map[string]int{"ask": st.Asks, "search": st.Searches, "queries": st.Asks + st.Searches},
+		Quality: map[string]any{"citation_coverage_pct_recent_200": coverage, "avg_rating": avg,
+			"feedback_count": st.FeedbackCount, "recent_asks": st.RecentAsks, "recent_cited": st.RecentCited},
+		Performance: map[string]float64{
+			"search_p50_ms": pct(st.SearchLatencies, 50), "search_p95_ms": pct(st.SearchLatencies, 95),
+			"ask_p50_ms": pct(st.AskLatencies, 50), "ask_p95_ms": pct(st.AskLatencies, 95), "window": MetricsWindow},
+	}, nil
+}
+
+// pct is the nearest-rank percentile of xs (0 when empty), rounded to 0.1 ms.
+func pct(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	i = max(0, min(i, len(s)-1))
+	return math.Round(s[i]*10) / 10
+}
+
+// EvalItem is one question of the eval set.
+type EvalItem struct {
+	ID             string `json:"id"`
+	Scenario       string `json:"scenario"`
+	Question       string `json:"question"`
+	ExpectedAnswer string `json:"expected_answer"`
+	Doc            string `json:"doc,omitempty"`
+}
+
+// EvalScenario is one scenario class.
+type EvalScenario struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// EvalSet is the 40-question set over testdata/kb-demo.
+type EvalSet struct {
+	Scenarios []EvalScenario `json:"scenarios"`
+	Items     []EvalItem     `json:"items"`
+}
+
+// LoadEvalSet returns the embedded eval set.
+func LoadEvalSet() (*EvalSet, error) {
+	var es EvalSet
+	if err := json.Unmarshal(kbdemo.EvalJSON, &es); err != nil {
+		return nil, fmt.Errorf("kb: eval set: %w", err)
+	}
+	return &es, nil
+}
+
+// EvalParams is the body of eval/run-search.
+type EvalParams struct {
+	UserID     string
+	Admin      bool
+	TopK       int
+	Scenario   string
+	SourceName string
+}
+
+// EvalItemResult is one question's outcome.
+type EvalItemResult struct {
+	ID        string  `json:"id"`
+	Scenario  string  `json:"scenario"`
+	Hit       bool    `json:"hit"`
+	Rank      int     `json:"rank"` // 1-based position of the first hit holding the answer, 0 when none
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+// ScenarioResult sums one scenario.
+type ScenarioResult struct {
+	Total   int     `json:"total"`
+	Hits    int     `json:"hits"`
+	HitRate float64 `json:"hit_rate"`
+}
+
+// EvalResult is the answer of eval/run-search.
+type EvalResult struct {
+	Total      int                       `json:"total"`
+	Hits       int                       `json:"hits"`
+	HitRate    float64                   `json:"hit_rate"`
+	MRR        float64                   `json:"mrr"`
+	P95MS      float64                   `json:"p95_ms"`
+	TopK       int                       `json:"top_k"`
+	ByScenario map[string]ScenarioResult `json:"by_scenario"`
+	Items      []EvalItemResult          `json:"items"`
+}
+
+// EvalNormalize is the comparison form of DECISIONS.md: NFKC, case folding, no whitespace.
+func EvalNormalize(s string) string {
+	s = cases.Fold().String(norm.NFKC.String(s))
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// RunEval searches every question (of one scenario, when given) in the caller's visible corpus,
+// without a language model, and scores whether a top_k hit holds the expected answer.
+func (s *Service) RunEval(ctx context.Context, p EvalParams) (*EvalResult, error) {
+	es, err := LoadEvalSet()
+	if err != nil {
+		return nil, err
+	}
+	if p.TopK == 0 {
+		p.TopK = DefaultTopK
+	}
+	if p.TopK < 1 || p.TopK > MaxTopK {
+		return nil, errcode.Invalid("top_k", fmt.Sprintf("must be between 1 and %d", MaxTopK))
+	}
+	known := map[string]bool{}
+	for _, sc := range es.Scenarios {
+		known[sc.ID] = true
+	}
+	if p.Scenario != "" && !known[p.Scenario] {
+		return nil, errcode.Invalid("scenario", "is not a scenario of the eval set")
+	}
+	res := &EvalResult{TopK: p.TopK, ByScenario: map[string]ScenarioResult{}, Items: []EvalItemResult{}}
+	var names []string
+	if p.SourceName != "" {
+		names = []string{p.SourceName}
+	}
+	var lat []float64
+	for _, it := range es.Items {
+		if p.Scenario != "" && it.Scenario != p.Scenario {
+			continue
+		}
+		start := time.Now()
+		hits, err := s.Search(ctx, SearchParams{UserID: p.UserID, Admin: p.Admin, Query: it.Question, TopK: p.TopK, SourceNames: names})
+		if err != nil {
+			return nil, err
+		}
+		r := EvalItemResult{ID: it.ID, Scenario: it.Scenario, LatencyMS: ms(time.Since(start))}
+		want := EvalNormalize(it.ExpectedAnswer)
+		for i, h := range hits {
+			if strings.Contains(EvalNormalize(h.Heading+"\n"+h.ChunkText), want) {
+				r.Hit, r.Rank = true, i+1
+				break
+			}
+		}
+		lat = append(lat, r.LatencyMS)
+		res.Items = append(res.Items, r)
+		sc := res.ByScenario[it.Scenario]
+		sc.Total++
+		res.Total++
+		if r.Hit {
+			sc.Hits++
+			res.Hits++
+			res.MRR += 1 / float64(r.Rank)
+		}
+		res.ByScenario[it.Scenario] = sc
+	}
+	for name, sc := range res.ByScenario {
+		sc.HitRate = math.Round(10000*float64(sc.Hits)/float64(sc.Total)) / 10000
+		res.ByScenario[name] = sc
+	}
+	if res.Total > 0 {
+		res.HitRate = math.Round(10000*float64(res.Hits)/float64(res.Total)) / 10000
+		res.MRR = math.Round(10000*res.MRR/float64(res.Total)) / 10000
+	}
+	res.P95MS = pct(lat, 95)
+	return res, nil
+}
+
+// Field limits of facts.
+const (
+	MaxFactKeyLen   = 200
+	MaxFactValueLen = 10000
+)
+
+// PutFact stores (replaces) one of the caller's facts.
+func (s *Service) PutFact(ctx context.Context, userID, key, value string) (*store.Fact, error) {
+	f := &store.Fact{ID: uuid.NewString(), UserID: userID, Key: key, Value: value}
+	if err := s.st.PutFact(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Facts lists the caller's facts.
+func (s *Service) Facts(ctx context.Context, userID string) ([]store.Fact, error) {
+	return s.st.ListFacts(ctx, userID)
+}
+
+// ReindexResult is the answer of POST /api/knowledge/reindex.
+type ReindexResult struct {
+	SourceID string `json:"source_id"`
+	Model    string `json:"model"`
+	Chunks   int    `json:"chunks"`
+}
+
+// Reindex re-embeds every chunk of the caller's source with the current embedder: the new vectors
+// are written beside the old ones, and the chunks switch to them at the end, so searches keep
+// working throughout. Another user's source (or an unknown one) is NOT_FOUND.
+func (s *Service) Reindex(ctx context.Context, userID string, admin bool, sourceID string) (*ReindexResult, error) {
+	src, err := s.st.GetSource(ctx, sourceID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && src.CreatedBy != userID && !admin) {
+		return nil, errcode.New(errcode.NotFound, "Source not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := s.st.SourceChunks(ctx, sourceID)
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.Text
+		if c.Heading != "" && !strings.Contains(c.Text, c.Heading) {
+			texts[i] = c.Heading + "\n" + c.Text
+		}
+	}
+	vecs, err := s.embedAll(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	model := s.emb.Model()
+	byID := make(map[string][]float32, len(chunks))
+	for i, c := range chunks {
+		byID[c.ID] = vecs[i]
+	}
+	if err := s.st.AddEmbeddings(ctx, model, byID); err != nil {
+		return nil, err
+	}
+	err = s.st.SwitchEmbeddings(ctx, sourceID, model)
+	s.changed()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	for id, v := range byID {
+		s.vecs[id+"\x00"+model] = v
+	}
+	s.mu.Unlock()
+	return &ReindexResult{SourceID: sourceID, Model: model, Chunks: len(chunks)}, nil
+}

@@ -1,0 +1,681 @@
+package kb
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/kb/chunk"
+	"github.com/reelforge/reelforge/host/kb/embed"
+	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/kb/parse"
+	"github.com/reelforge/reelforge/host/kb/rank"
+	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Store is what the service needs of the database.
+type Store interface {
+	store.Knowledge
+	SupportsVectorSearch() bool
+}
+
+// Options configure the service; zero values take the defaults.
+type Options struct {
+	Embedder      embed.Embedder // nil: the local embedder
+	Chat          *llm.Client    // nil: no language model (extractive answers, no rerank)
+	AskModel      string         // KB_ASK_MODEL
+	RerankOn      bool           // KB_RERANK_ENABLED
+	RerankModel   string         // KB_RERANK_MODEL
+	RerankTimeout time.Duration  // 0: 5 s
+	MinScore      float64        // KB_MIN_SCORE: vector floor of hits sharing no term (at least rank.Floor)
+	Candidates    int            // per leg of the in-memory path; 0: 100
+	Logger        *slog.Logger
+}
+
+// Service is the knowledge base: ingest, search, ask, audit, eval and facts. It is safe for
+// concurrent use.
+type Service struct {
+	st   Store
+	emb  embed.Embedder
+	opt  Options
+	log  *slog.Logger
+	mu   sync.RWMutex
+	vecs map[string][]float32 // chunk id + "\x00" + model -> vector (chunks never change in place)
+	gen  uint64               // bumped by every write of this service
+	refs map[string]refsEntry // viewer -> readable embedded chunks, for refsTTL or until gen moves
+}
+
+// refsTTL bounds how long a viewer's list of readable chunks is reused: writes of this process
+// invalidate it at once, those of other hosts sharing the database within refsTTL.
+const refsTTL = 2 * time.Second
+
+type refsEntry struct {
+	gen  uint64
+	at   time.Time
+	refs []store.EmbeddingRef
+}
+
+// changed invalidates the cached lists of readable chunks.
+func (s *Service) changed() {
+	s.mu.Lock()
+	s.gen++
+	s.refs = map[string]refsEntry{}
+	s.mu.Unlock()
+}
+
+// embeddingRefs returns the chunks v may read with their models, from the short-lived cache.
+func (s *Service) embeddingRefs(ctx context.Context, v store.Viewer) ([]store.EmbeddingRef, error) {
+	key := fmt.Sprintf("%s|%t|%s|%s|%q|%q", v.UserID, v.Admin, v.ProjectID, v.SourceID, v.SourceNames, v.DocumentIDs)
+	s.mu.RLock()
+	e, ok := s.refs[key]
+	gen := s.gen
+	s.mu.RUnlock()
+	if ok && e.gen == gen && time.Since(e.at) < refsTTL {
+		return e.refs, nil
+	}
+	refs, err := s.st.EmbeddingRefs(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.gen == gen {
+		if len(s.refs) > 1000 {
+			s.refs = map[string]refsEntry{}
+		}
+		s.refs[key] = refsEntry{gen: gen, at: time.Now(), refs: refs}
+	}
+	s.mu.Unlock()
+	return refs, nil
+}
+
+// New returns the service over st.
+func New(st Store, opt Options) *Service {
+	if opt.Embedder == nil {
+		opt.Embedder = embed.NewLocal()
+	}
+	if opt.RerankTimeout <= 0 {
+		opt.RerankTimeout = 5 * time.Second
+	}
+	if opt.MinScore < rank.Floor {
+		opt.MinScore = rank.Floor
+	}
+	if opt.Candidates <= 0 {
+		opt.Candidates = 100
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{st: st, emb: opt.Embedder, opt: opt, log: log, vecs: map[string][]float32{}, refs: map[string]refsEntry{}}
+}
+
+// Embedder returns the embedder new chunks are embedded with.
+func (s *Service) Embedder() embed.Embedder { return s.emb }
+
+// Field limits of the knowledge routes.
+const (
+	MaxTitleLen      = 500
+	MaxSourceNameLen = 200
+	MaxTextLen       = 5 << 20
+	MaxQueryLen      = 2000
+	MaxNotesLen      = 2000
+	MaxTopK          = 50
+	DefaultTopK      = 5
+	DefaultSource    = "default"
+	embedBatch       = 64
+)
+
+// IngestParams describe one document to ingest: Text for a text, or Filename and Data for a file.
+type IngestParams struct {
+	UserID     string
+	ProjectID  string // checked by the caller (access.Project)
+	SourceName string // "" means "default"
+	Visibility string // private, project or org; "" means project
+	Title      string
+	Text       string
+	Filename   string
+	MimeType   string
+	Data       []byte
+	IsFile     bool
+	Chunk      chunk.Options // zero: 1000/180
+	Metadata   json.RawMessage
+}
+
+// IngestResult is the outcome of an ingest.
+type IngestResult struct {
+	Document    *store.KnowledgeDocument
+	Source      *store.KnowledgeSource
+	ChunksCount int
+	Duplicate   bool
+}
+
+// ValidVisibility checks a visibility value ("" is allowed and means project).
+func ValidVisibility(v string) error {
+	switch v {
+	case "", store.VisibilityPrivate, store.VisibilityProject, store.VisibilityOrg:
+		return nil
+	}
+	return errcode.Invalid("visibility", "must be private, project or org")
+}
+
+// Validate checks the fields of p that do not need the database.
+func (p *IngestParams) Validate() error {
+	if !p.IsFile {
+		if strings.TrimSpace(p.Text) == "" {
+			return errcode.Invalid("text", "is required")
+		}
+		if len(p.Text) > MaxTextLen {
+			return errcode.Invalid("text", fmt.Sprintf("must be at most %d bytes", MaxTextLen)).WithStatus(413)
+		}
+	} else if !parse.Supported(p.Filename) {
+		ext := strings.ToLower(strings.TrimPrefix(extOf(p.Filename), "."))
+		if ext == "" {
+			ext = "(none)"
+		}
+		return errcode.New(errcode.Validation, fmt.Sprintf("unsupported file type %q: supported are txt, md, json, csv, html, pdf, docx", ext)).
+			WithDetails([]errcode.FieldError{{Field: "file", Problem: "unsupported file type " + ext}})
+	}
+	if utf8.RuneCountInString(p.Title) > MaxTitleLen {
+		return errcode.Invalid("title", fmt.Sprintf("must be at most %d characters", MaxTitleLen))
+	}
+	if utf8.RuneCountInString(p.SourceName) > MaxSourceNameLen {
+		return errcode.Invalid("source_name", fmt.Sprintf("must be at most %d characters", MaxSourceNameLen))
+	}
+	if err := ValidVisibility(p.Visibility); err != nil {
+		return err
+	}
+	if p.Chunk == (chunk.Options{}) {
+		p.Chunk = chunk.Default()
+	}
+	return p.Chunk.Validate()
+}
+
+func extOf(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 && !strings.ContainsAny(name[i:], `/\`) {
+		return name[i:]
+	}
+	return ""
+}
+
+// Ingest stores a document: hash (de-duplication per source), parse, split, embed in batches, and
+// chunks and embeddings written in one transaction. The document goes uploading -> parsing ->
+// indexed, or failed with its reason (a file with no text is not an error: the document is failed).
+func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if p.SourceName == "" {
+		p.SourceName = DefaultSource
+	}
+	if p.Visibility == "" {
+		p.Visibility = store.VisibilityProject
+	}
+	data := p.Data
+	if !p.IsFile {
+		data = []byte(p.Text)
+	}
+	sum := sha256.Sum256(data)
+	filename := p.Filename
+	if filename == "" {
+		filename = "text.txt"
+	}
+	title := p.Title
+	if title == "" {
+		title = filename
+		if !p.IsFile {
+			title = firstLine(p.Text, 80)
+		}
+	}
+	mime := p.MimeType
+	if mime == "" && !p.IsFile {
+		mime = "text/plain"
+	}
+	doc := &store.KnowledgeDocument{ID: uuid.NewString(), UserID: p.UserID, Title: title, Filename: filename,
+		FileHash: hex.EncodeToString(sum[:]), FileSize: int64(len(data)), MimeType: mime, Metadata: p.Metadata}
+	added, err := s.st.AddDocument(ctx, store.NewSourceParams{ID: uuid.NewString(), CreatedBy: p.UserID, ProjectID: p.ProjectID,
+		Name: p.SourceName, Visibility: p.Visibility}, doc)
+	if err != nil {
+		return nil, fmt.Errorf("kb: add document: %w", err)
+	}
+	res := &IngestResult{Document: added.Document, Source: added.Source, Duplicate: added.Duplicate}
+	if added.Duplicate {
+		res.ChunksCount = added.Document.ChunkCount
+		return res, nil
+	}
+	n, ingestErr := s.index(ctx, added.Source, doc, p, data)
+	if ingestErr != nil {
+		if e := errcode.As(ingestErr); e == nil || e.Code != errcode.Validation {
+			s.log.Warn("kb: ingest failed", "document", doc.ID, "err", ingestErr)
+		}
+		if err := s.st.SetDocumentStatus(context.WithoutCancel(ctx), doc.ID, store.DocFailed, publicReason(ingestErr)); err != nil {
+			return nil, fmt.Errorf("kb: mark failed: %w", err)
+		}
+	}
+	res.ChunksCount = n
+	if res.Document, err = s.st.GetDocument(ctx, doc.ID); err != nil {
+		return nil, fmt.Errorf("kb: reload document: %w", err)
+	}
+	return res, nil
+}
+
+// publicReason is the reason kept on a failed document: the public message of a catalogue error,
+// a generic one otherwise.
+func publicReason(err error) string {
+	if e := errcode.As(err); e != nil && e.Msg != "" {
+		return e.Msg
+	}
+	return "indexing failed"
+}
+
+func firstLine(text string, max int) string {
+	text = strings.TrimSpace(text)
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	if r := []rune(strings.TrimSpace(text)); len(r) > max {
+		return string(r[:max])
+	}
+	return strings.TrimSpace(text)
+}
+
+// index parses, splits, embeds and writes one document; it returns the chunk count.
+func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, p IngestParams, data []byte) (int, error) {
+	if err := s.st.SetDocumentStatus(ctx, doc.ID, store.DocParsing, ""); err != nil {
+		return 0, err
+	}
+	text := p.Text
+	if p.IsFile {
+		var err error
+		if text, err = parse.Text(p.Filename, data); err != nil {
+			return 0, err
+		}
+	}
+	if strings.TrimSpace(text) == "" {
+		return 0, errcode.New(errcode.Validation, "the document contains no text")
+	}
+	parts := chunk.Split(text, p.Chunk)
+	if len(parts) == 0 {
+		return 0, errcode.New(errcode.Validation, "the document contains no text")
+	}
+	chunks := make([]store.KnowledgeChunk, len(parts))
+	texts := make([]string, len(parts))
+	for i, c := range parts {
+		full := c.Text
+		if c.Heading != "" && !strings.Contains(c.Text, c.Heading) {
+			full = c.Heading + "\n" + c.Text
+		}
+		texts[i] = full
+		terms := segment.Terms(full)
+		chunks[i] = store.KnowledgeChunk{ID: uuid.NewString(), SourceID: src.ID, DocumentID: doc.ID, Index: c.Index,
+			Text: c.Text, Heading: c.Heading, TokenCount: len(terms), SearchText: strings.Join(terms, " "),
+			Metadata: p.Metadata, EmbeddingModel: s.emb.Model()}
+	}
+	vecs, err := s.embedAll(ctx, texts)
+	if err != nil {
+		return 0, err
+	}
+	for i := range chunks {
+		chunks[i].Embedding = vecs[i]
+	}
+	err = s.st.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks})
+	s.changed()
+	if err != nil {
+		return 0, err
+	}
+	return len(chunks), nil
+}
+
+// embedAll embeds texts in batches.
+func (s *Service) embedAll(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, 0, len(texts))
+	for i := 0; i < len(texts); i += embedBatch {
+		vs, err := s.emb.Embed(ctx, texts[i:min(len(texts), i+embedBatch)])
+		if err != nil {
+			return nil, fmt.Errorf("kb: embed: %w", err)
+		}
+		out = append(out, vs...)
+	}
+	return out, nil
+}
+
+// SearchParams is one search.
+type SearchParams struct {
+	UserID      string
+	Admin       bool
+	ProjectID   string // checked by the caller
+	Query       string
+	TopK        int
+	SourceNames []string
+	DocumentIDs []string
+	Metadata    map[string]string
+	Log         bool // write a knowledge_queries row (mode search)
+}
+
+// Scores of a hit.
+type Scores struct {
+	Vector  float64 `json:"vector"`
+	Keyword float64 `json:"keyword"`
+	Total   float64 `json:"total"`
+}
+
+// Hit is one search result.
+type Hit struct {
+	ChunkID       string `json:"chunk_id"`
+	ChunkText     string `json:"chunk_text"`
+	Heading       string `json:"heading"`
+	SourceName    string `json:"source_name"`
+	SourceID      string `json:"source_id"`
+	DocumentID    string `json:"document_id"`
+	DocumentTitle string `json:"document_title"`
+	ChunkIndex    int    `json:"chunk_index"`
+	Scores        Scores `json:"scores"`
+
+	meta json.RawMessage // the chunk's metadata, for the metadata filter
+}
+
+// Validate checks the query and top_k, defaulting top_k to 5.
+func (p *SearchParams) Validate() error {
+	if strings.TrimSpace(p.Query) == "" {
+		return errcode.Invalid("query", "is required")
+	}
+	if utf8.RuneCountInString(p.Query) > MaxQueryLen {
+		return errcode.Invalid("query", fmt.Sprintf("must be at most %d characters", MaxQueryLen))
+	}
+	if p.TopK == 0 {
+		p.TopK = DefaultTopK
+	}
+	if p.TopK < 1 || p.TopK > MaxTopK {
+		return errcode.Invalid("top_k", fmt.Sprintf("must be between 1 and %d", MaxTopK))
+	}
+	return nil
+}
+
+// Search runs SPEC.md rules 3 to 6 for the caller: the readable sources (in SQL), the query
+// embedded, then the pgvector ranking or the in-memory hybrid over keyword candidates plus vector
+// neighbours, the relevance floor, the filters and the optional rerank.
+func (s *Service) Search(ctx context.Context, p SearchParams) ([]Hit, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	hits, err := s.search(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Log {
+		results, _ := json.Marshal(summarize(hits))
+		q := &store.KnowledgeQuery{ID: uuid.NewString(), UserID: p.UserID, ProjectID: p.ProjectID, Mode: store.QuerySearch,
+			QueryText: p.Query, TopK: p.TopK, LatencyMS: ms(time.Since(start)), Results: results, Cited: len(hits) > 0}
+		if err := s.st.LogQuery(context.WithoutCancel(ctx), q); err != nil {
+			s.log.Warn("kb: log search", "err", err)
+		}
+	}
+	return hits, nil
+}
+
+// SearchFor is the entry point of the run engines (engine.Host.Search): a search with the
+// visibility of userID (an admin when role is admin), optionally narrowed to a project the caller
+// has already checked.
+func (s *Service) SearchFor(ctx context.Context, userID, role, projectID, query string, topK int) ([]Hit, error) {
+	return s.Search(ctx, SearchParams{UserID: userID, Admin: role == store.RoleAdmin, ProjectID: projectID, Query: query, TopK: topK})
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (s *Service) search(ctx context.Context, p SearchParams) ([]Hit, error) {
+	viewer := store.Viewer{UserID: p.UserID, Admin: p.Admin, ProjectID: p.ProjectID, SourceNames: p.SourceNames, DocumentIDs: p.DocumentIDs}
+	terms := segment.Query(p.Query)
+	var qv []float32
+	if vs, err := s.emb.Embed(ctx, []string{p.Query}); err != nil {
+		s.log.Warn("kb: embed query; keyword leg only", "err", err)
+	} else if len(vs) == 1 {
+		qv = vs[0]
+	}
+	want := p.TopK
+	if len(p.Metadata) > 0 {
+		want = max(want*5, 50)
+	}
+	if s.opt.RerankOn && s.opt.Chat != nil {
+		want = max(want, min(2*p.TopK, MaxTopK))
+	}
+	var hits []Hit
+	if s.st.SupportsVectorSearch() && len(qv) > 0 {
+		rows, err := s.st.VectorSearch(ctx, store.SearchParams{Viewer: viewer, Terms: terms, Vector: qv, Model: s.emb.Model(),
+			Limit: want, Floor: s.opt.MinScore, Cap: 2 * s.opt.Candidates})
+		if err != nil && !errors.Is(err, store.ErrNotSupported) {
+			return nil, fmt.Errorf("kb: vector search: %w", err)
+		}
+		if err == nil {
+			for _, r := range rows {
+				hits = append(hits, hitOf(r, Scores{Vector: r.Vector, Keyword: r.Keyword, Total: r.Total}))
+			}
+			return s.finish(ctx, p, hits), nil
+		}
+	}
+	hits, err := s.memorySearch(ctx, viewer, terms, qv, want)
+	if err != nil {
+		return nil, err
+	}
+	return s.finish(ctx, p, hits), nil
+}
+
+func hitOf(r store.ChunkRow, sc Scores) Hit {
+	return Hit{ChunkID: r.ID, ChunkText: r.Text, Heading: r.Heading, SourceName: r.SourceName, SourceID: r.SourceID,
+		DocumentID: r.DocumentID, DocumentTitle: r.DocumentTitle, ChunkIndex: r.Index, Scores: sc, meta: r.Metadata}
+}
+
+// memorySearch is rule 5 with the candidate rule of DESIGN.md: the keyword leg's best matches and
+// the vector leg's nearest neighbours, scored together in memory.
+func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []string, qv []float32, want int) ([]Hit, error) {
+	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: s.opt.Candidates})
+	if err != nil {
+		return nil, fmt.Errorf("kb: keyword candidates: %w", err)
+	}
+	rows := map[string]store.ChunkRow{}
+	order := make([]string, 0, len(kw)+s.opt.Candidates)
+	for _, r := range kw {
+		rows[r.ID] = r
+		order = append(order, r.ID)
+	}
+	vecs := map[string][]float32{}
+	if len(qv) > 0 {
+		near, all, err := s.neighbours(ctx, v, qv, s.opt.Candidates)
+		if err != nil {
+			return nil, err
+		}
+		vecs = all
+		var missing []string
+		for _, id := range near {
+			if _, ok := rows[id]; !ok {
+				missing = append(missing, id)
+				order = append(order, id)
+			}
+		}
+		if len(missing) > 0 {
+			more, err := s.st.ChunksByID(ctx, missing)
+			if err != nil {
+				return nil, fmt.Errorf("kb: load candidates: %w", err)
+			}
+			for _, r := range more {
+				rows[r.ID] = r
+			}
+		}
+	}
+	cands := make([]rank.Candidate, 0, len(order))
+	ids := make([]string, 0, len(order))
+	for _, id := range order {
+		r, ok := rows[id]
+		if !ok {
+			continue
+		}
+		ids = append(ids, id)
+		cands = append(cands, rank.Candidate{ID: id, Terms: strings.Fields(r.SearchText), Vector: vecs[id]})
+	}
+	scored := rank.Score(rank.Query{Terms: terms, Vector: qv}, cands, rank.Options{TopK: want, Floor: s.opt.MinScore})
+	hits := make([]Hit, 0, len(scored))
+	for _, h := range scored {
+		hits = append(hits, hitOf(rows[ids[h.Index]], Scores{Vector: h.Vector, Keyword: h.Keyword, Total: h.Total}))
+	}
+	return hits, nil
+}
+
+// neighbours returns the n readable chunks nearest to qv (by dot product of unit vectors), and the
+// vectors of every readable chunk of the query's model, from the cache or the store.
+func (s *Service) neighbours(ctx context.Context, v store.Viewer, qv []float32, n int) ([]string, map[string][]float32, error) {
+	refs, err := s.embeddingRefs(ctx, v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kb: embedding refs: %w", err)
+	}
+	model := s.emb.Model()
+	vecs := make(map[string][]float32, len(refs))
+	var missing []store.EmbeddingRef
+	s.mu.RLock()
+	for _, r := range refs {
+		if r.Model != model {
+			continue
+		}
+		if vec, ok := s.vecs[r.ChunkID+"\x00"+r.Model]; ok {
+			vecs[r.ChunkID] = vec
+		} else {
+			missing = append(missing, r)
+		}
+	}
+	s.mu.RUnlock()
+	if len(missing) > 0 {
+		got, err := s.st.Embeddings(ctx, missing)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kb: load embeddings: %w", err)
+		}
+		s.mu.Lock()
+		for id, vec := range got {
+			s.vecs[id+"\x00"+model] = vec
+			vecs[id] = vec
+		}
+		s.mu.Unlock()
+	}
+	type sc struct {
+		id string
+		s  float32
+	}
+	top := make([]sc, 0, n+1)
+	for id, vec := range vecs {
+		if len(vec) != len(qv) {
+			continue
+		}
+		var dot float32
+		for i := range qv {
+			dot += qv[i] * vec[i]
+		}
+		if len(top) == n && dot <= top[n-1].s {
+			continue
+		}
+		k := sort.Search(len(top), func(i int) bool { return top[i].s < dot })
+		top = append(top, sc{})
+		copy(top[k+1:], top[k:])
+		top[k] = sc{id, dot}
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	ids := make([]string, len(top))
+	for i, t := range top {
+		ids[i] = t.id
+	}
+	return ids, vecs, nil
+}
+
+// finish applies the metadata filter, the optional rerank and top_k.
+func (s *Service) finish(ctx context.Context, p SearchParams, hits []Hit) []Hit {
+	if len(p.Metadata) > 0 {
+		kept := hits[:0]
+		for _, h := range hits {
+			if metaMatches(h.meta, p.Metadata) {
+				kept = append(kept, h)
+			}
+		}
+		hits = kept
+	}
+	if s.opt.RerankOn && s.opt.Chat != nil && len(hits) > 1 {
+		docs := make([]string, len(hits))
+		for i, h := range hits {
+			docs[i] = h.ChunkText
+		}
+		order, err := llm.Rerank(ctx, s.opt.Chat, s.opt.RerankModel, p.Query, docs, s.opt.RerankTimeout)
+		if err != nil {
+			s.log.Warn("kb: rerank failed; hybrid order kept", "err", err)
+		} else {
+			re := make([]Hit, 0, len(hits))
+			for _, i := range order {
+				re = append(re, hits[i])
+			}
+			hits = re
+		}
+	}
+	if len(hits) > p.TopK {
+		hits = hits[:p.TopK]
+	}
+	for i := range hits {
+		hits[i].Scores = Scores{Vector: round4(hits[i].Scores.Vector), Keyword: round4(hits[i].Scores.Keyword), Total: round4(hits[i].Scores.Total)}
+	}
+	if hits == nil {
+		hits = []Hit{}
+	}
+	return hits
+}
+
+func round4(x float64) float64 {
+	const f = 10000
+	if x < 0 {
+		return -float64(int64(-x*f+0.5)) / f
+	}
+	return float64(int64(x*f+0.5)) / f
+}
+
+func metaMatches(raw json.RawMessage, want map[string]string) bool {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok {
+			return false
+		}
+		if s, isStr := got.(string); isStr {
+			if s != v {
+				return false
+			}
+		} else if b, _ := json.Marshal(got); string(b) != v {
+			return false
+		}
+	}
+	return true
+}
+
+type hitSummary struct {
+	ChunkID    string  `json:"chunk_id"`
+	DocumentID string  `json:"document_id"`
+	SourceName string  `json:"source_name"`
+	Total      float64 `json:"total"`
+}
+
+func summarize(hits []Hit) []hitSummary {
+	out := make([]hitSummary, len(hits))
+	for i, h := range hits {
+		out[i] = hitSummary{h.ChunkID, h.DocumentID, h.SourceName, h.Scores.Total}
+	}
+	return out
+}

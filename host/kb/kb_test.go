@@ -1,0 +1,273 @@
+package kb_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/kb/chunk"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/pgstore"
+	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// drivers are the three search paths: SQLite, PostgreSQL with pgvector, PostgreSQL without.
+var drivers = map[string]func(t *testing.T) store.Driver{
+	"sqlite": func(t *testing.T) store.Driver {
+		d, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "kb.db"), sqlitestore.Options{})
+		if err != nil {
+			t.Fatalf("sqlitestore.Open: %v", err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	},
+	"postgres":          func(t *testing.T) store.Driver { return openPG(t, true) },
+	"postgres-novector": func(t *testing.T) store.Driver { return openPG(t, false) },
+}
+
+func openPG(t *testing.T, vector bool) store.Driver {
+	t.Helper()
+	url := storetest.PostgresURL(t)
+	schema := storetest.SchemaName()
+	d, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: schema, VectorSearch: vector})
+	if err != nil {
+		t.Fatalf("pgstore.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		if c, err := pgx.Connect(context.Background(), url); err == nil {
+			_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			c.Close(context.Background())
+		}
+	})
+	return d
+}
+
+// forEachDriver runs fn on every driver (PostgreSQL ones skip without TEST_DATABASE_URL).
+func forEachDriver(t *testing.T, fn func(t *testing.T, d store.Driver, s *kb.Service)) {
+	for name, open := range drivers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := open(t)
+			fn(t, d, kb.New(d, kb.Options{}))
+		})
+	}
+}
+
+func ingest(t *testing.T, s *kb.Service, p kb.IngestParams) *kb.IngestResult {
+	t.Helper()
+	res, err := s.Ingest(context.Background(), p)
+	if err != nil {
+		t.Fatalf("Ingest(%q): %v", p.Title, err)
+	}
+	return res
+}
+
+func TestVisibilitySweep(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		a, b := storetest.NewUser(t, d, ""), storetest.NewUser(t, d, "")
+		pa := storetest.NewProject(t, d, a.ID)
+		secret := "quokkasecret"
+		docs := []kb.IngestParams{
+			{UserID: a.ID, SourceName: "priv", Visibility: store.VisibilityPrivate, Text: "The launch memo: " + secret + " is the private code word."},
+			{UserID: a.ID, SourceName: "proj", ProjectID: pa.ID, Visibility: store.VisibilityProject, Text: "Project memo: " + secret + " is for members."},
+			{UserID: a.ID, SourceName: "loose", Visibility: store.VisibilityProject, Text: "Unassigned memo: " + secret + " has no project."},
+		}
+		for _, p := range docs {
+			ingest(t, s, p)
+		}
+		demo, err := os.ReadFile("../../testdata/kb-demo/docs/platform-douyin-rules.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ingest(t, s, kb.IngestParams{UserID: a.ID, SourceName: "kb-demo", Visibility: store.VisibilityPrivate, IsFile: true,
+			Filename: "platform-douyin-rules.md", Data: demo})
+		ingest(t, s, kb.IngestParams{UserID: a.ID, SourceName: "open", Visibility: store.VisibilityOrg, Text: "Organisation memo about quokkas and lighting."})
+
+		// The owner finds all three.
+		hits, err := s.Search(ctx, kb.SearchParams{UserID: a.ID, Query: secret, TopK: 10})
+		if err != nil || len(hits) != 3 {
+			t.Fatalf("owner Search = %d hits, %v; want 3", len(hits), err)
+		}
+		// User B finds none of them through any route.
+		sp := kb.SearchParams{UserID: b.ID, Query: secret + " memo code word", TopK: 10}
+		hits, err = s.Search(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ans, err := s.Ask(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, cits, _, err := s.Context(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen, _ := json.Marshal([]any{hits, ans, text, cits})
+		if strings.Contains(string(seen), secret) || strings.Contains(string(seen), "Project memo") {
+			t.Errorf("user B saw user A's private or project chunks: %s", seen)
+		}
+		srcs, _, err := d.ListSources(ctx, store.Viewer{UserID: b.ID}, 100, 0)
+		if err != nil || len(srcs) != 1 || srcs[0].Name != "open" {
+			t.Errorf("ListSources(B) = %+v, %v; want only the org source", srcs, err)
+		}
+		ds, _, err := d.ListDocuments(ctx, store.Viewer{UserID: b.ID}, 100, 0)
+		if err != nil || len(ds) != 1 {
+			t.Errorf("ListDocuments(B) = %d documents, %v; want 1", len(ds), err)
+		}
+		evA, err := s.RunEval(ctx, kb.EvalParams{UserID: a.ID, Scenario: "platform_rules"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evB, err := s.RunEval(ctx, kb.EvalParams{UserID: b.ID, Scenario: "platform_rules"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if evA.Hits == 0 || evB.Hits != 0 || evB.Total != 10 {
+			t.Errorf("RunEval hits: owner %d, other %d of %d; want owner > 0, other 0", evA.Hits, evB.Hits, evB.Total)
+		}
+		// A project search is narrowed to the project.
+		hits, err = s.Search(ctx, kb.SearchParams{UserID: a.ID, ProjectID: pa.ID, Query: secret, TopK: 10})
+		if err != nil || len(hits) != 1 || hits[0].SourceName != "proj" {
+			t.Errorf("project Search = %+v, %v; want the project document only", hits, err)
+		}
+	})
+}
+
+func TestIngestRules(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		p := kb.IngestParams{UserID: u.ID, SourceName: "s", Visibility: store.VisibilityPrivate, IsFile: true, Filename: "a.txt",
+			Data: []byte("Duplicate detection sample.")}
+		first := ingest(t, s, p)
+		if first.Duplicate || first.Document.ParseStatus != store.DocIndexed || first.ChunksCount != 1 || first.Source.Version != 1 {
+			t.Errorf("first ingest = %+v, source %+v", first.Document, first.Source)
+		}
+		p.Filename = "b.txt"
+		again := ingest(t, s, p)
+		if !again.Duplicate || again.Document.ID != first.Document.ID {
+			t.Errorf("second ingest: duplicate %v, document %s; want the first %s", again.Duplicate, again.Document.ID, first.Document.ID)
+		}
+		p.SourceName = "other"
+		if other := ingest(t, s, p); other.Duplicate {
+			t.Errorf("the same file in another source was flagged duplicate")
+		}
+		for name, tc := range map[string]struct {
+			file string
+			data string
+		}{
+			"empty text":  {"blank.txt", "  \n\t\n "},
+			"broken docx": {"broken.docx", "not a zip archive"},
+		} {
+			res := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "bad", Visibility: store.VisibilityPrivate, IsFile: true,
+				Filename: tc.file, Data: []byte(tc.data)})
+			if res.Document.ParseStatus != store.DocFailed || res.Document.ErrorMessage == "" || res.ChunksCount != 0 {
+				t.Errorf("%s: document %+v, want failed with a reason", name, res.Document)
+			}
+		}
+		_, err := s.Ingest(ctx, kb.IngestParams{UserID: u.ID, IsFile: true, Filename: "x.exe", Data: []byte("MZ")})
+		if e := errcode.As(err); e == nil || e.Code != errcode.Validation || !strings.Contains(e.Msg, "exe") {
+			t.Errorf("Ingest(.exe) = %v, want a VALIDATION_ERROR naming exe", err)
+		}
+		_, err = s.Ingest(ctx, kb.IngestParams{UserID: u.ID, Text: "x", Chunk: chunk.Options{Size: 100}})
+		if e := errcode.As(err); e == nil || e.Code != errcode.Validation {
+			t.Errorf("Ingest(chunk size 100) = %v, want VALIDATION_ERROR", err)
+		}
+		long := strings.Repeat("这是一个很长的中文段落，用来检查按字符计数的窗口。", 200)
+		res := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "zh", Visibility: store.VisibilityPrivate, Text: long})
+		if want := len([]rune(long)) / 820; res.ChunksCount < want || res.ChunksCount > want+3 {
+			t.Errorf("%d characters gave %d chunks, want about %d", len([]rune(long)), res.ChunksCount, want)
+		}
+	})
+}
+
+func TestSearchAndAsk(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		u, other := storetest.NewUser(t, d, ""), storetest.NewUser(t, d, "")
+		for _, text := range []string{"抖音平台的完播率是衡量视频质量的重要指标", "小红书的笔记封面设计需要简洁明了",
+			"直播带货的转化率取决于选品和话术", "The lighthouse keeper of Zorblax island is named Quenthar Vell."} {
+			ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "zh", Visibility: store.VisibilityPrivate, Text: text})
+		}
+		for _, q := range []string{"指标", "完播率"} {
+			hits, err := s.Search(ctx, kb.SearchParams{UserID: u.ID, Query: q})
+			if err != nil || len(hits) == 0 {
+				t.Fatalf("Search(%q) = %v, %v", q, hits, err)
+			}
+			if !strings.Contains(hits[0].ChunkText, q) || hits[0].Scores.Keyword <= 0 {
+				t.Errorf("Search(%q) best hit %q keyword %v; want the chunk holding it, matched by keyword", q, hits[0].ChunkText, hits[0].Scores.Keyword)
+			}
+		}
+		ans, err := s.Ask(ctx, kb.SearchParams{UserID: u.ID, Query: "Who is the lighthouse keeper of Zorblax island?", TopK: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ans.Cited || len(ans.Citations) == 0 || !strings.Contains(ans.Answer, "Quenthar") || !strings.Contains(ans.Answer, "[#") {
+			t.Errorf("Ask = %+v, want a cited answer naming Quenthar", ans)
+		}
+		for _, c := range ans.Citations {
+			if c.ChunkID != ans.Hits[c.Number-1].ChunkID || c.Excerpt == "" || c.Source != "zh" {
+				t.Errorf("citation %+v does not match hit %d", c, c.Number)
+			}
+		}
+		// Zero hits: the uncertain answer, no citations, still logged.
+		none, err := s.Ask(ctx, kb.SearchParams{UserID: u.ID, Query: "jqxvwzk kzqxjvw wxzjqkv"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if none.Answer != kb.NoBasisAnswer || len(none.Citations) != 0 || len(none.Hits) != 0 || none.Cited {
+			t.Errorf("zero-hit Ask = %+v, want the no-basis answer", none)
+		}
+		q, err := d.GetQuery(ctx, none.QueryID)
+		if err != nil || q.Mode != store.QueryAsk || q.AnswerText != kb.NoBasisAnswer {
+			t.Errorf("zero-hit ask log = %+v, %v", q, err)
+		}
+		if _, err := s.Feedback(ctx, other.ID, ans.QueryID, 5, ""); errcode.As(err) == nil || errcode.As(err).Code != errcode.NotFound {
+			t.Errorf("Feedback(other user) = %v, want NOT_FOUND", err)
+		}
+		if _, err := s.Feedback(ctx, u.ID, ans.QueryID, 6, ""); errcode.As(err) == nil || errcode.As(err).Code != errcode.Validation {
+			t.Errorf("Feedback(rating 6) = %v, want VALIDATION_ERROR", err)
+		}
+		if _, err := s.Feedback(ctx, u.ID, ans.QueryID, 4, "ok"); err != nil {
+			t.Errorf("Feedback = %v", err)
+		}
+		m, err := s.Metrics(ctx, u.ID, false)
+		if err != nil || m.Totals["ask"] != 2 || m.Quality["citation_coverage_pct_recent_200"] != 50.0 || m.Quality["feedback_count"] != 1 {
+			t.Errorf("Metrics = %+v, %v; want 2 asks, 50%% coverage, 1 feedback", m, err)
+		}
+	})
+}
+
+func TestReindex(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		res := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "r", Visibility: store.VisibilityPrivate, Text: "Reindex sample about camera angles."})
+		out, err := s.Reindex(ctx, u.ID, false, res.Source.ID)
+		if err != nil || out.Chunks != 1 || out.Model != s.Embedder().Model() {
+			t.Fatalf("Reindex = %+v, %v", out, err)
+		}
+		hits, err := s.Search(ctx, kb.SearchParams{UserID: u.ID, Query: "camera angles"})
+		if err != nil || len(hits) != 1 || hits[0].Scores.Vector <= 0 {
+			t.Errorf("Search after reindex = %+v, %v", hits, err)
+		}
+		other := storetest.NewUser(t, d, "")
+		if _, err := s.Reindex(ctx, other.ID, false, res.Source.ID); errcode.As(err) == nil || errcode.As(err).Code != errcode.NotFound {
+			t.Errorf("Reindex(another user's source) = %v, want NOT_FOUND", err)
+		}
+	})
+}

@@ -1,0 +1,373 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Callback kinds: the three inbound callback routes.
+const (
+	KindGraph      = "graph"
+	KindAutomation = "automation"
+	KindAI         = "ai"
+)
+
+// CallbackResult answers an inbound callback.
+type CallbackResult struct {
+	JobID     string `json:"job_id"`
+	RunID     string `json:"run_id"`
+	Status    string `json:"status"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+}
+
+// callbackBody holds the fields of the three callback bodies the host reads itself.
+type callbackBody struct {
+	JobID    string            `json:"job_id"`
+	RunID    string            `json:"run_id"`
+	Status   string            `json:"status"`
+	Outputs  json.RawMessage   `json:"outputs"`
+	Result   json.RawMessage   `json:"result"`
+	Error    json.RawMessage   `json:"error"`
+	Trace    []json.RawMessage `json:"trace"`
+	Metadata map[string]any    `json:"metadata"`
+}
+
+// Callback applies a verified inbound callback (the signature was checked by the caller): it
+// resolves the job once (a repeat answers Duplicate), hands an engine job's payload to the run's
+// engine, and stores what the run came to. Unknown job: 404 NOT_FOUND.
+func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*CallbackResult, error) {
+	var b callbackBody
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, errcode.New(errcode.Validation, "Malformed JSON body")
+	}
+	if b.JobID == "" {
+		return nil, errcode.Invalid("job_id", "is required")
+	}
+	j, err := s.Store.GetJob(ctx, b.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errcode.New(errcode.NotFound, "Job not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: load job: %w", err)
+	}
+	dup := &CallbackResult{JobID: j.ID, RunID: j.RunID, Status: j.Status, Duplicate: true}
+	if j.Resolved() {
+		return dup, nil
+	}
+	if b.Status == "running" || b.Status == "pending" || b.Status == "accepted" {
+		// Progress only: the job stays open; the engine may record steps and progress.
+		if !isGenerator(j.Type) && kind != KindAI {
+			res := s.engineCallback(ctx, kind, j, raw, &b)
+			if res != nil && res.Status != engine.StatusCompleted {
+				s.apply(context.WithoutCancel(ctx), j.RunID, "", res)
+			}
+		}
+		return &CallbackResult{JobID: j.ID, RunID: j.RunID, Status: j.Status}, nil
+	}
+	status := store.JobCompleted
+	var jerr *engine.RunError
+	switch b.Status {
+	case "failed", "error", "timeout":
+		status = store.JobFailed
+		jerr = &engine.RunError{Code: string(jobErrorCode(j.Type)), Message: "the external executor reported failure"}
+		var e engine.RunError
+		if len(b.Error) > 0 && json.Unmarshal(b.Error, &e) == nil && e.Message != "" {
+			jerr.Message = e.Message
+			if errcode.Known(errcode.Code(e.Code)) {
+				jerr.Code = e.Code
+			}
+		} else if s := string(b.Error); len(b.Error) > 0 && s != "null" {
+			var msg string
+			if json.Unmarshal(b.Error, &msg) == nil && msg != "" {
+				jerr.Message = msg
+			}
+		}
+	}
+	result := b.Result
+	if len(result) == 0 {
+		result = b.Outputs
+	}
+	if len(result) == 0 {
+		result = raw
+	}
+	resolved, ok := s.resolve(ctx, j.ID, status, result, jerr)
+	if !ok {
+		if cur, err := s.Store.GetJob(ctx, j.ID); err == nil {
+			dup.Status = cur.Status
+		}
+		return dup, nil
+	}
+	out := &CallbackResult{JobID: j.ID, RunID: j.RunID, Status: resolved.Status}
+	if isGenerator(j.Type) || kind == KindAI {
+		return out, nil // the step awaiting it (WaitJob) takes it from here
+	}
+	res := s.engineCallback(ctx, kind, resolved, raw, &b)
+	s.apply(context.WithoutCancel(ctx), j.RunID, "", res)
+	if r, err := s.Store.GetRun(ctx, j.RunID); err == nil {
+		out.Status = r.Status
+	}
+	return out, nil
+}
+
+// engineCallback asks the engine of the job's type what the callback means for the run: its live
+// plugin, else its in-process engine, else the host reads the SPEC.md fields itself.
+func (s *Service) engineCallback(ctx context.Context, kind string, j *store.Job, raw []byte, b *callbackBody) *engine.RunResult {
+	var eng engine.Engine
+	if s.Plugins != nil {
+		eng, _ = s.Plugins.Engine(j.Type)
+	}
+	if eng == nil {
+		eng = s.InProcess[j.Type]
+	}
+	if eng != nil {
+		res, err := eng.Callback(ctx, s, &engine.CallbackRequest{RunID: j.RunID, Job: *toEngineJob(j), Kind: kind, Payload: raw})
+		if err == nil && res != nil {
+			return res
+		}
+		if err != nil {
+			s.Log.Warn("runs: engine callback", "run_id", j.RunID, "job_id", j.ID, "err", err)
+			e := errcode.As(err)
+			if e == nil || e.Code != errcode.WorkflowInvalidState {
+				code, msg := string(errcode.Of(err)), err.Error()
+				if e != nil {
+					msg = e.Message()
+				}
+				return &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: code, Message: msg}}
+			}
+		}
+	}
+	return s.genericCallback(ctx, j, b)
+}
+
+// genericCallback reads a callback by the SPEC.md fields: status, outputs or result, trace and
+// metadata (tokens and cost land on the trace).
+func (s *Service) genericCallback(ctx context.Context, j *store.Job, b *callbackBody) *engine.RunResult {
+	for i, raw := range b.Trace {
+		var ts engine.TraceStep
+		if json.Unmarshal(raw, &ts) != nil || ts.StepID == "" {
+			continue
+		}
+		if ts.Agent == "" {
+			ts.Agent = j.Type
+		}
+		if ts.Status == "" {
+			ts.Status = engine.StepCompleted
+		}
+		if ts.Engine == "" {
+			ts.Engine = j.Type
+		}
+		if i == len(b.Trace)-1 && b.Metadata != nil {
+			if v, ok := b.Metadata["total_tokens"].(float64); ok && ts.TokensUsed == nil {
+				n := int64(v)
+				ts.TokensUsed = &n
+			}
+			if v, ok := b.Metadata["total_cost_usd"].(float64); ok && ts.CostUSD == nil {
+				ts.CostUSD = &v
+			}
+		}
+		_ = s.ReportStep(ctx, j.RunID, ts)
+	}
+	switch b.Status {
+	case "failed", "error", "timeout":
+		var e engine.RunError
+		if len(b.Error) > 0 && json.Unmarshal(b.Error, &e) == nil && e.Message != "" {
+			if !errcode.Known(errcode.Code(e.Code)) {
+				e.Code = string(jobErrorCode(j.Type))
+			}
+			return &engine.RunResult{Status: engine.StatusFailed, Error: &e}
+		}
+		return &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: string(jobErrorCode(j.Type)),
+			Message: fmt.Sprintf("the %s executor reported failure", j.Type)}}
+	case "paused":
+		out := map[string]any{}
+		_ = json.Unmarshal(b.Outputs, &out)
+		prompt, _ := out["prompt"].(string)
+		if prompt == "" {
+			prompt = "Input needed"
+		}
+		step := j.StepID
+		if step == "" {
+			step = j.Type
+		}
+		return &engine.RunResult{Status: engine.StatusPaused, Awaiting: &engine.Awaiting{StepID: step, Prompt: prompt}}
+	}
+	out := map[string]any{}
+	src := b.Outputs
+	if len(src) == 0 {
+		src = b.Result
+	}
+	if len(src) > 0 {
+		var v any
+		if json.Unmarshal(src, &v) == nil {
+			if m, ok := v.(map[string]any); ok {
+				out = m
+			} else {
+				out["result"] = v
+			}
+		}
+	}
+	if b.Metadata != nil {
+		out["metadata"] = b.Metadata
+	}
+	return &engine.RunResult{Status: engine.StatusCompleted, Outputs: out}
+}
+
+func jobErrorCode(typ string) errcode.Code {
+	switch typ {
+	case engine.JobGraph:
+		return errcode.GraphRunner
+	case engine.JobAutomation:
+		return errcode.AutomationWebhookFailed
+	case engine.JobChatflow:
+		return errcode.Chatflow
+	case engine.JobMusic:
+		return errcode.MusicAPI
+	case engine.JobVideogen:
+		return errcode.VideoGen
+	}
+	return errcode.ExternalService
+}
+
+// StartSweeper starts the job sweeper: jobs past timeout_at are retried with their type's back-off
+// while retries are left, else timed out (their run fails with WORKFLOW_TIMEOUT). It sweeps only
+// while Leader says this host leads; each change is also one guarded UPDATE.
+func (s *Service) StartSweeper(ctx context.Context) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &lifecycle{cancel: cancel}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTicker(s.opts.SweepInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.Sweep(ctx)
+			}
+		}
+	}()
+	s.mu.Lock()
+	s.sweep = l
+	s.mu.Unlock()
+}
+
+// StopSweeper stops the sweeper and waits for it.
+func (s *Service) StopSweeper() {
+	s.mu.Lock()
+	l := s.sweep
+	s.sweep = nil
+	s.mu.Unlock()
+	l.stop()
+}
+
+// Sweep handles the jobs due now once.
+func (s *Service) Sweep(ctx context.Context) {
+	if s.Leader != nil && !s.Leader(ctx) {
+		return
+	}
+	now := s.Store.Now()
+	due, err := s.Store.ListDueJobs(ctx, now, 100)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Log.Warn("runs: list due jobs", "err", err)
+		}
+		return
+	}
+	for i := range due {
+		s.timeoutJob(ctx, &due[i], now)
+	}
+	// Runs nothing drives (an update lost to a database error, or an engine that waits for no job)
+	// are handed to the executor again as a recovery: after maxRecoveries they fail.
+	orphans, err := s.Store.ListOrphanRuns(ctx, now.Add(-s.opts.OrphanAfter), 100)
+	if err != nil {
+		return
+	}
+	for _, id := range orphans {
+		_, err := s.Store.UpdateRun(ctx, id, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
+			Lease: &now, Holder: "orphan"})
+		if err == nil {
+			s.Log.Warn("runs: a running run had nothing driving it: executing it again", "run_id", id)
+			s.kick()
+		}
+	}
+}
+
+func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
+	p, _ := s.policy(j.Type)
+	if j.RetryCount < j.MaxRetries && isGenerator(j.Type) && s.Dispatcher != nil {
+		next := now.Add(p.backoff(j.RetryCount+1) + p.Timeout)
+		rj, err := s.Store.RetryJob(ctx, j.ID, next)
+		if err != nil {
+			return
+		}
+		go func() {
+			time.Sleep(p.backoff(rj.RetryCount))
+			s.dispatch(context.WithoutCancel(ctx), rj)
+		}()
+		return
+	}
+	msg := fmt.Sprintf("%s job %s got no callback within %s", j.Type, j.ID, p.Timeout)
+	if _, ok := s.resolve(ctx, j.ID, store.JobTimeout, nil, &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg}); !ok {
+		return
+	}
+	if isGenerator(j.Type) {
+		return // the step awaiting it decides (an optional step is skipped)
+	}
+	if j.RetryCount < j.MaxRetries {
+		// An engine job: execute the run again after the back-off; the engine makes a new job,
+		// which carries the retry count on.
+		at := now.Add(p.backoff(j.RetryCount + 1))
+		_, err := s.Store.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at, Unclaim: true})
+		if err != nil {
+			s.Log.Warn("runs: hand a timed-out run back for a retry", "run_id", j.RunID, "err", err)
+		}
+		if err == nil {
+			go func() {
+				time.Sleep(time.Until(at) + 10*time.Millisecond)
+				s.kick()
+			}()
+		}
+		return
+	}
+	s.fail(ctx, j.RunID, "", &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg, StepID: j.StepID})
+}
+
+// CompleteJob resolves a job done locally (plugins/generators' CompleteFunc), as if its
+// ai-callback had arrived: result on success, else failure.
+func (s *Service) CompleteJob(ctx context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
+	status := store.JobCompleted
+	if failure != nil {
+		status, result = store.JobFailed, nil
+	}
+	if _, ok := s.resolve(ctx, jobID, status, result, failure); !ok {
+		if _, err := s.Store.GetJob(ctx, jobID); errors.Is(err, store.ErrNotFound) {
+			return errcode.New(errcode.NotFound, "Job not found")
+		}
+		return errcode.New(errcode.WorkflowInvalidState, "the job was resolved already")
+	}
+	return nil
+}
+
+// RunOwner names the owner of a run (plugins/generators' OwnerFunc).
+func (s *Service) RunOwner(ctx context.Context, runID string) (engine.UserContext, error) {
+	r, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return engine.UserContext{}, err
+	}
+	var uc engine.UserContext
+	_ = json.Unmarshal(r.UserContext, &uc)
+	uc.UserID = r.UserID
+	if u, err := s.Store.GetUser(ctx, r.UserID); err == nil {
+		uc.Role, uc.Username = u.Role, u.Username
+	}
+	return uc, nil
+}

@@ -1,0 +1,346 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// maxRecoveries is how many times a run is taken over from a host that died while running it
+// before it is failed: a run that crashes its host every time must not loop forever.
+const maxRecoveries = 3
+
+// lifecycle is a group of goroutines started and stopped together.
+type lifecycle struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (l *lifecycle) stop() {
+	if l == nil {
+		return
+	}
+	l.cancel()
+	l.wg.Wait()
+}
+
+// StartExecutor starts the workers that claim and execute runs, until StopExecutor.
+func (s *Service) StartExecutor(ctx context.Context) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &lifecycle{cancel: cancel}
+	for range s.opts.Workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			s.work(ctx)
+		}()
+	}
+	s.mu.Lock()
+	s.exec = l
+	s.mu.Unlock()
+	s.kick()
+}
+
+// StopExecutor stops claiming runs and stops the executions in flight; their runs stay running with
+// an expired lease, so the next executor (this host after a restart, or another) takes them up.
+func (s *Service) StopExecutor() {
+	s.mu.Lock()
+	l := s.exec
+	s.exec = nil
+	s.mu.Unlock()
+	l.stop()
+}
+
+func (s *Service) work(ctx context.Context) {
+	t := time.NewTicker(s.opts.Poll)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		// Each claim has its own holder id, so a late update of an earlier execution of the same run
+		// on this host cannot pass the guard of a later one.
+		owner := s.opts.HostID + "/" + uuid.NewString()[:8]
+		r, err := s.Store.ClaimRun(ctx, owner, s.opts.Lease)
+		if err == nil {
+			s.kick() // there may be more: let another idle worker look
+			s.execute(ctx, r, owner)
+			continue
+		}
+		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			s.Log.Warn("runs: claim", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// route picks the engine for engine name: the live plugin, else the in-process engine of that name
+// when the plugins are off, else nil. It says why it degraded when the plugin is not live.
+func (s *Service) route(name string) (engine.Engine, string, string) {
+	if s.Plugins != nil {
+		e, err := s.Plugins.Engine(name)
+		if err == nil {
+			return e, name, ""
+		}
+		if ip := s.InProcess[name]; ip != nil {
+			return ip, name, fmt.Sprintf("engine %s plugin unavailable: in process", name)
+		}
+		return nil, name, fmt.Sprintf("engine %s plugin unavailable", name)
+	}
+	if ip := s.InProcess[name]; ip != nil {
+		return ip, name, ""
+	}
+	return nil, name, "plugins are switched off (PLUGINS_ENABLED=false)"
+}
+
+// runEngine picks the engine that executes a run of manifest engine name: the live plugin, else
+// the in-process node engine with the manifest's steps.
+func (s *Service) runEngine(name string) (engine.Engine, string, string) {
+	if s.Plugins != nil {
+		if e, err := s.Plugins.Engine(name); err == nil {
+			return e, name, ""
+		}
+		if name == "node" {
+			return s.InProcess["node"], "node", "node plugin unavailable: in-process node engine"
+		}
+		return s.InProcess["node"], "node", fmt.Sprintf("engine %s unavailable: degraded to the in-process node engine", name)
+	}
+	if name == "node" {
+		return s.InProcess["node"], "node", ""
+	}
+	return s.InProcess["node"], "node", fmt.Sprintf("plugins are off (PLUGINS_ENABLED=false): engine %s runs on the in-process node engine", name)
+}
+
+// execute runs a claimed run on its engine and stores the outcome.
+func (s *Service) execute(ctx context.Context, r *store.Run, owner string) {
+	m, ok := s.Manifests.Get(r.WorkflowID)
+	if !ok {
+		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowNotFound),
+			Message: fmt.Sprintf("workflow %q is no longer in the registry", r.WorkflowID)})
+		return
+	}
+	if r.Recoveries > maxRecoveries {
+		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowStepFailed), Message: fmt.Sprintf(
+			"the run was taken over %d times (its host stopped, or nothing was driving it); giving up", r.Recoveries)})
+		return
+	}
+	wf := m.Workflow()
+	eng, name, degraded := s.runEngine(m.Engine)
+	deg := degraded
+	started, err := s.Store.UpdateRun(ctx, r.ID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{
+		Status: store.RunRunning, Owner: owner, Started: true, Engine: name, Degraded: &deg})
+	if err != nil {
+		if !errors.Is(err, store.ErrStale) {
+			s.Log.Warn("runs: start run", "run_id", r.ID, "err", err)
+		}
+		return
+	}
+	if r.Status == store.RunPending {
+		s.notifyStatus(ctx, started)
+	}
+	r = started
+
+	runCtx, cancel := context.WithCancel(ctx)
+	if wf.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, wf.Timeout)
+	}
+	defer cancel()
+	s.mu.Lock()
+	s.active[r.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.active, r.ID)
+		s.mu.Unlock()
+	}()
+	// Keep the lease while the engine works.
+	leaseDone := make(chan struct{})
+	defer close(leaseDone)
+	go func() {
+		t := time.NewTicker(s.opts.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-leaseDone:
+				return
+			case <-t.C:
+				if err := s.Store.RenewLease(context.WithoutCancel(ctx), r.ID, owner, s.opts.Lease); errors.Is(err, store.ErrStale) {
+					cancel() // cancelled, or taken by another host
+					return
+				}
+			}
+		}
+	}()
+
+	req, err := s.runRequest(ctx, r, wf, degraded)
+	if err != nil {
+		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.Unknown), Message: "could not prepare the run"})
+		s.Log.Error("runs: prepare", "run_id", r.ID, "err", err)
+		return
+	}
+	if eng == nil {
+		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.ExternalService), Message: "no engine can run this workflow"})
+		return
+	}
+	res, err := eng.Run(runCtx, s, req)
+	if err != nil && degraded == "" && external(err) && (name != "node" || s.Plugins != nil) &&
+		ctx.Err() == nil && runCtx.Err() == nil {
+		// The plugin died during the run, or the engine's external tool is down: finish the run on
+		// the in-process node engine, from the steps it completed.
+		reason := fmt.Sprintf("engine %s failed (%s): degraded to the in-process node engine", m.Engine, errcode.As(err).Message())
+		s.Log.Warn("runs: engine failed, degrading", "run_id", r.ID, "err", err)
+		s.failJobs(ctx, r.ID, false, &engine.RunError{Code: string(errcode.Of(err)), Message: "the run degraded to the node engine"})
+		if req2, rerr := s.runRequest(ctx, r, wf, reason); rerr == nil {
+			_, _ = s.Store.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
+				Owner: owner, Engine: "node", Degraded: &reason})
+			res, err = s.InProcess["node"].Run(runCtx, s, req2)
+		}
+	}
+	if ctx.Err() != nil {
+		// The host is stopping: hand the run back with an expired lease for the next executor.
+		now := s.Store.Now()
+		_, _ = s.Store.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Owner: owner, Lease: &now, Unclaim: true})
+		return
+	}
+	if err != nil {
+		code := errcode.Of(err)
+		msg := err.Error()
+		if e := errcode.As(err); e != nil {
+			msg = e.Message()
+		}
+		if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+			code, msg = errcode.WorkflowTimeout, fmt.Sprintf("the workflow did not finish within %s", wf.Timeout)
+		}
+		res = &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: string(code), Message: msg}}
+	}
+	s.apply(context.WithoutCancel(ctx), r.ID, owner, res)
+}
+
+// runRequest builds the engine request of r: inputs, contexts, completed steps, resume input.
+func (s *Service) runRequest(ctx context.Context, r *store.Run, wf engine.Workflow, degraded string) (*engine.RunRequest, error) {
+	req := &engine.RunRequest{RunID: r.ID, Workflow: wf, Inputs: map[string]any{}, Attempt: r.Attempt,
+		CallbackURL: s.opts.CallbackBaseURL, Degraded: degraded}
+	if err := json.Unmarshal(r.Inputs, &req.Inputs); err != nil {
+		return nil, err
+	}
+	if len(r.UserContext) > 0 {
+		_ = json.Unmarshal(r.UserContext, &req.User)
+	}
+	if len(r.ProjectContext) > 0 {
+		_ = json.Unmarshal(r.ProjectContext, &req.Project)
+	}
+	if len(r.ResumeInput) > 0 {
+		_ = json.Unmarshal(r.ResumeInput, &req.ResumeInput)
+	}
+	steps, err := s.Store.ListTraceSteps(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range steps {
+		if st.Status != engine.StepCompleted {
+			continue
+		}
+		var ts engine.TraceStep
+		if json.Unmarshal(st.Step, &ts) != nil {
+			continue
+		}
+		if req.Completed == nil {
+			req.Completed = map[string]json.RawMessage{}
+		}
+		out, _ := json.Marshal(ts.Outputs)
+		req.Completed[st.StepID] = out
+	}
+	return req, nil
+}
+
+// apply stores what a run came to. owner guards executor results ("" for callbacks).
+func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.RunResult) {
+	if res == nil {
+		res = &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: string(errcode.Unknown), Message: "the engine returned no result"}}
+	}
+	from := []string{store.RunRunning}
+	switch res.Status {
+	case engine.StatusCompleted:
+		out := res.Outputs
+		if out == nil {
+			out = map[string]any{}
+		}
+		b, _ := json.Marshal(out)
+		hundred := 100.0
+		r, err := s.Store.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunCompleted, Owner: owner,
+			Outputs: b, Completed: true, Release: true, ClearError: true, Progress: &hundred})
+		if err == nil {
+			s.notifyProgress(ctx, r, 100)
+			s.finished(ctx, r)
+		}
+	case engine.StatusPaused:
+		aw := res.Awaiting
+		if aw == nil {
+			aw = &engine.Awaiting{Prompt: "Input needed"}
+		}
+		b, _ := json.Marshal(aw)
+		r, err := s.Store.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunPaused, Owner: owner, Awaiting: b, Release: true})
+		if err == nil {
+			s.notifyStatus(ctx, r)
+		}
+	case engine.StatusWaiting:
+		// Stays running until a callback or the job's time-out; no lease: nothing executes it now.
+		_, err := s.Store.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunRunning, Owner: owner, Release: true})
+		s.Log.Debug("runs: waiting", "run_id", runID, "err", err)
+	default:
+		s.fail(ctx, runID, owner, res.Error)
+	}
+}
+
+// fail moves a running (or pending) run to failed with e.
+func (s *Service) fail(ctx context.Context, runID, owner string, e *engine.RunError) {
+	if e == nil {
+		e = &engine.RunError{Code: string(errcode.WorkflowStepFailed), Message: "the run failed"}
+	}
+	if e.Code == "" {
+		e.Code = string(errcode.WorkflowStepFailed)
+	}
+	b, _ := json.Marshal(e)
+	r, err := s.Store.UpdateRun(ctx, runID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{Status: store.RunFailed,
+		Owner: owner, Error: b, Completed: true, Release: true})
+	if err == nil {
+		s.finished(ctx, r)
+	}
+}
+
+// external reports whether err says an engine's plugin or external tool is unavailable.
+func external(err error) bool {
+	switch errcode.Of(err) {
+	case errcode.ExternalService, errcode.GraphRunner, errcode.AutomationWebhookFailed, errcode.Chatflow:
+		return true
+	}
+	return false
+}
+
+// failJobs fails the unresolved jobs of a run; without generators, it leaves generator jobs in
+// flight (a step executed again awaits the job it ordered before).
+func (s *Service) failJobs(ctx context.Context, runID string, generators bool, e *engine.RunError) []string {
+	jobs, err := s.Store.ListRunJobs(ctx, runID)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, j := range jobs {
+		if j.Resolved() || (!generators && isGenerator(j.Type)) {
+			continue
+		}
+		ids = append(ids, j.ID)
+		s.resolve(ctx, j.ID, store.JobFailed, nil, e)
+	}
+	return ids
+}

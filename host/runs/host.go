@@ -1,0 +1,306 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// ReportStep implements engine.Host: it stores the step (keyed by step id, first position kept).
+func (s *Service) ReportStep(ctx context.Context, runID string, step engine.TraceStep) error {
+	if step.StepID == "" {
+		return errcode.Invalid("step_id", "is required")
+	}
+	if step.Inputs == nil {
+		step.Inputs = map[string]any{}
+	}
+	if step.StepName == "" {
+		step.StepName = step.StepID
+	}
+	if step.Status == "" {
+		step.Status = engine.StepRunning
+	}
+	if step.StartedAt == nil && step.Status != engine.StepPending && step.Status != engine.StepSkipped {
+		now := s.Store.Now()
+		step.StartedAt = &now
+	}
+	b, err := json.Marshal(step)
+	if err != nil {
+		return errcode.E("runs.ReportStep", errcode.Validation, "trace step is not JSON", err)
+	}
+	if err := s.Store.UpsertTraceStep(ctx, &store.TraceStep{RunID: runID, StepID: step.StepID, Status: step.Status, Step: b}); err != nil {
+		return fmt.Errorf("runs: store trace step: %w", err)
+	}
+	return nil
+}
+
+// ReportProgress implements engine.Host.
+func (s *Service) ReportProgress(ctx context.Context, runID string, progress float64, currentStep string) error {
+	progress = min(max(progress, 0), 100)
+	if err := s.Store.SetRunProgress(ctx, runID, progress, currentStep); err != nil {
+		if errors.Is(err, store.ErrStale) {
+			return nil // the run left running (cancelled): nothing to show
+		}
+		return fmt.Errorf("runs: store progress: %w", err)
+	}
+	if r, err := s.Store.GetRun(ctx, runID); err == nil {
+		s.notifyProgress(ctx, r, progress)
+	}
+	return nil
+}
+
+func (s *Service) notifyProgress(ctx context.Context, r *store.Run, progress float64) {
+	if s.Notifier == nil {
+		return
+	}
+	s.Notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskProgress,
+		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "progress": progress, "current_step": r.CurrentStep}})
+}
+
+// JobPolicy is the time-out and retry policy of a job type (SPEC.md Limits).
+type JobPolicy struct {
+	MaxRetries  int
+	Timeout     time.Duration
+	Exponential bool          // back-off doubles per retry; else fixed
+	Backoff     time.Duration // first back-off
+}
+
+// Policies per job type. speech and videoparse are not in SPEC.md: one retry, 120 s and 60 s.
+var Policies = map[string]JobPolicy{
+	engine.JobAutomation: {MaxRetries: 3, Timeout: 60 * time.Second, Exponential: true, Backoff: time.Second},
+	engine.JobGraph:      {MaxRetries: 2, Timeout: 120 * time.Second, Exponential: true, Backoff: time.Second},
+	engine.JobChatflow:   {MaxRetries: 2, Timeout: 30 * time.Second, Backoff: time.Second},
+	engine.JobMusic:      {MaxRetries: 0, Timeout: 300 * time.Second},
+	engine.JobVideogen:   {MaxRetries: 0, Timeout: 600 * time.Second},
+	engine.JobSpeech:     {MaxRetries: 1, Timeout: 120 * time.Second, Exponential: true, Backoff: time.Second},
+	engine.JobVideoparse: {MaxRetries: 1, Timeout: 60 * time.Second, Exponential: true, Backoff: time.Second},
+}
+
+func (s *Service) policy(typ string) (JobPolicy, bool) {
+	if p, ok := s.opts.Policies[typ]; ok {
+		return p, true
+	}
+	p, ok := Policies[typ]
+	return p, ok
+}
+
+// backoff is the wait before retry number n (1 for the first retry).
+func (p JobPolicy) backoff(n int) time.Duration {
+	d := p.Backoff
+	if p.Exponential {
+		for i := 1; i < n; i++ {
+			d *= 2
+		}
+	}
+	return d
+}
+
+func isGenerator(typ string) bool {
+	switch typ {
+	case engine.JobMusic, engine.JobVideogen, engine.JobSpeech, engine.JobVideoparse:
+		return true
+	}
+	return false
+}
+
+// CallbackPath is the route an external executor of a job type calls back.
+func CallbackPath(typ string) string {
+	switch typ {
+	case engine.JobGraph:
+		return "/api/webhooks/graph-callback"
+	case engine.JobAutomation:
+		return "/api/webhooks/automation-callback"
+	}
+	return "/api/webhooks/ai-callback"
+}
+
+// CreateJob implements engine.Host: it stores the job with timeout_at and max_retries of its type,
+// and with Dispatch submits a generator job to the Dispatcher.
+func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engine.Job, error) {
+	p, ok := s.policy(req.Type)
+	if !ok {
+		return nil, errcode.Invalid("type", fmt.Sprintf("unknown job type %q", req.Type))
+	}
+	if _, err := s.Store.GetRun(ctx, req.RunID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errcode.New(errcode.NotFound, "Run not found")
+		}
+		return nil, err
+	}
+	// A job created again for the same step after a time-out carries the retry count on. A step
+	// executed again (its host died, or the run degraded or was retried) gets the job it made before
+	// when that one is still in flight or completed with the same request: expensive generator work
+	// is not ordered twice.
+	retries := 0
+	if prev, err := s.Store.ListRunJobs(ctx, req.RunID); err == nil {
+		for i := len(prev) - 1; i >= 0; i-- {
+			j := &prev[i]
+			if j.Type != req.Type || j.StepID != req.StepID {
+				continue
+			}
+			if j.Status == store.JobTimeout {
+				retries = max(retries, j.RetryCount+1)
+			}
+			if req.StepID != "" && isGenerator(j.Type) && sameJSON(j.Request, req.Request) &&
+				(j.Status == store.JobRunning || j.Status == store.JobCompleted) {
+				return toEngineJob(j), nil
+			}
+		}
+	}
+	cbURL := s.opts.CallbackBaseURL + CallbackPath(req.Type)
+	cb, _ := json.Marshal(map[string]any{"url": cbURL, "signature": "sha256 HMAC of the body with CALLBACK_SECRET in X-Signature"})
+	j := &store.Job{ID: uuid.NewString(), RunID: req.RunID, StepID: req.StepID, Type: req.Type, Request: req.Request,
+		Callback: cb, RetryCount: retries, MaxRetries: p.MaxRetries, TimeoutAt: s.Store.Now().Add(p.Timeout)}
+	if len(j.Request) == 0 {
+		j.Request = json.RawMessage(`{}`)
+	}
+	if err := s.Store.InTx(ctx, func(tx store.Driver) error {
+		if err := tx.CreateJob(ctx, j); err != nil {
+			return err
+		}
+		return events.Emit(ctx, tx, events.Event{Name: events.JobStatusChanged, Data: map[string]any{
+			"jobId": j.ID, "runId": j.RunID, "type": j.Type, "status": j.Status}})
+	}); err != nil {
+		return nil, fmt.Errorf("runs: store job: %w", err)
+	}
+	if req.Dispatch {
+		s.dispatch(ctx, j)
+		if got, err := s.Store.GetJob(ctx, j.ID); err == nil {
+			j = got
+		}
+	}
+	return toEngineJob(j), nil
+}
+
+// dispatch submits a generator job; without a dispatcher, or when it refuses, the job fails.
+func (s *Service) dispatch(ctx context.Context, j *store.Job) {
+	if !isGenerator(j.Type) || s.Dispatcher == nil {
+		msg := fmt.Sprintf("no executor is configured for %s jobs", j.Type)
+		s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(errcode.ExternalService), Message: msg})
+		return
+	}
+	_ = s.Store.MarkJobDispatched(ctx, j.ID)
+	if err := s.Dispatcher.Dispatch(ctx, toEngineJob(j), s.opts.CallbackBaseURL+CallbackPath(j.Type)); err != nil {
+		e := errcode.As(err)
+		re := &engine.RunError{Code: string(errcode.ExternalService), Message: err.Error()}
+		if e != nil {
+			re.Code, re.Message = string(e.Code), e.Message()
+		}
+		s.resolve(ctx, j.ID, store.JobFailed, nil, re)
+	}
+}
+
+// resolve resolves a job once and wakes its waiters; it reports false when it was resolved already.
+func (s *Service) resolve(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError) (*store.Job, bool) {
+	var errObj json.RawMessage
+	if e != nil {
+		errObj, _ = json.Marshal(e)
+	}
+	var j *store.Job
+	err := s.Store.InTx(ctx, func(tx store.Driver) error {
+		var err error
+		if j, err = tx.ResolveJob(ctx, jobID, status, result, errObj); err != nil {
+			return err
+		}
+		data := map[string]any{"jobId": j.ID, "runId": j.RunID, "type": j.Type, "status": j.Status}
+		if e != nil {
+			data["error"] = e
+		}
+		return events.Emit(ctx, tx, events.Event{Name: events.JobStatusChanged, Data: data})
+	})
+	if err != nil {
+		if !errors.Is(err, store.ErrStale) {
+			s.Log.Warn("runs: resolve job", "job_id", jobID, "err", err)
+		}
+		return nil, false
+	}
+	s.wakeJob(jobID)
+	return j, true
+}
+
+func (s *Service) wakeJob(jobID string) {
+	s.mu.Lock()
+	ws := s.waiters[jobID]
+	delete(s.waiters, jobID)
+	s.mu.Unlock()
+	for _, w := range ws {
+		close(w)
+	}
+}
+
+// WaitJob implements engine.Host: it blocks until the job is resolved or ctx ends.
+func (s *Service) WaitJob(ctx context.Context, jobID string) (*engine.Job, error) {
+	for {
+		ch := make(chan struct{})
+		s.mu.Lock()
+		s.waiters[jobID] = append(s.waiters[jobID], ch)
+		s.mu.Unlock()
+		j, err := s.Store.GetJob(ctx, jobID)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, errcode.New(errcode.NotFound, "Job not found")
+			}
+			return nil, err
+		}
+		if j.Resolved() {
+			return toEngineJob(j), nil
+		}
+		t := time.NewTimer(time.Second) // callbacks handled by another host arrive through the store
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Search implements engine.Host; without a knowledge base it finds nothing.
+func (s *Service) Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
+	if s.Searcher == nil || req == nil {
+		return []engine.SearchHit{}, nil
+	}
+	return s.Searcher.Search(ctx, req)
+}
+
+// Generate implements engine.Host; without a language model it answers OK=false.
+func (s *Service) Generate(ctx context.Context, req *engine.GenerateRequest) (*engine.GenerateResult, error) {
+	if s.LLM == nil || req == nil {
+		return &engine.GenerateResult{OK: false}, nil
+	}
+	return s.LLM.Generate(ctx, req)
+}
+
+func toEngineJob(j *store.Job) *engine.Job {
+	out := &engine.Job{JobID: j.ID, RunID: j.RunID, Type: j.Type, Status: j.Status, Request: j.Request, Result: j.Result,
+		RetryCount: j.RetryCount, MaxRetries: j.MaxRetries, CreatedAt: j.CreatedAt, TimeoutAt: j.TimeoutAt, ResolvedAt: j.ResolvedAt}
+	if len(j.Error) > 0 {
+		var e engine.RunError
+		if json.Unmarshal(j.Error, &e) == nil {
+			out.Error = &e
+		}
+	}
+	return out
+}
+
+// sameJSON reports whether two JSON documents are equal once decoded.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}

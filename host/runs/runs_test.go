@@ -1,0 +1,390 @@
+package runs_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/host/runs"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/plugins/node"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+func openStore(t *testing.T) store.Driver {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "db.sqlite"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// graphManifest is a graph-engine workflow with node steps for degradation.
+func graphManifest() *manifest.Manifest {
+	return &manifest.Manifest{ID: "g", Name: "g", Version: "1", Engine: "graph", Fallback: "node", Timeout: time.Minute,
+		Steps: []engine.Step{{ID: "write", Name: "Write", Agent: "script_writer"}}}
+}
+
+func newService(t *testing.T, st store.Driver, reg *manifest.Registry, opts runs.Options) *runs.Service {
+	t.Helper()
+	opts.Poll, opts.SweepInterval = 20*time.Millisecond, 20*time.Millisecond
+	if opts.Lease == 0 {
+		opts.Lease = 3 * time.Second
+	}
+	s := runs.New(st, reg, opts)
+	s.InProcess["node"] = node.New(node.Options{RetryBackoff: time.Millisecond})
+	return s
+}
+
+func newUser(t *testing.T, st store.Driver) *auth.Principal {
+	t.Helper()
+	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", Username: "u", PasswordHash: "x", Role: store.RoleUser}
+	if err := st.CreateUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	return &auth.Principal{UserID: u.ID, Role: u.Role, Username: u.Username}
+}
+
+func waitStatus(t *testing.T, st store.Driver, id string, want ...string) *store.Run {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r, err := st.GetRun(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if r.Status == w {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is %s, want %v", id, r.Status, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A run left running by a dead host (lease expired) is claimed again and finishes, reusing the
+// steps it completed.
+func TestRestartPicksUpExpiredLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	reg, err := manifest.Load("../../manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newUser(t, st)
+	r := &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: p.UserID, Inputs: json.RawMessage(`{"topic":"tea"}`),
+		UserContext: json.RawMessage(`{"user_id":"` + p.UserID + `"}`)}
+	if err := st.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimRun(ctx, "dead-host", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Started: true}); err != nil {
+		t.Fatal(err)
+	}
+	done := json.RawMessage(`{"step_id":"research","step_name":"Look up","agent":"kb_lookup","status":"completed","inputs":{},"outputs":{"hits":[],"marker":"from-the-dead-host"}}`)
+	if err := st.UpsertTraceStep(ctx, &store.TraceStep{RunID: r.ID, StepID: "research", Status: "completed", Step: done}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+
+	s := newService(t, st, reg, runs.Options{})
+	var finished atomic.Int32
+	s.OnFinish(func(ctx context.Context, r *store.Run) { finished.Add(1) })
+	s.StartExecutor(ctx)
+	defer s.StopExecutor()
+	got := waitStatus(t, st, r.ID, store.RunCompleted, store.RunFailed)
+	if got.Status != store.RunCompleted {
+		t.Fatalf("recovered run = %s %s", got.Status, got.Error)
+	}
+	steps, _ := st.ListTraceSteps(ctx, r.ID)
+	if len(steps) < 2 || string(steps[0].Step) != string(done) {
+		t.Errorf("trace after recovery = %d steps, first %s; want the completed step kept as it was", len(steps), steps[0].Step)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := finished.Load(); n != 1 {
+		t.Errorf("OnFinish called %d times, want 1", n)
+	}
+}
+
+// fakePlugins serves one fake engine for "graph".
+type fakePlugins struct{ eng engine.Engine }
+
+func (f fakePlugins) Engine(name string) (engine.Engine, error) {
+	if name == "graph" && f.eng != nil {
+		return f.eng, nil
+	}
+	return nil, errcode.New(errcode.ExternalService, "engine "+name+" plugin is degraded")
+}
+
+// waitingEngine creates a graph job and waits for its callback, which never comes.
+type waitingEngine struct {
+	runs      atomic.Int32
+	mu        sync.Mutex
+	cancelled []string
+	block     bool
+}
+
+func (w *waitingEngine) Info(context.Context) (*engine.Info, error) {
+	return &engine.Info{Name: "graph"}, nil
+}
+func (w *waitingEngine) Health(context.Context) error { return nil }
+func (w *waitingEngine) Cancel(_ context.Context, req *engine.CancelRequest) error {
+	w.mu.Lock()
+	w.cancelled = append(w.cancelled, req.RunID)
+	w.mu.Unlock()
+	return nil
+}
+func (w *waitingEngine) Callback(context.Context, engine.Host, *engine.CallbackRequest) (*engine.RunResult, error) {
+	return &engine.RunResult{Status: engine.StatusCompleted}, nil
+}
+func (w *waitingEngine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
+	w.runs.Add(1)
+	if _, err := h.CreateJob(ctx, &engine.JobRequest{RunID: req.RunID, StepID: "graph", Type: engine.JobGraph, Request: json.RawMessage(`{}`)}); err != nil {
+		return nil, err
+	}
+	if w.block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &engine.RunResult{Status: engine.StatusWaiting}, nil
+}
+
+// A callback that never comes: the job times out, the run is executed again (a new job carries the
+// retry count), and after the last retry the run fails with WORKFLOW_TIMEOUT.
+func TestJobTimeoutRetriesThenFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	eng := &waitingEngine{}
+	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{Policies: map[string]runs.JobPolicy{
+		engine.JobGraph: {MaxRetries: 2, Timeout: 100 * time.Millisecond, Exponential: true, Backoff: 10 * time.Millisecond}}})
+	s.Plugins = fakePlugins{eng}
+	var logs syncBuf
+	s.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s.StartExecutor(ctx)
+	s.StartSweeper(ctx)
+	defer s.StopExecutor()
+	defer s.StopSweeper()
+	r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cur, _ := st.GetRun(ctx, r.ID)
+		if cur.Terminal() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cur, _ := st.GetRun(ctx, r.ID); !cur.Terminal() {
+		jobs, _ := st.ListRunJobs(ctx, r.ID)
+		for _, j := range jobs {
+			t.Logf("job %s %s retry %d/%d timeout %s", j.ID[:8], j.Status, j.RetryCount, j.MaxRetries, j.TimeoutAt)
+		}
+		t.Logf("run claimed by %q lease %v updated %s", cur.ClaimedBy, cur.LeaseUntil, cur.UpdatedAt)
+	}
+	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
+	var e engine.RunError
+	_ = json.Unmarshal(got.Error, &e)
+	if got.Status != store.RunFailed || e.Code != string(errcode.WorkflowTimeout) {
+		t.Fatalf("run = %s %s, want failed WORKFLOW_TIMEOUT", got.Status, got.Error)
+	}
+	if n := eng.runs.Load(); n != 3 {
+		t.Errorf("engine ran %d times, want 3 (1 + 2 retries)", n)
+	}
+	jobs, _ := st.ListRunJobs(ctx, r.ID)
+	var counts []int
+	for _, j := range jobs {
+		if j.Status != store.JobTimeout {
+			t.Errorf("job %s is %s, want timeout", j.ID, j.Status)
+		}
+		counts = append(counts, j.RetryCount)
+	}
+	if len(counts) != 3 || counts[0] != 0 || counts[2] != 2 {
+		t.Errorf("retry counts = %v, want [0 1 2]", counts)
+	}
+}
+
+// Cancel reaches the engine's context, the engine's Cancel and the run's jobs.
+func TestCancelReachesEngineAndJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	eng := &waitingEngine{block: true}
+	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{})
+	s.Plugins = fakePlugins{eng}
+	s.StartExecutor(ctx)
+	defer s.StopExecutor()
+	p := newUser(t, st)
+	r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, st, r.ID, store.RunRunning)
+	for {
+		if js, _ := st.ListRunJobs(ctx, r.ID); len(js) > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := s.Cancel(ctx, p, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx, p, r.ID); errcode.Of(err) != errcode.WorkflowInvalidState {
+		t.Errorf("second cancel = %v, want WORKFLOW_INVALID_STATE", err)
+	}
+	eng.mu.Lock()
+	cancelled := eng.cancelled
+	eng.mu.Unlock()
+	if len(cancelled) != 1 || cancelled[0] != r.ID {
+		t.Errorf("engine Cancel calls = %v", cancelled)
+	}
+	jobs, _ := st.ListRunJobs(ctx, r.ID)
+	if len(jobs) != 1 || jobs[0].Status != store.JobFailed {
+		t.Errorf("jobs after cancel = %+v", jobs)
+	}
+	if got := waitStatus(t, st, r.ID, store.RunCancelled); got.Status != store.RunCancelled {
+		t.Errorf("run = %s", got.Status)
+	}
+}
+
+// brokenEngine fails like a plugin whose process died.
+type brokenEngine struct{ waitingEngine }
+
+func (b *brokenEngine) Run(context.Context, engine.Host, *engine.RunRequest) (*engine.RunResult, error) {
+	return nil, errcode.New(errcode.ExternalService, "engine plugin unavailable")
+}
+
+// A graph workflow runs on the in-process node engine when its plugin is down, and finishes there
+// when the plugin dies mid-run; the trace says so.
+func TestDegradation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, plugins := range map[string]runs.Engines{"down": fakePlugins{}, "dies": fakePlugins{&brokenEngine{}}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st := openStore(t)
+			s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{})
+			s.Plugins = plugins
+			s.StartExecutor(ctx)
+			defer s.StopExecutor()
+			r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := waitStatus(t, st, r.ID, store.RunCompleted, store.RunFailed)
+			if got.Status != store.RunCompleted || got.Engine != "node" || got.Degraded == "" {
+				t.Fatalf("run = %s on %s (degraded %q) %s", got.Status, got.Engine, got.Degraded, got.Error)
+			}
+			steps, _ := st.ListTraceSteps(ctx, r.ID)
+			var ts engine.TraceStep
+			_ = json.Unmarshal(steps[0].Step, &ts)
+			if ts.Engine != "node" || ts.Degraded == "" {
+				t.Errorf("trace step = %+v, want engine node and a degraded reason", ts)
+			}
+		})
+	}
+}
+
+// A run that kept killing its hosts is failed with a clear error instead of looping.
+func TestTooManyRecoveriesFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	p := newUser(t, st)
+	r := &store.Run{ID: uuid.NewString(), WorkflowID: "g", UserID: p.UserID, Inputs: json.RawMessage(`{}`), UserContext: json.RawMessage(`{}`)}
+	if err := st.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		host := "dead-" + string(rune('a'+i))
+		if _, err := st.ClaimRun(ctx, host, time.Millisecond); err != nil {
+			t.Fatalf("claim %d: %v", i, err)
+		}
+		if i == 0 {
+			if _, err := st.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3 * time.Millisecond)
+	}
+	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{})
+	s.StartExecutor(ctx)
+	defer s.StopExecutor()
+	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
+	if got.Status != store.RunFailed || got.Recoveries < 4 {
+		t.Errorf("run = %s after %d recoveries (%s), want failed", got.Status, got.Recoveries, got.Error)
+	}
+}
+
+// idleEngine waits for nothing: the run would stay running forever without the orphan sweep.
+type idleEngine struct{ waitingEngine }
+
+func (i *idleEngine) Run(context.Context, engine.Host, *engine.RunRequest) (*engine.RunResult, error) {
+	i.runs.Add(1)
+	return &engine.RunResult{Status: engine.StatusWaiting}, nil
+}
+
+func TestOrphanRunsEndFailed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	eng := &idleEngine{}
+	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{OrphanAfter: 30 * time.Millisecond})
+	s.Plugins = fakePlugins{eng}
+	s.StartExecutor(ctx)
+	s.StartSweeper(ctx)
+	defer s.StopExecutor()
+	defer s.StopSweeper()
+	r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
+	if got.Status != store.RunFailed || eng.runs.Load() < 2 {
+		t.Errorf("orphan run = %s after %d executions (%s)", got.Status, eng.runs.Load(), got.Error)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

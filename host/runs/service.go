@@ -1,0 +1,403 @@
+// Package runs starts, executes and tracks workflow runs and their external jobs.
+//
+// A run is stored pending before anything executes (Start). The executor (Executor.Start) claims
+// runnable runs from the store with a lease, so another host or a restarted one picks up the runs a
+// dead host left: they are executed again from their completed steps. Each run goes to the engine
+// its manifest names: the live plugin when its supervisor says ready, else the in-process node
+// engine with the manifest's steps (the trace says which engine ran each step and why it degraded).
+//
+// The Service is the engine.Host of every engine: steps, progress, jobs, knowledge search and the
+// language model. Jobs carry timeout_at and retries by type (SPEC.md Limits); the Sweeper times them
+// out, retries them with back-off, and fails their run with WORKFLOW_TIMEOUT when none are left.
+// Inbound callbacks (Callback) resolve a job once; a repeat is reported as a duplicate.
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/access"
+	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Triggers of a run.
+const (
+	TriggerManual    = "manual"
+	TriggerScheduler = "scheduler"
+	TriggerWebhook   = "webhook"
+	TriggerAPI       = "api"
+)
+
+// Searcher is the knowledge base as engines see it (the knowledge service satisfies it).
+type Searcher interface {
+	Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error)
+}
+
+// LLM answers Host.Generate.
+type LLM interface {
+	Generate(ctx context.Context, req *engine.GenerateRequest) (*engine.GenerateResult, error)
+}
+
+// JobDispatcher submits generator jobs (music, videogen, speech, videoparse) to their executor,
+// which later posts ai-callback for the job. plugins/generators satisfies it.
+type JobDispatcher interface {
+	Dispatch(ctx context.Context, job *engine.Job, callbackURL string) error
+}
+
+// Engines gives the live plugin engine of a name (host/plugins.Set), or an error when it is down.
+type Engines interface {
+	Engine(name string) (engine.Engine, error)
+}
+
+// Options configure a Service. Zero values take the defaults.
+type Options struct {
+	FreeRunsPerDay  int           // runs a free_user may start a UTC day; default 20
+	Workers         int           // runs executed at once by this host; default 8
+	Lease           time.Duration // claim lease, renewed while a run executes; default 30s
+	Poll            time.Duration // how often the executor looks for work from other hosts; default 1s
+	SweepInterval   time.Duration // job sweeper period; default 1s
+	OrphanAfter     time.Duration // a running run with no lease and no open job this long is executed again; default 30s
+	CallbackBaseURL string        // base of the callback URLs given to external executors
+	HostID          string        // identifies this host in claims; default a random id
+	// Policies override the job policies per type (tests); missing types use Policies.
+	Policies map[string]JobPolicy
+}
+
+// Service runs workflows. Set the exported fields, then call Start on the executor (StartWorkers).
+type Service struct {
+	Store      store.Driver
+	Manifests  *manifest.Registry
+	Plugins    Engines                  // nil: plugins off, everything in process
+	InProcess  map[string]engine.Engine // "node" is required; others serve callbacks while their plugin is down
+	Notifier   events.Notifier
+	Searcher   Searcher      // nil: no knowledge base, searches find nothing
+	LLM        LLM           // nil: Generate answers OK=false
+	Dispatcher JobDispatcher // nil: generator jobs fail with EXTERNAL_SERVICE_ERROR
+	Log        *slog.Logger
+	// Leader reports whether this host is the leader (the advisory lock on PostgreSQL); the job
+	// sweeper works only on the leader. nil: always.
+	Leader func(ctx context.Context) bool
+
+	opts Options
+
+	mu      sync.Mutex
+	active  map[string]context.CancelFunc // run id -> cancel of its execution here
+	waiters map[string][]chan struct{}    // job id -> WaitJob callers
+	hooks   []func(context.Context, *store.Run)
+	wake    chan struct{}
+
+	exec  *lifecycle
+	sweep *lifecycle
+}
+
+var _ engine.Host = (*Service)(nil)
+
+// New returns a Service; the fields may be set after it.
+func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
+	if opts.FreeRunsPerDay <= 0 {
+		opts.FreeRunsPerDay = 20
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 8
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 30 * time.Second
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.OrphanAfter <= 0 {
+		opts.OrphanAfter = 30 * time.Second
+	}
+	if opts.SweepInterval <= 0 {
+		opts.SweepInterval = time.Second
+	}
+	if opts.HostID == "" {
+		opts.HostID = "host-" + uuid.NewString()[:8]
+	}
+	return &Service{
+		Store: st, Manifests: reg, opts: opts, Notifier: events.Discard{},
+		InProcess: map[string]engine.Engine{},
+		Log:       slog.New(slog.DiscardHandler),
+		active:    map[string]context.CancelFunc{}, waiters: map[string][]chan struct{}{},
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// OnFinish registers fn, called once for every run that reaches completed, failed or cancelled.
+func (s *Service) OnFinish(fn func(ctx context.Context, r *store.Run)) {
+	s.mu.Lock()
+	s.hooks = append(s.hooks, fn)
+	s.mu.Unlock()
+}
+
+// StartParams describe a run to start.
+type StartParams struct {
+	Workflow       string
+	Inputs         map[string]any
+	User           *auth.Principal
+	ProjectID      string
+	ProjectName    string
+	StrategyTaskID string
+	Trigger        string
+	TriggeredBy    string
+	// SkipQuota starts the run without counting it against the daily quota (scheduler runs).
+	SkipQuota bool
+}
+
+// Start checks and stores a pending run, and wakes the executor. Errors: WORKFLOW_NOT_FOUND (404),
+// VALIDATION_ERROR (400), AUTHORIZATION_ERROR for a project that is not the user's (403),
+// QUOTA_EXCEEDED for a free user over the daily run quota (429).
+func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) {
+	if p.User == nil {
+		return nil, errcode.New(errcode.Authentication, "")
+	}
+	if p.Workflow == "" {
+		return nil, errcode.Invalid("workflow", "is required")
+	}
+	m, ok := s.Manifests.Get(p.Workflow)
+	if !ok {
+		return nil, errcode.Newf(errcode.WorkflowNotFound, "Workflow %q not found", p.Workflow)
+	}
+	if p.Inputs == nil {
+		p.Inputs = map[string]any{}
+	}
+	if err := m.ValidateInputs(p.Inputs); err != nil {
+		return nil, err
+	}
+	var pctx json.RawMessage
+	if p.ProjectID != "" {
+		proj, err := access.Project(ctx, s.Store, p.User, p.ProjectID, access.InBody)
+		if err != nil {
+			return nil, err
+		}
+		if p.ProjectName == "" {
+			p.ProjectName = proj.Name
+		}
+		pctx, _ = json.Marshal(engine.ProjectContext{ProjectID: proj.ID, ProjectName: p.ProjectName, StrategyTaskID: p.StrategyTaskID})
+	}
+	if p.User.Role == store.RoleFreeUser && !p.SkipQuota && p.Trigger != TriggerScheduler {
+		now := s.Store.Now()
+		day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+		n, err := s.Store.CountRunsSince(ctx, p.User.UserID, day)
+		if err != nil {
+			return nil, fmt.Errorf("runs: count quota: %w", err)
+		}
+		if n >= s.opts.FreeRunsPerDay {
+			return nil, errcode.Newf(errcode.QuotaExceeded, "Free users may start %d runs a day", s.opts.FreeRunsPerDay)
+		}
+	}
+	if p.Trigger == "" {
+		p.Trigger = TriggerAPI
+	}
+	in, err := json.Marshal(p.Inputs)
+	if err != nil {
+		return nil, errcode.Invalid("inputs", "must be a JSON object")
+	}
+	uc, _ := json.Marshal(engine.UserContext{UserID: p.User.UserID, Username: p.User.Username, Role: p.User.Role})
+	r := &store.Run{ID: uuid.NewString(), WorkflowID: m.ID, UserID: p.User.UserID, ProjectID: p.ProjectID,
+		Inputs: in, UserContext: uc, ProjectContext: pctx, Trigger: p.Trigger, TriggeredBy: p.TriggeredBy, Engine: m.Engine}
+	if err := s.Store.CreateRun(ctx, r); err != nil {
+		return nil, fmt.Errorf("runs: store run: %w", err)
+	}
+	s.notifyStatus(ctx, r)
+	s.kick()
+	return r, nil
+}
+
+// Get returns the run when p may see it (its owner, or an admin); else 404 NOT_FOUND.
+func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*store.Run, error) {
+	r, err := s.Store.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (p == nil || (r.UserID != p.UserID && !p.IsAdmin()))) {
+		return nil, errcode.New(errcode.NotFound, "Run not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: load run: %w", err)
+	}
+	return r, nil
+}
+
+// Trace returns the run's trace steps in order.
+func (s *Service) Trace(ctx context.Context, runID string) ([]json.RawMessage, error) {
+	steps, err := s.Store.ListTraceSteps(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("runs: load trace: %w", err)
+	}
+	out := make([]json.RawMessage, 0, len(steps))
+	for _, st := range steps {
+		out = append(out, st.Step)
+	}
+	return out, nil
+}
+
+// JobRef is a job as a run lists it (SPEC.md JobReference).
+type JobRef struct {
+	JobID      string     `json:"job_id"`
+	Type       string     `json:"type"`
+	Status     string     `json:"status"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+}
+
+// Jobs returns the run's jobs, oldest first.
+func (s *Service) Jobs(ctx context.Context, runID string) ([]JobRef, error) {
+	jobs, err := s.Store.ListRunJobs(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("runs: load jobs: %w", err)
+	}
+	out := make([]JobRef, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, JobRef{JobID: j.ID, Type: j.Type, Status: j.Status, CreatedAt: j.CreatedAt, ResolvedAt: j.ResolvedAt})
+	}
+	return out, nil
+}
+
+// List lists the caller's runs.
+func (s *Service) List(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error) {
+	return s.Store.ListRuns(ctx, p)
+}
+
+var cancellable = []string{store.RunPending, store.RunRunning, store.RunPaused}
+
+// Cancel cancels a pending, running or paused run of p: its execution here, its jobs, and the
+// engine's outside work. Any other state: 409 WORKFLOW_INVALID_STATE.
+func (s *Service) Cancel(ctx context.Context, p *auth.Principal, id string) (*store.Run, error) {
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return nil, err
+	}
+	return s.CancelRun(ctx, id)
+}
+
+// CancelRun cancels a run whoever owns it (the scheduler and the task worker use it). Unknown run:
+// 404 NOT_FOUND; a run not pending, running or paused: 409 WORKFLOW_INVALID_STATE.
+func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) {
+	errObj, _ := json.Marshal(engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "Run cancelled"})
+	r, err := s.Store.UpdateRun(ctx, id, cancellable, store.RunUpdate{Status: store.RunCancelled, Error: errObj,
+		Completed: true, Release: true, ClearAwait: true})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errcode.New(errcode.NotFound, "Run not found")
+	}
+	if errors.Is(err, store.ErrStale) {
+		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s and cannot be cancelled", s.status(ctx, id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: cancel: %w", err)
+	}
+	s.mu.Lock()
+	stop := s.active[id]
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	jobIDs := s.failJobs(ctx, id, true, &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
+	if eng, _, _ := s.route(r.Engine); eng != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := eng.Cancel(cctx, &engine.CancelRequest{RunID: id, JobIDs: jobIDs}); err != nil {
+			s.Log.Warn("engine cancel", "run_id", id, "err", err)
+		}
+		cancel()
+	}
+	s.finished(ctx, r)
+	return r, nil
+}
+
+// Resume continues a paused run with input (merged into the run's inputs). Other states: 409.
+func (s *Service) Resume(ctx context.Context, p *auth.Principal, id string, input map[string]any) (*store.Run, error) {
+	r, err := s.Get(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status != store.RunPaused {
+		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a paused run can be resumed", r.Status)
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	merged := map[string]any{}
+	_ = json.Unmarshal(r.Inputs, &merged)
+	maps.Copy(merged, input)
+	in, _ := json.Marshal(merged)
+	ri, _ := json.Marshal(input)
+	now := s.Store.Now()
+	r, err = s.Store.UpdateRun(ctx, id, []string{store.RunPaused}, store.RunUpdate{Status: store.RunRunning,
+		Inputs: in, ResumeInput: ri, ClearAwait: true, Lease: &now})
+	if errors.Is(err, store.ErrStale) {
+		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a paused run can be resumed", s.status(ctx, id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: resume: %w", err)
+	}
+	s.notifyStatus(ctx, r)
+	s.kick()
+	return r, nil
+}
+
+// Retry runs a failed run again from its failed step, reusing the outputs of the steps that
+// completed. Other states: 409 WORKFLOW_INVALID_STATE.
+func (s *Service) Retry(ctx context.Context, p *auth.Principal, id string) (*store.Run, error) {
+	r, err := s.Get(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status != store.RunFailed {
+		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a failed run can be retried", r.Status)
+	}
+	r, err = s.Store.UpdateRun(ctx, id, []string{store.RunFailed}, store.RunUpdate{Status: store.RunPending,
+		ClearError: true, ClearOutput: true, NextAttempt: true, Release: true})
+	if errors.Is(err, store.ErrStale) {
+		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a failed run can be retried", s.status(ctx, id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: retry: %w", err)
+	}
+	s.notifyStatus(ctx, r)
+	s.kick()
+	return r, nil
+}
+
+func (s *Service) status(ctx context.Context, id string) string {
+	if r, err := s.Store.GetRun(ctx, id); err == nil {
+		return r.Status
+	}
+	return "gone"
+}
+
+// finished calls the OnFinish hooks for a run that just reached a terminal state.
+func (s *Service) finished(ctx context.Context, r *store.Run) {
+	s.notifyStatus(ctx, r)
+	s.mu.Lock()
+	hooks := append([]func(context.Context, *store.Run){}, s.hooks...)
+	s.mu.Unlock()
+	for _, h := range hooks {
+		h(context.WithoutCancel(ctx), r)
+	}
+}
+
+func (s *Service) notifyStatus(ctx context.Context, r *store.Run) {
+	if s.Notifier == nil {
+		return
+	}
+	s.Notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskStatus,
+		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "status": r.Status, "workflow": r.WorkflowID}})
+}
+
+// kick wakes an idle executor worker.
+func (s *Service) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,627 @@
+package sqldb
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// EncodeVector returns v as little-endian float32 bytes (the embedding column).
+func EncodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// DecodeVector reads little-endian float32 bytes.
+func DecodeVector(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// Args collects positional arguments while a query is built.
+type Args struct{ List []any }
+
+// Add appends v and returns its placeholder.
+func (a *Args) Add(v any) string {
+	a.List = append(a.List, v)
+	return fmt.Sprintf("$%d", len(a.List))
+}
+
+// In returns "col IN ($i, ...)" for vals.
+func (a *Args) In(col string, vals []string) string {
+	ph := make([]string, len(vals))
+	for i, v := range vals {
+		ph[i] = a.Add(v)
+	}
+	return col + " IN (" + strings.Join(ph, ", ") + ")"
+}
+
+// Visible is the condition a source (alias s) must meet for v to read it, with v's filters; doc
+// names the document id column the DocumentIDs filter applies to ("" to ignore it).
+//
+// private: the creator only; project: the creator, the owner of the (not deleted) project and
+// admins, and with no project the creator only; org: everyone.
+func Visible(v store.Viewer, a *Args, doc string) string {
+	u := a.Add(v.UserID)
+	conds := []string{`(s.visibility = 'org' OR s.created_by = ` + u + ` OR (s.visibility = 'project' AND s.project_id <> '' AND EXISTS (
+		SELECT 1 FROM projects p WHERE p.id = s.project_id AND p.user_id = ` + u + ` AND p.is_deleted = FALSE))` + adminCond(v) + `)`}
+	if v.ProjectID != "" {
+		conds = append(conds, "s.project_id = "+a.Add(v.ProjectID))
+	}
+	if v.SourceID != "" {
+		conds = append(conds, "s.id = "+a.Add(v.SourceID))
+	}
+	if len(v.SourceNames) > 0 {
+		conds = append(conds, a.In("s.name", v.SourceNames))
+	}
+	if len(v.DocumentIDs) > 0 && doc != "" {
+		conds = append(conds, a.In(doc, v.DocumentIDs))
+	}
+	return strings.Join(conds, " AND ")
+}
+
+func adminCond(v store.Viewer) string {
+	if !v.Admin {
+		return ""
+	}
+	return ` OR (s.visibility = 'project' AND s.project_id <> '')`
+}
+
+const sourceCols = `s.id, s.created_by, s.project_id, s.name, s.visibility, s.scope, s.version, s.meta, s.created_at, s.updated_at`
+
+func scanSource(r Row) (*store.KnowledgeSource, error) {
+	var s store.KnowledgeSource
+	var meta json.RawMessage
+	if err := r.Scan(&s.ID, &s.CreatedBy, &s.ProjectID, &s.Name, &s.Visibility, &s.Scope, &s.Version, JSON(&meta),
+		Time(&s.CreatedAt), Time(&s.UpdatedAt)); err != nil {
+		return nil, err
+	}
+	if len(meta) == 0 {
+		meta = json.RawMessage(`{}`)
+	}
+	s.Meta = meta
+	return &s, nil
+}
+
+const docCols = `d.id, d.source_id, d.user_id, d.title, d.filename, d.file_hash, d.file_size, d.file_url, d.mime_type,
+	d.parse_status, d.error_message, d.chunk_count, d.metadata, d.created_at, d.updated_at`
+
+func scanDocument(r Row) (*store.KnowledgeDocument, error) {
+	var d store.KnowledgeDocument
+	var meta json.RawMessage
+	if err := r.Scan(&d.ID, &d.SourceID, &d.UserID, &d.Title, &d.Filename, &d.FileHash, &d.FileSize, &d.FileURL,
+		&d.MimeType, &d.ParseStatus, &d.ErrorMessage, &d.ChunkCount, JSON(&meta), Time(&d.CreatedAt), Time(&d.UpdatedAt)); err != nil {
+		return nil, err
+	}
+	if len(meta) == 0 {
+		meta = json.RawMessage(`{}`)
+	}
+	d.Metadata = meta
+	return &d, nil
+}
+
+// AddDocument implements store.Knowledge.
+func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *store.KnowledgeDocument) (*store.AddDocumentResult, error) {
+	var res store.AddDocumentResult
+	err := db.WithTx(ctx, func(tx *DB) error {
+		now := tx.Now()
+		scope := "org"
+		if src.ProjectID != "" {
+			scope = "project"
+		}
+		id := src.ID
+		if id == "" {
+			id = uuid.NewString()
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_sources (id, created_by, project_id, name, visibility, scope, version, meta, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, 0, '{}', $7, $7) ON CONFLICT (created_by, project_id, name) DO NOTHING`,
+			id, src.CreatedBy, src.ProjectID, src.Name, src.Visibility, scope, tx.T(now)); err != nil {
+			return err
+		}
+		s, err := scanSource(tx.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s
+			WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`, src.CreatedBy, src.ProjectID, src.Name))
+		if err != nil {
+			return err
+		}
+		res.Source = s
+		if doc.FileHash != "" {
+			d, err := scanDocument(tx.QueryRow(ctx, `SELECT `+docCols+` FROM knowledge_documents d
+				WHERE d.source_id = $1 AND d.file_hash = $2 ORDER BY d.created_at LIMIT 1`, s.ID, doc.FileHash))
+			if err == nil {
+				res.Document, res.Duplicate = d, true
+				return nil
+			}
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		doc.SourceID = s.ID
+		doc.CreatedAt, doc.UpdatedAt = now, now
+		if doc.ParseStatus == "" {
+			doc.ParseStatus = store.DocUploading
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_documents (id, source_id, user_id, title, filename, file_hash, file_size,
+			file_url, mime_type, parse_status, error_message, chunk_count, metadata, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13)`,
+			doc.ID, doc.SourceID, doc.UserID, doc.Title, doc.Filename, doc.FileHash, doc.FileSize, doc.FileURL, doc.MimeType,
+			doc.ParseStatus, doc.ErrorMessage, JOr(doc.Metadata, "{}"), tx.T(now)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE knowledge_sources SET version = version + 1, updated_at = $2 WHERE id = $1`, s.ID, tx.T(now)); err != nil {
+			return err
+		}
+		s.Version++
+		s.UpdatedAt = now
+		res.Document = doc
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SetDocumentStatus implements store.Knowledge.
+func (db *DB) SetDocumentStatus(ctx context.Context, id, status, errMsg string) error {
+	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = $3, updated_at = $4 WHERE id = $1`,
+		id, status, errMsg, db.T(db.Now()))
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// EmbeddingRow is one vector to write.
+type EmbeddingRow struct {
+	ChunkID string
+	Model   string
+	Vector  []float32
+}
+
+// EmbeddingWriter inserts embedding rows; drivers with a vector column fill it too.
+type EmbeddingWriter func(ctx context.Context, tx *DB, rows []EmbeddingRow, now time.Time) error
+
+// insertBatch is the most rows of one multi-row INSERT.
+const insertBatch = 50
+
+// InsertRows runs head ("INSERT INTO table (cols)") with multi-row VALUES over n rows in batches;
+// row adds the values of row i to a and returns its "(...)" tuple.
+func (db *DB) InsertRows(ctx context.Context, head string, n int, row func(i int, a *Args) string) error {
+	for start := 0; start < n; start += insertBatch {
+		var a Args
+		vals := make([]string, 0, insertBatch)
+		for i := start; i < min(n, start+insertBatch); i++ {
+			vals = append(vals, row(i, &a))
+		}
+		if _, err := db.Exec(ctx, head+" VALUES "+strings.Join(vals, ", "), a.List...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertEmbeddings is the EmbeddingWriter of drivers without a vector column.
+func InsertEmbeddings(ctx context.Context, tx *DB, rows []EmbeddingRow, now time.Time) error {
+	ts := tx.T(now)
+	return tx.InsertRows(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, created_at)`, len(rows),
+		func(i int, a *Args) string {
+			r := rows[i]
+			return "(" + a.Add(r.ChunkID) + ", " + a.Add(r.Model) + ", " + a.Add(EncodeVector(r.Vector)) + ", " + a.Add(ts) + ")"
+		})
+}
+
+// WriteChunksWith writes the chunks and their embeddings through put and marks the document
+// indexed, in one transaction.
+func (db *DB) WriteChunksWith(ctx context.Context, p store.WriteChunksParams, put EmbeddingWriter) error {
+	return db.WithTx(ctx, func(tx *DB) error {
+		now := tx.Now()
+		ts := tx.T(now)
+		if err := tx.InsertRows(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading,
+			token_count, search_text, metadata, embedding_model, created_at)`, len(p.Chunks), func(i int, a *Args) string {
+			c := p.Chunks[i]
+			return "(" + strings.Join([]string{a.Add(c.ID), a.Add(c.SourceID), a.Add(p.DocumentID), a.Add(c.Index), a.Add(c.Text),
+				a.Add(c.Heading), a.Add(c.TokenCount), a.Add(c.SearchText), a.Add(JOr(c.Metadata, "{}")), a.Add(c.EmbeddingModel),
+				a.Add(ts)}, ", ") + ")"
+		}); err != nil {
+			return err
+		}
+		var rows []EmbeddingRow
+		for _, c := range p.Chunks {
+			if c.Embedding != nil {
+				rows = append(rows, EmbeddingRow{ChunkID: c.ID, Model: c.EmbeddingModel, Vector: c.Embedding})
+			}
+		}
+		if err := put(ctx, tx, rows, now); err != nil {
+			return err
+		}
+		n, err := tx.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3, updated_at = $4
+			WHERE id = $1`, p.DocumentID, store.DocIndexed, len(p.Chunks), ts)
+		if err == nil && n == 0 {
+			return store.ErrNotFound
+		}
+		return err
+	})
+}
+
+// GetSource implements store.Knowledge.
+func (db *DB) GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error) {
+	return scanSource(db.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s WHERE s.id = $1`, id))
+}
+
+// GetDocument implements store.Knowledge.
+func (db *DB) GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error) {
+	return scanDocument(db.QueryRow(ctx, `SELECT `+docCols+` FROM knowledge_documents d WHERE d.id = $1`, id))
+}
+
+// CanRead implements store.Knowledge.
+func (db *DB) CanRead(ctx context.Context, v store.Viewer, sourceID string) (bool, error) {
+	var a Args
+	id := a.Add(sourceID)
+	var n int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_sources s WHERE s.id = `+id+` AND `+Visible(v, &a, ""), a.List...).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
+// ListSources implements store.Knowledge.
+func (db *DB) ListSources(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeSource, int, error) {
+	var a Args
+	cond := Visible(v, &a, "")
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_sources s WHERE `+cond, a.List...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	q := `SELECT ` + sourceCols + ` FROM knowledge_sources s WHERE ` + cond + ` ORDER BY s.created_at DESC, s.id LIMIT ` +
+		a.Add(limit) + ` OFFSET ` + a.Add(offset)
+	rows, err := db.Query(ctx, q, a.List...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []store.KnowledgeSource{}
+	for rows.Next() {
+		s, err := scanSource(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *s)
+	}
+	return out, total, rows.Err()
+}
+
+// ListDocuments implements store.Knowledge.
+func (db *DB) ListDocuments(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeDocument, int, error) {
+	var a Args
+	cond := Visible(v, &a, "d.id")
+	from := ` FROM knowledge_documents d JOIN knowledge_sources s ON s.id = d.source_id WHERE ` + cond
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*)`+from, a.List...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := db.Query(ctx, `SELECT `+docCols+from+` ORDER BY d.created_at DESC, d.id LIMIT `+a.Add(limit)+` OFFSET `+a.Add(offset), a.List...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []store.KnowledgeDocument{}
+	for rows.Next() {
+		d, err := scanDocument(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *d)
+	}
+	return out, total, rows.Err()
+}
+
+// ChunkCols are the columns ScanChunk reads, over chunks c, sources s and documents d.
+const ChunkCols = `c.id, c.document_id, d.title, c.source_id, s.name, c.chunk_index, c.chunk_text, c.heading, c.search_text, c.metadata, c.embedding_model`
+
+// ChunkFrom joins a chunk to its source and document.
+const ChunkFrom = ` FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id `
+
+// ScanChunk reads ChunkCols, then extra destinations.
+func ScanChunk(r Row, extra ...any) (store.ChunkRow, error) {
+	var c store.ChunkRow
+	var meta json.RawMessage
+	dest := append([]any{&c.ID, &c.DocumentID, &c.DocumentTitle, &c.SourceID, &c.SourceName, &c.Index, &c.Text, &c.Heading,
+		&c.SearchText, JSON(&meta), &c.EmbeddingModel}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return c, err
+	}
+	c.Metadata = meta
+	return c, nil
+}
+
+// EmbeddingRefs implements store.Knowledge.
+func (db *DB) EmbeddingRefs(ctx context.Context, v store.Viewer) ([]store.EmbeddingRef, error) {
+	var a Args
+	rows, err := db.Query(ctx, `SELECT c.id, c.embedding_model FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
+		WHERE c.embedding_model <> '' AND `+Visible(v, &a, "c.document_id"), a.List...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.EmbeddingRef
+	for rows.Next() {
+		var r store.EmbeddingRef
+		if err := rows.Scan(&r.ChunkID, &r.Model); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Embeddings implements store.Knowledge.
+func (db *DB) Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[string][]float32, error) {
+	out := make(map[string][]float32, len(refs))
+	byModel := map[string][]string{}
+	for _, r := range refs {
+		byModel[r.Model] = append(byModel[r.Model], r.ChunkID)
+	}
+	for model, ids := range byModel {
+		for len(ids) > 0 {
+			n := min(len(ids), 500)
+			var a Args
+			m := a.Add(model)
+			rows, err := db.Query(ctx, `SELECT chunk_id, embedding FROM knowledge_embeddings WHERE model = `+m+` AND `+a.In("chunk_id", ids[:n]), a.List...)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var id string
+				var b []byte
+				if err := rows.Scan(&id, &b); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				out[id] = DecodeVector(b)
+			}
+			err = rows.Err()
+			rows.Close()
+			if err != nil {
+				return nil, err
+			}
+			ids = ids[n:]
+		}
+	}
+	return out, nil
+}
+
+// ChunksByID implements store.Knowledge.
+func (db *DB) ChunksByID(ctx context.Context, ids []string) ([]store.ChunkRow, error) {
+	var out []store.ChunkRow
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		var a Args
+		rows, err := db.Query(ctx, `SELECT `+ChunkCols+ChunkFrom+` WHERE `+a.In("c.id", ids[:n]), a.List...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			c, err := ScanChunk(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+		ids = ids[n:]
+	}
+	return out, nil
+}
+
+// SourceChunks implements store.Knowledge.
+func (db *DB) SourceChunks(ctx context.Context, sourceID string) ([]store.ChunkRow, error) {
+	rows, err := db.Query(ctx, `SELECT `+ChunkCols+ChunkFrom+` WHERE c.source_id = $1 ORDER BY c.document_id, c.chunk_index`, sourceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ChunkRow
+	for rows.Next() {
+		c, err := ScanChunk(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// AddEmbeddingsWith writes vectors of model through put, replacing earlier rows of that model.
+func (db *DB) AddEmbeddingsWith(ctx context.Context, model string, vecs map[string][]float32, put EmbeddingWriter) error {
+	ids := make([]string, 0, len(vecs))
+	for id := range vecs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return db.WithTx(ctx, func(tx *DB) error {
+		rows := make([]EmbeddingRow, 0, len(ids))
+		for start := 0; start < len(ids); start += 500 {
+			var a Args
+			m := a.Add(model)
+			if _, err := tx.Exec(ctx, `DELETE FROM knowledge_embeddings WHERE model = `+m+` AND `+a.In("chunk_id", ids[start:min(len(ids), start+500)]), a.List...); err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			rows = append(rows, EmbeddingRow{ChunkID: id, Model: model, Vector: vecs[id]})
+		}
+		return put(ctx, tx, rows, tx.Now())
+	})
+}
+
+// SwitchEmbeddings implements store.Knowledge.
+func (db *DB) SwitchEmbeddings(ctx context.Context, sourceID, model string) error {
+	return db.WithTx(ctx, func(tx *DB) error {
+		if _, err := tx.Exec(ctx, `UPDATE knowledge_chunks SET embedding_model = $2 WHERE source_id = $1`, sourceID, model); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM knowledge_embeddings WHERE model <> $2 AND chunk_id IN (
+			SELECT id FROM knowledge_chunks WHERE source_id = $1)`, sourceID, model)
+		return err
+	})
+}
+
+const queryCols = `id, user_id, project_id, mode, query_text, top_k, latency_ms, results, answer_text, citations, cited,
+	feedback_rating, feedback_notes, created_at`
+
+// LogQuery implements store.Knowledge.
+func (db *DB) LogQuery(ctx context.Context, q *store.KnowledgeQuery) error {
+	q.CreatedAt = db.Now()
+	_, err := db.Exec(ctx, `INSERT INTO knowledge_queries (`+queryCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, '', $12)`,
+		q.ID, q.UserID, q.ProjectID, q.Mode, q.QueryText, q.TopK, q.LatencyMS, JOr(q.Results, "[]"), q.AnswerText,
+		JOr(q.Citations, "[]"), q.Cited, db.T(q.CreatedAt))
+	return err
+}
+
+// GetQuery implements store.Knowledge.
+func (db *DB) GetQuery(ctx context.Context, id string) (*store.KnowledgeQuery, error) {
+	var q store.KnowledgeQuery
+	var rating *int64
+	if err := db.QueryRow(ctx, `SELECT `+queryCols+` FROM knowledge_queries WHERE id = $1`, id).Scan(&q.ID, &q.UserID,
+		&q.ProjectID, &q.Mode, &q.QueryText, &q.TopK, &q.LatencyMS, JSON(&q.Results), &q.AnswerText, JSON(&q.Citations),
+		&q.Cited, &rating, &q.FeedbackNotes, Time(&q.CreatedAt)); err != nil {
+		return nil, err
+	}
+	if rating != nil {
+		r := int(*rating)
+		q.FeedbackRating = &r
+	}
+	return &q, nil
+}
+
+// SetFeedback implements store.Knowledge.
+func (db *DB) SetFeedback(ctx context.Context, id string, rating int, notes string) error {
+	n, err := db.Exec(ctx, `UPDATE knowledge_queries SET feedback_rating = $2, feedback_notes = $3 WHERE id = $1`, id, rating, notes)
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// QueryStats implements store.Knowledge.
+func (db *DB) QueryStats(ctx context.Context, userID string, window int) (*store.QueryStats, error) {
+	var st store.QueryStats
+	var a Args
+	who := "TRUE"
+	if userID != "" {
+		who = "user_id = " + a.Add(userID)
+	}
+	rows, err := db.Query(ctx, `SELECT mode, COUNT(*), COUNT(feedback_rating), COALESCE(SUM(feedback_rating), 0)
+		FROM knowledge_queries WHERE `+who+` GROUP BY mode`, a.List...)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var mode string
+		var n, fb, sum int64
+		if err := rows.Scan(&mode, &n, &fb, &sum); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		switch mode {
+		case store.QueryAsk:
+			st.Asks = int(n)
+		case store.QuerySearch:
+			st.Searches = int(n)
+		}
+		st.FeedbackCount += int(fb)
+		st.RatingSum += int(sum)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	for _, mode := range []string{store.QueryAsk, store.QuerySearch} {
+		var b Args
+		w := "TRUE"
+		if userID != "" {
+			w = "user_id = " + b.Add(userID)
+		}
+		m := b.Add(mode)
+		rows, err := db.Query(ctx, `SELECT latency_ms, cited FROM knowledge_queries WHERE `+w+` AND mode = `+m+`
+			ORDER BY created_at DESC LIMIT `+b.Add(window), b.List...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var lat float64
+			var cited bool
+			if err := rows.Scan(&lat, &cited); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if mode == store.QueryAsk {
+				st.AskLatencies = append(st.AskLatencies, lat)
+				st.RecentAsks++
+				if cited {
+					st.RecentCited++
+				}
+			} else {
+				st.SearchLatencies = append(st.SearchLatencies, lat)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &st, nil
+}
+
+// PutFact implements store.Knowledge.
+func (db *DB) PutFact(ctx context.Context, f *store.Fact) error {
+	now := db.Now()
+	if _, err := db.Exec(ctx, `INSERT INTO facts (id, user_id, key, value, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+		ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		f.ID, f.UserID, f.Key, f.Value, db.T(now)); err != nil {
+		return err
+	}
+	return db.QueryRow(ctx, `SELECT id, created_at, updated_at FROM facts WHERE user_id = $1 AND key = $2`, f.UserID, f.Key).
+		Scan(&f.ID, Time(&f.CreatedAt), Time(&f.UpdatedAt))
+}
+
+// ListFacts implements store.Knowledge.
+func (db *DB) ListFacts(ctx context.Context, userID string) ([]store.Fact, error) {
+	rows, err := db.Query(ctx, `SELECT id, user_id, key, value, created_at, updated_at FROM facts WHERE user_id = $1 ORDER BY key`, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []store.Fact{}
+	for rows.Next() {
+		var f store.Fact
+		if err := rows.Scan(&f.ID, &f.UserID, &f.Key, &f.Value, Time(&f.CreatedAt), Time(&f.UpdatedAt)); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}

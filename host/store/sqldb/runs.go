@@ -1,0 +1,383 @@
+package sqldb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+const runCols = `run_id, workflow_id, user_id, project_id, status, progress, current_step, inputs, outputs,
+	user_context, project_context, trigger, triggered_by, engine, degraded, error, awaiting, resume_input,
+	attempt, claimed_by, lease_until, created_at, updated_at, started_at, completed_at, recoveries`
+
+func scanRun(r Row) (*store.Run, error) {
+	var x store.Run
+	var in, out, uc, pc, er, aw, ri json.RawMessage
+	if err := r.Scan(&x.ID, &x.WorkflowID, &x.UserID, &x.ProjectID, &x.Status, &x.Progress, &x.CurrentStep,
+		JSON(&in), JSON(&out), JSON(&uc), JSON(&pc), &x.Trigger, &x.TriggeredBy, &x.Engine, &x.Degraded,
+		JSON(&er), JSON(&aw), JSON(&ri), &x.Attempt, &x.ClaimedBy, NullTime(&x.LeaseUntil),
+		Time(&x.CreatedAt), Time(&x.UpdatedAt), NullTime(&x.StartedAt), NullTime(&x.CompletedAt), &x.Recoveries); err != nil {
+		return nil, err
+	}
+	x.Inputs, x.Outputs, x.UserContext, x.ProjectContext, x.Error, x.Awaiting, x.ResumeInput = in, out, uc, pc, er, aw, ri
+	return &x, nil
+}
+
+// CreateRun implements store.Runs.
+func (db *DB) CreateRun(ctx context.Context, r *store.Run) error {
+	now := db.Now()
+	r.CreatedAt, r.UpdatedAt = now, now
+	if r.Status == "" {
+		r.Status = store.RunPending
+	}
+	if r.Trigger == "" {
+		r.Trigger = "api"
+	}
+	if r.Engine == "" {
+		r.Engine = "node"
+	}
+	_, err := db.Exec(ctx, `INSERT INTO runs (run_id, workflow_id, user_id, project_id, status, progress, current_step,
+		inputs, user_context, project_context, trigger, triggered_by, engine, attempt, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, 0, '', $6, $7, $8, $9, $10, $11, 1, $12, $13)`,
+		r.ID, r.WorkflowID, r.UserID, r.ProjectID, r.Status, JOr(r.Inputs, "{}"), JOr(r.UserContext, "{}"),
+		J(r.ProjectContext), r.Trigger, r.TriggeredBy, r.Engine, db.T(now), db.T(now))
+	r.Attempt = 1
+	return err
+}
+
+// GetRun implements store.Runs.
+func (db *DB) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	return scanRun(db.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE run_id = $1`, id))
+}
+
+// ListRuns implements store.Runs.
+func (db *DB) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error) {
+	where := []string{"user_id = $1"}
+	args := []any{p.UserID}
+	if p.Status != "" {
+		args = append(args, p.Status)
+		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+	}
+	if p.WorkflowID != "" {
+		args = append(args, p.WorkflowID)
+		where = append(where, fmt.Sprintf("workflow_id = $%d", len(args)))
+	}
+	w := strings.Join(where, " AND ")
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE `+w, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	args = append(args, limit, p.Offset)
+	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+runCols+` FROM runs WHERE `+w+
+		` ORDER BY created_at DESC, run_id LIMIT $%d OFFSET $%d`, len(args)-1, len(args)), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []store.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *r)
+	}
+	return out, total, rows.Err()
+}
+
+// CountRunsSince implements store.Runs.
+func (db *DB) CountRunsSince(ctx context.Context, userID string, since time.Time) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE user_id = $1 AND created_at >= $2`, userID, db.T(since)).Scan(&n)
+	return n, err
+}
+
+// ClaimRun implements store.Runs. PostgreSQL skips rows other hosts are claiming (FOR UPDATE SKIP
+// LOCKED); SQLite serialises writers, and the outer WHERE repeats the condition as the guard.
+func (db *DB) ClaimRun(ctx context.Context, owner string, lease time.Duration) (*store.Run, error) {
+	now := db.Now()
+	cond := `((status = 'pending' AND (lease_until IS NULL OR lease_until < $3))
+		OR (status = 'running' AND lease_until IS NOT NULL AND lease_until < $3))`
+	lock := ""
+	if db.D.Name == "postgres" {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	// A running run still naming a holder was left by a host that stopped renewing: a recovery.
+	q := `UPDATE runs SET claimed_by = $1, lease_until = $2, updated_at = $3,
+		recoveries = recoveries + CASE WHEN status = 'running' AND claimed_by <> '' THEN 1 ELSE 0 END
+		WHERE run_id = (SELECT run_id FROM runs WHERE ` + cond + ` ORDER BY created_at, run_id LIMIT 1` + lock + `)
+		AND ` + cond + ` RETURNING ` + runCols
+	r, err := scanRun(db.QueryRow(ctx, q, owner, db.T(now.Add(lease)), db.T(now)))
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// RenewLease implements store.Runs.
+func (db *DB) RenewLease(ctx context.Context, id, owner string, lease time.Duration) error {
+	now := db.Now()
+	n, err := db.Exec(ctx, `UPDATE runs SET lease_until = $3 WHERE run_id = $1 AND claimed_by = $2
+		AND status = 'running' AND lease_until IS NOT NULL`, id, owner, db.T(now.Add(lease)))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrStale
+	}
+	return nil
+}
+
+// UpdateRun implements store.Runs.
+func (db *DB) UpdateRun(ctx context.Context, id string, from []string, u store.RunUpdate) (*store.Run, error) {
+	now := db.Now()
+	args := []any{id, u.Status, db.T(now)}
+	set := []string{"status = $2", "updated_at = $3"}
+	add := func(col string, v any) {
+		args = append(args, v)
+		set = append(set, fmt.Sprintf("%s = $%d", col, len(args)))
+	}
+	if u.Outputs != nil {
+		add("outputs", J(u.Outputs))
+	} else if u.ClearOutput {
+		set = append(set, "outputs = NULL")
+	}
+	if u.Error != nil {
+		add("error", J(u.Error))
+	} else if u.ClearError {
+		set = append(set, "error = NULL")
+	}
+	if u.Awaiting != nil {
+		add("awaiting", J(u.Awaiting))
+	} else if u.ClearAwait {
+		set = append(set, "awaiting = NULL")
+	}
+	if u.ResumeInput != nil {
+		add("resume_input", J(u.ResumeInput))
+	}
+	if u.Inputs != nil {
+		add("inputs", J(u.Inputs))
+	}
+	if u.Engine != "" {
+		add("engine", u.Engine)
+	}
+	if u.Degraded != nil {
+		add("degraded", *u.Degraded)
+	}
+	if u.Started {
+		set = append(set, "started_at = COALESCE(started_at, $3)")
+	}
+	if u.Completed {
+		set = append(set, "completed_at = $3")
+	}
+	if u.Release {
+		set = append(set, "lease_until = NULL", "claimed_by = ''")
+	} else if u.Lease != nil {
+		add("lease_until", db.T(*u.Lease))
+	}
+	if u.Holder != "" {
+		add("claimed_by", u.Holder)
+	} else if u.Unclaim && !u.Release {
+		set = append(set, "claimed_by = ''")
+	}
+	if u.NextAttempt {
+		set = append(set, "attempt = attempt + 1")
+	}
+	if u.Progress != nil {
+		add("progress", *u.Progress)
+	}
+	var in []string
+	for _, f := range from {
+		args = append(args, f)
+		in = append(in, fmt.Sprintf("$%d", len(args)))
+	}
+	where := "run_id = $1 AND status IN (" + strings.Join(in, ", ") + ")"
+	if u.Owner != "" {
+		args = append(args, u.Owner)
+		where += fmt.Sprintf(" AND claimed_by = $%d", len(args))
+	}
+	r, err := scanRun(db.QueryRow(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+` WHERE `+where+` RETURNING `+runCols, args...))
+	if errors.Is(err, store.ErrNotFound) {
+		if _, gerr := db.GetRun(ctx, id); gerr != nil {
+			return nil, gerr
+		}
+		return nil, store.ErrStale
+	}
+	return r, err
+}
+
+// ListOrphanRuns implements store.Runs.
+func (db *DB) ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := db.Query(ctx, `SELECT run_id FROM runs r WHERE status = 'running' AND lease_until IS NULL AND updated_at < $1
+		AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = r.run_id AND j.status IN ('pending', 'running'))
+		ORDER BY updated_at LIMIT $2`, db.T(before), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// SetRunProgress implements store.Runs.
+func (db *DB) SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error {
+	n, err := db.Exec(ctx, `UPDATE runs SET progress = $2, current_step = $3, updated_at = $4
+		WHERE run_id = $1 AND status = 'running'`, id, progress, currentStep, db.T(db.Now()))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrStale
+	}
+	return nil
+}
+
+// UpsertTraceStep implements store.Runs.
+func (db *DB) UpsertTraceStep(ctx context.Context, s *store.TraceStep) error {
+	now := db.Now()
+	s.UpdatedAt = now
+	_, err := db.Exec(ctx, `INSERT INTO trace_steps (run_id, step_id, seq, status, step, updated_at)
+		VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM trace_steps WHERE run_id = $1), $3, $4, $5)
+		ON CONFLICT (run_id, step_id) DO UPDATE SET status = excluded.status, step = excluded.step, updated_at = excluded.updated_at`,
+		s.RunID, s.StepID, s.Status, JOr(s.Step, "{}"), db.T(now))
+	return err
+}
+
+// ListTraceSteps implements store.Runs.
+func (db *DB) ListTraceSteps(ctx context.Context, runID string) ([]store.TraceStep, error) {
+	rows, err := db.Query(ctx, `SELECT run_id, step_id, seq, status, step, updated_at FROM trace_steps
+		WHERE run_id = $1 ORDER BY seq`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []store.TraceStep{}
+	for rows.Next() {
+		var s store.TraceStep
+		var step json.RawMessage
+		if err := rows.Scan(&s.RunID, &s.StepID, &s.Seq, &s.Status, JSON(&step), Time(&s.UpdatedAt)); err != nil {
+			return nil, err
+		}
+		s.Step = step
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+const jobCols = `job_id, run_id, step_id, type, status, request, callback, result, error, retry_count, max_retries,
+	created_at, updated_at, timeout_at, dispatched_at, resolved_at`
+
+func scanJob(r Row) (*store.Job, error) {
+	var j store.Job
+	var req, cb, res, er json.RawMessage
+	if err := r.Scan(&j.ID, &j.RunID, &j.StepID, &j.Type, &j.Status, JSON(&req), JSON(&cb), JSON(&res), JSON(&er),
+		&j.RetryCount, &j.MaxRetries, Time(&j.CreatedAt), Time(&j.UpdatedAt), Time(&j.TimeoutAt),
+		NullTime(&j.DispatchedAt), NullTime(&j.ResolvedAt)); err != nil {
+		return nil, err
+	}
+	j.Request, j.Callback, j.Result, j.Error = req, cb, res, er
+	return &j, nil
+}
+
+// CreateJob implements store.Runs.
+func (db *DB) CreateJob(ctx context.Context, j *store.Job) error {
+	now := db.Now()
+	j.CreatedAt, j.UpdatedAt = now, now
+	if j.Status == "" {
+		j.Status = store.JobPending
+	}
+	_, err := db.Exec(ctx, `INSERT INTO jobs (job_id, run_id, step_id, type, status, request, callback, retry_count,
+		max_retries, created_at, updated_at, timeout_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		j.ID, j.RunID, j.StepID, j.Type, j.Status, J(j.Request), J(j.Callback), j.RetryCount, j.MaxRetries,
+		db.T(now), db.T(now), db.T(j.TimeoutAt))
+	return err
+}
+
+// GetJob implements store.Runs.
+func (db *DB) GetJob(ctx context.Context, id string) (*store.Job, error) {
+	return scanJob(db.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE job_id = $1`, id))
+}
+
+func (db *DB) queryJobs(ctx context.Context, q string, args ...any) ([]store.Job, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []store.Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *j)
+	}
+	return out, rows.Err()
+}
+
+// ListRunJobs implements store.Runs.
+func (db *DB) ListRunJobs(ctx context.Context, runID string) ([]store.Job, error) {
+	return db.queryJobs(ctx, `SELECT `+jobCols+` FROM jobs WHERE run_id = $1 ORDER BY created_at, job_id`, runID)
+}
+
+// ResolveJob implements store.Runs.
+func (db *DB) ResolveJob(ctx context.Context, id, status string, result, errObj json.RawMessage) (*store.Job, error) {
+	now := db.Now()
+	j, err := scanJob(db.QueryRow(ctx, `UPDATE jobs SET status = $2, result = $3, error = $4, resolved_at = $5, updated_at = $5
+		WHERE job_id = $1 AND status IN ('pending', 'running') RETURNING `+jobCols, id, status, J(result), J(errObj), db.T(now)))
+	if errors.Is(err, store.ErrNotFound) {
+		if _, gerr := db.GetJob(ctx, id); gerr != nil {
+			return nil, gerr
+		}
+		return nil, store.ErrStale
+	}
+	return j, err
+}
+
+// MarkJobDispatched implements store.Runs.
+func (db *DB) MarkJobDispatched(ctx context.Context, id string) error {
+	now := db.Now()
+	_, err := db.Exec(ctx, `UPDATE jobs SET status = 'running', dispatched_at = $2, updated_at = $2
+		WHERE job_id = $1 AND status IN ('pending', 'running')`, id, db.T(now))
+	return err
+}
+
+// RetryJob implements store.Runs.
+func (db *DB) RetryJob(ctx context.Context, id string, timeoutAt time.Time) (*store.Job, error) {
+	now := db.Now()
+	j, err := scanJob(db.QueryRow(ctx, `UPDATE jobs SET retry_count = retry_count + 1, timeout_at = $2, status = 'running', updated_at = $3
+		WHERE job_id = $1 AND status IN ('pending', 'running') AND timeout_at <= $3 AND retry_count < max_retries
+		RETURNING `+jobCols, id, db.T(timeoutAt), db.T(now)))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, store.ErrStale
+	}
+	return j, err
+}
+
+// ListDueJobs implements store.Runs.
+func (db *DB) ListDueJobs(ctx context.Context, now time.Time, limit int) ([]store.Job, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	return db.queryJobs(ctx, `SELECT `+jobCols+` FROM jobs WHERE status IN ('pending', 'running') AND timeout_at <= $1
+		ORDER BY timeout_at, job_id LIMIT $2`, db.T(now), limit)
+}

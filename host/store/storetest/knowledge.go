@@ -1,0 +1,293 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/kb/embed"
+	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// addDoc ingests text as one document (one chunk per text) and returns the document.
+func addDoc(t *testing.T, d store.Driver, user, project, source, visibility string, texts ...string) *store.KnowledgeDocument {
+	t.Helper()
+	ctx := context.Background()
+	res, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: user, ProjectID: project, Name: source, Visibility: visibility},
+		&store.KnowledgeDocument{ID: uuid.NewString(), UserID: user, Title: "t", Filename: "f.txt", FileHash: uuid.NewString()})
+	if err != nil {
+		t.Fatalf("AddDocument: %v", err)
+	}
+	local := embed.NewLocal()
+	vecs, _ := local.Embed(ctx, texts)
+	var chunks []store.KnowledgeChunk
+	for i, tx := range texts {
+		chunks = append(chunks, store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID,
+			Index: i, Text: tx, SearchText: segment.IndexForm(tx), EmbeddingModel: local.Model(), Embedding: vecs[i]})
+	}
+	if err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
+		t.Fatalf("WriteChunks: %v", err)
+	}
+	return res.Document
+}
+
+func keywordIDs(t *testing.T, d store.Driver, v store.Viewer, query string) map[string]bool {
+	t.Helper()
+	rows, err := d.KeywordCandidates(context.Background(), store.SearchParams{Viewer: v, Terms: segment.Query(query), Limit: 50})
+	if err != nil {
+		t.Fatalf("KeywordCandidates(%q): %v", query, err)
+	}
+	out := map[string]bool{}
+	for _, r := range rows {
+		out[r.DocumentID] = true
+		if r.Keyword <= 0 {
+			t.Errorf("KeywordCandidates(%q): keyword rank %v, want > 0", query, r.Keyword)
+		}
+	}
+	return out
+}
+
+func testKnowledgeSources(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	src := store.NewSourceParams{CreatedBy: u.ID, Name: "s1", Visibility: store.VisibilityPrivate}
+	doc := &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "a.txt", FileHash: "h1"}
+	res, err := d.AddDocument(ctx, src, doc)
+	if err != nil {
+		t.Fatalf("AddDocument: %v", err)
+	}
+	if res.Duplicate || res.Source.Version != 1 || res.Source.Scope != "org" || res.Document.ParseStatus != store.DocUploading {
+		t.Errorf("first AddDocument = %+v / %+v, want version 1, scope org, uploading", res.Source, res.Document)
+	}
+	again, err := d.AddDocument(ctx, src, &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "b.txt", FileHash: "h1"})
+	if err != nil || !again.Duplicate || again.Document.ID != doc.ID {
+		t.Errorf("AddDocument(same hash) = %+v, %v; want duplicate of %s", again, err, doc.ID)
+	}
+	second, err := d.AddDocument(ctx, src, &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "c.txt", FileHash: "h2"})
+	if err != nil || second.Duplicate || second.Source.ID != res.Source.ID || second.Source.Version != 2 {
+		t.Errorf("AddDocument(new hash) = %+v, %v; want same source at version 2", second, err)
+	}
+	if err := d.SetDocumentStatus(ctx, doc.ID, store.DocFailed, "no text"); err != nil {
+		t.Fatalf("SetDocumentStatus: %v", err)
+	}
+	got, err := d.GetDocument(ctx, doc.ID)
+	if err != nil || got.ParseStatus != store.DocFailed || got.ErrorMessage != "no text" {
+		t.Errorf("GetDocument = %+v, %v; want failed with its reason", got, err)
+	}
+	if _, err := d.GetDocument(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetDocument(unknown) = %v, want ErrNotFound", err)
+	}
+	p := NewProject(t, d, u.ID)
+	pres, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, ProjectID: p.ID, Name: "s1", Visibility: store.VisibilityProject},
+		&store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "p.txt", FileHash: "h1"})
+	if err != nil || pres.Duplicate || pres.Source.ID == res.Source.ID || pres.Source.Scope != "project" {
+		t.Errorf("AddDocument(project source) = %+v, %v; want a new project-scoped source", pres, err)
+	}
+	list, total, err := d.ListSources(ctx, store.Viewer{UserID: u.ID}, 10, 0)
+	if err != nil || total != 2 || len(list) != 2 {
+		t.Errorf("ListSources = %d items, total %d, %v; want 2", len(list), total, err)
+	}
+	docs, total, err := d.ListDocuments(ctx, store.Viewer{UserID: u.ID, SourceID: res.Source.ID}, 10, 0)
+	if err != nil || total != 2 || len(docs) != 2 {
+		t.Errorf("ListDocuments(source) = %d, total %d, %v; want 2", len(docs), total, err)
+	}
+}
+
+func testKnowledgeVisibility(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	a, b, admin := NewUser(t, d, ""), NewUser(t, d, ""), NewUser(t, d, store.RoleAdmin)
+	pa := NewProject(t, d, a.ID)
+	priv := addDoc(t, d, a.ID, "", "priv", store.VisibilityPrivate, "zebrafish private memo 完播率")
+	proj := addDoc(t, d, a.ID, pa.ID, "proj", store.VisibilityProject, "zebrafish project memo 完播率")
+	noProj := addDoc(t, d, a.ID, "", "noproj", store.VisibilityProject, "zebrafish unassigned memo 完播率")
+	org := addDoc(t, d, a.ID, "", "org", store.VisibilityOrg, "zebrafish organisation memo 完播率")
+	tests := map[string]struct {
+		v    store.Viewer
+		want []string
+	}{
+		"owner":         {store.Viewer{UserID: a.ID}, []string{priv.ID, proj.ID, noProj.ID, org.ID}},
+		"owner project": {store.Viewer{UserID: a.ID, ProjectID: pa.ID}, []string{proj.ID}},
+		"other":         {store.Viewer{UserID: b.ID}, []string{org.ID}},
+		"other project": {store.Viewer{UserID: b.ID, ProjectID: pa.ID}, nil},
+		"admin":         {store.Viewer{UserID: admin.ID, Admin: true}, []string{proj.ID, org.ID}},
+		"source name":   {store.Viewer{UserID: a.ID, SourceNames: []string{"org", "priv"}}, []string{priv.ID, org.ID}},
+		"document ids":  {store.Viewer{UserID: a.ID, DocumentIDs: []string{proj.ID}}, []string{proj.ID}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			want := map[string]bool{}
+			for _, id := range tc.want {
+				want[id] = true
+			}
+			for _, q := range []string{"zebrafish", "完播"} {
+				got := keywordIDs(t, d, tc.v, q)
+				if len(got) != len(want) {
+					t.Errorf("KeywordCandidates(%q) found %d documents, want %d", q, len(got), len(want))
+				}
+				for id := range want {
+					if !got[id] {
+						t.Errorf("KeywordCandidates(%q) misses document %s", q, id)
+					}
+				}
+			}
+			refs, err := d.EmbeddingRefs(ctx, tc.v)
+			if err != nil || len(refs) != len(want) {
+				t.Errorf("EmbeddingRefs = %d refs, %v; want %d", len(refs), err, len(want))
+			}
+			srcs, _, err := d.ListSources(ctx, tc.v, 100, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, _, err := d.ListDocuments(ctx, tc.v, 100, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, doc := range docs {
+				if !want[doc.ID] && tc.v.DocumentIDs == nil && tc.v.SourceNames == nil {
+					t.Errorf("ListDocuments shows document %s", doc.ID)
+				}
+			}
+			if tc.v.DocumentIDs == nil && len(srcs) != len(want) {
+				t.Errorf("ListSources = %d sources, want %d", len(srcs), len(want))
+			}
+			if d.SupportsVectorSearch() {
+				local := embed.NewLocal()
+				rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: tc.v, Terms: segment.Query("zebrafish memo"),
+					Vector: local.Vector("zebrafish memo"), Model: local.Model(), Limit: 10, Floor: 0.4, Cap: 50})
+				if err != nil {
+					t.Fatalf("VectorSearch: %v", err)
+				}
+				if len(rows) != len(want) {
+					t.Errorf("VectorSearch = %d rows, want %d", len(rows), len(want))
+				}
+				for _, r := range rows {
+					if !want[r.DocumentID] {
+						t.Errorf("VectorSearch shows document %s", r.DocumentID)
+					}
+					if math.Abs(r.Total-(0.65*r.Vector+0.35*r.Keyword)) > 1e-6 || r.Keyword <= 0 || r.Vector <= 0 {
+						t.Errorf("VectorSearch scores %v %v %v break rule 4", r.Vector, r.Keyword, r.Total)
+					}
+				}
+			}
+		})
+	}
+	if ok, err := d.CanRead(ctx, store.Viewer{UserID: b.ID}, priv.SourceID); err != nil || ok {
+		t.Errorf("CanRead(other, private) = %v, %v; want false", ok, err)
+	}
+	if err := d.SoftDeleteProject(ctx, pa.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := keywordIDs(t, d, store.Viewer{UserID: a.ID}, "zebrafish"); !got[proj.ID] {
+		t.Errorf("the creator lost its project document when the project was deleted")
+	}
+}
+
+func testKnowledgeChunks(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	doc := addDoc(t, d, u.ID, "", "s", store.VisibilityPrivate, "抖音平台的完播率是衡量视频质量的重要指标", "直播带货的转化率取决于选品和话术")
+	got, err := d.GetDocument(ctx, doc.ID)
+	if err != nil || got.ParseStatus != store.DocIndexed || got.ChunkCount != 2 {
+		t.Errorf("GetDocument after WriteChunks = %+v, %v; want indexed with 2 chunks", got, err)
+	}
+	v := store.Viewer{UserID: u.ID}
+	rows, err := d.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: segment.Query("指标"), Limit: 10})
+	if err != nil || len(rows) != 1 || rows[0].Index != 0 || rows[0].SourceName != "s" {
+		t.Errorf("KeywordCandidates(指标) = %+v, %v; want the first chunk", rows, err)
+	}
+	refs, err := d.EmbeddingRefs(ctx, v)
+	if err != nil || len(refs) != 2 {
+		t.Fatalf("EmbeddingRefs = %v, %v", refs, err)
+	}
+	vecs, err := d.Embeddings(ctx, refs)
+	if err != nil || len(vecs) != 2 || len(vecs[refs[0].ChunkID]) != embed.LocalDimensions {
+		t.Fatalf("Embeddings = %d, %v", len(vecs), err)
+	}
+	// Reindex: new vectors beside the old, then the switch.
+	chunks, err := d.SourceChunks(ctx, doc.SourceID)
+	if err != nil || len(chunks) != 2 {
+		t.Fatalf("SourceChunks = %d, %v", len(chunks), err)
+	}
+	next := map[string][]float32{}
+	for _, c := range chunks {
+		next[c.ID] = []float32{1, 0, 0}
+	}
+	if err := d.AddEmbeddings(ctx, "m2", next); err != nil {
+		t.Fatalf("AddEmbeddings: %v", err)
+	}
+	if refs2, _ := d.EmbeddingRefs(ctx, v); refs2[0].Model != refs[0].Model {
+		t.Errorf("the model switched before SwitchEmbeddings")
+	}
+	if err := d.SwitchEmbeddings(ctx, doc.SourceID, "m2"); err != nil {
+		t.Fatalf("SwitchEmbeddings: %v", err)
+	}
+	refs2, _ := d.EmbeddingRefs(ctx, v)
+	vecs2, _ := d.Embeddings(ctx, refs2)
+	if len(refs2) != 2 || refs2[0].Model != "m2" || len(vecs2[refs2[0].ChunkID]) != 3 {
+		t.Errorf("after SwitchEmbeddings: refs %v, vectors %v", refs2, vecs2)
+	}
+	byID, err := d.ChunksByID(ctx, []string{chunks[1].ID})
+	if err != nil || len(byID) != 1 || byID[0].Text != "直播带货的转化率取决于选品和话术" {
+		t.Errorf("ChunksByID = %+v, %v", byID, err)
+	}
+}
+
+func testKnowledgeQueries(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	a, b := NewUser(t, d, ""), NewUser(t, d, "")
+	for i, u := range []string{a.ID, a.ID, b.ID} {
+		q := &store.KnowledgeQuery{ID: uuid.NewString(), UserID: u, Mode: store.QueryAsk, QueryText: "q", TopK: 5,
+			LatencyMS: float64(10 * (i + 1)), Cited: i == 0}
+		if err := d.LogQuery(ctx, q); err != nil {
+			t.Fatalf("LogQuery: %v", err)
+		}
+		if i == 0 {
+			if err := d.SetFeedback(ctx, q.ID, 4, "good"); err != nil {
+				t.Fatalf("SetFeedback: %v", err)
+			}
+			if err := d.SetFeedback(ctx, q.ID, 5, "better"); err != nil {
+				t.Fatalf("SetFeedback again: %v", err)
+			}
+			got, err := d.GetQuery(ctx, q.ID)
+			if err != nil || got.FeedbackRating == nil || *got.FeedbackRating != 5 || got.FeedbackNotes != "better" || got.UserID != a.ID {
+				t.Errorf("GetQuery = %+v, %v; want rating 5", got, err)
+			}
+		}
+	}
+	if err := d.LogQuery(ctx, &store.KnowledgeQuery{ID: uuid.NewString(), UserID: a.ID, Mode: store.QuerySearch, QueryText: "s", TopK: 5, LatencyMS: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetFeedback(ctx, uuid.NewString(), 3, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetFeedback(unknown) = %v, want ErrNotFound", err)
+	}
+	st, err := d.QueryStats(ctx, a.ID, 200)
+	if err != nil || st.Asks != 2 || st.Searches != 1 || st.RecentCited != 1 || st.FeedbackCount != 1 || st.RatingSum != 5 || len(st.SearchLatencies) != 1 {
+		t.Errorf("QueryStats(a) = %+v, %v", st, err)
+	}
+	all, err := d.QueryStats(ctx, "", 200)
+	if err != nil || all.Asks != 3 {
+		t.Errorf("QueryStats(everyone) = %+v, %v; want 3 asks", all, err)
+	}
+	f := &store.Fact{ID: uuid.NewString(), UserID: a.ID, Key: "k", Value: "v1"}
+	if err := d.PutFact(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutFact(ctx, &store.Fact{ID: uuid.NewString(), UserID: a.ID, Key: "k", Value: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	facts, err := d.ListFacts(ctx, a.ID)
+	if err != nil || len(facts) != 1 || facts[0].Value != "v2" {
+		t.Errorf("ListFacts = %+v, %v; want one fact k=v2", facts, err)
+	}
+	if facts, _ := d.ListFacts(ctx, b.ID); len(facts) != 0 {
+		t.Errorf("ListFacts(other) = %+v, want none", facts)
+	}
+}

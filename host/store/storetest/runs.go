@@ -1,0 +1,192 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+func newRun(t *testing.T, d store.Driver, userID, workflow string) *store.Run {
+	t.Helper()
+	r := &store.Run{ID: uuid.NewString(), WorkflowID: workflow, UserID: userID, Inputs: json.RawMessage(`{"topic":"x"}`),
+		UserContext: json.RawMessage(`{"user_id":"` + userID + `"}`)}
+	if err := d.CreateRun(context.Background(), r); err != nil {
+		t.Fatalf("CreateRun: %v", err)
+	}
+	return r
+}
+
+func testRuns(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	r := newRun(t, d, u.ID, "voiceover")
+	got, err := d.GetRun(ctx, r.ID)
+	if err != nil {
+		t.Fatalf("GetRun: %v", err)
+	}
+	if got.Status != store.RunPending || got.Attempt != 1 || string(got.Inputs) == "" || got.LeaseUntil != nil {
+		t.Errorf("new run = %+v, want pending, attempt 1, inputs, no lease", got)
+	}
+	if _, err := d.GetRun(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRun(unknown) = %v, want ErrNotFound", err)
+	}
+
+	// Claim: the pending run, once.
+	c, err := d.ClaimRun(ctx, "host-a", time.Minute)
+	if err != nil || c.ID != r.ID || c.ClaimedBy != "host-a" || c.LeaseUntil == nil {
+		t.Fatalf("ClaimRun = %+v, %v; want the run claimed by host-a", c, err)
+	}
+	if _, err := d.ClaimRun(ctx, "host-b", time.Minute); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClaimRun of a pending run claimed by another host = %v, want ErrNotFound", err)
+	}
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Owner: "host-b"}); !errors.Is(err, store.ErrStale) {
+		t.Errorf("UpdateRun by a host without the claim = %v, want ErrStale", err)
+	}
+	run, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Owner: "host-a", Started: true})
+	if err != nil || run.Status != store.RunRunning || run.StartedAt == nil {
+		t.Fatalf("pending -> running = %+v, %v", run, err)
+	}
+	if _, err := d.ClaimRun(ctx, "host-b", time.Minute); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClaimRun with the only run leased = %v, want ErrNotFound", err)
+	}
+	if err := d.RenewLease(ctx, r.ID, "host-b", time.Minute); !errors.Is(err, store.ErrStale) {
+		t.Errorf("RenewLease by another host = %v, want ErrStale", err)
+	}
+	if err := d.RenewLease(ctx, r.ID, "host-a", time.Minute); err != nil {
+		t.Errorf("RenewLease = %v", err)
+	}
+	// An expired lease (a dead host) is claimed by another host.
+	past := d.Now().Add(-time.Second)
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &past}); err != nil {
+		t.Fatalf("expire lease: %v", err)
+	}
+	c, err = d.ClaimRun(ctx, "host-b", time.Minute)
+	if err != nil || c.ID != r.ID || c.ClaimedBy != "host-b" || c.Status != store.RunRunning || c.Recoveries != 1 {
+		t.Fatalf("ClaimRun after lease expiry = %+v, %v", c, err)
+	}
+	if err := d.SetRunProgress(ctx, r.ID, 50, "write"); err != nil {
+		t.Errorf("SetRunProgress: %v", err)
+	}
+
+	// Trace steps keep their first position.
+	for _, s := range []struct{ id, status string }{{"a", "running"}, {"b", "running"}, {"a", "completed"}} {
+		if err := d.UpsertTraceStep(ctx, &store.TraceStep{RunID: r.ID, StepID: s.id, Status: s.status, Step: json.RawMessage(`{"step_id":"` + s.id + `"}`)}); err != nil {
+			t.Fatalf("UpsertTraceStep: %v", err)
+		}
+	}
+	steps, err := d.ListTraceSteps(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range steps {
+		ids = append(ids, s.StepID+":"+s.Status)
+	}
+	if diff := cmp.Diff([]string{"a:completed", "b:running"}, ids); diff != "" {
+		t.Errorf("trace (-want +got):\n%s", diff)
+	}
+
+	// A running run with no lease and no open job is an orphan once it has not changed for a while.
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := d.ListOrphanRuns(ctx, d.Now().Add(time.Second), 10); err != nil || len(ids) != 1 || ids[0] != r.ID {
+		t.Errorf("ListOrphanRuns = %v, %v; want the run", ids, err)
+	}
+	if ids, _ := d.ListOrphanRuns(ctx, d.Now().Add(-time.Minute), 10); len(ids) != 0 {
+		t.Errorf("ListOrphanRuns(recent) = %v, want none", ids)
+	}
+	// running -> paused -> running -> completed; then nothing moves it.
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunPaused, Awaiting: json.RawMessage(`{"step_id":"h","prompt":"ok?"}`), Release: true}); err != nil {
+		t.Fatalf("running -> paused: %v", err)
+	}
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPaused}, store.RunUpdate{Status: store.RunRunning, ClearAwait: true, ResumeInput: json.RawMessage(`{"ok":true}`)}); err != nil {
+		t.Fatalf("paused -> running: %v", err)
+	}
+	done, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunCompleted, Outputs: json.RawMessage(`{"script":"s"}`), Completed: true, Release: true})
+	if err != nil || done.CompletedAt == nil || string(done.Outputs) == "" || done.Awaiting != nil || done.Progress != 50 {
+		t.Fatalf("running -> completed = %+v, %v", done, err)
+	}
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending, store.RunRunning, store.RunPaused}, store.RunUpdate{Status: store.RunCancelled}); !errors.Is(err, store.ErrStale) {
+		t.Errorf("cancel of a completed run = %v, want ErrStale", err)
+	}
+	if _, err := d.UpdateRun(ctx, uuid.NewString(), []string{store.RunPending}, store.RunUpdate{Status: store.RunCancelled}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("UpdateRun(unknown) = %v, want ErrNotFound", err)
+	}
+
+	// Listing and the quota count.
+	r2 := newRun(t, d, u.ID, "graphic")
+	if _, err := d.UpdateRun(ctx, r2.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunCancelled}); err != nil {
+		t.Fatalf("pending -> cancelled: %v", err)
+	}
+	newRun(t, d, NewUser(t, d, "").ID, "graphic")
+	list, total, err := d.ListRuns(ctx, store.ListRunsParams{UserID: u.ID})
+	if err != nil || total != 2 || len(list) != 2 || list[0].ID != r2.ID {
+		t.Errorf("ListRuns = %d runs (total %d), %v; want 2, newest first", len(list), total, err)
+	}
+	list, total, _ = d.ListRuns(ctx, store.ListRunsParams{UserID: u.ID, Status: store.RunCompleted, WorkflowID: "voiceover"})
+	if total != 1 || len(list) != 1 || list[0].ID != r.ID {
+		t.Errorf("ListRuns(completed, voiceover) = %d (total %d), want the first run", len(list), total)
+	}
+	if n, err := d.CountRunsSince(ctx, u.ID, d.Now().Add(-time.Hour)); err != nil || n != 2 {
+		t.Errorf("CountRunsSince = %d, %v; want 2", n, err)
+	}
+	if n, _ := d.CountRunsSince(ctx, u.ID, d.Now().Add(time.Hour)); n != 0 {
+		t.Errorf("CountRunsSince(future) = %d, want 0", n)
+	}
+}
+
+func testJobs(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	r := newRun(t, d, u.ID, "live")
+	j := &store.Job{ID: uuid.NewString(), RunID: r.ID, StepID: "s", Type: "graph", Request: json.RawMessage(`{"payload":{}}`),
+		MaxRetries: 1, TimeoutAt: d.Now().Add(-time.Second)}
+	if err := d.CreateJob(ctx, j); err != nil {
+		t.Fatalf("CreateJob: %v", err)
+	}
+	if err := d.MarkJobDispatched(ctx, j.ID); err != nil {
+		t.Fatalf("MarkJobDispatched: %v", err)
+	}
+	due, err := d.ListDueJobs(ctx, d.Now(), 10)
+	if err != nil || len(due) != 1 || due[0].ID != j.ID || due[0].Status != store.JobRunning {
+		t.Fatalf("ListDueJobs = %+v, %v", due, err)
+	}
+	rj, err := d.RetryJob(ctx, j.ID, d.Now().Add(time.Minute))
+	if err != nil || rj.RetryCount != 1 {
+		t.Fatalf("RetryJob = %+v, %v", rj, err)
+	}
+	if _, err := d.RetryJob(ctx, j.ID, d.Now().Add(time.Minute)); !errors.Is(err, store.ErrStale) {
+		t.Errorf("RetryJob before the timeout = %v, want ErrStale", err)
+	}
+	if due, _ := d.ListDueJobs(ctx, d.Now(), 10); len(due) != 0 {
+		t.Errorf("ListDueJobs after retry = %d, want 0", len(due))
+	}
+	res, err := d.ResolveJob(ctx, j.ID, store.JobCompleted, json.RawMessage(`{"ok":1}`), nil)
+	if err != nil || res.Status != store.JobCompleted || res.ResolvedAt == nil || string(res.Result) == "" {
+		t.Fatalf("ResolveJob = %+v, %v", res, err)
+	}
+	if _, err := d.ResolveJob(ctx, j.ID, store.JobFailed, nil, json.RawMessage(`{}`)); !errors.Is(err, store.ErrStale) {
+		t.Errorf("second ResolveJob = %v, want ErrStale (duplicate)", err)
+	}
+	if _, err := d.ResolveJob(ctx, uuid.NewString(), store.JobFailed, nil, nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ResolveJob(unknown) = %v, want ErrNotFound", err)
+	}
+	got, _ := d.GetJob(ctx, j.ID)
+	if got.Status != store.JobCompleted {
+		t.Errorf("job after a refused resolve = %s, want completed", got.Status)
+	}
+	jobs, err := d.ListRunJobs(ctx, r.ID)
+	if err != nil || len(jobs) != 1 {
+		t.Errorf("ListRunJobs = %d, %v", len(jobs), err)
+	}
+}
