@@ -79,6 +79,7 @@ func (s *Server) App() *fiber.App {
 	api.Get("/auth/me", s.me)
 	s.projectRoutes(api)
 	s.contentRoutes(api)
+	s.namedRoutes(api)
 	s.workflowRoutes(api)
 	s.knowledgeRoutes(api)
 	s.notificationRoutes(api)
