@@ -250,6 +250,25 @@ func TestInspirationAndCorpus(t *testing.T) {
 				t.Errorf("corpus after convert = %d %s", r.status, r.raw)
 			}
 
+			// Batch collect: one inspiration per link, a bad link fails only its item.
+			r = b.do("POST", "/api/batch/collect", a, map[string]any{"urls": []string{"http://127.0.0.1:9/a", "not a link"}})
+			if r.status != 201 || r.data("status") != "partial" || len(r.data("items").([]any)) != 2 {
+				t.Fatalf("batch/collect = %d %s", r.status, r.raw)
+			}
+			bid := r.data("batch_id").(string)
+			if r = b.do("GET", "/api/batch/"+bid+"/status", a, nil); r.status != 200 || r.data("status") != "partial" {
+				t.Errorf("batch status = %d %s", r.status, r.raw)
+			}
+			if r = b.do("GET", "/api/batch/"+bid+"/status", other, nil); r.status != 404 {
+				t.Errorf("other's batch status = %d", r.status)
+			}
+			if r = b.do("POST", "/api/batch/collect", a, map[string]any{"urls": []string{}}); r.status != 400 {
+				t.Errorf("empty batch/collect = %d", r.status)
+			}
+			if r = b.do("GET", "/api/corpus?limit=100", a, nil); r.body["total"] != float64(5) {
+				t.Errorf("corpus after batch collect: total %v, want 5", r.body["total"])
+			}
+
 			// Soft delete.
 			if r = b.do("DELETE", "/api/corpus/"+first, a, nil); r.status != 200 {
 				t.Fatalf("delete = %d %s", r.status, r.raw)

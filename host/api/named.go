@@ -16,6 +16,7 @@ import (
 //	POST /api/voiceover/generate -> voiceover
 //	POST /api/langgraph/run      -> {workflow}, which must run on the graph engine (agent graph runner)
 func (s *Server) namedRoutes(r fiber.Router) {
+	s.batchRoutes(r)
 	if s.Runs == nil {
 		return
 	}

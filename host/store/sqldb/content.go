@@ -339,3 +339,24 @@ func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string)
 	})
 	return deleted, err
 }
+
+// CreateBatch implements store.Batches.
+func (db *DB) CreateBatch(ctx context.Context, b *store.Batch) error {
+	b.CreatedAt = db.Now()
+	_, err := db.Exec(ctx, `INSERT INTO batches (id, user_id, project_id, kind, items, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		b.ID, b.UserID, b.ProjectID, b.Kind, JOr(b.Items, "[]"), db.T(b.CreatedAt))
+	return err
+}
+
+// GetBatch implements store.Batches.
+func (db *DB) GetBatch(ctx context.Context, id string) (*store.Batch, error) {
+	var b store.Batch
+	var items json.RawMessage
+	err := db.QueryRow(ctx, `SELECT id, user_id, project_id, kind, items, created_at FROM batches WHERE id = $1`, id).Scan(
+		&b.ID, &b.UserID, &b.ProjectID, &b.Kind, JSON(&items), Time(&b.CreatedAt))
+	if err != nil {
+		return nil, err
+	}
+	b.Items = items
+	return &b, nil
+}

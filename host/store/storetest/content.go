@@ -239,3 +239,24 @@ func testAssets(t *testing.T, open Opener) {
 		t.Errorf("CountCorpus = %+v, %v; want asset 1", counts, err)
 	}
 }
+
+func testBatches(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	b := &store.Batch{ID: uuid.NewString(), UserID: u.ID, Kind: store.BatchRun, Items: json.RawMessage(`[{"index":0,"run_id":"r"}]`)}
+	if err := d.CreateBatch(ctx, b); err != nil {
+		t.Fatalf("CreateBatch: %v", err)
+	}
+	got, err := d.GetBatch(ctx, b.ID)
+	if err != nil || got.UserID != u.ID || got.Kind != store.BatchRun || !got.CreatedAt.Equal(b.CreatedAt) {
+		t.Fatalf("GetBatch = %+v, %v", got, err)
+	}
+	var items []map[string]any
+	if err := json.Unmarshal(got.Items, &items); err != nil || len(items) != 1 || items[0]["run_id"] != "r" {
+		t.Errorf("batch items = %s, %v", got.Items, err)
+	}
+	if _, err := d.GetBatch(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetBatch(unknown) = %v, want ErrNotFound", err)
+	}
+}
