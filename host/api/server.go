@@ -89,6 +89,7 @@ func (s *Server) App() *fiber.App {
 	api.Get("/workflow/metrics", s.workflowMetrics)
 	s.projectRoutes(api)
 	s.contentRoutes(api)
+	s.namedRoutes(api)
 	s.workflowRoutes(api)
 	s.knowledgeRoutes(api)
 	s.notificationRoutes(api)

@@ -30,6 +30,7 @@ var suites = []struct {
 	{"transactions", testTransactions},
 	{"corpus", testCorpus},
 	{"assets", testAssets},
+	{"batches", testBatches},
 	{"runs", testRuns},
 	{"jobs", testJobs},
 	{"knowledge_sources", testKnowledgeSources},
