@@ -140,6 +140,22 @@ func Ops() []Op {
 			Body: obj("workflow_id!", str(""), "inputs", anyObj(""), "trigger", enum("scheduler", "manual", "webhook", "api"), "project_id", uuid, "strategy_task_id", str("")),
 			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "status!", str(""), "trigger", str(""), "message", str("")), Errors: []int{403, 404, 409}},
 
+		// Named-only routes of SPEC.md: each starts the workflow it names.
+		{Method: "POST", Path: "/api/generate/script", Tag: "Workflow", Summary: "Write a script (starts script_review)", Sec: Bearer, Status: 200, Kind: Top,
+			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
+		{Method: "POST", Path: "/api/generate/visual", Tag: "Workflow", Summary: "Make a visual (starts graphic)", Sec: Bearer, Status: 200, Kind: Top,
+			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
+		{Method: "POST", Path: "/api/voiceover/generate", Tag: "Workflow", Summary: "Make a voice-over (starts voiceover)", Sec: Bearer, Status: 200, Kind: Top,
+			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
+		{Method: "POST", Path: "/api/langgraph/run", Tag: "Workflow", Summary: "Start a workflow of the graph engine", Sec: Bearer, Status: 200, Kind: Top,
+			Body: obj("workflow!", str("a manifest whose engine is graph"), "inputs", anyObj(""), "project_id", uuid), Resp: namedRunAck(), Errors: []int{403, 404, 409}},
+		{Method: "POST", Path: "/api/batch/collect", Tag: "Workflow", Summary: "Collect up to 20 links as inspirations", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("urls!", arr(str("")), "project_id", uuid), Resp: batchSummary(), Errors: []int{403}},
+		{Method: "POST", Path: "/api/batch/run", Tag: "Workflow", Summary: "Start one run per item (up to 20)", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("workflow!", str(""), "items!", arr(anyObj("inputs of one run")), "project_id", uuid), Resp: batchSummary(), Errors: []int{403, 404}},
+		{Method: "GET", Path: "/api/batch/:id/status", Tag: "Workflow", Summary: "A batch with its items refreshed", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: batchSummary(), Errors: []int{404}},
+
 		// Callbacks
 		{Method: "POST", Path: "/api/webhooks/graph-callback", Tag: "Callbacks", Summary: "Agent graph runner callback", Sec: Callback, Status: 200, Kind: Data,
 			Body: obj("run_id!", uuid, "job_id!", uuid, "status!", enum("completed", "failed", "paused"), "outputs", anyObj(""), "trace", arr(ref("TraceStep")),
@@ -296,4 +312,17 @@ func workflowReport() M {
 		"agent_errors!", obj("overall!", rate, "by_agent!", byKey(rate)),
 		"callback_delay!", obj("p50_s!", num(""), "p95_s!", fig),
 		"degraded!", obj("count!", integer(""), "by_reason!", byKey(integer(""))))
+}
+
+func namedRunBody() M {
+	return obj("inputs", anyObj("the workflow's inputs (or given at the top level)"), "project_id", uuid)
+}
+
+func namedRunAck() M {
+	return obj("run_id!", uuid, "workflow!", str(""), "status!", enum("pending"), "message", str(""))
+}
+
+func batchSummary() M {
+	return obj("batch_id!", uuid, "kind", enum("collect", "run"), "project_id", uuid, "status!", str(""),
+		"items!", arr(anyObj("one link or run")), "total!", num(""), "counts", anyObj("items by status"))
 }
