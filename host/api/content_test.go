@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/textproto"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,12 +22,37 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 )
 
+// frames records client frames.
+type frames struct {
+	mu  sync.Mutex
+	got []events.Frame
+}
+
+func (f *frames) Notify(_ context.Context, fr events.Frame) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, fr)
+}
+
+func (f *frames) count(typ, action string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, fr := range f.got {
+		if fr.Type == typ && fr.Data["action"] == action && fr.Data["assetId"] != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // setupContent is setup with the content service wired (uploads limited to limit bytes).
-func setupContent(t *testing.T, open func(*testing.T) store.Driver, limit int) *testBundle {
+func setupContent(t *testing.T, open func(*testing.T) store.Driver, limit int, notify ...events.Notifier) *testBundle {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.JWTSecret = "test-secret-test-secret-test-secret"
@@ -35,11 +61,19 @@ func setupContent(t *testing.T, open func(*testing.T) store.Driver, limit int) *
 	st := open(t)
 	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
 	s.Content = content.New(content.Config{Store: st, DataDir: cfg.DataDir, UploadLimit: int64(limit),
-		Fetcher: content.NewFetcher(content.FetcherConfig{Timeout: time.Second}),
+		Fetcher:  content.NewFetcher(content.FetcherConfig{Timeout: time.Second}),
+		Notifier: firstNotifier(notify),
 		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
 		}})
 	return &testBundle{t: t, app: s.App(), st: st}
+}
+
+func firstNotifier(n []events.Notifier) events.Notifier {
+	if len(n) > 0 {
+		return n[0]
+	}
+	return nil
 }
 
 var pngBytes = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde")
@@ -216,6 +250,25 @@ func TestInspirationAndCorpus(t *testing.T) {
 				t.Errorf("corpus after convert = %d %s", r.status, r.raw)
 			}
 
+			// Batch collect: one inspiration per link, a bad link fails only its item.
+			r = b.do("POST", "/api/batch/collect", a, map[string]any{"urls": []string{"http://127.0.0.1:9/a", "not a link"}})
+			if r.status != 201 || r.data("status") != "partial" || len(r.data("items").([]any)) != 2 {
+				t.Fatalf("batch/collect = %d %s", r.status, r.raw)
+			}
+			bid := r.data("batch_id").(string)
+			if r = b.do("GET", "/api/batch/"+bid+"/status", a, nil); r.status != 200 || r.data("status") != "partial" {
+				t.Errorf("batch status = %d %s", r.status, r.raw)
+			}
+			if r = b.do("GET", "/api/batch/"+bid+"/status", other, nil); r.status != 404 {
+				t.Errorf("other's batch status = %d", r.status)
+			}
+			if r = b.do("POST", "/api/batch/collect", a, map[string]any{"urls": []string{}}); r.status != 400 {
+				t.Errorf("empty batch/collect = %d", r.status)
+			}
+			if r = b.do("GET", "/api/corpus?limit=100", a, nil); r.body["total"] != float64(5) {
+				t.Errorf("corpus after batch collect: total %v, want 5", r.body["total"])
+			}
+
 			// Soft delete.
 			if r = b.do("DELETE", "/api/corpus/"+first, a, nil); r.status != 200 {
 				t.Fatalf("delete = %d %s", r.status, r.raw)
@@ -239,7 +292,8 @@ func TestMaterials(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
 			const limit = 4096
-			b := setupContent(t, d.open, limit)
+			rec := &frames{}
+			b := setupContent(t, d.open, limit, rec)
 			a, _ := b.user("alice")
 			other, _ := b.user("bob")
 			theirs := b.project(other, "bob's")
@@ -341,6 +395,24 @@ func TestMaterials(t *testing.T) {
 			}
 			if r = b.do("GET", "/api/materials", other, nil); !has(ids(r.body["data"]), their["id"].(string)) {
 				t.Errorf("other user's asset was deleted")
+			}
+
+			// Four assets stored (png, wav, other's png, the inspiration's): four task.asset.uploaded
+			// events in the outbox and four asset:sync frames; the batch delete sent its frames too.
+			evs, err := b.st.ClaimOutboxEvents(t.Context(), &store.ClaimOutboxParams{Limit: 100, Token: uuid.NewString(),
+				LeaseUntil: time.Now().Add(time.Minute)})
+			byName := map[string]int{}
+			for _, e := range evs {
+				byName[e.Event]++
+			}
+			if err != nil || byName["task.asset.uploaded"] != 4 || byName["content.created"] != 1 {
+				t.Errorf("outbox events = %v, %v; want 4 task.asset.uploaded and 1 content.created", byName, err)
+			}
+			if n := rec.count(events.FrameAssetSync, "created"); n != 4 {
+				t.Errorf("asset:sync created frames = %d, want 4", n)
+			}
+			if n := rec.count(events.FrameAssetSync, "deleted"); n != 2 {
+				t.Errorf("asset:sync deleted frames = %d, want 2 (the assets actually deleted)", n)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/metrics"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
@@ -35,9 +36,12 @@ type Server struct {
 	Auth    *auth.Service
 	Log     *slog.Logger
 	Engines EngineHealth
-	KB      *kb.Service      // the knowledge base (/api/knowledge)
+	// Metrics is the Prometheus registry (GET /metrics); nil: App makes one reading the store and
+	// Engines (and engine restarts, when Engines also has EngineRestarts() map[string]int).
+	Metrics *metrics.Metrics
 	Content *content.Service // inspiration, corpus, materials, strategy, chat
 	Runs    *runs.Service    // workflow runs, jobs and callbacks
+	KB      *kb.Service      // the knowledge base (/api/knowledge)
 	// Hub serves /ws; Notifier is how handlers send client frames (the hub); Notifications is the
 	// outbound event worker behind the webhook test and status routes.
 	Hub           *events.Hub
@@ -65,11 +69,16 @@ func (s *Server) App() *fiber.App {
 		IdleTimeout:           2 * time.Minute,
 		ReadBufferSize:        16 << 10,
 	})
-	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests)
+	if s.Metrics == nil {
+		s.Metrics = s.defaultMetrics()
+	}
+	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests)
 	app.Get("/health", s.health)
+	app.Get("/metrics", s.serveMetrics)
 	s.wsRoutes(app)
 
 	public := app.Group("/api")
+	public.Get("/openapi.json", s.serveOpenAPI)
 	public.Post("/auth/register", s.authRateLimit, s.register)
 	public.Post("/auth/login", s.authRateLimit, s.login)
 	public.Post("/auth/refresh", s.authRateLimit, s.refresh)
@@ -77,10 +86,12 @@ func (s *Server) App() *fiber.App {
 
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
+	api.Get("/workflow/metrics", s.workflowMetrics)
 	s.projectRoutes(api)
-	s.knowledgeRoutes(api)
 	s.contentRoutes(api)
+	s.namedRoutes(api)
 	s.workflowRoutes(api)
+	s.knowledgeRoutes(api)
 	s.notificationRoutes(api)
 	s.taskRoutes(api)
 	s.schedulerRoutes(api)

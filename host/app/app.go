@@ -90,7 +90,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
 	h.Runs.Leader = h.Scheduler.Leader
 	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
-	h.Server.Content = newContent(cfg, st, log, h.Hub, kbSearcher{h.Server.KB, st})
+	h.Server.Content = newContent(cfg, st, log, h.Hub, kbSearch{h.Server.KB})
 	return h, nil
 }
 
@@ -127,7 +127,9 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 	if cfg.LLMBaseURL != "" {
 		svc.LLM = runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey}), Model: cfg.KBAskModel}
 	}
-	svc.Searcher = kbSearcher{h.Server.KB, h.Store}
+	if h.Server.KB != nil {
+		svc.Searcher = kbSearch{h.Server.KB}
+	}
 	h.Server.Runs = svc
 	h.Server.Engines = engineStates{h}
 	return nil
@@ -220,7 +222,7 @@ func (h *Host) Run(ctx context.Context) error {
 // newContent builds the content service: the language model when LLM_BASE_URL is set, the
 // chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise; asset:sync frames
 // through the hub; a diagnosis blueprint becomes the project's strategy tasks in its transaction.
-func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier, search content.Searcher) *content.Service {
+func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier, searcher content.Searcher) *content.Service {
 	var model content.Chatter
 	if cfg.LLMBaseURL != "" {
 		model = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
@@ -238,6 +240,6 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
 		},
-		KB: search,
+		KB: searcher,
 	})
 }

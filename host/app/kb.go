@@ -28,48 +28,35 @@ func newKB(cfg *config.Config, st store.Driver, log *slog.Logger) *kb.Service {
 	return kb.New(st, opt)
 }
 
-// kbSearcher adapts the knowledge service to the engines' Host.Search (runs.Searcher) and to the
-// local chat fallback (content.Searcher). Both callers have checked the project already.
-type kbSearcher struct {
-	kb *kb.Service
-	st store.Driver
-}
+// kbSearch adapts the knowledge base to its two in-process consumers: the run engines'
+// Host.Search (runs.Searcher) and the local chat fallback (content.Searcher). Both search with the
+// visibility of the user they name.
+type kbSearch struct{ kb *kb.Service }
 
-// Search implements runs.Searcher, with the visibility of req.UserID (an admin's when the user is one).
-func (a kbSearcher) Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
-	role := ""
-	if u, err := a.st.GetUser(ctx, req.UserID); err == nil {
-		role = u.Role
-	}
-	topK := req.TopK
-	if topK <= 0 || topK > kb.MaxTopK {
-		topK = kb.DefaultTopK
-	}
-	hits, err := a.kb.SearchFor(ctx, req.UserID, role, req.ProjectID, req.Query, topK)
+// Search implements runs.Searcher.
+func (k kbSearch) Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
+	hits, err := k.kb.SearchFor(ctx, req.UserID, "", req.ProjectID, req.Query, req.TopK)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.SearchHit, len(hits))
-	for i, h := range hits {
-		out[i] = engine.SearchHit{ChunkID: h.ChunkID, ChunkText: h.ChunkText, Heading: h.Heading, SourceName: h.SourceName,
-			Document: h.DocumentTitle, Score: h.Scores.Total}
+	out := make([]engine.SearchHit, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, engine.SearchHit{ChunkID: h.ChunkID, ChunkText: h.ChunkText, Heading: h.Heading,
+			SourceName: h.SourceName, Document: h.DocumentTitle, Score: h.Scores.Total})
 	}
 	return out, nil
 }
 
 // SearchKB implements content.Searcher.
-func (a kbSearcher) SearchKB(ctx context.Context, userID, role, projectID, query string, topK int) ([]content.KBHit, error) {
-	if topK <= 0 || topK > kb.MaxTopK {
-		topK = kb.DefaultTopK
-	}
-	hits, err := a.kb.SearchFor(ctx, userID, role, projectID, query, topK)
+func (k kbSearch) SearchKB(ctx context.Context, userID, role, projectID, query string, topK int) ([]content.KBHit, error) {
+	hits, err := k.kb.SearchFor(ctx, userID, role, projectID, query, topK)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]content.KBHit, len(hits))
-	for i, h := range hits {
-		out[i] = content.KBHit{ChunkID: h.ChunkID, Text: h.ChunkText, Heading: h.Heading, Source: h.SourceName,
-			Document: h.DocumentTitle, Score: h.Scores.Total}
+	out := make([]content.KBHit, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, content.KBHit{ChunkID: h.ChunkID, Text: h.ChunkText, Heading: h.Heading,
+			Source: h.SourceName, Document: h.DocumentTitle, Score: h.Scores.Total})
 	}
 	return out, nil
 }

@@ -608,16 +608,14 @@ func (s *Service) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]s
 
 // DeleteAssets soft-deletes the caller's assets among ids and returns how many were deleted.
 func (s *Service) DeleteAssets(ctx context.Context, userID string, ids []string) (int, error) {
-	n, err := s.st.SoftDeleteAssets(ctx, userID, ids)
+	deleted, err := s.st.SoftDeleteAssets(ctx, userID, ids)
 	if err != nil {
 		return 0, err
 	}
-	if n > 0 {
-		for _, id := range ids {
-			s.notify.Notify(ctx, events.Frame{UserID: userID, Type: events.FrameAssetSync, Data: map[string]any{"assetId": id, "action": "deleted"}})
-		}
+	for _, id := range deleted {
+		s.notify.Notify(ctx, events.Frame{UserID: userID, Type: events.FrameAssetSync, Data: map[string]any{"assetId": id, "action": "deleted"}})
 	}
-	return n, nil
+	return len(deleted), nil
 }
 
 // AssetFile returns the caller's live asset and the path of its file; 404 for anything else.

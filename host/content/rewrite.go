@@ -11,7 +11,7 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// Rewrite styles.
+// Styles are the rewrite styles.
 var Styles = []string{"humorous", "professional", "emotional", "concise", "casual", "storytelling"}
 
 var styleAliases = map[string]string{

@@ -64,7 +64,7 @@ func newReceiver(t *testing.T, secret string) (*receiver, *httptest.Server) {
 			return
 		case "slow":
 			select {
-			case <-time.After(400 * time.Millisecond):
+			case <-time.After(1500 * time.Millisecond): // past the worker's timeout
 			case <-req.Context().Done():
 				return
 			}
@@ -95,7 +95,9 @@ func newReceiver(t *testing.T, secret string) (*receiver, *httptest.Server) {
 }
 
 func fastConfig(url string) events.WorkerConfig {
-	return events.WorkerConfig{URL: url, Secret: secret, Enabled: true, Timeout: 150 * time.Millisecond, BatchSize: 4,
+	// The timeout is generous so that a receiver that is up always answers within it, even on a
+	// loaded CI machine; the slow receiver (1.5 s) always misses it.
+	return events.WorkerConfig{URL: url, Secret: secret, Enabled: true, Timeout: time.Second, BatchSize: 4,
 		Interval: 10 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 80 * time.Millisecond}
 }
 

@@ -216,7 +216,7 @@ func (s *Supervisor) launch(restart bool) bool {
 		Path:         s.path,
 		SHA256:       s.cfg.SHA256,
 		Host:         s.cfg.Host,
-		Logger:       newHCLog(s.cfg.Logger, ""),
+		Logger:       newHCLog(s.log, ""), // go-plugin's and the plugin's own lines carry engine=<name>
 		StartTimeout: s.cfg.StartTimeout,
 	})
 	s.mu.Lock()

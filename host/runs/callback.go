@@ -326,7 +326,11 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 		// An engine job: execute the run again after the back-off; the engine makes a new job,
 		// which carries the retry count on.
 		at := now.Add(p.backoff(j.RetryCount + 1))
-		if _, err := s.Store.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at, Unclaim: true}); err == nil {
+		_, err := s.Store.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at, Unclaim: true})
+		if err != nil {
+			s.Log.Warn("runs: hand a timed-out run back for a retry", "run_id", j.RunID, "err", err)
+		}
+		if err == nil {
 			go func() {
 				time.Sleep(time.Until(at) + 10*time.Millisecond)
 				s.kick()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -62,10 +64,13 @@ func (s *Service) work(ctx context.Context) {
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		r, err := s.Store.ClaimRun(ctx, s.opts.HostID, s.opts.Lease)
+		// Each claim has its own holder id, so a late update of an earlier execution of the same run
+		// on this host cannot pass the guard of a later one.
+		owner := s.opts.HostID + "/" + uuid.NewString()[:8]
+		r, err := s.Store.ClaimRun(ctx, owner, s.opts.Lease)
 		if err == nil {
 			s.kick() // there may be more: let another idle worker look
-			s.execute(ctx, r)
+			s.execute(ctx, r, owner)
 			continue
 		}
 		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
@@ -117,8 +122,7 @@ func (s *Service) runEngine(name string) (engine.Engine, string, string) {
 }
 
 // execute runs a claimed run on its engine and stores the outcome.
-func (s *Service) execute(ctx context.Context, r *store.Run) {
-	owner := s.opts.HostID
+func (s *Service) execute(ctx context.Context, r *store.Run, owner string) {
 	m, ok := s.Manifests.Get(r.WorkflowID)
 	if !ok {
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowNotFound),
@@ -291,7 +295,8 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 		}
 	case engine.StatusWaiting:
 		// Stays running until a callback or the job's time-out; no lease: nothing executes it now.
-		_, _ = s.Store.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunRunning, Owner: owner, Release: true})
+		_, err := s.Store.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunRunning, Owner: owner, Release: true})
+		s.Log.Debug("runs: waiting", "run_id", runID, "err", err)
 	default:
 		s.fail(ctx, runID, owner, res.Error)
 	}

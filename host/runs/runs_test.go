@@ -1,8 +1,10 @@
 package runs_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -177,6 +179,8 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{Policies: map[string]runs.JobPolicy{
 		engine.JobGraph: {MaxRetries: 2, Timeout: 100 * time.Millisecond, Exponential: true, Backoff: 10 * time.Millisecond}}})
 	s.Plugins = fakePlugins{eng}
+	var logs syncBuf
+	s.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s.StartExecutor(ctx)
 	s.StartSweeper(ctx)
 	defer s.StopExecutor()
@@ -185,6 +189,11 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		cur, _ := st.GetRun(ctx, r.ID)
@@ -361,4 +370,21 @@ func TestOrphanRunsEndFailed(t *testing.T) {
 	if got.Status != store.RunFailed || eng.runs.Load() < 2 {
 		t.Errorf("orphan run = %s after %d executions (%s)", got.Status, eng.runs.Load(), got.Error)
 	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

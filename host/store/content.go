@@ -134,6 +134,30 @@ type Content interface {
 	// GetAsset returns the asset even when soft-deleted.
 	GetAsset(ctx context.Context, id string) (*Asset, error)
 	ListAssets(ctx context.Context, p ListAssetsParams) ([]Asset, int, error)
-	// SoftDeleteAssets marks the live assets of userID among ids deleted and returns how many.
-	SoftDeleteAssets(ctx context.Context, userID string, ids []string) (int, error)
+	// SoftDeleteAssets marks the live assets of userID among ids deleted and returns their ids.
+	SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
+
+	Batches
+}
+
+// Batch kinds.
+const (
+	BatchCollect = "collect"
+	BatchRun     = "run"
+)
+
+// Batch is one call of the batch routes: links collected or runs started, one item each.
+type Batch struct {
+	ID        string          `json:"id"`
+	UserID    string          `json:"user_id"`
+	ProjectID string          `json:"project_id"`
+	Kind      string          `json:"kind"`
+	Items     json.RawMessage `json:"items"` // a JSON array
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Batches stores batches.
+type Batches interface {
+	CreateBatch(ctx context.Context, b *Batch) error
+	GetBatch(ctx context.Context, id string) (*Batch, error)
 }

@@ -172,7 +172,7 @@ func runLoad(ctx context.Context, s *runs.Service, st store.Driver, o *options) 
 	return float64(len(lat)) / elapsed.Seconds(), lat, failed, nil
 }
 
-func quantile(d []time.Duration, q float64) time.Duration {
+func durQuantile(d []time.Duration, q float64) time.Duration {
 	if len(d) == 0 {
 		return 0
 	}
@@ -181,5 +181,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[int(q*float64(len(s)-1))]
 }
 
-func ms(d []time.Duration, q float64) float64 { return float64(quantile(d, q).Microseconds()) / 1000 }
-func us(d []time.Duration, q float64) float64 { return float64(quantile(d, q).Nanoseconds()) / 1000 }
+func ms(d []time.Duration, q float64) float64 {
+	return float64(durQuantile(d, q).Microseconds()) / 1000
+}
+func us(d []time.Duration, q float64) float64 { return float64(durQuantile(d, q).Nanoseconds()) / 1000 }

@@ -317,9 +317,10 @@ func (db *DB) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store
 }
 
 // SoftDeleteAssets implements store.Content.
-func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string) (int, error) {
-	total := 0
+func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error) {
+	var deleted []string
 	err := db.WithTx(ctx, func(tx *DB) error {
+		deleted = []string{}
 		seen := map[string]bool{}
 		for _, id := range ids {
 			if seen[id] {
@@ -330,9 +331,32 @@ func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string)
 			if err != nil {
 				return err
 			}
-			total += int(n)
+			if n > 0 {
+				deleted = append(deleted, id)
+			}
 		}
 		return nil
 	})
-	return total, err
+	return deleted, err
+}
+
+// CreateBatch implements store.Batches.
+func (db *DB) CreateBatch(ctx context.Context, b *store.Batch) error {
+	b.CreatedAt = db.Now()
+	_, err := db.Exec(ctx, `INSERT INTO batches (id, user_id, project_id, kind, items, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		b.ID, b.UserID, b.ProjectID, b.Kind, JOr(b.Items, "[]"), db.T(b.CreatedAt))
+	return err
+}
+
+// GetBatch implements store.Batches.
+func (db *DB) GetBatch(ctx context.Context, id string) (*store.Batch, error) {
+	var b store.Batch
+	var items json.RawMessage
+	err := db.QueryRow(ctx, `SELECT id, user_id, project_id, kind, items, created_at FROM batches WHERE id = $1`, id).Scan(
+		&b.ID, &b.UserID, &b.ProjectID, &b.Kind, JSON(&items), Time(&b.CreatedAt))
+	if err != nil {
+		return nil, err
+	}
+	b.Items = items
+	return &b, nil
 }

@@ -224,12 +224,12 @@ func testAssets(t *testing.T, open Opener) {
 			}
 		})
 	}
-	n, err := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID, aud.ID, aud.ID, theirs.ID, uuid.NewString()})
-	if err != nil || n != 2 {
-		t.Errorf("SoftDeleteAssets = %d, %v; want 2 (only the caller's, once each)", n, err)
+	del, err := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID, aud.ID, aud.ID, theirs.ID, uuid.NewString()})
+	if diff := cmp.Diff([]string{img.ID, aud.ID}, del); err != nil || diff != "" {
+		t.Errorf("SoftDeleteAssets = %v; want only the caller's, once each (-want +got):\n%s", err, diff)
 	}
-	if n, _ := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID}); n != 0 {
-		t.Errorf("SoftDeleteAssets(again) = %d, want 0", n)
+	if del, _ := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID}); len(del) != 0 {
+		t.Errorf("SoftDeleteAssets(again) = %v, want none", del)
 	}
 	if a, _ := d.GetAsset(ctx, theirs.ID); a == nil || a.IsDeleted {
 		t.Errorf("another user's asset was deleted: %+v", a)
@@ -237,5 +237,26 @@ func testAssets(t *testing.T, open Opener) {
 	counts, err := d.CountCorpus(ctx, me.ID, "")
 	if err != nil || counts.Asset != 1 {
 		t.Errorf("CountCorpus = %+v, %v; want asset 1", counts, err)
+	}
+}
+
+func testBatches(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	b := &store.Batch{ID: uuid.NewString(), UserID: u.ID, Kind: store.BatchRun, Items: json.RawMessage(`[{"index":0,"run_id":"r"}]`)}
+	if err := d.CreateBatch(ctx, b); err != nil {
+		t.Fatalf("CreateBatch: %v", err)
+	}
+	got, err := d.GetBatch(ctx, b.ID)
+	if err != nil || got.UserID != u.ID || got.Kind != store.BatchRun || !got.CreatedAt.Equal(b.CreatedAt) {
+		t.Fatalf("GetBatch = %+v, %v", got, err)
+	}
+	var items []map[string]any
+	if err := json.Unmarshal(got.Items, &items); err != nil || len(items) != 1 || items[0]["run_id"] != "r" {
+		t.Errorf("batch items = %s, %v", got.Items, err)
+	}
+	if _, err := d.GetBatch(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetBatch(unknown) = %v, want ErrNotFound", err)
 	}
 }

@@ -1,0 +1,280 @@
+package apidoc
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+var tags = []M{
+	{"name": "Operations", "description": "Health, Prometheus metrics and this document."},
+	{"name": "Auth", "description": "Accounts and tokens (JWT HS256 access tokens, rotating refresh tokens)."},
+	{"name": "Projects"}, {"name": "Tasks"},
+	{"name": "Workflow", "description": "Runs: success answers carry `success` and their fields at the top level."},
+	{"name": "Callbacks", "description": "Inbound callbacks of external executors, authenticated by signature."},
+	{"name": "Scheduler"}, {"name": "Knowledge"}, {"name": "Content"}, {"name": "Strategy"},
+	{"name": "Events", "description": "Outbound event notifications and the WebSocket."},
+}
+
+var paramPattern = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+
+// OpenAPIPath turns a Fiber path (/api/projects/:id) into an OpenAPI one (/api/projects/{id}).
+func OpenAPIPath(p string) string { return paramPattern.ReplaceAllString(p, "{$1}") }
+
+// Build returns the OpenAPI 3.1 document as indented JSON.
+func Build() ([]byte, error) {
+	paths := M{}
+	for _, op := range Ops() {
+		p := OpenAPIPath(op.Path)
+		item, _ := paths[p].(M)
+		if item == nil {
+			item = M{}
+			paths[p] = item
+		}
+		m := strings.ToLower(op.Method)
+		if _, dup := item[m]; dup {
+			return nil, fmt.Errorf("apidoc: %s %s documented twice", op.Method, op.Path)
+		}
+		item[m] = operation(op)
+	}
+	doc := M{
+		"openapi": "3.1.0",
+		"info": M{
+			"title":       "Reelforge API",
+			"version":     "v1",
+			"description": description(),
+		},
+		"servers": []any{M{"url": "http://127.0.0.1:3001", "description": "a host on its default port"}},
+		"tags":    tags,
+		"paths":   paths,
+		"components": M{
+			"schemas":         withErrorCode(schemas()),
+			"responses":       errorResponses(),
+			"headers":         standardHeaders(),
+			"parameters":      M{"IdempotencyKey": M{"name": "Idempotency-Key", "in": "header", "schema": uuid, "description": "the same key from the same user within 24 h replays the first answer (header Idempotent-Replayed: true); the same key with another body is a 409"}},
+			"securitySchemes": securitySchemes(),
+		},
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("apidoc: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+func operation(op Op) M {
+	o := M{
+		"operationId": operationID(op),
+		"tags":        []any{op.Tag},
+		"summary":     op.Summary,
+	}
+	if op.Desc != "" {
+		o["description"] = op.Desc
+	}
+	switch op.Sec {
+	case Public:
+		o["security"] = []any{}
+	case Bearer:
+		o["security"] = []any{M{"bearerAuth": []any{}}}
+	case Callback:
+		o["security"] = []any{M{"callbackSignature": []any{}}}
+	case Metrics:
+		o["security"] = []any{M{"metricsToken": []any{}}, M{}}
+	case Socket:
+		o["security"] = []any{M{"bearerAuth": []any{}}, M{"tokenQuery": []any{}}}
+	}
+	var params []any
+	for _, m := range paramPattern.FindAllStringSubmatch(op.Path, -1) {
+		params = append(params, M{"name": m[1], "in": "path", "required": true, "schema": M{"type": "string"}})
+	}
+	for _, p := range op.Query {
+		q := M{"name": p.Name, "in": p.In, "schema": p.Schema}
+		if p.Required {
+			q["required"] = true
+		}
+		if p.Desc != "" {
+			q["description"] = p.Desc
+		}
+		params = append(params, q)
+	}
+	if op.Method == http.MethodPost && op.Sec == Bearer {
+		params = append(params, M{"$ref": "#/components/parameters/IdempotencyKey"})
+	}
+	if len(params) > 0 {
+		o["parameters"] = params
+	}
+	switch {
+	case op.Body != nil:
+		o["requestBody"] = M{"required": !op.OptionalBody, "content": M{"application/json": M{"schema": op.Body}}}
+	case op.Form != nil:
+		o["requestBody"] = M{"required": true, "content": M{"multipart/form-data": M{"schema": op.Form}}}
+	}
+	responses := M{strconv.Itoa(op.Status): success(op)}
+	for _, st := range errorStatuses(op) {
+		responses[strconv.Itoa(st)] = M{"$ref": "#/components/responses/" + errorName(st)}
+	}
+	o["responses"] = responses
+	return o
+}
+
+func operationID(op Op) string {
+	s := strings.NewReplacer("/", "_", ":", "", "-", "_", ".", "_").Replace(strings.Trim(op.Path, "/"))
+	return strings.ToLower(op.Method) + "_" + s
+}
+
+var okTrue = M{"const": true}
+
+func success(op Op) M {
+	headers := M{"X-Request-Id": M{"$ref": "#/components/headers/X-Request-Id"}, "X-API-Version": M{"$ref": "#/components/headers/X-API-Version"}}
+	desc := http.StatusText(op.Status)
+	var body M
+	media := "application/json"
+	switch op.Kind {
+	case Data:
+		props := M{"success": okTrue, "data": op.Resp}
+		if inner, ok := op.Resp["properties"].(M); ok {
+			for k, v := range inner { // the short form: data's keys at the top level too
+				props[k] = v
+			}
+		}
+		body = M{"type": "object", "required": []any{"success", "data"}, "properties": props,
+			"description": "`{success: true, data: {...}}`; the keys of data are repeated at the top level"}
+	case Top:
+		if _, isRef := op.Resp["$ref"]; isRef {
+			body = M{"allOf": []any{obj("success!", okTrue), op.Resp}}
+		} else {
+			props := M{"success": okTrue}
+			for k, v := range op.Resp["properties"].(M) {
+				props[k] = v
+			}
+			req := []any{"success"}
+			if r, ok := op.Resp["required"].([]any); ok {
+				req = append(req, r...)
+			}
+			body = M{"type": "object", "required": req, "properties": props}
+		}
+	case List:
+		body = obj("success!", okTrue, "data!", arr(op.Resp), "total!", integer("matching records"), "page!", integer(""), "limit!", integer(""))
+	case Raw:
+		body = op.Resp
+		if op.Resp["contentMediaType"] != nil {
+			media = "application/octet-stream"
+		}
+	case Text:
+		body, media = M{"type": "string"}, "text/plain; version=0.0.4"
+	case Upgrade:
+		return M{"description": "Switching Protocols: the WebSocket is open"}
+	}
+	return M{"description": desc, "headers": headers, "content": M{media: M{"schema": body}}}
+}
+
+// errorStatuses are the error answers of op: its security's usual ones plus its own.
+func errorStatuses(op Op) []int {
+	var st []int
+	switch op.Sec {
+	case Bearer:
+		st = []int{400, 401, 429, 500}
+	case Public:
+		st = []int{400, 429, 500}
+		if strings.HasPrefix(op.Path, "/api/auth/") {
+			st = append(st, 401)
+		}
+	case Callback:
+		st = []int{400, 401, 404, 500}
+	}
+	st = append(st, op.Errors...)
+	slices.Sort(st)
+	return slices.Compact(st)
+}
+
+func errorName(status int) string { return "Error" + strconv.Itoa(status) }
+
+// byStatus lists the codes that answer with each HTTP status: the catalogue's, plus the explicit
+// overrides of DECISIONS.md (VALIDATION_ERROR as 409 for conflicts and 413 for large bodies).
+func byStatus() map[int][]errcode.Code {
+	out := map[int][]errcode.Code{
+		http.StatusConflict:              {errcode.Validation},
+		http.StatusRequestEntityTooLarge: {errcode.Validation},
+	}
+	for _, c := range sortedCodes() {
+		out[c.HTTPStatus()] = append(out[c.HTTPStatus()], c)
+	}
+	return out
+}
+
+func sortedCodes() []errcode.Code {
+	codes := errcode.Codes()
+	slices.SortFunc(codes, func(a, b errcode.Code) int { return a.Errno() - b.Errno() })
+	return codes
+}
+
+func errorResponses() M {
+	out := M{}
+	for st, codes := range byStatus() {
+		names := make([]string, len(codes))
+		for i, c := range codes {
+			names[i] = fmt.Sprintf("`%s` (%d)", c, c.Errno())
+		}
+		r := M{
+			"description": http.StatusText(st) + ": " + strings.Join(names, ", "),
+			"headers":     M{"X-Request-Id": M{"$ref": "#/components/headers/X-Request-Id"}, "X-API-Version": M{"$ref": "#/components/headers/X-API-Version"}},
+			"content": M{"application/json": M{
+				"schema":  ref("ErrorEnvelope"),
+				"example": M{"success": false, "error": M{"code": string(codes[0]), "errno": codes[0].Errno(), "message": errcode.Lookup(codes[0]).Message}},
+			}},
+		}
+		if st == http.StatusTooManyRequests {
+			r["headers"].(M)["Retry-After"] = M{"schema": M{"type": "integer"}, "description": "seconds to wait"}
+		}
+		out[errorName(st)] = r
+	}
+	return out
+}
+
+func withErrorCode(s M) M {
+	var vals []any
+	var rows []string
+	for _, c := range sortedCodes() {
+		e := errcode.Lookup(c)
+		vals = append(vals, string(c))
+		rows = append(rows, fmt.Sprintf("| %s | %d | %d | %s |", c, e.Errno, e.HTTP, e.Message))
+	}
+	s["ErrorCode"] = M{"type": "string", "enum": vals, "description": "The error catalogue (sdk/errcode):\n\n| code | errno | HTTP | default message |\n|---|---|---|---|\n" +
+		strings.Join(rows, "\n") + "\n\nVALIDATION_ERROR also answers 409 (conflict, Idempotency-Key reuse) and 413 (body or file over its limit)."}
+	return s
+}
+
+func standardHeaders() M {
+	return M{
+		"X-Request-Id":  M{"schema": M{"type": "string"}, "description": "the client's X-Request-Id when it sent a sane one, else a new UUID"},
+		"X-API-Version": M{"schema": M{"const": "v1"}},
+	}
+}
+
+func securitySchemes() M {
+	return M{
+		"bearerAuth": M{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+			"description": "Access token from register, login or refresh: `Authorization: Bearer <token>`; 7 days."},
+		"callbackSignature": M{"type": "apiKey", "in": "header", "name": "X-Signature",
+			"description": "`sha256=<hex HMAC-SHA256 of the raw request body with CALLBACK_SECRET>`; missing or wrong: 401 CALLBACK_VERIFICATION_FAILED (4006)."},
+		"metricsToken": M{"type": "http", "scheme": "bearer",
+			"description": "METRICS_TOKEN. When it is not set, /metrics is served only to direct loopback callers."},
+		"tokenQuery": M{"type": "apiKey", "in": "query", "name": "token", "description": "access token on the WebSocket upgrade"},
+	}
+}
+
+func description() string {
+	return `The HTTP API of Reelforge, an AI short-video content platform backend.
+
+**Success**: knowledge, scheduler, content and auth routes answer ` + "`{success: true, data: {...}}`" + ` with data's keys repeated at the top level; workflow routes answer ` + "`success`" + ` and their fields at the top level; listings answer ` + "`{success: true, data: [items], total, page, limit}`" + `.
+
+**Failure**, every route: ` + "`{success: false, error: {code, errno, message, details?}}`" + ` (see the ErrorCode schema for the catalogue with HTTP statuses). An inaccessible or deleted project is 403 ` + "`Forbidden: project not accessible`" + `.
+
+**Every response** carries X-Request-Id and X-API-Version: v1. Any authenticated POST accepts an Idempotency-Key.`
+}

@@ -1,0 +1,328 @@
+package apidoc
+
+// Security names how an operation is authenticated.
+type Security string
+
+// The security of an operation.
+const (
+	Bearer   Security = "bearer"   // Authorization: Bearer <access token>
+	Public   Security = "public"   // none
+	Callback Security = "callback" // X-Signature: sha256=<hex HMAC of the body with CALLBACK_SECRET>
+	Metrics  Security = "metrics"  // METRICS_TOKEN bearer, or loopback without one
+	Socket   Security = "socket"   // bearer header or ?token= on the WebSocket upgrade
+)
+
+// Param is a query, path or header parameter.
+type Param struct {
+	Name, In, Desc string
+	Required       bool
+	Schema         M
+}
+
+// Answer kinds: how the success body is shaped (shared/spec/DECISIONS.md, Envelope).
+const (
+	Data    = "data"    // {success, data: {...}} with data's keys repeated at the top level
+	Top     = "top"     // {success, ...fields} (workflow routes)
+	List    = "list"    // {success, data: [items], total, page, limit}
+	Raw     = "raw"     // the schema as is
+	Text    = "text"    // text/plain (Prometheus exposition)
+	Upgrade = "upgrade" // 101 WebSocket
+)
+
+// Op is one operation of the API.
+type Op struct {
+	Method, Path string // Fiber syntax: /api/projects/:id
+	Tag, Summary string
+	Desc         string
+	Sec          Security
+	Query        []Param
+	Body         M // JSON request body schema
+	Form         M // multipart/form-data request body schema
+	Status       int
+	Kind         string // Data, Top, List, Raw, Text, Upgrade
+	Resp         M      // the fields (Data, Top: an object schema), the item (List) or the body (Raw)
+	Errors       []int  // statuses beyond those of the security's defaults
+	Idempotent   bool   // accepts Idempotency-Key (every authenticated POST does)
+	OptionalBody bool
+}
+
+func q(name, desc string, s M) Param { return Param{Name: name, In: "query", Desc: desc, Schema: s} }
+
+// Ops returns every operation of the API, in the order of the document's tags.
+func Ops() []Op {
+	runAck := func(status string) M {
+		return obj("run_id!", uuid, "status!", enum(status), "message", str(""))
+	}
+	kbQuery := obj("query!", M{"type": "string", "maxLength": 2000}, "question", str("alias of query (whitepaper form)"),
+		"top_k", M{"type": "integer", "minimum": 1, "maximum": 50, "default": 5}, "project_id", nullable(uuid))
+	textItem := obj("text!", str(""), "title", str(""), "source_name", M{"type": "string", "default": "default"},
+		"project_id", nullable(uuid), "visibility", enum("private", "project", "org"))
+	docAnswer := obj("document!", ref("KnowledgeDocument"), "chunks_count!", integer(""), "duplicate", boolean("the source already held this file's hash"))
+	listQ := func(extra ...Param) []Param { return append(append([]Param{}, paging...), extra...) }
+	return []Op{
+		// Health and operations
+		{Method: "GET", Path: "/health", Tag: "Operations", Summary: "Liveness and dependencies", Sec: Public,
+			Status: 200, Kind: Raw, Resp: ref("Health"), Errors: []int{503},
+			Desc: "503 when the database is unreachable (same body shape, status degraded)."},
+		{Method: "GET", Path: "/metrics", Tag: "Operations", Summary: "Prometheus metrics (text format)", Sec: Metrics,
+			Status: 200, Kind: Text, Errors: []int{401, 403},
+			Desc: "With METRICS_TOKEN set: `Authorization: Bearer <METRICS_TOKEN>` is required. Without it: only direct loopback callers (no X-Forwarded-For or Forwarded header) are served."},
+		{Method: "GET", Path: "/api/openapi.json", Tag: "Operations", Summary: "This document", Sec: Public,
+			Status: 200, Kind: Raw, Resp: M{"type": "object", "description": "OpenAPI 3.1"}},
+
+		// Auth
+		{Method: "POST", Path: "/api/auth/register", Tag: "Auth", Summary: "Create an account", Sec: Public, Status: 201, Kind: Data,
+			Body:   obj("email!", strFmt("email"), "password!", M{"type": "string", "minLength": 8, "maxLength": 128}, "username!", str("")),
+			Resp:   obj("token!", str("JWT access token, 7 days"), "refreshToken!", str("opaque, single use, 30 days"), "user!", ref("User")),
+			Errors: []int{409}},
+		{Method: "POST", Path: "/api/auth/login", Tag: "Auth", Summary: "Log in", Sec: Public, Status: 200, Kind: Data,
+			Body: obj("email!", strFmt("email"), "password!", str("")),
+			Resp: obj("token!", str(""), "refreshToken!", str(""), "user!", ref("User"))},
+		{Method: "POST", Path: "/api/auth/refresh", Tag: "Auth", Summary: "Exchange a refresh token (rotating)", Sec: Public, Status: 200, Kind: Data,
+			Body: obj("refreshToken!", str("")), Resp: obj("token!", str(""), "refreshToken!", str("")),
+			Desc: "The refresh token used is revoked; reusing a revoked one revokes its whole family."},
+		{Method: "GET", Path: "/api/auth/me", Tag: "Auth", Summary: "The caller", Sec: Bearer, Status: 200, Kind: Data, Resp: obj("user!", ref("User"))},
+
+		// Projects
+		{Method: "GET", Path: "/api/projects", Tag: "Projects", Summary: "List the caller's projects", Sec: Bearer, Status: 200, Kind: List,
+			Query: listQ(q("status", "without it: every project not deleted", enum("active", "archived"))), Resp: ref("Project")},
+		{Method: "POST", Path: "/api/projects", Tag: "Projects", Summary: "Create a project", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("name!", str(""), "description", str(""), "workflow_preset_id", str("")), Resp: obj("project!", ref("Project"))},
+		{Method: "GET", Path: "/api/projects/:id", Tag: "Projects", Summary: "A project with its tasks", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("project!", ref("Project"), "tasks!", arr(ref("Task"))), Errors: []int{403, 404}},
+		{Method: "PUT", Path: "/api/projects/:id", Tag: "Projects", Summary: "Update a project", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("name", str(""), "description", str(""), "status", enum("active", "archived"), "workflow_preset_id", str(""), "blueprint", anyObj("")),
+			Resp: obj("project!", ref("Project")), Errors: []int{403, 404}},
+		{Method: "DELETE", Path: "/api/projects/:id", Tag: "Projects", Summary: "Delete a project (soft)", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("deleted", boolean("")), Errors: []int{403, 404}},
+		{Method: "GET", Path: "/api/projects/:id/tasks", Tag: "Projects", Summary: "Tasks of a project", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("tasks!", arr(ref("Task"))), Errors: []int{403, 404}},
+
+		// Tasks
+		{Method: "POST", Path: "/api/tasks", Tag: "Tasks", Summary: "Create a task (PENDING)", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("projectId!", uuid, "type!", str(""), "inputParams!", anyObj("")), Resp: obj("task!", ref("Task")), Errors: []int{403}},
+		{Method: "POST", Path: "/api/project/dispatch-task", Tag: "Tasks", Summary: "Dispatch a task (whitepaper form of POST /api/tasks)", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("projectId!", uuid, "type!", str(""), "inputParams!", anyObj("")), Resp: obj("task!", ref("Task")), Errors: []int{403, 409}},
+		{Method: "GET", Path: "/api/tasks/:id", Tag: "Tasks", Summary: "A task", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("task!", ref("Task")), Errors: []int{403, 404}},
+		{Method: "POST", Path: "/api/tasks/:id/cancel", Tag: "Tasks", Summary: "Cancel a task", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("task!", ref("Task")), Errors: []int{403, 404, 409}, OptionalBody: true},
+
+		// Workflow
+		{Method: "POST", Path: "/api/workflow/start", Tag: "Workflow", Summary: "Start a run", Sec: Bearer, Status: 200, Kind: Top,
+			Body: obj("workflow!", str("manifest id"), "workflow_id", str("alias of workflow"), "project_id", uuid, "strategy_task_id", str(""), "inputs", anyObj("")),
+			Resp: obj("run_id!", uuid, "workflow!", str(""), "status!", enum("pending"), "message", str("")), Errors: []int{403, 404, 409}},
+		{Method: "GET", Path: "/api/workflow/status/:runId", Tag: "Workflow", Summary: "Status of a run", Sec: Bearer, Status: 200, Kind: Top,
+			Resp: ref("RunStatus"), Errors: []int{404}},
+		{Method: "GET", Path: "/api/workflow/result/:runId", Tag: "Workflow", Summary: "Result of a run", Sec: Bearer, Status: 200, Kind: Top,
+			Resp: obj("run_id!", uuid, "workflow", str(""), "status!", enum("pending", "running", "completed", "failed", "cancelled", "paused"),
+				"progress", num(""), "message", str("while not completed"), "outputs", anyObj("once completed"), "trace", arr(ref("TraceStep")), "error", ref("RunError")),
+			Errors: []int{404}},
+		{Method: "GET", Path: "/api/workflow/trace/:runId", Tag: "Workflow", Summary: "Trace of a run", Sec: Bearer, Status: 200, Kind: Top,
+			Resp: obj("run_id!", uuid, "status", str(""), "trace!", arr(ref("TraceStep"))), Errors: []int{404}},
+		{Method: "POST", Path: "/api/workflow/cancel/:runId", Tag: "Workflow", Summary: "Cancel a run (pending, running or paused)", Sec: Bearer, Status: 200, Kind: Top,
+			Resp: runAck("cancelled"), Errors: []int{404, 409}, OptionalBody: true},
+		{Method: "POST", Path: "/api/workflow/resume/:runId", Tag: "Workflow", Summary: "Resume a paused run with input", Sec: Bearer, Status: 200, Kind: Top,
+			Body: obj("input!", anyObj("merged into the run")), Resp: runAck("running"), Errors: []int{404, 409}},
+		{Method: "POST", Path: "/api/workflow/retry/:runId", Tag: "Workflow", Summary: "Retry a failed run", Sec: Bearer, Status: 200, Kind: Top,
+			Resp: obj("run_id!", uuid, "status!", str(""), "attempt", integer(""), "message", str("")), Errors: []int{404, 409}, OptionalBody: true},
+		{Method: "GET", Path: "/api/workflow/runs", Tag: "Workflow", Summary: "The caller's runs, newest first", Sec: Bearer, Status: 200, Kind: List,
+			Query: listQ(q("status", "", enum("pending", "running", "completed", "failed", "cancelled", "paused")), q("workflow", "manifest id", str(""))),
+			Resp:  ref("RunStatus")},
+		{Method: "GET", Path: "/api/workflow/manifests", Tag: "Workflow", Summary: "The workflows that can be started", Sec: Bearer, Status: 200, Kind: Top,
+			Resp: obj("manifests!", arr(ref("ManifestSummary")))},
+		{Method: "GET", Path: "/api/workflow/metrics", Tag: "Workflow", Summary: "Run, job, agent and callback figures against the SPEC.md targets", Sec: Bearer, Status: 200, Kind: Top,
+			Query: []Param{q("window", "a duration such as 24h or 7d (default 24h, at most 90 days)", str("")),
+				q("since", "RFC 3339; instead of window", when), q("until", "RFC 3339 (default now)", when)},
+			Resp: workflowReport(),
+			Desc: "Admins see every user's runs (scope all), other users their own (scope own). Each figure is {value, samples, target, compare, met}; met is null without samples. Success rate is completed over completed plus failed; duration is started to completed of completed runs; job time-out rate is over resolved jobs; agent error rate over completed and failed trace steps; callback delay runs from the executor's reported completion (else the dispatch) to the callback's arrival."},
+		{Method: "POST", Path: "/api/orchestrator/run", Tag: "Workflow", Summary: "Start a run from the automation timer", Sec: Bearer, Status: 200, Kind: Top,
+			Body: obj("workflow_id!", str(""), "inputs", anyObj(""), "trigger", enum("scheduler", "manual", "webhook", "api"), "project_id", uuid, "strategy_task_id", str("")),
+			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "status!", str(""), "trigger", str(""), "message", str("")), Errors: []int{403, 404, 409}},
+
+		// Named-only routes of SPEC.md: each starts the workflow it names.
+		{Method: "POST", Path: "/api/generate/script", Tag: "Workflow", Summary: "Write a script (starts script_review)", Sec: Bearer, Status: 200, Kind: Top,
+			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
+		{Method: "POST", Path: "/api/generate/visual", Tag: "Workflow", Summary: "Make a visual (starts graphic)", Sec: Bearer, Status: 200, Kind: Top,
+			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
+		{Method: "POST", Path: "/api/voiceover/generate", Tag: "Workflow", Summary: "Make a voice-over (starts voiceover)", Sec: Bearer, Status: 200, Kind: Top,
+			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
+		{Method: "POST", Path: "/api/langgraph/run", Tag: "Workflow", Summary: "Start a workflow of the graph engine", Sec: Bearer, Status: 200, Kind: Top,
+			Body: obj("workflow!", str("a manifest whose engine is graph"), "inputs", anyObj(""), "project_id", uuid), Resp: namedRunAck(), Errors: []int{403, 404, 409}},
+		{Method: "POST", Path: "/api/batch/collect", Tag: "Workflow", Summary: "Collect up to 20 links as inspirations", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("urls!", arr(str("")), "project_id", uuid), Resp: batchSummary(), Errors: []int{403}},
+		{Method: "POST", Path: "/api/batch/run", Tag: "Workflow", Summary: "Start one run per item (up to 20)", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("workflow!", str(""), "items!", arr(anyObj("inputs of one run")), "project_id", uuid), Resp: batchSummary(), Errors: []int{403, 404}},
+		{Method: "GET", Path: "/api/batch/:id/status", Tag: "Workflow", Summary: "A batch with its items refreshed", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: batchSummary(), Errors: []int{404}},
+
+		// Callbacks
+		{Method: "POST", Path: "/api/webhooks/graph-callback", Tag: "Callbacks", Summary: "Agent graph runner callback", Sec: Callback, Status: 200, Kind: Data,
+			Body: obj("run_id!", uuid, "job_id!", uuid, "status!", enum("completed", "failed", "paused"), "outputs", anyObj(""), "trace", arr(ref("TraceStep")),
+				"metadata", obj("total_tokens", num(""), "total_cost_usd", num(""), "duration_ms", num(""))),
+			Resp: callbackAck()},
+		{Method: "POST", Path: "/api/webhooks/automation-callback", Tag: "Callbacks", Summary: "Workflow automation tool callback", Sec: Callback, Status: 200, Kind: Data,
+			Body: obj("job_id!", uuid, "workflow_name", str(""), "status!", str(""), "result", obj("audio_url", str(""), "duration", num(""), "style", str(""))),
+			Resp: callbackAck()},
+		{Method: "POST", Path: "/api/webhooks/ai-callback", Tag: "Callbacks", Summary: "Generator callback (music, video, speech, link parsing)", Sec: Callback, Status: 200, Kind: Data,
+			Body: obj("job_id!", uuid, "type", str(""), "status!", str(""), "result", obj("audio_url", str(""), "cover_url", str(""))),
+			Resp: callbackAck()},
+
+		// Scheduler
+		{Method: "GET", Path: "/api/scheduler/pending-tasks", Tag: "Scheduler", Summary: "Strategy tasks due", Sec: Bearer, Status: 200, Kind: Data,
+			Query: []Param{q("limit", "", M{"type": "integer", "minimum": 1, "maximum": 100})},
+			Resp:  obj("tasks!", arr(ref("PendingTask")), "fetched_at!", when, "count!", integer(""))},
+		{Method: "POST", Path: "/api/scheduler/trigger", Tag: "Scheduler", Summary: "Trigger a strategy task's workflow", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("workflow_id!", enum("voiceover", "graphic", "music", "video", "live", "short_drama"), "project_id!", uuid, "strategy_task_id", str(""),
+				"inputs", obj("summary", str(""), "platform", str("")), "trigger_source", str("")),
+			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "project_id!", uuid, "strategy_task_id", str(""), "status!", enum("running"), "triggered_at!", when), Errors: []int{403, 404, 409}},
+		{Method: "GET", Path: "/api/scheduler/status", Tag: "Scheduler", Summary: "Scheduler mode and limits", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("mode!", enum("automation_managed", "cron"), "description", str(""), "interval_ms", integer(""), "interval_minutes", num(""),
+				"max_projects_per_tick", integer(""), "max_runs_per_project", integer(""), "valid_workflows", arr(str("")), "timestamp", when,
+				"fallback_active", boolean(""), "last_automation_call", nullable(when))},
+
+		// Knowledge
+		{Method: "POST", Path: "/api/knowledge/upload", Tag: "Knowledge", Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)", Sec: Bearer, Status: 201, Kind: Data,
+			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "title", str(""),
+				"source_name", M{"type": "string", "default": "default"}, "project_id", uuid, "visibility", enum("private", "project", "org"),
+				"chunk_size", M{"type": "integer", "minimum": 200, "maximum": 4000, "default": 1000},
+				"chunk_overlap", M{"type": "integer", "minimum": 0, "default": 180}),
+			Resp: docAnswer, Errors: []int{403, 413}, Desc: "201 with the new document; a file whose hash the source already holds answers 200 with duplicate: true and the existing document."},
+		{Method: "POST", Path: "/api/knowledge/text", Tag: "Knowledge", Summary: "Ingest a text", Sec: Bearer, Status: 201, Kind: Data,
+			Body: textItem, Resp: docAnswer, Errors: []int{403}, Desc: "201 with the new document; a text the source already holds answers 200 with duplicate: true."},
+		{Method: "POST", Path: "/api/knowledge/batch/text", Tag: "Knowledge", Summary: "Ingest up to 100 texts", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("items!", M{"type": "array", "minItems": 1, "maxItems": 100, "items": textItem}),
+			Resp: obj("documents!", arr(ref("KnowledgeDocument")), "chunks_count!", integer(""), "failed!", arr(obj("index", integer(""), "error", str(""))))},
+		{Method: "GET", Path: "/api/knowledge/sources", Tag: "Knowledge", Summary: "Sources the caller may read", Sec: Bearer, Status: 200, Kind: Data,
+			Query: listQ(q("project_id", "", uuid)), Resp: obj("sources!", arr(ref("KnowledgeSource")), "total", integer(""), "page", integer(""), "limit", integer(""))},
+		{Method: "GET", Path: "/api/knowledge/sources/:id/documents", Tag: "Knowledge", Summary: "Documents of a source", Sec: Bearer, Status: 200, Kind: Data,
+			Query: paging, Resp: obj("source!", ref("KnowledgeSource"), "documents!", arr(ref("KnowledgeDocument")), "total", integer("")), Errors: []int{404}},
+		{Method: "GET", Path: "/api/knowledge/documents", Tag: "Knowledge", Summary: "Documents the caller may read", Sec: Bearer, Status: 200, Kind: Data,
+			Query: paging, Resp: obj("documents!", arr(ref("KnowledgeDocument")), "total", integer(""))},
+		{Method: "GET", Path: "/api/knowledge/documents/:id", Tag: "Knowledge", Summary: "A document with its parse status", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("document!", ref("KnowledgeDocument")), Errors: []int{404}},
+		{Method: "POST", Path: "/api/knowledge/search", Tag: "Knowledge", Summary: "Hybrid search", Sec: Bearer, Status: 200, Kind: Data,
+			Body: kbQuery, Resp: obj("hits!", arr(ref("Hit")), "query", str(""), "top_k", integer("")), Errors: []int{403}},
+		{Method: "GET", Path: "/api/knowledge/search", Tag: "Knowledge", Summary: "Hybrid search (whitepaper form)", Sec: Bearer, Status: 200, Kind: Data,
+			Query: []Param{{Name: "query", In: "query", Required: true, Schema: str("")}, q("topK", "", M{"type": "integer", "default": 5}), q("project_id", "", uuid)},
+			Resp:  obj("chunks!", arr(ref("Hit")), "scores!", arr(obj("chunk_id", uuid, "vector", num(""), "keyword", num(""), "total", num("")))), Errors: []int{403}},
+		{Method: "POST", Path: "/api/knowledge/ask", Tag: "Knowledge", Summary: "Answer a question with citations", Sec: Bearer, Status: 200, Kind: Data,
+			Body: kbQuery, Resp: obj("query_id!", uuid, "answer!", str(""), "citations!", arr(ref("Citation")), "hits!", arr(ref("Hit"))), Errors: []int{403},
+			Desc: "With no hits the answer says no citable basis was found; citations are empty and no model is called."},
+		{Method: "POST", Path: "/api/knowledge/context", Tag: "Knowledge", Summary: "Context for the chatflow tool", Sec: Bearer, Status: 200, Kind: Data,
+			Body: kbQuery, Resp: obj("context!", str(""), "citations!", arr(ref("Citation")), "hits", arr(ref("Hit"))), Errors: []int{403}},
+		{Method: "POST", Path: "/api/knowledge/feedback/:queryId", Tag: "Knowledge", Summary: "Rate an answer (a second rating replaces the first)", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("rating!", M{"type": "integer", "minimum": 1, "maximum": 5}, "notes", M{"type": "string", "maxLength": 2000}),
+			Resp: obj("query_id!", uuid, "feedback!", obj("rating", integer(""), "notes", str(""))), Errors: []int{404}},
+		{Method: "GET", Path: "/api/knowledge/metrics", Tag: "Knowledge", Summary: "Ask totals, citation coverage, latency", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("totals!", obj("ask", integer("")), "quality!", obj("citation_coverage_pct_recent_200", num(""), "avg_rating", num(""), "feedback_count", integer("")),
+				"performance!", obj("search_p50_ms", num(""), "search_p95_ms", num(""), "ask_p50_ms", num(""), "ask_p95_ms", num(""), "window", integer("")))},
+		{Method: "GET", Path: "/api/knowledge/eval-set", Tag: "Knowledge", Summary: "The 40 evaluation questions", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("items!", arr(obj("id", str(""), "scenario", str(""), "question", str(""), "expected_answer", str(""))), "scenarios!", arr(str("")), "total", integer(""))},
+		{Method: "POST", Path: "/api/knowledge/eval/run-search", Tag: "Knowledge", Summary: "Run the search evaluation (no language model)", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("top_k", integer(""), "scenario", str(""), "source_name", str("")), OptionalBody: true,
+			Resp: obj("total!", integer(""), "hits!", integer(""), "hit_rate!", num(""), "mrr", num(""), "p95_ms", num(""),
+				"by_scenario", M{"type": "object", "additionalProperties": obj("total", integer(""), "hits", integer(""), "hit_rate", num(""))},
+				"items", arr(obj("id", str(""), "hit", boolean(""), "rank", integer(""), "latency_ms", num(""))))},
+		{Method: "POST", Path: "/api/knowledge/facts", Tag: "Knowledge", Summary: "Set a fact", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("key!", str(""), "value!", str("")), Resp: obj("fact!", ref("Fact"))},
+		{Method: "GET", Path: "/api/knowledge/facts", Tag: "Knowledge", Summary: "The caller's facts", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("facts!", arr(ref("Fact")))},
+		{Method: "POST", Path: "/api/knowledge/reindex", Tag: "Knowledge", Summary: "Rebuild embeddings and keyword index of the caller's documents", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("source_id", uuid), OptionalBody: true, Resp: obj("source_id", str(""), "model", str("the embedding model"), "chunks", integer("chunks re-embedded"))},
+
+		// Chat and content
+		{Method: "POST", Path: "/api/ai/chat", Tag: "Content", Summary: "Chat through the chatflow tool (local fallback when it is down)", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("message!", str(""), "chatflowType", str("kb selects the knowledge chatflow"), "project_id", uuid),
+			Resp: obj("response!", str(""), "citations!", arr(ref("Citation"))), Errors: []int{403, 502}},
+		{Method: "POST", Path: "/api/inspiration/collect", Tag: "Content", Summary: "Collect an inspiration", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("type!", enum("link", "text"), "content!", str("the link for type link"), "project_id", uuid, "title", str(""), "tags", arr(str(""))),
+			Resp: obj("id!", uuid, "inspiration!", ref("Corpus"), "preview", anyObj("title, description, cover, platform")), Errors: []int{403}},
+		{Method: "GET", Path: "/api/inspiration/unified-feed", Tag: "Content", Summary: "Inspirations and assets in one feed", Sec: Bearer, Status: 200, Kind: Data,
+			Query: listQ(q("content_type", "all or a tab value", str("")), q("source", "", enum("user", "studio", "all")), q("project_id", "", uuid)),
+			Resp: obj("items!", arr(anyObj("a corpus record or an asset")), "hasMore!", boolean(""),
+				"stats!", obj("total", integer(""), "collection", integer(""), "smart", integer(""), "trend", integer(""), "asset", integer(""))), Errors: []int{403}},
+		{Method: "POST", Path: "/api/inspiration/:id/convert-to-task", Tag: "Content", Summary: "Create a capture task from an inspiration", Sec: Bearer, Status: 201, Kind: Data,
+			Resp: obj("task_id!", uuid, "task", anyObj("the capture task")), Errors: []int{404}, OptionalBody: true},
+		{Method: "POST", Path: "/api/inspiration/upload", Tag: "Content", Summary: "Upload inspiration media", Sec: Bearer, Status: 201, Kind: Data,
+			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "title", str(""), "project_id", uuid),
+			Resp: obj("id!", uuid, "inspiration!", ref("Corpus"), "asset!", ref("Asset")), Errors: []int{403, 413}},
+		{Method: "POST", Path: "/api/inspiration/parse-link", Tag: "Content", Summary: "Parse a douyin, xiaohongshu or weibo link", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("url!", strFmt("uri")), Resp: obj("corpus!", ref("Corpus"), "assets!", arr(ref("Asset"))), Errors: []int{502}},
+		{Method: "GET", Path: "/api/corpus", Tag: "Content", Summary: "The caller's corpus", Sec: Bearer, Status: 200, Kind: List,
+			Query: listQ(q("tag", "", str(""))), Resp: ref("Corpus")},
+		{Method: "GET", Path: "/api/corpus/:id", Tag: "Content", Summary: "A corpus record with related assets", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("corpus!", ref("Corpus"), "relatedAssets!", arr(ref("Asset"))), Errors: []int{404}},
+		{Method: "PUT", Path: "/api/corpus/:id", Tag: "Content", Summary: "Update a corpus record", Sec: Bearer, Status: 200, Kind: Data,
+			Body: corpusPatch(), Resp: obj("corpus!", ref("Corpus")), Errors: []int{404}},
+		{Method: "PATCH", Path: "/api/corpus/:id", Tag: "Content", Summary: "Update some fields of a corpus record", Sec: Bearer, Status: 200, Kind: Data,
+			Body: corpusPatch(), Resp: obj("corpus!", ref("Corpus")), Errors: []int{404}},
+		{Method: "DELETE", Path: "/api/corpus/:id", Tag: "Content", Summary: "Delete a corpus record (soft)", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("deleted!", boolean(""), "id", uuid), Errors: []int{404}},
+		{Method: "POST", Path: "/api/materials/upload", Tag: "Content", Summary: "Upload a material (form field file)", Sec: Bearer, Status: 201, Kind: Data,
+			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "project_id", uuid, "tags", str("comma separated")),
+			Resp: obj("asset!", ref("Asset")), Errors: []int{403, 413}},
+		{Method: "GET", Path: "/api/materials", Tag: "Content", Summary: "The caller's materials", Sec: Bearer, Status: 200, Kind: List,
+			Query: listQ(q("type", "", enum("video", "image", "audio")), q("tag", "", str(""))), Resp: ref("Asset")},
+		{Method: "POST", Path: "/api/materials/batch-delete", Tag: "Content", Summary: "Delete materials (soft)", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("ids!", M{"type": "array", "items": uuid, "minItems": 1, "maxItems": 100}), Resp: obj("deletedCount!", integer(""))},
+		{Method: "GET", Path: "/api/materials/:id/file", Tag: "Content", Summary: "A material's file", Sec: Bearer, Status: 200, Kind: Raw,
+			Resp: M{"type": "string", "contentMediaType": "application/octet-stream"}, Errors: []int{404}},
+
+		// Strategy
+		{Method: "POST", Path: "/api/strategy/diagnosis", Tag: "Strategy", Summary: "Diagnose answers into a report and a blueprint", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("answers!", arr(M{"oneOf": []any{str(""), obj("question", str(""), "answer", str(""))}}), "project_id", uuid),
+			Resp: obj("report!", anyObj(""), "blueprint!", anyObj("a 30-day plan")), Errors: []int{403}},
+		{Method: "GET", Path: "/api/strategy/blueprint/:projectId", Tag: "Strategy", Summary: "A project's blueprint and calendar", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("project_id", uuid, "blueprint!", nullable(anyObj("")), "calendar!", arr(anyObj("a day of the plan"))), Errors: []int{403, 404}},
+		{Method: "POST", Path: "/api/strategy/rewrite", Tag: "Strategy", Summary: "Rewrite a script in a style", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("content!", str(""), "style", str("")), Resp: obj("rewrittenScript!", str(""), "style", str(""), "source", str("model or template"))},
+
+		// Events
+		{Method: "POST", Path: "/api/webhooks/test-notification", Tag: "Events", Summary: "Send a test event to the configured webhook", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("event", str("")), OptionalBody: true,
+			Resp: obj("delivered!", boolean(""), "status_code", integer(""), "latency_ms", num(""), "event", str(""), "event_id", uuid, "error", str(""))},
+		{Method: "GET", Path: "/api/webhooks/notification-status", Tag: "Events", Summary: "Outbound event queue status", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("enabled!", boolean(""), "target", str(""), "pending!", integer(""), "delivered!", integer(""), "failed!", integer(""), "dead!", integer(""),
+				"skipped", integer(""), "last_error", str(""), "last_error_at", nullable(when), "batch_size", integer(""),
+				"batch_interval_ms", integer(""), "timeout_ms", integer(""), "enabled_events", arr(str("")))},
+		{Method: "GET", Path: "/ws", Tag: "Events", Summary: "WebSocket: task:status, task:progress, asset:sync; subscribe:project", Sec: Socket, Status: 101, Kind: Upgrade,
+			Query: []Param{q("token", "access token, when no Authorization header can be sent", str(""))}, Errors: []int{401},
+			Desc: "Frames are JSON {type, data}. Send {type: \"subscribe:project\", data: {projectId}}; a project not the caller's answers a frame of type error with the 403 message."},
+	}
+}
+
+func callbackAck() M {
+	return obj("job_id!", uuid, "run_id!", uuid, "status!", str(""), "duplicate", boolean("the job was resolved already; nothing changed"))
+}
+
+func corpusPatch() M {
+	return obj("title", str(""), "content", str(""), "tags", arr(str("")), "status", enum("unread", "read", "archived"), "is_featured", boolean(""))
+}
+
+func workflowReport() M {
+	fig := obj("value!", num(""), "samples!", integer(""), "target!", num(""), "compare!", enum(">=", "<="), "met!", nullable(boolean("")))
+	counts := obj("total!", integer(""), "by_status!", M{"type": "object", "additionalProperties": integer("")}, "success_rate!", fig)
+	rate := obj("total!", integer(""), "failures!", integer(""), "rate!", fig)
+	byKey := func(s M) M { return M{"type": "object", "additionalProperties": s} }
+	return obj("from!", when, "to!", when, "scope!", enum("all", "own"), "runs!", counts,
+		"by_workflow!", byKey(counts), "by_engine!", byKey(counts),
+		"duration!", obj("avg_s!", fig, "p95_s!", num(""), "samples!", integer("")),
+		"job_timeouts!", obj("overall!", rate, "by_type!", byKey(rate)),
+		"agent_errors!", obj("overall!", rate, "by_agent!", byKey(rate)),
+		"callback_delay!", obj("p50_s!", num(""), "p95_s!", fig),
+		"degraded!", obj("count!", integer(""), "by_reason!", byKey(integer(""))))
+}
+
+func namedRunBody() M {
+	return obj("inputs", anyObj("the workflow's inputs (or given at the top level)"), "project_id", uuid)
+}
+
+func namedRunAck() M {
+	return obj("run_id!", uuid, "workflow!", str(""), "status!", enum("pending"), "message", str(""))
+}
+
+func batchSummary() M {
+	return obj("batch_id!", uuid, "kind", enum("collect", "run"), "project_id", uuid, "status!", str(""),
+		"items!", arr(anyObj("one link or run")), "total!", num(""), "counts", anyObj("items by status"))
+}

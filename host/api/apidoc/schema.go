@@ -1,0 +1,123 @@
+// Package apidoc builds the OpenAPI 3.1 document of the host's HTTP API: every route with its
+// request, its success answer in the envelope of shared/spec/DECISIONS.md, its error answers (the
+// codes and statuses come from sdk/errcode's catalogue) and its security. `go generate ./host/api`
+// writes it to host/api/openapi.json, which the host embeds and serves at GET /api/openapi.json;
+// a test keeps the file, this package and the routes the host registers in step.
+//
+// To document a new route, add an Op to the table in routes.go and run `go generate ./host/api`.
+package apidoc
+
+// M is a JSON object of the document.
+type M = map[string]any
+
+func str(desc string) M { return M{"type": "string", "description": desc} }
+func strFmt(format string) M {
+	return M{"type": "string", "format": format}
+}
+func enum(vals ...string) M {
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = v
+	}
+	return M{"type": "string", "enum": out}
+}
+func num(desc string) M     { return M{"type": "number", "description": desc} }
+func integer(desc string) M { return M{"type": "integer", "description": desc} }
+func boolean(desc string) M { return M{"type": "boolean", "description": desc} }
+func arr(item M) M          { return M{"type": "array", "items": item} }
+func ref(name string) M     { return M{"$ref": "#/components/schemas/" + name} }
+func anyObj(desc string) M {
+	return M{"type": "object", "additionalProperties": true, "description": desc}
+}
+func nullable(s M) M { return M{"oneOf": []any{s, M{"type": "null"}}} }
+
+// obj builds an object schema from name, schema pairs; a name ending in "!" is required.
+func obj(pairs ...any) M {
+	props := M{}
+	var req []any
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name := pairs[i].(string)
+		if n := len(name); n > 0 && name[n-1] == '!' {
+			name = name[:n-1]
+			req = append(req, name)
+		}
+		props[name] = pairs[i+1]
+	}
+	o := M{"type": "object", "properties": props}
+	if len(req) > 0 {
+		o["required"] = req
+	}
+	return o
+}
+
+var (
+	uuid   = strFmt("uuid")
+	when   = strFmt("date-time")
+	paging = []Param{
+		{Name: "page", In: "query", Schema: M{"type": "integer", "minimum": 1, "default": 1}},
+		{Name: "limit", In: "query", Schema: M{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
+	}
+)
+
+// schemas are the named records of the API.
+func schemas() M {
+	runStatus := enum("pending", "running", "completed", "failed", "cancelled", "paused")
+	return M{
+		"FieldError": obj("field!", str(""), "problem!", str("")),
+		"User": obj("id!", uuid, "email!", strFmt("email"), "username!", str(""),
+			"role!", enum("admin", "user", "free_user"), "avatar_url", str(""), "created_at", when, "updated_at", when),
+		"Project": obj("id!", uuid, "user_id!", uuid, "name!", str(""), "description", str(""),
+			"status!", enum("active", "archived", "deleted"), "workflow_preset_id", str(""),
+			"blueprint", nullable(anyObj("a 30-day plan")), "created_at", when, "updated_at", when),
+		"Task": obj("id!", uuid, "project_id!", uuid, "user_id", uuid, "type!", str("e.g. a generation type"), "max_retries", integer(""),
+			"run_id", str("the run executing it, once dispatched"), "next_attempt_at", when,
+			"status!", enum("pending", "queued", "running", "success", "failed", "cancelled"),
+			"input_params!", anyObj(""), "output_data", nullable(anyObj("")), "error_message", str(""),
+			"retry_count", integer(""), "created_at", when, "updated_at", when, "completed_at", nullable(when)),
+		"RunError": obj("code!", str("an error code of the catalogue"), "message!", str(""), "step_id", str(""), "details", M{}),
+		"TraceStep": obj("step_id!", str(""), "step_name", str(""), "agent", str(""),
+			"status!", enum("pending", "running", "completed", "failed", "skipped"), "inputs", anyObj(""),
+			"outputs", anyObj(""), "started_at", when, "completed_at", when, "duration_ms", num(""),
+			"confidence", M{"type": "number", "minimum": 0, "maximum": 1}, "tokens_used", num(""), "cost_usd", num(""),
+			"error", obj("code", str(""), "message", str(""))),
+		"Job": obj("job_id!", uuid, "run_id!", uuid, "type!", enum("automation", "graph", "chatflow", "music", "videogen", "speech", "videoparse"),
+			"status!", enum("pending", "running", "completed", "failed", "timeout"), "created_at", when, "resolved_at", nullable(when)),
+		"RunStatus": obj("run_id!", uuid, "workflow!", str("manifest id"), "status!", runStatus,
+			"progress!", M{"type": "number", "minimum": 0, "maximum": 100}, "current_step", str(""),
+			"created_at", when, "updated_at", when, "started_at", when, "completed_at", when,
+			"project_id", uuid, "trigger", enum("manual", "scheduler", "webhook", "api"), "engine", str(""),
+			"degraded", str("why the run went to the fallback engine"), "attempt", integer(""),
+			"awaiting", obj("step_id", str(""), "prompt", str("")), "error", ref("RunError")),
+		"ManifestSummary": obj("id!", str(""), "name!", str(""), "version!", str(""),
+			"engine!", enum("node", "graph", "automation", "chatflow"), "fallback", str(""), "inputs", arr(anyObj("input field"))),
+		"KnowledgeSource": obj("id!", uuid, "created_by!", uuid, "project_id", nullable(uuid), "name!", str(""),
+			"visibility!", enum("private", "project", "org"), "scope!", enum("org", "project"), "version!", integer(""), "meta", anyObj("")),
+		"KnowledgeDocument": obj("id!", uuid, "source_id", uuid, "source_name", str(""), "title", str(""), "filename", str(""),
+			"file_size", integer(""), "file_hash", str("sha256, for de-duplication"),
+			"status!", enum("uploading", "parsing", "indexed", "failed"), "parse_status", enum("uploading", "parsing", "indexed", "failed"),
+			"error", str(""), "chunk_count", integer(""), "metadata", anyObj(""), "created_at", when),
+		"Hit": obj("chunk_id!", uuid, "chunk_text!", str(""), "heading", str(""), "source_name", str(""), "document", str(""),
+			"scores!", obj("vector", num(""), "keyword", num(""), "total", num(""))),
+		"Citation": obj("chunk_id!", uuid, "source", str(""), "document", str(""), "excerpt", str("")),
+		"Fact":     obj("key!", str(""), "value!", str(""), "updated_at", when),
+		"Corpus": obj("id!", uuid, "user_id", uuid, "project_id", str(""), "inspiration_type", enum("collection", "trend"),
+			"corpus_type", enum("article", "script", "quote"), "content_type", enum("text", "image", "video"),
+			"title", str(""), "content", str(""), "ai_summary", str(""), "tags", arr(str("")), "source_platform", str(""),
+			"source_url", str(""), "media_urls", arr(str("")), "status", enum("unread", "read", "archived"),
+			"usage_count", integer(""), "is_featured", boolean(""), "created_at", when),
+		"Asset": obj("id!", uuid, "user_id", uuid, "file_path", str(""), "file_type", enum("video", "image", "audio"),
+			"file_size", integer(""), "file_url", str(""), "metadata", anyObj("duration, resolution, tags"),
+			"source_task_id", str(""), "related_corpus_id", str(""), "tags", arr(str("")), "created_at", when),
+		"PendingTask": obj("workflow_id!", str(""), "project_id!", uuid, "project_name", str(""), "strategy_task_id", str(""),
+			"inputs", obj("summary", str(""), "platform", str("")), "task_summary", str(""), "task_due_date", strFmt("date"),
+			"priority", enum("high", "medium", "low")),
+		"Health": obj("status!", enum("ok", "degraded"), "version!", str(""), "uptime_s!", num(""),
+			"database!", obj("driver", enum("postgres", "sqlite"), "ok", boolean(""), "search_path", enum("pgvector", "in-memory")),
+			"scheduler", obj("mode", enum("automation_managed", "cron"), "fallback_active", boolean("the built-in timer runs because the automation tool stopped calling")),
+			"engines", M{"type": "object", "additionalProperties": enum("ready", "degraded", "disabled")}),
+		"ErrorEnvelope": obj("success!", M{"const": false}, "error!", obj(
+			"code!", M{"$ref": "#/components/schemas/ErrorCode"}, "errno!", integer("the code's number"),
+			"message!", str("public message: never a stack trace, SQL or file path"),
+			"details", M{"description": "optional; field errors are [{field, problem}]", "oneOf": []any{arr(ref("FieldError")), M{}}})),
+	}
+}

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// inProcess are the engines the host also runs in process: a missing plugin binary is not a
+// problem for them.
+var inProcess = map[string]bool{"node": true}
+
+// pluginReport is one line of plugins check.
+type pluginReport struct {
+	engine, version, api, sum, health string
+	workflows                         []string
+	problem                           bool
+}
+
+// pluginsCheck: load every manifest, start each engine's plugin, print name, version, sha256 and
+// health; a problem makes the exit code non-zero.
+func (e *env) pluginsCheck(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("plugins check", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	timeout := fs.Duration("timeout", 10*time.Second, "for each plugin's start, Info and Health")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: plugins check takes no arguments", errUsage)
+	}
+	reg, err := manifest.Load(e.cfg.ManifestDir)
+	if err != nil {
+		return fmt.Errorf("plugins check: manifests of %s: %w", e.cfg.ManifestDir, err)
+	}
+	workflows := map[string][]string{}
+	for _, m := range reg.List() {
+		workflows[m.Engine] = append(workflows[m.Engine], m.ID)
+	}
+	fmt.Fprintf(e.stdout, "manifests: %d in %s; plugins: %s\n", len(reg.List()), e.cfg.ManifestDir, e.cfg.PluginDir)
+	var reports []pluginReport
+	problems := 0
+	for _, name := range reg.Engines() {
+		r := checkPlugin(ctx, e.cfg.PluginDir, name, *timeout)
+		r.workflows = workflows[name]
+		if r.problem {
+			problems++
+		}
+		reports = append(reports, r)
+	}
+	writeReports(e.stdout, reports)
+	for _, extra := range unusedPlugins(e.cfg.PluginDir, reg.Engines()) {
+		fmt.Fprintf(e.stdout, "note: %s is in the plugin folder but no manifest names its engine\n", extra)
+	}
+	if problems > 0 {
+		return fmt.Errorf("plugins check: %d of %d engines have a problem", problems, len(reports))
+	}
+	fmt.Fprintf(e.stdout, "ok: %d engines\n", len(reports))
+	return nil
+}
+
+// checkPlugin starts one engine's plugin binary with its sha256 pinned, asks Info and Health, and
+// stops it.
+func checkPlugin(ctx context.Context, dir, name string, timeout time.Duration) pluginReport {
+	r := pluginReport{engine: name, version: "-", api: "-", sum: "-"}
+	path := filepath.Join(dir, name+"-plugin")
+	sum, err := fileSHA256(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && inProcess[name] {
+			r.health = "no plugin binary (runs in process)"
+			return r
+		}
+		r.health, r.problem = "missing: "+path, true
+		if !errors.Is(err, os.ErrNotExist) {
+			r.health = "unreadable: " + err.Error()
+		}
+		return r
+	}
+	r.sum = sum
+	c, err := engine.NewClient(engine.ClientConfig{Name: "engine." + name, Path: path, SHA256: sum, StartTimeout: timeout})
+	if err != nil {
+		r.health, r.problem = "does not start: "+cause(err), true
+		return r
+	}
+	defer c.Kill()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	info, err := c.Engine().Info(cctx)
+	if err != nil {
+		r.health, r.problem = "Info failed: "+cause(err), true
+		return r
+	}
+	r.version, r.api = info.Version, fmt.Sprint(info.APIVersion)
+	if info.Name != name {
+		r.health, r.problem = fmt.Sprintf("reports engine %q, want %q", info.Name, name), true
+		return r
+	}
+	if err := c.Engine().Health(cctx); err != nil {
+		r.health, r.problem = "unhealthy: "+cause(err), true
+		return r
+	}
+	r.health = "ok"
+	return r
+}
+
+// cause is err with its internal cause, for an operator's eyes.
+func cause(err error) string {
+	if e := errcode.As(err); e != nil && e.Err != nil {
+		return e.Message() + ": " + e.Err.Error()
+	}
+	return err.Error()
+}
+
+func writeReports(w io.Writer, rs []pluginReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENGINE\tVERSION\tAPI\tSHA256\tHEALTH\tWORKFLOWS")
+	for _, r := range rs {
+		wf := strings.Join(r.workflows, ",")
+		if wf == "" {
+			wf = "(fallback only)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.engine, r.version, r.api, r.sum, r.health, wf)
+	}
+	tw.Flush()
+}
+
+// unusedPlugins lists *-plugin files of dir whose engine no manifest names.
+func unusedPlugins(dir string, engines []string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), "-plugin")
+		if ok && !e.IsDir() && !slices.Contains(engines, name) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

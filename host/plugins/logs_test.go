@@ -1,0 +1,80 @@
+package plugins
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestPluginLogsCarryEngine: go-plugin's lines and the plugin's own (read from its stderr) reach
+// the host's slog stream with the engine's name.
+func TestPluginLogsCarryEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and launches the echo plugin")
+	}
+	t.Parallel()
+	dir := buildEcho(t)
+	var buf lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sup := New(Config{Name: "echo", Dir: dir, Logger: log, HealthInterval: 100 * time.Millisecond})
+	if err := sup.Start(t.Context()); err != nil {
+		t.Fatalf("Start() error = %v", err)
+	}
+	waitFor(t, "ready", 10*time.Second, func() bool { return sup.State() == StateReady })
+	time.Sleep(300 * time.Millisecond) // a few health pings
+	sup.Stop()
+
+	fromPlugin := 0
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		if rec["engine"] != "echo" {
+			t.Errorf("log line without engine=echo: %s", line)
+		}
+		if _, ok := rec["plugin"]; ok {
+			fromPlugin++
+		}
+	}
+	if fromPlugin == 0 {
+		t.Errorf("no go-plugin or plugin log line reached the host's log:\n%s", buf.String())
+	}
+}
+
+func TestHCLogAdapterNames(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	base := slog.New(slog.NewJSONHandler(&buf, nil)).With("engine", "graph")
+	newHCLog(base, "").Named("engine.graph").With("k", "v").Info("hello", "n", 1)
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]any{"engine": "graph", "plugin": "engine.graph", "k": "v", "n": float64(1), "msg": "hello"} {
+		if rec[key] != want {
+			t.Errorf("%s = %v, want %v (%s)", key, rec[key], want, buf.String())
+		}
+	}
+}
