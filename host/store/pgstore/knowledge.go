@@ -58,10 +58,6 @@ func tsQuery(terms []string) string {
 	return strings.Join(parts, " | ")
 }
 
-// dfCap bounds the counting of a term's document frequency: on a corpus of more than 2*dfCap
-// chunks, a term in dfCap of them is common (left out of the keyword leg's match).
-const dfCap = 500
-
 // keywordScan caps the rows ts_rank scores on a large corpus (about 4 µs a row).
 const keywordScan = 20000
 
@@ -187,12 +183,12 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) (match strin
 		return "", []string{}, []float64{}, nil
 	}
 	// The corpus size is the planner's estimate on a large table (counting it reads every row);
-	// document frequencies are counted up to dfCap, beyond which a term counts as common.
+	// document frequencies are counted through the GIN index.
 	rows, err := tx.Query(ctx, `WITH est AS (SELECT COALESCE((SELECT reltuples::bigint FROM pg_class
 			WHERE oid = to_regclass('knowledge_chunks')), -1) AS r)
 		SELECT CASE WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END, t,
-			(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', t) LIMIT $2) x)
-		FROM est, unnest($1::text[]) AS t`, qs, dfCap)
+			(SELECT COUNT(*) FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', t))
+		FROM est, unnest($1::text[]) AS t`, qs)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -221,7 +217,7 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) (match strin
 	var keep []string
 	rarest := -1
 	for i, w := range all {
-		if w.df <= n/2 && (n <= 2*dfCap || w.df < dfCap) {
+		if w.df <= n/2 {
 			keep = append(keep, w.q)
 			quoted = append(quoted, w.q)
 			weights = append(weights, w.idf)
