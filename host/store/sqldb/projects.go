@@ -52,33 +52,35 @@ func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]s
 		where = append(where, fmt.Sprintf("status = $%d", len(args)))
 	}
 	cond := strings.Join(where, " AND ")
-	// One query answers the page and the total (a window count), so a listing is one round trip.
-	args = append(args, p.Limit, p.Offset)
-	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+projectCols+`, COUNT(*) OVER () FROM projects WHERE %s
+	// Ask for one row more than the page: when it does not come, the total follows from the page
+	// and no COUNT is needed (a window count costs SQLite nearly three times the select).
+	args = append(args, p.Limit+1, p.Offset)
+	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+projectCols+` FROM projects WHERE %s
 		ORDER BY created_at DESC, id LIMIT $%d OFFSET $%d`, cond, len(args)-1, len(args)), args...)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []store.Project
-	total := -1
 	for rows.Next() {
-		var pr store.Project
-		var bp json.RawMessage
-		if err := rows.Scan(&pr.ID, &pr.UserID, &pr.Name, &pr.Description, &pr.Status, &pr.WorkflowPresetID, JSON(&bp),
-			Time(&pr.CreatedAt), Time(&pr.UpdatedAt), &pr.IsDeleted, &total); err != nil {
+		pr, err := scanProject(rows)
+		if err != nil {
 			return nil, 0, err
 		}
-		pr.Blueprint = bp
-		out = append(out, pr)
+		out = append(out, *pr)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	if total < 0 { // an empty page: count separately
-		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM projects WHERE `+cond, args[:len(args)-2]...).Scan(&total); err != nil {
-			return nil, 0, err
-		}
+	if len(out) <= p.Limit && (len(out) > 0 || p.Offset == 0) {
+		return out, p.Offset + len(out), nil
+	}
+	if len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM projects WHERE `+cond, args[:len(args)-2]...).Scan(&total); err != nil {
+		return nil, 0, err
 	}
 	return out, total, nil
 }
