@@ -54,9 +54,10 @@ func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]s
 	cond := strings.Join(where, " AND ")
 	// Ask for one row more than the page: when it does not come, the total follows from the page
 	// and no COUNT is needed (a window count costs SQLite nearly three times the select).
-	args = append(args, p.Limit+1, p.Offset)
+	// LIMIT and OFFSET are whole numbers written into the SQL: bound, they make SQLite re-prepare
+	// the statement on every call.
 	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+projectCols+` FROM projects WHERE %s
-		ORDER BY created_at DESC, id LIMIT $%d OFFSET $%d`, cond, len(args)-1, len(args)), args...)
+		ORDER BY created_at DESC, id LIMIT %d OFFSET %d`, cond, p.Limit+1, p.Offset), args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -79,7 +80,7 @@ func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]s
 		out = out[:p.Limit]
 	}
 	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM projects WHERE `+cond, args[:len(args)-2]...).Scan(&total); err != nil {
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM projects WHERE `+cond, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	return out, total, nil
