@@ -12,6 +12,8 @@ import (
 	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
+
+	"github.com/reelforge/reelforge/plugins/internal/sentence"
 )
 
 // NoBasis is the answer when the knowledge base holds nothing citable for the question.
@@ -215,7 +217,7 @@ func extractive(question string, hits []engine.SearchHit) string {
 			break
 		}
 		best, bestScore := "", -1
-		for _, s := range sentences(h.ChunkText) {
+		for _, s := range sentence.Split(h.ChunkText, sentence.Ends) {
 			score := 0
 			for t := range terms(s) {
 				if q[t] {
@@ -234,29 +236,6 @@ func extractive(question string, hits []engine.SearchHit) string {
 		return NoBasis
 	}
 	return "From the knowledge base: " + strings.Join(parts, " ")
-}
-
-func sentences(text string) []string {
-	var out []string
-	var cur strings.Builder
-	flush := func() {
-		if s := strings.TrimSpace(cur.String()); s != "" {
-			out = append(out, s)
-		}
-		cur.Reset()
-	}
-	for _, r := range text {
-		if r == '\n' {
-			flush()
-			continue
-		}
-		cur.WriteRune(r)
-		if strings.ContainsRune(".!?。！？", r) {
-			flush()
-		}
-	}
-	flush()
-	return out
 }
 
 // terms are the lower-cased words of s, and each Han character on its own (Chinese has no spaces).

@@ -15,6 +15,8 @@ import (
 	"unicode"
 
 	"github.com/reelforge/reelforge/sdk/errcode"
+
+	"github.com/reelforge/reelforge/plugins/internal/sentence"
 )
 
 // Video geometry and limits of the local renderer.
@@ -297,7 +299,7 @@ type caption struct {
 // each shown for a share of the video proportional to its length.
 func captions(script string, secs float64) []caption {
 	var units []string
-	for _, s := range sentencesOf(script) {
+	for _, s := range sentence.Split(script, sentence.Ends+"；;") {
 		if n := len(units); n > 0 && len([]rune(units[n-1]))+len([]rune(s)) < 40 {
 			units[n-1] += " " + s
 			continue
@@ -326,29 +328,6 @@ func captions(script string, secs float64) []caption {
 		out = append(out, caption{text: wrap(u, 24, 4), from: t, to: t + share})
 		t += share
 	}
-	return out
-}
-
-func sentencesOf(text string) []string {
-	var out []string
-	var cur strings.Builder
-	flush := func() {
-		if s := strings.TrimSpace(cur.String()); s != "" {
-			out = append(out, s)
-		}
-		cur.Reset()
-	}
-	for _, r := range text {
-		if r == '\n' {
-			flush()
-			continue
-		}
-		cur.WriteRune(r)
-		if strings.ContainsRune(".!?。！？；;", r) {
-			flush()
-		}
-	}
-	flush()
 	return out
 }
 
