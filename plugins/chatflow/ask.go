@@ -10,10 +10,9 @@ import (
 	"unicode"
 
 	"github.com/reelforge/reelforge/plugins/internal/outbound"
+	"github.com/reelforge/reelforge/plugins/internal/sentence"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
-
-	"github.com/reelforge/reelforge/plugins/internal/sentence"
 )
 
 // NoBasis is the answer when the knowledge base holds nothing citable for the question.

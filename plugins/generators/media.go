@@ -14,9 +14,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/reelforge/reelforge/sdk/errcode"
-
 	"github.com/reelforge/reelforge/plugins/internal/sentence"
+	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
 // Video geometry and limits of the local renderer.
