@@ -77,7 +77,7 @@ mkdir -p "$src"
 		log "pgvector ${PGVECTOR_DEB_VERSION} not offered by trixie; taking its current pgvector"
 		apt-get -q "${apt_private[@]}" source --download-only pgvector >&2
 	fi
-	dsc="$(ls ./*.dsc | head -n1)"
+	dsc="$(ls ./*.dsc | sed -n 1p)"
 	dpkg-source --no-check -x "$dsc" pgvector >&2
 )
 log "source: $(ls "$src"/*.dsc | xargs -n1 basename)"
