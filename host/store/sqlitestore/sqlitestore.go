@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -24,7 +22,6 @@ import (
 type Driver struct {
 	*sqldb.DB
 	sqlDB *sql.DB
-	stmts *stmtCache
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -48,8 +45,8 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	sqlDB.SetMaxOpenConns(8)
 	sqlDB.SetMaxIdleConns(8)
 	sqlDB.SetConnMaxIdleTime(0)
-	d := &Driver{sqlDB: sqlDB, stmts: newStmtCache(sqlDB)}
-	d.DB = sqldb.New(dbConn{q: sqlDB, stmts: d.stmts}, d.begin, dialect, opt.Clock)
+	d := &Driver{sqlDB: sqlDB}
+	d.DB = sqldb.New(dbConn{sqlDB}, d.begin, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {
 		sqlDB.Close()
 		return nil, err
@@ -113,7 +110,7 @@ func (d *Driver) SupportsVectorSearch() bool { return false }
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		return fn(&Driver{DB: tx, sqlDB: nil, stmts: d.stmts})
+		return fn(&Driver{DB: tx, sqlDB: nil})
 	})
 }
 
@@ -122,7 +119,7 @@ func (d *Driver) begin(ctx context.Context) (sqldb.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return txConn{tx: tx, stmts: d.stmts}, nil
+	return txConn{tx}, nil
 }
 
 type queryer interface {
@@ -131,59 +128,10 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// stmtCache keeps prepared statements of the queries the host repeats, so SQLite parses each
-// once instead of on every call (the parse showed as a tenth of a request's time). It holds at
-// most stmtCacheMax statements; queries beyond that run unprepared.
-type stmtCache struct {
-	db *sql.DB
-	mu sync.RWMutex
-	m  map[string]*sql.Stmt
-}
-
-const stmtCacheMax = 512
-
-func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
-
-// get returns the prepared statement of q, or nil when it cannot or should not be cached.
-func (c *stmtCache) get(ctx context.Context, q string) *sql.Stmt {
-	if c == nil || strings.Contains(q, ";") { // scripts (migrations) run unprepared, whole
-		return nil
-	}
-	c.mu.RLock()
-	st := c.m[q]
-	n := len(c.m)
-	c.mu.RUnlock()
-	if st != nil || n >= stmtCacheMax {
-		return st
-	}
-	prepared, err := c.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil // let the plain call report the error
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old := c.m[q]; old != nil {
-		prepared.Close()
-		return old
-	}
-	c.m[q] = prepared
-	return prepared
-}
-
-type dbConn struct {
-	q     queryer
-	stmts *stmtCache
-}
+type dbConn struct{ q queryer }
 
 func (c dbConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	q = sqldb.RebindSQLite(q)
-	var res sql.Result
-	var err error
-	if st := c.stmts.get(ctx, q); st != nil {
-		res, err = st.ExecContext(ctx, args...)
-	} else {
-		res, err = c.q.ExecContext(ctx, q, args...)
-	}
+	res, err := c.q.ExecContext(ctx, sqldb.RebindSQLite(q), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -191,14 +139,7 @@ func (c dbConn) Exec(ctx context.Context, q string, args ...any) (int64, error) 
 }
 
 func (c dbConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
-	q = sqldb.RebindSQLite(q)
-	var rows *sql.Rows
-	var err error
-	if st := c.stmts.get(ctx, q); st != nil {
-		rows, err = st.QueryContext(ctx, args...)
-	} else {
-		rows, err = c.q.QueryContext(ctx, q, args...)
-	}
+	rows, err := c.q.QueryContext(ctx, sqldb.RebindSQLite(q), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -206,62 +147,27 @@ func (c dbConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, e
 }
 
 func (c dbConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	q = sqldb.RebindSQLite(q)
-	if st := c.stmts.get(ctx, q); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return c.q.QueryRowContext(ctx, q, args...)
+	return c.q.QueryRowContext(ctx, sqldb.RebindSQLite(q), args...)
 }
 
-// txConn runs statements in a transaction; cached statements are bound to it with tx.Stmt.
-type txConn struct {
-	tx    *sql.Tx
-	stmts *stmtCache
-}
-
-func (t txConn) conn(ctx context.Context, q string) (queryer, string) {
-	q = sqldb.RebindSQLite(q)
-	if st := t.stmts.get(ctx, q); st != nil {
-		return txStmt{t.tx.StmtContext(ctx, st)}, q
-	}
-	return t.tx, q
-}
+type txConn struct{ tx *sql.Tx }
 
 func (t txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	c, q := t.conn(ctx, q)
-	res, err := c.ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return dbConn{t.tx}.Exec(ctx, q, args...)
 }
-
 func (t txConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
-	c, q := t.conn(ctx, q)
-	rows, err := c.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return dbConn{t.tx}.Query(ctx, q, args...)
 }
-
 func (t txConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	c, q := t.conn(ctx, q)
-	return c.QueryRowContext(ctx, q, args...)
+	return dbConn{t.tx}.QueryRow(ctx, q, args...)
 }
-
 func (t txConn) Commit(context.Context) error   { return t.tx.Commit() }
 func (t txConn) Rollback(context.Context) error { return t.tx.Rollback() }
 
-// txStmt adapts a transaction-bound statement to queryer (the query text is already in it).
-type txStmt struct{ st *sql.Stmt }
+var _ store.PubSub = (*Driver)(nil)
 
-func (s txStmt) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
-	return s.st.ExecContext(ctx, args...)
-}
-func (s txStmt) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
-	return s.st.QueryContext(ctx, args...)
-}
-func (s txStmt) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
-	return s.st.QueryRowContext(ctx, args...)
-}
+// Publish implements store.PubSub: SQLite serves one host, there is no one to tell.
+func (d *Driver) Publish(context.Context, string, string) error { return store.ErrNotSupported }
+
+// Listen implements store.PubSub: not supported on SQLite.
+func (d *Driver) Listen(context.Context, string, func(string)) error { return store.ErrNotSupported }
