@@ -50,10 +50,13 @@ lint: ## go vet and gofmt
 tidy: ## go mod tidy (-e: a test dependency of a dependency is not served here)
 	$(GO) mod tidy -e
 
+e2e-n8n: ## opt-in: import and publish integrations/automation/*.json in a real n8n 2.41.1 (first run installs ~3 GB into ~/.cache)
+	bash scripts/e2e-n8n.sh
+
 demo: build ## ingest the demo knowledge base for a demo user (host must be running on :3001)
 	bash scripts/demo.sh
 
 clean: ## remove build output
 	rm -rf $(BIN)
 
-.PHONY: help build plugins run test test-short test-pg bench proto verify lint tidy demo clean
+.PHONY: help build plugins run test test-short test-pg bench proto verify lint tidy e2e-n8n demo clean
