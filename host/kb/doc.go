@@ -1,9 +1,12 @@
-// Package kb is the knowledge base's pure library: no database and no HTTP server.
+// Package kb is the knowledge base: Service ingests text and files, searches them (hybrid keyword
+// plus vector, SPEC.md rules 3 to 6), answers with citations, and keeps the audit log, feedback,
+// metrics, facts and the eval. Start at Service and its Search, Ask and Ingest methods.
 //
-// Its sub-packages are the building blocks the store and the API put together:
+// The store (host/store) does the SQL; the sub-packages are the pure building blocks the service
+// puts together:
 //
 //   - segment: Unicode normalisation and the one segmentation shared by indexing, queries and the
-//     local embedder (Latin words, Chinese character bigrams).
+//     local embedder (Latin words, Chinese characters and bigrams).
 //   - chunk: splitting text by heading and paragraph with a sliding window.
 //   - parse: file bytes to plain text (txt, md, json, csv, html, pdf, docx).
 //   - embed: the Embedder interface, the local hashing embedder and an OpenAI-compatible client.
