@@ -381,16 +381,22 @@ func (s *Server) kbSearch(c *fiber.Ctx) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	sp, err := s.searchParams(c, &in)
-	if err != nil {
-		return err
-	}
-	sp.Log = true
-	hits, err := s.KB.Search(s.ctx(c), sp)
+	hits, sp, err := s.loggedSearch(c, &in)
 	if err != nil {
 		return err
 	}
 	return ok(c, fiber.StatusOK, fiber.Map{"hits": hits, "query": sp.Query, "top_k": sp.TopK})
+}
+
+// loggedSearch runs a search of either form of the search route, logging it for the metrics.
+func (s *Server) loggedSearch(c *fiber.Ctx, in *searchInput) ([]kb.Hit, kb.SearchParams, error) {
+	sp, err := s.searchParams(c, in)
+	if err != nil {
+		return nil, sp, err
+	}
+	sp.Log = true
+	hits, err := s.KB.Search(s.ctx(c), sp)
+	return hits, sp, err
 }
 
 func (s *Server) kbSearchGet(c *fiber.Ctx) error {
@@ -405,12 +411,7 @@ func (s *Server) kbSearchGet(c *fiber.Ctx) error {
 			break
 		}
 	}
-	sp, err := s.searchParams(c, &in)
-	if err != nil {
-		return err
-	}
-	sp.Log = true
-	hits, err := s.KB.Search(s.ctx(c), sp)
+	hits, _, err := s.loggedSearch(c, &in)
 	if err != nil {
 		return err
 	}
