@@ -6,6 +6,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/reelforge/reelforge/host/kb/segment"
@@ -83,25 +84,108 @@ func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 }
 
 // Vector embeds one text.
-func (l *Local) Vector(text string) []float32 {
-	feats := l.features(text)
+func (l *Local) Vector(text string) []float32 { return l.VectorOf(segment.Tokens(text)) }
+
+// VectorOf embeds a text from its segment.Tokens, so a caller that also needs the terms (the
+// keyword index) segments the text once. The result is the same as hashing Features(text) in
+// order: features are hashed in place instead of being built as strings, which keeps the
+// embedder free of per-feature allocations.
+func (l *Local) VectorOf(toks []segment.Token) []float32 {
+	fs := featPool.Get().(*featSet)
+	fs.reset()
+	l.collect(fs, toks)
 	v := make([]float32, LocalDimensions)
-	for _, f := range feats {
-		// Each feature goes to four signed buckets (11 bits of index and a sign bit each, from one
-		// 64-bit hash), so a single hash collision moves a cosine by at most a quarter.
-		h, w := fnv64(f.Key), float32(f.Weight)
-		for k := 0; k < 4; k++ {
-			x := h >> (12 * k)
-			idx := (x & 0x7ff) % LocalDimensions
-			if x&0x800 != 0 {
-				v[idx] -= w
-			} else {
-				v[idx] += w
-			}
-		}
+	for _, f := range fs.list {
+		scatter(v, f.h, float32(f.w*(1+math.Log(float64(f.n)))))
 	}
 	normalize(v)
+	featPool.Put(fs)
 	return v
+}
+
+// scatter adds w to the four signed buckets of hash h. Each feature goes to four signed buckets
+// (11 bits of index and a sign bit each, from one 64-bit hash), so a single hash collision moves
+// a cosine by at most a quarter.
+func scatter(v []float32, h uint64, w float32) {
+	for k := 0; k < 4; k++ {
+		x := h >> (12 * k)
+		idx := (x & 0x7ff) % LocalDimensions
+		if x&0x800 != 0 {
+			v[idx] -= w
+		} else {
+			v[idx] += w
+		}
+	}
+}
+
+// featSet counts the features of one text by hash, in first-seen order (the order the buckets
+// are summed in, which float32 rounding makes part of the result). Two distinct features with
+// the same 64-bit hash would count as one; at a few hundred features a text that is negligible.
+type featSet struct {
+	idx  map[uint64]int32
+	list []featCount
+	word []byte // the current stemmed word
+	prev []byte // the previous stemmed word, for bigrams
+}
+
+type featCount struct {
+	h uint64
+	w float64
+	n int
+}
+
+var featPool = sync.Pool{New: func() any { return &featSet{idx: make(map[uint64]int32, 512)} }}
+
+func (fs *featSet) reset() {
+	clear(fs.idx)
+	fs.list = fs.list[:0]
+}
+
+func (fs *featSet) add(h uint64, w float64) {
+	if i, ok := fs.idx[h]; ok {
+		fs.list[i].w, fs.list[i].n = w, fs.list[i].n+1
+		return
+	}
+	fs.idx[h] = int32(len(fs.list))
+	fs.list = append(fs.list, featCount{h, w, 1})
+}
+
+// collect is features without strings: the same features, weights and order.
+func (l *Local) collect(fs *featSet, toks []segment.Token) {
+	t := l.t
+	hasPrev := false
+	for _, tok := range toks {
+		if tok.Stop {
+			continue
+		}
+		if tok.CJK {
+			if tok.Uni || utf8.RuneCountInString(tok.Text) == 1 {
+				if commonHan[tok.Text] {
+					continue
+				}
+				fs.add(fnvDone(fnvString(fnvByte(fnvInit, 'u'), tok.Text)), t.CJKUni)
+			} else {
+				fs.add(fnvDone(fnvString(fnvByte(fnvInit, 'c'), tok.Text)), t.CJKBigram)
+			}
+			hasPrev = false
+			continue
+		}
+		fs.word = stemAppend(fs.word[:0], tok.Text)
+		w := fs.word
+		hw := fnvBytes(fnvByte(fnvInit, 'w'), w)
+		if common[string(w)] {
+			fs.add(fnvDone(hw), t.Common)
+			hasPrev = false
+			continue
+		}
+		fs.add(fnvDone(hw), wordWeight(utf8.RuneCount(w)))
+		if hasPrev {
+			h := fnvBytes(fnvByte(fnvInit, 'b'), fs.prev)
+			fs.add(fnvDone(fnvBytes(fnvByte(h, ' '), w)), t.Bigram)
+		}
+		fs.prev = append(fs.prev[:0], w...)
+		hasPrev = true
+	}
 }
 
 func normalize(v []float32) {
@@ -118,13 +202,36 @@ func normalize(v []float32) {
 	}
 }
 
-func fnv64(s string) uint64 {
-	h := uint64(14695981039346656037)
+// fnv64 is FNV-1a with a final avalanche; the fnv helpers below compute the same hash of a
+// concatenation without building it.
+func fnv64(s string) uint64 { return fnvDone(fnvString(fnvInit, s)) }
+
+const fnvInit = uint64(14695981039346656037)
+
+func fnvByte(h uint64, c byte) uint64 {
+	h ^= uint64(c)
+	return h * 1099511628211
+}
+
+func fnvString(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
 		h *= 1099511628211
 	}
-	// Final avalanche so that the low bits (the index) and the top bit (the sign) are independent.
+	return h
+}
+
+func fnvBytes(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// fnvDone is the final avalanche, so that the low bits (the index) and the top bit (the sign)
+// are independent.
+func fnvDone(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -177,7 +284,7 @@ func (l *Local) features(text string) []Feature {
 			prev = ""
 			continue
 		}
-		add("w"+w, wordWeight(w))
+		add("w"+w, wordWeight(utf8.RuneCountInString(w)))
 		if prev != "" {
 			add("b"+prev+" "+w, t.Bigram)
 		}
@@ -220,9 +327,9 @@ func init() {
 	}
 }
 
-// wordWeight is a fixed IDF-like weight: short words and bare numbers are common, long words rare.
-func wordWeight(w string) float64 {
-	n := utf8.RuneCountInString(w)
+// wordWeight is the weight of a word of n runes, a fixed IDF-like weight: short words and bare
+// numbers are common, long words rare.
+func wordWeight(n int) float64 {
 	switch {
 	case n <= 2:
 		return 0.5
@@ -237,25 +344,28 @@ func wordWeight(w string) float64 {
 
 // stem is a light English suffix stripper (plural s, -es, -ies, -ed, -ing) applied to ASCII words
 // of five letters or more, so "rules" and "rule", "studies" and "study" share a feature.
-func stem(w string) string {
+func stem(w string) string { return string(stemAppend(nil, w)) }
+
+// stemAppend appends the stem of w to b.
+func stemAppend(b []byte, w string) []byte {
 	if len(w) < 5 || !isASCIIWord(w) {
-		return w
+		return append(b, w...)
 	}
 	switch {
 	case strings.HasSuffix(w, "ies"):
-		return w[:len(w)-3] + "y"
+		return append(append(b, w[:len(w)-3]...), 'y')
 	case strings.HasSuffix(w, "sses"):
-		return w[:len(w)-2]
+		return append(b, w[:len(w)-2]...)
 	case strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "us") || strings.HasSuffix(w, "is"):
-		return w
+		return append(b, w...)
 	case strings.HasSuffix(w, "s"):
-		return w[:len(w)-1]
+		return append(b, w[:len(w)-1]...)
 	case strings.HasSuffix(w, "ing") && len(w) >= 6:
-		return w[:len(w)-3]
+		return append(b, w[:len(w)-3]...)
 	case strings.HasSuffix(w, "ed") && len(w) >= 6:
-		return w[:len(w)-2]
+		return append(b, w[:len(w)-2]...)
 	}
-	return w
+	return append(b, w...)
 }
 
 func isASCIIWord(w string) bool {

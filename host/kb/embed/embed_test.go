@@ -119,3 +119,48 @@ func BenchmarkLocal(b *testing.B) {
 		l.Vector(text)
 	}
 }
+
+// referenceVector is the embedder written plainly: every feature of Features hashed from its key
+// string, in order. Vector must give exactly the same numbers.
+func referenceVector(l *Local, text string) []float32 {
+	v := make([]float32, LocalDimensions)
+	for _, f := range l.Features(text) {
+		scatter(v, fnv64(f.Key), float32(f.Weight))
+	}
+	normalize(v)
+	return v
+}
+
+var vectorSeeds = []string{
+	"",
+	"Creators must not repost other people's short videos.",
+	"The studies classes running created rules status bus buses glasses parties",
+	"短视频平台禁止搬运他人作品，的了是在和",
+	"Mixed 中文 and English: what did the 平台 say about 直播 in 2024? Café naïve résumé ÅNGSTRÖM",
+	"日本語のテキストとカタカナ、ไทยภาษา, 한국어 단어",
+	"x y z a an the of and 1 22 333 4444 55555 abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz",
+	"repeat repeat repeat repeat studies studies bigram bigram bigram",
+	"\xff\xfe invalid utf8 \xc3 tail",
+}
+
+func TestVectorMatchesReference(t *testing.T) {
+	for _, l := range []*Local{NewLocal(), NewLocalTuned(Tuning{Bigram: 0.9, CJKUni: 0.1})} {
+		for _, text := range vectorSeeds {
+			if got, want := l.Vector(text), referenceVector(l, text); !reflect.DeepEqual(got, want) {
+				t.Errorf("Vector(%q) differs from the reference", text)
+			}
+		}
+	}
+}
+
+func FuzzVectorMatchesReference(f *testing.F) {
+	for _, s := range vectorSeeds {
+		f.Add(s)
+	}
+	l := NewLocal()
+	f.Fuzz(func(t *testing.T, text string) {
+		if got, want := l.Vector(text), referenceVector(l, text); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Vector(%q) differs from the reference", text)
+		}
+	})
+}
