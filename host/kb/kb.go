@@ -312,30 +312,60 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 	}
 	chunks := make([]store.KnowledgeChunk, len(parts))
 	texts := make([]string, len(parts))
+	// The local embedder works on the same tokens as the keyword index: segment each chunk once
+	// and give the tokens to both.
+	local, _ := s.emb.(tokenEmbedder)
+	var sb strings.Builder
 	for i, c := range parts {
+		if i%64 == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
 		full := c.Text
 		if c.Heading != "" && !strings.Contains(c.Text, c.Heading) {
 			full = c.Heading + "\n" + c.Text
 		}
 		texts[i] = full
-		terms := segment.Terms(full)
+		toks := segment.Tokens(full)
+		sb.Reset()
+		sb.Grow(len(full) + len(full)/4)
+		n := 0
+		for _, t := range toks {
+			if t.Stop {
+				continue
+			}
+			if n > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(t.Text)
+			n++
+		}
 		chunks[i] = store.KnowledgeChunk{ID: uuid.NewString(), SourceID: src.ID, DocumentID: doc.ID, Index: c.Index,
-			Text: c.Text, Heading: c.Heading, TokenCount: len(terms), SearchText: strings.Join(terms, " "),
+			Text: c.Text, Heading: c.Heading, TokenCount: n, SearchText: sb.String(),
 			Metadata: p.Metadata, EmbeddingModel: s.emb.Model()}
+		if local != nil {
+			chunks[i].Embedding = local.VectorOf(toks)
+		}
 	}
-	vecs, err := s.embedAll(ctx, texts)
-	if err != nil {
-		return 0, err
+	if local == nil {
+		vecs, err := s.embedAll(ctx, texts)
+		if err != nil {
+			return 0, err
+		}
+		for i := range chunks {
+			chunks[i].Embedding = vecs[i]
+		}
 	}
-	for i := range chunks {
-		chunks[i].Embedding = vecs[i]
-	}
-	err = s.st.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks})
+	err := s.st.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks})
 	s.changed()
 	if err != nil {
 		return 0, err
 	}
 	return len(chunks), nil
+}
+
+// tokenEmbedder is an embedder that can embed a text from its segment.Tokens (embed.Local).
+type tokenEmbedder interface {
+	VectorOf(toks []segment.Token) []float32
 }
 
 // embedAll embeds texts in batches.
