@@ -417,10 +417,11 @@ func (s *Service) Reindex(ctx context.Context, userID string, admin bool, source
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
+	ids := make([]string, 0, len(byID))
+	vs := make([][]float32, 0, len(byID))
 	for id, v := range byID {
-		s.vecs[id+"\x00"+model] = v
+		ids, vs = append(ids, id), append(vs, v)
 	}
-	s.mu.Unlock()
+	s.remember(model, ids, vs)
 	return &ReindexResult{SourceID: sourceID, Model: model, Chunks: len(chunks)}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -53,10 +52,12 @@ type Service struct {
 	opt  Options
 	log  *slog.Logger
 	mu   sync.RWMutex
-	vecs map[string][]float32 // chunk id + "\x00" + model -> vector (chunks never change in place)
-	gen  uint64               // bumped by every write of this service
-	refs map[string]refsEntry // viewer -> readable embedded chunks, for refsTTL or until gen moves
+	vecs map[vecKey][]float32  // decoded vectors (chunks never change in place)
+	gen  uint64                // bumped by every write of this service
+	refs map[string]*refsEntry // viewer -> readable embedded chunks, for refsTTL or until gen moves
 }
+
+type vecKey struct{ chunkID, model string }
 
 // refsTTL bounds how long a viewer's list of readable chunks is reused: writes of this process
 // invalidate it at once, those of other hosts sharing the database within refsTTL.
@@ -66,39 +67,110 @@ type refsEntry struct {
 	gen  uint64
 	at   time.Time
 	refs []store.EmbeddingRef
+	set  *vecSet // the vectors of refs, resolved by the first search that needs them
+}
+
+// vecSet is the readable vectors of one model, in one slice, so a search scans them without map
+// lookups; byID serves the keyword candidates.
+type vecSet struct {
+	model string
+	ids   []string
+	vecs  [][]float32
+	byID  map[string][]float32
 }
 
 // changed invalidates the cached lists of readable chunks.
 func (s *Service) changed() {
 	s.mu.Lock()
 	s.gen++
-	s.refs = map[string]refsEntry{}
+	s.refs = map[string]*refsEntry{}
 	s.mu.Unlock()
 }
 
 // embeddingRefs returns the chunks v may read with their models, from the short-lived cache.
-func (s *Service) embeddingRefs(ctx context.Context, v store.Viewer) ([]store.EmbeddingRef, error) {
+func (s *Service) embeddingRefs(ctx context.Context, v store.Viewer) (*refsEntry, error) {
 	key := fmt.Sprintf("%s|%t|%s|%s|%q|%q", v.UserID, v.Admin, v.ProjectID, v.SourceID, v.SourceNames, v.DocumentIDs)
 	s.mu.RLock()
 	e, ok := s.refs[key]
 	gen := s.gen
 	s.mu.RUnlock()
 	if ok && e.gen == gen && time.Since(e.at) < refsTTL {
-		return e.refs, nil
+		return e, nil
 	}
 	refs, err := s.st.EmbeddingRefs(ctx, v)
 	if err != nil {
 		return nil, err
 	}
+	e = &refsEntry{gen: gen, at: time.Now(), refs: refs}
 	s.mu.Lock()
 	if s.gen == gen {
 		if len(s.refs) > 1000 {
-			s.refs = map[string]refsEntry{}
+			s.refs = map[string]*refsEntry{}
 		}
-		s.refs[key] = refsEntry{gen: gen, at: time.Now(), refs: refs}
+		s.refs[key] = e
 	}
 	s.mu.Unlock()
-	return refs, nil
+	return e, nil
+}
+
+// vectors resolves the vectors of e's chunks of model, from the decoded cache or the store.
+func (s *Service) vectors(ctx context.Context, e *refsEntry, model string) (*vecSet, error) {
+	s.mu.RLock()
+	set := e.set
+	s.mu.RUnlock()
+	if set != nil && set.model == model {
+		return set, nil
+	}
+	set = &vecSet{model: model}
+	var missing []store.EmbeddingRef
+	s.mu.RLock()
+	for _, r := range e.refs {
+		if r.Model != model {
+			continue
+		}
+		if vec, ok := s.vecs[vecKey{r.ChunkID, r.Model}]; ok {
+			set.ids = append(set.ids, r.ChunkID)
+			set.vecs = append(set.vecs, vec)
+		} else {
+			missing = append(missing, r)
+		}
+	}
+	s.mu.RUnlock()
+	if len(missing) > 0 {
+		got, err := s.st.Embeddings(ctx, missing)
+		if err != nil {
+			return nil, fmt.Errorf("kb: load embeddings: %w", err)
+		}
+		s.mu.Lock()
+		for _, r := range missing {
+			if vec, ok := got[r.ChunkID]; ok {
+				s.vecs[vecKey{r.ChunkID, model}] = vec
+				set.ids = append(set.ids, r.ChunkID)
+				set.vecs = append(set.vecs, vec)
+			}
+		}
+		s.mu.Unlock()
+	}
+	set.byID = make(map[string][]float32, len(set.ids))
+	for i, id := range set.ids {
+		set.byID[id] = set.vecs[i]
+	}
+	s.mu.Lock()
+	e.set = set
+	s.mu.Unlock()
+	return set, nil
+}
+
+// remember puts vectors this service has just written into the decoded cache, so the next
+// search does not load them back from the store.
+func (s *Service) remember(model string, ids []string, vecs [][]float32) {
+	s.mu.Lock()
+	for i, id := range ids {
+		if vecs[i] != nil {
+			s.vecs[vecKey{id, model}] = vecs[i]
+		}
+	}
+	s.mu.Unlock()
 }
 
 // New returns the service over st.
@@ -119,7 +191,7 @@ func New(st Store, opt Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{st: st, emb: opt.Embedder, opt: opt, log: log, vecs: map[string][]float32{}, refs: map[string]refsEntry{}}
+	return &Service{st: st, emb: opt.Embedder, opt: opt, log: log, vecs: map[vecKey][]float32{}, refs: map[string]*refsEntry{}}
 }
 
 // Embedder returns the embedder new chunks are embedded with.
@@ -360,6 +432,12 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 	if err != nil {
 		return 0, err
 	}
+	ids := make([]string, len(chunks))
+	vecs := make([][]float32, len(chunks))
+	for i, c := range chunks {
+		ids[i], vecs[i] = c.ID, c.Embedding
+	}
+	s.remember(s.emb.Model(), ids, vecs)
 	return len(chunks), nil
 }
 
@@ -565,66 +643,129 @@ func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []stri
 // neighbours returns the n readable chunks nearest to qv (by dot product of unit vectors), and the
 // vectors of every readable chunk of the query's model, from the cache or the store.
 func (s *Service) neighbours(ctx context.Context, v store.Viewer, qv []float32, n int) ([]string, map[string][]float32, error) {
-	refs, err := s.embeddingRefs(ctx, v)
+	e, err := s.embeddingRefs(ctx, v)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kb: embedding refs: %w", err)
 	}
-	model := s.emb.Model()
-	vecs := make(map[string][]float32, len(refs))
-	var missing []store.EmbeddingRef
-	s.mu.RLock()
-	for _, r := range refs {
-		if r.Model != model {
-			continue
-		}
-		if vec, ok := s.vecs[r.ChunkID+"\x00"+r.Model]; ok {
-			vecs[r.ChunkID] = vec
-		} else {
-			missing = append(missing, r)
+	set, err := s.vectors(ctx, e, s.emb.Model())
+	if err != nil {
+		return nil, nil, err
+	}
+	// A query embeds to few non-zero numbers (the local embedder puts a short query in a few
+	// dozen of 1536 buckets): summing only those, in index order, gives exactly the dense sum,
+	// since the skipped products are zeros.
+	var nz []int32
+	for i, x := range qv {
+		if x != 0 {
+			nz = append(nz, int32(i))
 		}
 	}
-	s.mu.RUnlock()
-	if len(missing) > 0 {
-		got, err := s.st.Embeddings(ctx, missing)
-		if err != nil {
-			return nil, nil, fmt.Errorf("kb: load embeddings: %w", err)
-		}
-		s.mu.Lock()
-		for id, vec := range got {
-			s.vecs[id+"\x00"+model] = vec
-			vecs[id] = vec
-		}
-		s.mu.Unlock()
-	}
-	type sc struct {
-		id string
-		s  float32
-	}
-	top := make([]sc, 0, n+1)
-	for id, vec := range vecs {
+	sparse := len(nz) <= len(qv)/4
+	top := newTopK(n)
+	for i, vec := range set.vecs {
 		if len(vec) != len(qv) {
 			continue
 		}
 		var dot float32
-		for i := range qv {
-			dot += qv[i] * vec[i]
+		if sparse {
+			for _, k := range nz {
+				dot += qv[k] * vec[k]
+			}
+		} else {
+			dot = dotDense(qv, vec)
 		}
-		if len(top) == n && dot <= top[n-1].s {
-			continue
-		}
-		k := sort.Search(len(top), func(i int) bool { return top[i].s < dot })
-		top = append(top, sc{})
-		copy(top[k+1:], top[k:])
-		top[k] = sc{id, dot}
-		if len(top) > n {
-			top = top[:n]
-		}
+		top.push(i, dot)
 	}
-	ids := make([]string, len(top))
-	for i, t := range top {
-		ids[i] = t.id
+	order := top.sorted()
+	ids := make([]string, len(order))
+	for i, k := range order {
+		ids[i] = set.ids[k]
 	}
-	return ids, vecs, nil
+	return ids, set.byID, nil
+}
+
+// dotDense is the dot product summed in index order.
+func dotDense(a, b []float32) float32 {
+	b = b[:len(a)]
+	var dot float32
+	for i, x := range a {
+		dot += x * b[i]
+	}
+	return dot
+}
+
+// topK keeps the n best scores seen, in a min-heap; ties keep the earlier item.
+type topK struct {
+	n    int
+	idx  []int
+	dots []float32
+}
+
+func newTopK(n int) *topK {
+	return &topK{n: n, idx: make([]int, 0, n), dots: make([]float32, 0, n)}
+}
+
+// worse reports whether heap slot a ranks below slot b: a lower score, or the same score
+// seen later.
+func (t *topK) worse(a, b int) bool {
+	return t.dots[a] < t.dots[b] || (t.dots[a] == t.dots[b] && t.idx[a] > t.idx[b])
+}
+
+func (t *topK) push(i int, dot float32) {
+	if t.n <= 0 {
+		return
+	}
+	if len(t.idx) < t.n {
+		t.idx, t.dots = append(t.idx, i), append(t.dots, dot)
+		for c := len(t.idx) - 1; c > 0; {
+			p := (c - 1) / 2
+			if !t.worse(c, p) {
+				break
+			}
+			t.swap(c, p)
+			c = p
+		}
+		return
+	}
+	// Items come in increasing i, so an equal score never displaces the root.
+	if dot <= t.dots[0] {
+		return
+	}
+	t.idx[0], t.dots[0] = i, dot
+	t.down(0, len(t.idx))
+}
+
+func (t *topK) swap(a, b int) {
+	t.idx[a], t.idx[b] = t.idx[b], t.idx[a]
+	t.dots[a], t.dots[b] = t.dots[b], t.dots[a]
+}
+
+func (t *topK) down(p, n int) {
+	for {
+		c := 2*p + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && t.worse(c+1, c) {
+			c++
+		}
+		if !t.worse(c, p) {
+			return
+		}
+		t.swap(c, p)
+		p = c
+	}
+}
+
+// sorted returns the kept items best first (ties: earlier first), emptying the heap.
+func (t *topK) sorted() []int {
+	out := make([]int, len(t.idx))
+	for n := len(t.idx); n > 0; n-- {
+		out[n-1] = t.idx[0]
+		t.swap(0, n-1)
+		t.down(0, n-1)
+	}
+	return out
 }
 
 // finish applies the metadata filter, the optional rerank and top_k.

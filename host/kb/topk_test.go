@@ -1,0 +1,37 @@
+package kb
+
+import (
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+func TestTopK(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 200; round++ {
+		n, items := r.IntN(12), r.IntN(60)
+		dots := make([]float32, items)
+		for i := range dots {
+			dots[i] = float32(r.IntN(8)) // many ties
+		}
+		top := newTopK(n)
+		for i, d := range dots {
+			top.push(i, d)
+		}
+		want := make([]int, items)
+		for i := range want {
+			want[i] = i
+		}
+		sort.SliceStable(want, func(a, b int) bool { return dots[want[a]] > dots[want[b]] })
+		want = want[:min(n, items)]
+		got := top.sorted()
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d items, want %d", round, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("round %d: got %v, want %v (dots %v)", round, got, want, dots)
+			}
+		}
+	}
+}
