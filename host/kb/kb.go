@@ -327,18 +327,29 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 		res.ChunksCount = added.Document.ChunkCount
 		return res, nil
 	}
+	if added.Retry {
+		s.log.Info("kb: ingesting again a document left failed or unfinished", "document", doc.ID)
+	}
 	n, ingestErr := s.index(ctx, added.Source, doc, p, data)
-	if ingestErr != nil {
+	if ingestErr != nil && !errors.Is(ingestErr, store.ErrConflict) {
 		if e := errcode.As(ingestErr); e == nil || e.Code != errcode.Validation {
 			s.log.Warn("kb: ingest failed", "document", doc.ID, "err", ingestErr)
 		}
-		if err := s.st.SetDocumentStatus(context.WithoutCancel(ctx), doc.ID, store.DocFailed, publicReason(ingestErr)); err != nil {
+		err := s.st.SetDocumentStatus(context.WithoutCancel(ctx), doc.ID, store.DocFailed, publicReason(ingestErr))
+		if errors.Is(err, store.ErrConflict) {
+			ingestErr = err
+		} else if err != nil {
 			return nil, fmt.Errorf("kb: mark failed: %w", err)
 		}
 	}
 	res.ChunksCount = n
 	if res.Document, err = s.st.GetDocument(ctx, doc.ID); err != nil {
 		return nil, fmt.Errorf("kb: reload document: %w", err)
+	}
+	if errors.Is(ingestErr, store.ErrConflict) {
+		// Another ingest of the same file (one this upload took over as abandoned, still alive
+		// after all) indexed the document first: this one is a duplicate of it.
+		res.Duplicate, res.ChunksCount = true, res.Document.ChunkCount
 	}
 	return res, nil
 }
@@ -630,7 +641,7 @@ func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []stri
 			continue
 		}
 		ids = append(ids, id)
-		cands = append(cands, rank.Candidate{ID: id, Terms: strings.Fields(r.SearchText), Vector: vecs[id]})
+		cands = append(cands, rank.Candidate{ID: id, Terms: indexTerms(r.SearchText), Vector: vecs[id]})
 	}
 	scored := rank.Score(rank.Query{Terms: terms, Vector: qv}, cands, rank.Options{TopK: want, Floor: s.opt.MinScore})
 	hits := make([]Hit, 0, len(scored))
@@ -638,6 +649,27 @@ func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []stri
 		hits = append(hits, hitOf(rows[ids[h.Index]], Scores{Vector: h.Vector, Keyword: h.Keyword, Total: h.Total}))
 	}
 	return hits, nil
+}
+
+// indexTerms splits a stored search text (segment.IndexForm: terms joined by single spaces)
+// back into its terms. It gives what strings.Fields gives, without Fields' rune-by-rune path for
+// non-ASCII text when the text can hold no separator but single spaces.
+func indexTerms(searchText string) []string {
+	if searchText == "" {
+		return nil
+	}
+	if searchText[0] == ' ' || searchText[len(searchText)-1] == ' ' || strings.Contains(searchText, "  ") {
+		return strings.Fields(searchText)
+	}
+	for i := 0; i < len(searchText); i++ {
+		switch searchText[i] {
+		// ASCII whitespace other than the space, and the lead bytes of every non-ASCII
+		// whitespace rune (U+0085, U+00A0, U+1680, U+2000 to U+205F, U+3000).
+		case '\t', '\n', '\v', '\f', '\r', 0xC2, 0xE1, 0xE2, 0xE3:
+			return strings.Fields(searchText)
+		}
+	}
+	return strings.Split(searchText, " ")
 }
 
 // neighbours returns the n readable chunks nearest to qv (by dot product of unit vectors), and the

@@ -2,12 +2,18 @@ package kb_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reelforge/reelforge/host/kb"
@@ -189,6 +195,88 @@ func TestIngestRules(t *testing.T) {
 		res := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "zh", Visibility: store.VisibilityPrivate, Text: long})
 		if want := len([]rune(long)) / 820; res.ChunksCount < want || res.ChunksCount > want+3 {
 			t.Errorf("%d characters gave %d chunks, want about %d", len([]rune(long)), res.ChunksCount, want)
+		}
+	})
+}
+
+// TestIngestRetriesUnfinished: a document of the same hash that is failed, or was left
+// uploading or parsing long ago (a host killed mid-ingest), is ingested again in place; one that
+// is indexed, or whose ingest may still be running, is a duplicate. One hash never makes two
+// documents.
+func TestIngestRetriesUnfinished(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		exec, ok := d.(interface {
+			Exec(ctx context.Context, q string, args ...any) (int64, error)
+		})
+		if !ok {
+			t.Skip("the driver does not expose Exec")
+		}
+		for i, status := range []string{store.DocFailed, store.DocUploading, store.DocParsing} {
+			text := fmt.Sprintf("Abandoned upload number %d about quokka lighting.", i)
+			sum := sha256.Sum256([]byte(text))
+			doc := &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "text.txt", FileHash: hex.EncodeToString(sum[:])}
+			added, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "retry", Visibility: store.VisibilityPrivate}, doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.SetDocumentStatus(ctx, doc.ID, status, "boom"); err != nil {
+				t.Fatal(err)
+			}
+			p := kb.IngestParams{UserID: u.ID, SourceName: "retry", Visibility: store.VisibilityPrivate, Text: text}
+			if status != store.DocFailed {
+				// Still fresh: its ingest may be running, so this upload is a duplicate.
+				res := ingest(t, s, p)
+				if !res.Duplicate || res.Document.ID != doc.ID || res.Document.ParseStatus != status {
+					t.Errorf("%s (fresh): duplicate %v, document %+v; want a duplicate of %s", status, res.Duplicate, res.Document, doc.ID)
+				}
+				old := time.Now().Add(-2 * store.IngestStale).UTC()
+				var at any = old
+				if d.Name() == "sqlite" {
+					at = old.Format("2006-01-02T15:04:05.000000Z")
+				}
+				if _, err := exec.Exec(ctx, `UPDATE knowledge_documents SET updated_at = $2 WHERE id = $1`, doc.ID, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := ingest(t, s, p)
+			if res.Duplicate || res.Document.ID != doc.ID || res.Document.ParseStatus != store.DocIndexed || res.ChunksCount != 1 ||
+				res.Document.ErrorMessage != "" || res.Source.Version != added.Source.Version+1 {
+				t.Errorf("%s: duplicate %v, %d chunks, document %+v, source version %d; want %s indexed in place",
+					status, res.Duplicate, res.ChunksCount, res.Document, res.Source.Version, doc.ID)
+			}
+			again := ingest(t, s, p)
+			if !again.Duplicate || again.Document.ID != doc.ID || again.ChunksCount != 1 {
+				t.Errorf("%s: ingest after indexing: duplicate %v, document %s; want a duplicate", status, again.Duplicate, again.Document.ID)
+			}
+			// The indexed document keeps its state and its one set of chunks.
+			if err := d.SetDocumentStatus(ctx, doc.ID, store.DocFailed, "late"); !errors.Is(err, store.ErrConflict) {
+				t.Errorf("SetDocumentStatus(indexed -> failed) = %v, want ErrConflict", err)
+			}
+			err = d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: []store.KnowledgeChunk{{ID: uuid.NewString(),
+				SourceID: res.Source.ID, DocumentID: doc.ID, Text: "again"}}})
+			if !errors.Is(err, store.ErrConflict) {
+				t.Errorf("WriteChunks(indexed) = %v, want ErrConflict", err)
+			}
+			hits, err := s.Search(ctx, kb.SearchParams{UserID: u.ID, Query: fmt.Sprintf("abandoned upload number %d", i), TopK: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, h := range hits {
+				if h.DocumentID == doc.ID {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: search found %d chunks of the document, want 1", status, n)
+			}
+		}
+		docs, total, err := d.ListDocuments(ctx, store.Viewer{UserID: u.ID}, 10, 0)
+		if err != nil || total != 3 {
+			t.Errorf("ListDocuments = %d documents, total %d, %v; want 3", len(docs), total, err)
 		}
 	})
 }

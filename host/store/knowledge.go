@@ -119,7 +119,18 @@ type AddDocumentResult struct {
 	Source    *KnowledgeSource
 	Document  *KnowledgeDocument
 	Duplicate bool // the source already held a document with the same hash: Document is that one
+	// Retry: the source held the hash in a document that is not indexed and that no ingest is
+	// working on (failed, or abandoned past IngestStale); Document is that one, claimed for this
+	// ingest and back in uploading, so one hash never makes two documents.
+	Retry bool
 }
+
+// IngestStale is how long a document may stay uploading or parsing before a new upload of the
+// same file takes it over: far longer than an ingest takes (seconds for the largest text with the
+// local embedder, minutes with a slow remote one), so only a document whose ingest died (a host
+// killed mid-ingest) is taken over. Should a slow ingest still finish, the document is indexed
+// once: WriteChunks refuses a document already indexed.
+const IngestStale = 15 * time.Minute
 
 // WriteChunksParams is a document's chunks and embeddings, written in one transaction.
 type WriteChunksParams struct {
@@ -187,12 +198,15 @@ type Fact struct {
 type Knowledge interface {
 	// AddDocument finds or creates the source and adds doc to it, raising the source's version, in
 	// one transaction; a document with the same file hash in that source is returned instead
-	// (Duplicate) and nothing changes.
+	// (Duplicate) and nothing changes, unless that document is failed or abandoned: then doc
+	// takes it over (Retry, see AddDocumentResult) and doc.ID becomes its id.
 	AddDocument(ctx context.Context, src NewSourceParams, doc *KnowledgeDocument) (*AddDocumentResult, error)
-	// SetDocumentStatus moves a document to status (with an error message for failed).
+	// SetDocumentStatus moves a document to status (with an error message for failed); an
+	// indexed document is not moved (ErrConflict).
 	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
 	// WriteChunks writes a document's chunks and embeddings and marks it indexed with its chunk
-	// count, in one transaction (filling the vector column where the database has one).
+	// count, in one transaction (filling the vector column where the database has one); a
+	// document indexed already is ErrConflict and nothing is written.
 	WriteChunks(ctx context.Context, p WriteChunksParams) error
 	// GetSource and GetDocument return ErrNotFound for unknown ids (visibility is the caller's).
 	GetSource(ctx context.Context, id string) (*KnowledgeSource, error)

@@ -144,7 +144,17 @@ func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *s
 			d, err := scanDocument(tx.QueryRow(ctx, `SELECT `+docCols+` FROM knowledge_documents d
 				WHERE d.source_id = $1 AND d.file_hash = $2 ORDER BY d.created_at LIMIT 1`, s.ID, doc.FileHash))
 			if err == nil {
-				res.Document, res.Duplicate = d, true
+				claimed, err := tx.retryDocument(ctx, d, doc, now)
+				if err != nil || !claimed {
+					res.Document, res.Duplicate = d, true
+					return err
+				}
+				if _, err := tx.Exec(ctx, `UPDATE knowledge_sources SET version = version + 1, updated_at = $2 WHERE id = $1`, s.ID, tx.T(now)); err != nil {
+					return err
+				}
+				s.Version++
+				s.UpdatedAt = now
+				res.Document, res.Retry = doc, true
 				return nil
 			}
 			if !errors.Is(err, store.ErrNotFound) {
@@ -177,14 +187,56 @@ func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *s
 	return &res, nil
 }
 
-// SetDocumentStatus implements store.Knowledge.
+// retryDocument claims the existing document d of the same hash for a new ingest when d is not
+// indexed and no ingest is working on it: failed, or left uploading or parsing for longer than
+// store.IngestStale (a host killed mid-ingest). The claim is one conditional UPDATE, so two
+// uploads racing for it cannot both win; doc takes d's id and creation time and the new upload's
+// other fields. It reports false when d stays as it is (a duplicate).
+func (db *DB) retryDocument(ctx context.Context, d, doc *store.KnowledgeDocument, now time.Time) (bool, error) {
+	switch d.ParseStatus {
+	case store.DocFailed:
+	case store.DocUploading, store.DocParsing:
+		if now.Sub(d.UpdatedAt) < store.IngestStale {
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET user_id = $2, title = $3, filename = $4, file_size = $5, file_url = $6,
+		mime_type = $7, parse_status = $8, error_message = '', chunk_count = 0, metadata = $9, updated_at = $10
+		WHERE id = $1 AND (parse_status = $11 OR (parse_status IN ($12, $13) AND updated_at < $14))`,
+		d.ID, doc.UserID, doc.Title, doc.Filename, doc.FileSize, doc.FileURL, doc.MimeType, store.DocUploading,
+		JOr(doc.Metadata, "{}"), db.T(now), store.DocFailed, store.DocUploading, store.DocParsing, db.T(now.Add(-store.IngestStale)))
+	if err != nil || n == 0 {
+		return false, err
+	}
+	doc.ID, doc.SourceID, doc.CreatedAt, doc.UpdatedAt = d.ID, d.SourceID, d.CreatedAt, now
+	doc.ParseStatus, doc.ErrorMessage, doc.ChunkCount = store.DocUploading, "", 0
+	return true, nil
+}
+
+// SetDocumentStatus implements store.Knowledge. An indexed document keeps its state
+// (ErrConflict): its chunks are written, whatever a late ingest of the same file says.
 func (db *DB) SetDocumentStatus(ctx context.Context, id, status, errMsg string) error {
-	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = $3, updated_at = $4 WHERE id = $1`,
-		id, status, errMsg, db.T(db.Now()))
+	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = $3, updated_at = $4
+		WHERE id = $1 AND parse_status <> $5`, id, status, errMsg, db.T(db.Now()), store.DocIndexed)
 	if err == nil && n == 0 {
-		return store.ErrNotFound
+		return db.indexedOrMissing(ctx, id)
 	}
 	return err
+}
+
+// indexedOrMissing is the error of a document update that matched no row: ErrConflict when the
+// document exists (it is indexed already), ErrNotFound otherwise.
+func (db *DB) indexedOrMissing(ctx context.Context, id string) error {
+	var n int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_documents WHERE id = $1`, id).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: document %s is indexed already", store.ErrConflict, id)
+	}
+	return store.ErrNotFound
 }
 
 // EmbeddingRow is one vector to write.
@@ -250,10 +302,12 @@ func (db *DB) WriteChunksWith(ctx context.Context, p store.WriteChunksParams, pu
 		if err := put(ctx, tx, rows, now); err != nil {
 			return err
 		}
+		// A document is indexed once: a second ingest of it (a retried upload racing a slow
+		// first one) rolls back instead of adding a second set of chunks.
 		n, err := tx.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3, updated_at = $4
-			WHERE id = $1`, p.DocumentID, store.DocIndexed, len(p.Chunks), ts)
+			WHERE id = $1 AND parse_status <> $2`, p.DocumentID, store.DocIndexed, len(p.Chunks), ts)
 		if err == nil && n == 0 {
-			return store.ErrNotFound
+			return tx.indexedOrMissing(ctx, p.DocumentID)
 		}
 		return err
 	})

@@ -79,6 +79,15 @@ func testKnowledgeSources(t *testing.T, open Opener) {
 	if err != nil || got.ParseStatus != store.DocFailed || got.ErrorMessage != "no text" {
 		t.Errorf("GetDocument = %+v, %v; want failed with its reason", got, err)
 	}
+	// The failed document is taken over by the next upload of its file, in place.
+	retry, err := d.AddDocument(ctx, src, &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "d.txt", FileHash: "h1"})
+	if err != nil || retry.Duplicate || !retry.Retry || retry.Document.ID != doc.ID || retry.Document.ParseStatus != store.DocUploading ||
+		retry.Document.Filename != "d.txt" || retry.Source.Version != 3 {
+		t.Errorf("AddDocument(hash of a failed document) = %+v, %v; want %s taken over at source version 3", retry, err, doc.ID)
+	}
+	if got, err := d.GetDocument(ctx, doc.ID); err != nil || got.ParseStatus != store.DocUploading || got.ErrorMessage != "" {
+		t.Errorf("GetDocument(retried) = %+v, %v; want uploading without a reason", got, err)
+	}
 	if _, err := d.GetDocument(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetDocument(unknown) = %v, want ErrNotFound", err)
 	}
