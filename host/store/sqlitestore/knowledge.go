@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"sort"
 	"strings"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -33,12 +34,27 @@ func ftsQuery(terms []string) string {
 	return strings.Join(parts, " OR ")
 }
 
+// keywordRows is about how many matching rows one keyword search ranks with bm25 before it
+// leaves out its most common terms. Ranking costs a few microseconds a row (FTS5 reads the row's
+// size and positions), and an OR of common words matches most of a large corpus.
+const keywordRows = 2000
+
 // KeywordCandidates implements store.Knowledge: FTS5 MATCH with an OR of the terms, by bm25.
 // The best matches of the whole index are taken first (FTS5 ranks them without touching the
 // chunk rows), then filtered by visibility; when that leaves fewer than the limit, the visible
 // matches are ranked in full.
+//
+// When the terms together match more than keywordRows rows, only the rarest ones are searched:
+// terms are taken by ascending document frequency while their rows add up to keywordRows (the
+// rarest always). A term left out is common, so its bm25 weight (idf) is small, and FTS5 gives a
+// term held by half the rows or more no weight at all; the in-memory ranking still scores every
+// query term on the candidates, and the vector leg brings its own.
 func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
-	q := ftsQuery(p.Terms)
+	terms, err := d.searchTerms(ctx, p.Terms)
+	if err != nil {
+		return nil, err
+	}
+	q := ftsQuery(terms)
 	if q == "" {
 		return nil, nil
 	}
@@ -47,6 +63,66 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 		return out, err
 	}
 	return d.keywordQuery(ctx, p, q, 0)
+}
+
+// searchTerms leaves out, past keywordRows matching rows, the most common terms; it keeps the
+// query's order. A term the vocabulary does not list is kept: it matches nothing, or the
+// tokenizer reads it as another term whose frequency is unknown here.
+func (d *Driver) searchTerms(ctx context.Context, terms []string) ([]string, error) {
+	if len(terms) > 64 {
+		terms = terms[:64] // ftsQuery's limit
+	}
+	if len(terms) < 2 {
+		return terms, nil
+	}
+	var a sqldb.Args
+	rows, err := d.Query(ctx, `SELECT term, doc FROM knowledge_chunks_fts_vocab WHERE `+a.In("term", terms), a.List...)
+	if err != nil {
+		return nil, err
+	}
+	df := make(map[string]int, len(terms))
+	for rows.Next() {
+		var t string
+		var n int
+		if err := rows.Scan(&t, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		df[t] = n
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	var known []string
+	for _, t := range terms {
+		if df[t] > 0 {
+			total += df[t]
+			known = append(known, t)
+		}
+	}
+	if total <= keywordRows {
+		return terms, nil
+	}
+	sort.SliceStable(known, func(i, j int) bool { return df[known[i]] < df[known[j]] })
+	n, sum := 1, df[known[0]]
+	for n < len(known) && sum+df[known[n]] <= keywordRows {
+		sum += df[known[n]]
+		n++
+	}
+	drop := make(map[string]bool, len(known)-n)
+	for _, t := range known[n:] {
+		drop[t] = true
+	}
+	out := make([]string, 0, len(terms)-len(drop))
+	for _, t := range terms {
+		if !drop[t] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // keywordQuery ranks the matches of q; inner > 0 first takes the inner best of the whole index.
