@@ -4,6 +4,8 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqldb"
@@ -11,7 +13,60 @@ import (
 
 // WriteChunks implements store.Knowledge.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
-	return d.DB.WriteChunksWith(ctx, p, sqldb.InsertEmbeddings)
+	err := d.DB.WriteChunksWith(ctx, p, sqldb.InsertEmbeddings)
+	d.df.clear()
+	return err
+}
+
+// dfCache keeps the document frequency of recently searched terms: counting a common term walks
+// its whole position list, and the same common words come back query after query. Writes of
+// this process clear it; those of another process (the CLI's ingest) are seen within dfTTL. A
+// stale count only shifts which common terms the keyword leg leaves out.
+type dfCache struct {
+	mu sync.Mutex
+	at time.Time
+	df map[string]int
+}
+
+const (
+	dfTTL     = 10 * time.Second
+	dfEntries = 20000
+)
+
+func (c *dfCache) clear() {
+	c.mu.Lock()
+	c.df = nil
+	c.mu.Unlock()
+}
+
+// lookup returns the cached counts of terms and the terms it does not know.
+func (c *dfCache) lookup(terms []string) (map[string]int, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.df == nil || time.Since(c.at) > dfTTL {
+		c.df, c.at = map[string]int{}, time.Now()
+	}
+	got := make(map[string]int, len(terms))
+	var missing []string
+	for _, t := range terms {
+		if n, ok := c.df[t]; ok {
+			got[t] = n
+		} else {
+			missing = append(missing, t)
+		}
+	}
+	return got, missing
+}
+
+func (c *dfCache) store(df map[string]int, terms []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.df == nil || len(c.df) > dfEntries {
+		c.df, c.at = map[string]int{}, time.Now()
+	}
+	for _, t := range terms {
+		c.df[t] = df[t] // 0 for a term the vocabulary does not list
+	}
 }
 
 // AddEmbeddings implements store.Knowledge.
@@ -41,8 +96,8 @@ const keywordRows = 2000
 
 // KeywordCandidates implements store.Knowledge: FTS5 MATCH with an OR of the terms, by bm25.
 // The best matches of the whole index are taken first (FTS5 ranks them without touching the
-// chunk rows), then filtered by visibility; when that leaves fewer than the limit, the visible
-// matches are ranked in full.
+// chunk rows), then filtered by visibility; when that leaves fewer than the limit, more of the
+// best, and at last the visible matches ranked in full.
 //
 // When the terms together match more than keywordRows rows, only the rarest ones are searched:
 // terms are taken by ascending document frequency while their rows add up to keywordRows (the
@@ -58,9 +113,15 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 	if q == "" {
 		return nil, nil
 	}
-	out, err := d.keywordQuery(ctx, p, q, max(1000, 10*p.Limit))
-	if err != nil || len(out) >= p.Limit {
-		return out, err
+	// Joining a match to its chunk, source and document (for the visibility rule) costs more
+	// than ranking it, so the best 2*limit matches are joined first; when fewer than limit of
+	// those are visible, the best 1000, then all. Each stage returns exactly the best visible
+	// matches when it returns limit of them.
+	for _, inner := range []int{2 * p.Limit, max(1000, 10*p.Limit)} {
+		out, err := d.keywordQuery(ctx, p, q, inner)
+		if err != nil || len(out) >= p.Limit {
+			return out, err
+		}
 	}
 	return d.keywordQuery(ctx, p, q, 0)
 }
@@ -75,25 +136,12 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) ([]string, err
 	if len(terms) < 2 {
 		return terms, nil
 	}
-	var a sqldb.Args
-	rows, err := d.Query(ctx, `SELECT term, doc FROM knowledge_chunks_fts_vocab WHERE `+a.In("term", terms), a.List...)
-	if err != nil {
-		return nil, err
-	}
-	df := make(map[string]int, len(terms))
-	for rows.Next() {
-		var t string
-		var n int
-		if err := rows.Scan(&t, &n); err != nil {
-			rows.Close()
+	df, missing := d.df.lookup(terms)
+	if len(missing) > 0 {
+		if err := d.countTerms(ctx, missing, df); err != nil {
 			return nil, err
 		}
-		df[t] = n
-	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return nil, err
+		d.df.store(df, missing)
 	}
 	total := 0
 	var known []string
@@ -123,6 +171,25 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) ([]string, err
 		}
 	}
 	return out, nil
+}
+
+// countTerms adds the document frequencies of terms to df from the FTS5 vocabulary.
+func (d *Driver) countTerms(ctx context.Context, terms []string, df map[string]int) error {
+	var a sqldb.Args
+	rows, err := d.Query(ctx, `SELECT term, doc FROM knowledge_chunks_fts_vocab WHERE `+a.In("term", terms), a.List...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var n int
+		if err := rows.Scan(&t, &n); err != nil {
+			return err
+		}
+		df[t] = n
+	}
+	return rows.Err()
 }
 
 // keywordQuery ranks the matches of q; inner > 0 first takes the inner best of the whole index.

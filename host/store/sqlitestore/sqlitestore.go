@@ -22,6 +22,7 @@ import (
 type Driver struct {
 	*sqldb.DB
 	sqlDB *sql.DB
+	df    *dfCache // shared with the drivers of InTx
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -45,7 +46,7 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	sqlDB.SetMaxOpenConns(8)
 	sqlDB.SetMaxIdleConns(8)
 	sqlDB.SetConnMaxIdleTime(0)
-	d := &Driver{sqlDB: sqlDB}
+	d := &Driver{sqlDB: sqlDB, df: &dfCache{}}
 	d.DB = sqldb.New(dbConn{sqlDB}, d.begin, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {
 		sqlDB.Close()
@@ -110,7 +111,7 @@ func (d *Driver) SupportsVectorSearch() bool { return false }
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		return fn(&Driver{DB: tx, sqlDB: nil})
+		return fn(&Driver{DB: tx, sqlDB: nil, df: d.df})
 	})
 }
 
