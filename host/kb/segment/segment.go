@@ -83,12 +83,17 @@ func hasMark(s string) bool {
 		return true // something decomposes, e.g. a precomposed é
 	}
 	for _, r := range s {
-		if r >= 0x300 && unicode.Is(unicode.Mn, r) {
+		if r >= 0x300 && !isCJKUnified(r) && unicode.Is(unicode.Mn, r) {
 			return true
 		}
 	}
 	return false
 }
+
+// isCJKUnified reports whether r is in the CJK Unified Ideographs block, every code point of
+// which is Han (a test checks it against the unicode tables): most of a Chinese text, answered
+// without a table search.
+func isCJKUnified(r rune) bool { return r >= 0x4E00 && r <= 0x9FFF }
 
 // stripMarks removes nonspacing marks after canonical decomposition, then recomposes.
 func stripMarks(s string) string {
@@ -108,6 +113,9 @@ func stripMarks(s string) string {
 func isBigramScript(r rune) bool {
 	if r < 0x0E00 {
 		return false
+	}
+	if isCJKUnified(r) {
+		return true
 	}
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Thai, r)
@@ -137,14 +145,21 @@ type Token struct {
 // callers and feature extraction. Text must not be normalised already (it is normalised here).
 func Tokens(text string) []Token {
 	s := Normalize(text)
-	out := make([]Token, 0, len(s)/5)
+	// About one token a word of Latin text, two a character of Chinese (a unigram and a bigram,
+	// three bytes of text).
+	capacity := len(s)/5 + 1
+	if !isASCII(s) {
+		capacity = len(s)*2/3 + 1
+	}
+	out := make([]Token, 0, capacity)
+	var starts []int // reused by every run of bigram script
 	i := 0
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case isBigramScript(r):
 			j := i
-			var starts []int
+			starts = starts[:0]
 			for j < len(s) {
 				r2, n2 := utf8.DecodeRuneInString(s[j:])
 				if !isBigramScript(r2) {

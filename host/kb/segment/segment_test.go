@@ -84,3 +84,11 @@ func BenchmarkTerms(b *testing.B) {
 		Terms(text)
 	}
 }
+
+func TestCJKUnifiedIsHan(t *testing.T) {
+	for r := rune(0x4E00); r <= 0x9FFF; r++ {
+		if !unicode.Is(unicode.Han, r) || unicode.Is(unicode.Mn, r) {
+			t.Fatalf("U+%04X: Han %v, Mn %v; isCJKUnified's shortcut would be wrong", r, unicode.Is(unicode.Han, r), unicode.Is(unicode.Mn, r))
+		}
+	}
+}
