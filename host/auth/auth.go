@@ -223,7 +223,9 @@ func (v *verifiedTokens) put(token string, p Principal, exp time.Time) {
 	if v.m == nil || len(v.m) >= verifiedMax {
 		v.m = make(map[string]verifiedToken)
 	}
-	v.m[token] = verifiedToken{p: p, exp: exp}
+	// Clone: the caller's string may share memory with a request buffer that is reused (Fiber's
+	// zero-copy headers), which would change the key under the map.
+	v.m[strings.Clone(token)] = verifiedToken{p: p, exp: exp}
 }
 
 // User returns the account of a principal.

@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -59,6 +60,9 @@ func (c *listCache) put(gen uint64, p store.ListProjectsParams, items []store.Pr
 	if len(c.m) >= listCacheMax {
 		clear(c.m)
 	}
+	// Own the key's strings: a status read from a query string may share a request buffer that
+	// the HTTP server reuses.
+	p.UserID, p.Status = strings.Clone(p.UserID), strings.Clone(p.Status)
 	c.m[p] = listPage{gen: gen, items: append([]store.Project(nil), items...), total: total}
 }
 

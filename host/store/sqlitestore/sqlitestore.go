@@ -223,7 +223,7 @@ func (c *readCache) get(ctx context.Context, q string) *sql.Stmt {
 		prepared.Close()
 		return old
 	}
-	c.m[q] = prepared
+	c.m[strings.Clone(q)] = prepared
 	return prepared
 }
 
