@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
+	"net/http"
 	"net/http/httptest"
 	"net/textproto"
 	"strings"
@@ -54,18 +55,27 @@ func (f *frames) count(typ, action string) int {
 // setupContent is setup with the content service wired (uploads limited to limit bytes).
 func setupContent(t *testing.T, open func(*testing.T) store.Driver, limit int, notify ...events.Notifier) *testBundle {
 	t.Helper()
+	return setupContentWith(t, open, limit, func(c *content.Config) { c.Notifier = firstNotifier(notify) })
+}
+
+// setupContentWith is setupContent with tweak applied to the content service's configuration.
+func setupContentWith(t *testing.T, open func(*testing.T) store.Driver, limit int, tweak func(*content.Config)) *testBundle {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.JWTSecret = "test-secret-test-secret-test-secret"
 	cfg.DataDir = t.TempDir()
 	cfg.UploadLimit = limit
 	st := open(t)
 	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
-	s.Content = content.New(content.Config{Store: st, DataDir: cfg.DataDir, UploadLimit: int64(limit),
-		Fetcher:  content.NewFetcher(content.FetcherConfig{Timeout: time.Second}),
-		Notifier: firstNotifier(notify),
+	cc := content.Config{Store: st, DataDir: cfg.DataDir, UploadLimit: int64(limit),
+		Fetcher: content.NewFetcher(content.FetcherConfig{Timeout: time.Second}),
 		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
-		}})
+		}}
+	if tweak != nil {
+		tweak(&cc)
+	}
+	s.Content = content.New(cc)
 	return &testBundle{t: t, app: s.App(), st: st}
 }
 
@@ -281,6 +291,64 @@ func TestInspirationAndCorpus(t *testing.T) {
 			}
 			if r = b.do("GET", "/api/corpus?limit=100", a, nil); has(ids(r.body["data"]), first) {
 				t.Errorf("deleted record still listed")
+			}
+		})
+	}
+}
+
+func TestSmartFeed(t *testing.T) {
+	t.Parallel()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, `<html><head><title>Latte art</title>
+		<meta property="og:description" content="Five latte art patterns in one minute. Start with the heart."></head></html>`)
+	}))
+	t.Cleanup(page.Close)
+	for _, d := range drivers() {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupContentWith(t, d.open, 1<<20, func(c *content.Config) {
+				c.Fetcher = content.NewFetcher(content.FetcherConfig{Timeout: 3 * time.Second, Allow: []string{"127.0.0.1"}})
+			})
+			a, _ := b.user("alice")
+			other, _ := b.user("bob")
+
+			r := b.do("POST", "/api/inspiration/collect", a, map[string]any{"type": "text",
+				"content": "Film the morning market at sunrise. Close-ups of steaming buns. End on the vendor's smile."})
+			text := r.data("inspiration").(map[string]any)
+			if r.status != 201 || text["ai_summary"] != "Film the morning market at sunrise. Close-ups of steaming buns. End on the vendor's smile." ||
+				r.data("preview").(map[string]any)["summary"] != text["ai_summary"] {
+				t.Fatalf("collect text = %d %s, want the extractive ai_summary", r.status, r.raw)
+			}
+			r = b.do("POST", "/api/inspiration/collect", a, map[string]any{"type": "link", "content": page.URL + "/v/1"})
+			link := r.data("inspiration").(map[string]any)
+			if r.status != 201 || link["ai_summary"] != "Five latte art patterns in one minute. Start with the heart." {
+				t.Fatalf("collect link = %d %s, want the page description summarized", r.status, r.raw)
+			}
+			// A link whose page could not be read has nothing to summarize: not in the smart tab.
+			r = b.do("POST", "/api/inspiration/collect", a, map[string]any{"type": "link", "content": "http://169.254.169.254/x"})
+			refused := r.body["id"].(string)
+			if r.status != 201 || r.data("inspiration").(map[string]any)["ai_summary"] != "" {
+				t.Fatalf("collect refused link = %d %s, want no ai_summary", r.status, r.raw)
+			}
+			r = b.do("POST", "/api/inspiration/collect", other, map[string]any{"type": "text", "content": "Bob's secret idea. Do not show."})
+			bobs := r.body["id"].(string)
+
+			r = b.do("GET", "/api/inspiration/unified-feed?content_type=smart", a, nil)
+			got := ids(r.data("items"))
+			if r.status != 200 || len(got) != 2 || got[0] != link["id"] || got[1] != text["id"] || has(got, refused) || has(got, bobs) {
+				t.Errorf("smart tab = %d %v, want the link and the text (newest first), not the refused link or bob's", r.status, got)
+			}
+			if stats := r.data("stats").(map[string]any); stats["smart"] != float64(2) || stats["total"] != float64(3) {
+				t.Errorf("stats = %v, want smart 2 of total 3", stats)
+			}
+			r = b.do("GET", "/api/inspiration/unified-feed?content_type=smart&limit=1&page=2", a, nil)
+			if got := ids(r.data("items")); len(got) != 1 || got[0] != text["id"] || r.data("hasMore") != false {
+				t.Errorf("smart tab page 2 = %s", r.raw)
+			}
+			r = b.do("GET", "/api/inspiration/unified-feed?content_type=smart", other, nil)
+			if got := ids(r.data("items")); len(got) != 1 || got[0] != bobs {
+				t.Errorf("bob's smart tab = %v, want only his own item", got)
 			}
 		})
 	}

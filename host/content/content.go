@@ -1,5 +1,6 @@
 // Package content is the content side of the platform: inspiration collection (links with
-// platform detection and SSRF-guarded page metadata, text notes, media), the unified feed, the
+// platform detection and SSRF-guarded page metadata, text notes, media, each summarized into
+// ai_summary for the feed's smart tab), the unified feed, the
 // user corpus, capture tasks made from inspirations, materials (uploaded assets stored under
 // DATA_DIR), the strategy diagnosis, blueprint and rewrite, and chat through the chatflow tool
 // with a local fallback over the knowledge base.
@@ -44,9 +45,11 @@ type Config struct {
 	Notifier    events.Notifier
 	LLM         Chatter // nil: templates only
 	Model       string
-	Chatflow    chatflow.Options // URL and DefaultChatflowID (CHATFLOW_URL, CHATFLOW_KB_ID); zero: local answers
-	KB          Searcher         // nil: the local chat answer has no knowledge base
-	Log         *slog.Logger
+	// SummaryTimeout bounds the language model's ai_summary of a collected item; 0 means 5 s.
+	SummaryTimeout time.Duration
+	Chatflow       chatflow.Options // URL and DefaultChatflowID (CHATFLOW_URL, CHATFLOW_KB_ID); zero: local answers
+	KB             Searcher         // nil: the local chat answer has no knowledge base
+	Log            *slog.Logger
 	// SyncBlueprint, when set, turns a stored blueprint into the project's strategy tasks (the
 	// scheduler's hook); it runs in the transaction that saves the blueprint, on tx.
 	SyncBlueprint func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
@@ -55,18 +58,19 @@ type Config struct {
 
 // Service implements the content routes. It is safe for concurrent use.
 type Service struct {
-	st       store.Driver
-	dataDir  string
-	limit    int64
-	fetch    *Fetcher
-	notify   events.Notifier
-	llm      Chatter
-	model    string
-	chatflow chatflow.Options
-	kb       Searcher
-	log      *slog.Logger
-	syncBP   func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
-	now      func() time.Time
+	st             store.Driver
+	dataDir        string
+	limit          int64
+	fetch          *Fetcher
+	notify         events.Notifier
+	llm            Chatter
+	model          string
+	summaryTimeout time.Duration
+	chatflow       chatflow.Options
+	kb             Searcher
+	log            *slog.Logger
+	syncBP         func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
+	now            func() time.Time
 }
 
 // New returns a Service.
@@ -87,6 +91,9 @@ func New(cfg Config) *Service {
 	}
 	if s.model == "" {
 		s.model = "gpt-4o-mini"
+	}
+	if s.summaryTimeout = cfg.SummaryTimeout; s.summaryTimeout <= 0 {
+		s.summaryTimeout = defaultSummaryTimeout
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -131,6 +138,7 @@ type Preview struct {
 	Cover       string `json:"cover"`
 	Platform    string `json:"platform"`
 	URL         string `json:"url,omitempty"`
+	Summary     string `json:"summary,omitempty"` // the record's ai_summary
 }
 
 // CollectInput is a collect request. ProjectID must already be checked by the caller.
@@ -146,6 +154,8 @@ type CollectInput struct {
 // Collect creates an inspiration (a corpus record) from a link or a text. For a link the platform
 // is detected and the page metadata fetched; a refused or failed fetch still creates the record,
 // with the preview taken from the link alone and the reason kept in metadata.fetch_error.
+// ai_summary (what the feed's smart tab lists) summarizes a text, or the page description of a
+// link; a link whose page gave no description has nothing to summarize and gets none.
 func (s *Service) Collect(ctx context.Context, in CollectInput) (*store.Corpus, Preview, error) {
 	typ := strings.ToLower(strings.TrimSpace(in.Type))
 	if typ == "" {
@@ -185,9 +195,9 @@ func (s *Service) Collect(ctx context.Context, in CollectInput) (*store.Corpus, 
 		pv = s.preview(ctx, link, meta)
 		c.SourceURL, c.SourcePlatform = link, pv.Platform
 		c.Title = firstNonEmpty(clip(in.Title, maxTitleLen), pv.Title)
-		c.AISummary = ""
 		if pv.Description != "" {
 			meta["description"] = pv.Description
+			c.AISummary, meta["summary_source"] = s.summarize(ctx, c.Title, pv.Description)
 		}
 		if pv.Cover != "" {
 			c.MediaURLs = []string{pv.Cover}
@@ -196,7 +206,9 @@ func (s *Service) Collect(ctx context.Context, in CollectInput) (*store.Corpus, 
 	} else {
 		c.Title = firstNonEmpty(clip(in.Title, maxTitleLen), clip(firstLine(c.Content), 80))
 		pv = Preview{Title: c.Title, Description: clip(c.Content, 200), Platform: ""}
+		c.AISummary, meta["summary_source"] = s.summarize(ctx, clip(in.Title, maxTitleLen), c.Content)
 	}
+	pv.Summary = c.AISummary
 	c.Metadata, _ = json.Marshal(meta)
 	err = s.st.InTx(ctx, func(tx store.Driver) error {
 		if err := tx.CreateCorpus(ctx, c); err != nil {
