@@ -5,13 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
+
+// responseHeaderTimeout bounds the wait for the object store to start answering a request.
+const responseHeaderTimeout = 30 * time.Second
 
 // S3Config configures NewS3 (S3_* variables of host/config).
 type S3Config struct {
@@ -48,6 +54,11 @@ func NewS3(cfg S3Config) (*S3, error) {
 	opts := s3.Options{
 		Region:       cfg.Region,
 		UsePathStyle: cfg.UsePathStyle,
+		// A store that accepts a connection and then says nothing must not hold a request for
+		// ever; no overall timeout, though, which would cut a large file streamed to a slow client.
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.ResponseHeaderTimeout = responseHeaderTimeout
+		}),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey, Source: "reelforge S3_* settings"}, nil
 		}),
