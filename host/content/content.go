@@ -1,9 +1,9 @@
 // Package content is the content side of the platform: inspiration collection (links with
-// platform detection and SSRF-guarded page metadata, text notes, media, each summarized into
-// ai_summary for the feed's smart tab), the unified feed, the
-// user corpus, capture tasks made from inspirations, materials (uploaded assets whose bytes go to a
-// blob.Store: DATA_DIR, or an S3-compatible bucket), the strategy diagnosis, blueprint and rewrite, and chat through the chatflow tool
-// with a local fallback over the knowledge base.
+// platform detection and SSRF-guarded page metadata, text notes, media; texts and page
+// descriptions summarized into ai_summary for the feed's smart tab), the unified feed, the user
+// corpus, capture tasks made from inspirations, materials (uploaded assets whose bytes go to a
+// blob.Store: DATA_DIR or an S3-compatible bucket), the strategy diagnosis, blueprint and rewrite,
+// and chat through the chatflow tool with a local fallback over the knowledge base.
 //
 // The api package calls a *Service; host/app builds it with New.
 package content
@@ -555,12 +555,13 @@ func (s *Service) seekable(in UploadInput, head []byte) (body io.ReadSeeker, siz
 		if size, err = rs.Seek(0, io.SeekEnd); err == nil {
 			_, err = rs.Seek(0, io.SeekStart)
 		}
-		if err == nil {
-			if size > s.limit {
-				return nil, 0, nil, tooLarge(s.limit)
-			}
-			return rs, size, func() {}, nil
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("content: rewind upload: %w", err)
 		}
+		if size > s.limit {
+			return nil, 0, nil, tooLarge(s.limit)
+		}
+		return rs, size, func() {}, nil
 	}
 	f, err := os.CreateTemp("", "reelforge-upload-*")
 	if err != nil {
