@@ -40,16 +40,10 @@ func TestFetchRefusesPrivateAddresses(t *testing.T) {
 		allow []string
 		url   string
 	}{
-		"loopback":                   {nil, srv.URL},
-		"loopback by name":           {nil, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)},
-		"metadata service":           {nil, "http://169.254.169.254/latest/meta-data/"},
-		"private":                    {nil, "http://10.1.2.3/"},
-		"unspecified":                {nil, "http://0.0.0.0:1/"},
-		"ipv6 loopback":              {nil, "http://[::1]:1/"},
-		"ipv4-mapped ipv6":           {nil, "http://[::ffff:127.0.0.1]:1/"},
-		"redirect to metadata":       {[]string{"localhost"}, redirectURL + "/?to=http://169.254.169.254/"},
-		"redirect to loopback by IP": {[]string{"localhost"}, redirectURL + "/?to=" + srv.URL},
-		"redirect to private":        {[]string{"localhost"}, redirectURL + "/?to=http://192.168.1.1/"},
+		// The three; internal/netguard's own tests cover the rest of the address space.
+		"loopback":            {nil, srv.URL},
+		"metadata service":    {nil, "http://169.254.169.254/latest/meta-data/"},
+		"redirect to private": {[]string{"localhost"}, redirectURL + "/?to=http://192.168.1.1/"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
