@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
+	"net/http"
 	"net/http/httptest"
 	"net/textproto"
 	"strings"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/blob"
+	"github.com/reelforge/reelforge/host/blob/blobtest"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
@@ -54,18 +57,27 @@ func (f *frames) count(typ, action string) int {
 // setupContent is setup with the content service wired (uploads limited to limit bytes).
 func setupContent(t *testing.T, open func(*testing.T) store.Driver, limit int, notify ...events.Notifier) *testBundle {
 	t.Helper()
+	return setupContentWith(t, open, limit, func(c *content.Config) { c.Notifier = firstNotifier(notify) })
+}
+
+// setupContentWith is setupContent with tweak applied to the content service's configuration.
+func setupContentWith(t *testing.T, open func(*testing.T) store.Driver, limit int, tweak func(*content.Config)) *testBundle {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.JWTSecret = "test-secret-test-secret-test-secret"
 	cfg.DataDir = t.TempDir()
 	cfg.UploadLimit = limit
 	st := open(t)
 	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
-	s.Content = content.New(content.Config{Store: st, DataDir: cfg.DataDir, UploadLimit: int64(limit),
-		Fetcher:  content.NewFetcher(content.FetcherConfig{Timeout: time.Second}),
-		Notifier: firstNotifier(notify),
+	cc := content.Config{Store: st, DataDir: cfg.DataDir, UploadLimit: int64(limit),
+		Fetcher: content.NewFetcher(content.FetcherConfig{Timeout: time.Second}),
 		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
-		}})
+		}}
+	if tweak != nil {
+		tweak(&cc)
+	}
+	s.Content = content.New(cc)
 	return &testBundle{t: t, app: s.App(), st: st}
 }
 
@@ -286,135 +298,229 @@ func TestInspirationAndCorpus(t *testing.T) {
 	}
 }
 
-func TestMaterials(t *testing.T) {
+func TestSmartFeed(t *testing.T) {
 	t.Parallel()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, `<html><head><title>Latte art</title>
+		<meta property="og:description" content="Five latte art patterns in one minute. Start with the heart."></head></html>`)
+	}))
+	t.Cleanup(page.Close)
 	for _, d := range drivers() {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
-			const limit = 4096
-			rec := &frames{}
-			b := setupContent(t, d.open, limit, rec)
+			b := setupContentWith(t, d.open, 1<<20, func(c *content.Config) {
+				c.Fetcher = content.NewFetcher(content.FetcherConfig{Timeout: 3 * time.Second, Allow: []string{"127.0.0.1"}})
+			})
 			a, _ := b.user("alice")
 			other, _ := b.user("bob")
-			theirs := b.project(other, "bob's")
 
-			r := b.upload("/api/materials/upload", a, "file", "../../etc/passwd.png", "image/png", pngBytes, map[string]string{"tags": "cover,hero"})
-			if r.status != 201 {
-				t.Fatalf("upload png = %d %s", r.status, r.raw)
+			r := b.do("POST", "/api/inspiration/collect", a, map[string]any{"type": "text",
+				"content": "Film the morning market at sunrise. Close-ups of steaming buns. End on the vendor's smile."})
+			text := r.data("inspiration").(map[string]any)
+			if r.status != 201 || text["ai_summary"] != "Film the morning market at sunrise. Close-ups of steaming buns. End on the vendor's smile." ||
+				r.data("preview").(map[string]any)["summary"] != text["ai_summary"] {
+				t.Fatalf("collect text = %d %s, want the extractive ai_summary", r.status, r.raw)
 			}
-			img := r.data("asset").(map[string]any)
-			if img["file_type"] != "image" || img["file_size"] != float64(len(pngBytes)) || img["original_name"] != "passwd.png" ||
-				strings.Contains(fmt.Sprint(img["file_path"]), "..") || strings.Contains(fmt.Sprint(img["file_path"]), "passwd") {
-				t.Errorf("asset = %v", img)
+			r = b.do("POST", "/api/inspiration/collect", a, map[string]any{"type": "link", "content": page.URL + "/v/1"})
+			link := r.data("inspiration").(map[string]any)
+			if r.status != 201 || link["ai_summary"] != "Five latte art patterns in one minute. Start with the heart." {
+				t.Fatalf("collect link = %d %s, want the page description summarized", r.status, r.raw)
 			}
-			r = b.upload("/api/materials/upload", a, "file", "s.wav", "audio/wav", wavBytes(), nil)
-			if r.status != 201 || r.data("asset").(map[string]any)["file_type"] != "audio" {
-				t.Fatalf("upload wav = %d %s", r.status, r.raw)
+			// A link whose page could not be read has nothing to summarize: not in the smart tab.
+			r = b.do("POST", "/api/inspiration/collect", a, map[string]any{"type": "link", "content": "http://169.254.169.254/x"})
+			refused := r.body["id"].(string)
+			if r.status != 201 || r.data("inspiration").(map[string]any)["ai_summary"] != "" {
+				t.Fatalf("collect refused link = %d %s, want no ai_summary", r.status, r.raw)
 			}
-			aud := r.data("asset").(map[string]any)
-			r = b.upload("/api/materials/upload", other, "file", "o.png", "", pngBytes, nil)
-			if r.status != 201 {
-				t.Fatalf("upload other = %d %s", r.status, r.raw)
-			}
-			their := r.data("asset").(map[string]any)
+			r = b.do("POST", "/api/inspiration/collect", other, map[string]any{"type": "text", "content": "Bob's secret idea. Do not show."})
+			bobs := r.body["id"].(string)
 
-			uploads := map[string]struct {
-				field, name, ctype string
-				data               []byte
-				fields             map[string]string
-				want               int
-			}{
-				"spoofed type":      {"file", "x.png", "image/png", []byte("<html><script>alert(1)</script></html>"), nil, 400},
-				"image claims wav":  {"file", "x.wav", "audio/wav", pngBytes, nil, 400},
-				"unknown type":      {"file", "x.bin", "application/octet-stream", []byte("PK\x03\x04zipzip"), nil, 400},
-				"empty":             {"file", "x.png", "image/png", nil, nil, 400},
-				"too large":         {"file", "big.wav", "audio/wav", append(wavBytes(), make([]byte, limit)...), nil, 413},
-				"wrong field":       {"upload", "x.png", "image/png", pngBytes, nil, 400},
-				"other's project":   {"file", "x.png", "image/png", pngBytes, map[string]string{"project_id": theirs}, 403},
-				"inspiration audio": {"media", "x.wav", "audio/wav", wavBytes(), nil, 400},
-				"inspiration large": {"media", "big.png", "image/png", append(pngBytes, make([]byte, limit)...), nil, 413},
-				"inspiration bad":   {"media", "x.png", "image/png", []byte("not an image at all"), nil, 400},
+			r = b.do("GET", "/api/inspiration/unified-feed?content_type=smart", a, nil)
+			got := ids(r.data("items"))
+			if r.status != 200 || len(got) != 2 || got[0] != link["id"] || got[1] != text["id"] || has(got, refused) || has(got, bobs) {
+				t.Errorf("smart tab = %d %v, want the link and the text (newest first), not the refused link or bob's", r.status, got)
 			}
-			for name, tc := range uploads {
-				path := "/api/materials/upload"
-				if tc.field == "media" || strings.HasPrefix(name, "inspiration") {
-					path = "/api/inspiration/upload"
-				}
-				if r := b.upload(path, a, tc.field, tc.name, tc.ctype, tc.data, tc.fields); r.status != tc.want {
-					t.Errorf("%s: upload = %d %s, want %d", name, r.status, r.raw, tc.want)
-				}
+			if stats := r.data("stats").(map[string]any); stats["smart"] != float64(2) || stats["total"] != float64(3) {
+				t.Errorf("stats = %v, want smart 2 of total 3", stats)
 			}
-
-			// Inspiration upload: an asset and a corpus record of its content type, related.
-			r = b.upload("/api/inspiration/upload", a, "media", "shot.png", "image/png", pngBytes, nil)
-			if r.status != 201 {
-				t.Fatalf("inspiration upload = %d %s", r.status, r.raw)
+			r = b.do("GET", "/api/inspiration/unified-feed?content_type=smart&limit=1&page=2", a, nil)
+			if got := ids(r.data("items")); len(got) != 1 || got[0] != text["id"] || r.data("hasMore") != false {
+				t.Errorf("smart tab page 2 = %s", r.raw)
 			}
-			cid := r.body["id"].(string)
-			r = b.do("GET", "/api/corpus/"+cid, a, nil)
-			if r.status != 200 || r.data("corpus").(map[string]any)["content_type"] != "image" || len(ids(r.data("relatedAssets"))) != 1 {
-				t.Errorf("uploaded inspiration = %d %s", r.status, r.raw)
-			}
-
-			// Listing by type and tag; other users' assets never listed.
-			for q, want := range map[string][]string{"type=image&tag=cover": {img["id"].(string)}, "type=audio": {aud["id"].(string)}} {
-				r = b.do("GET", "/api/materials?"+q, a, nil)
-				if got := ids(r.body["data"]); r.status != 200 || len(got) != len(want) || got[0] != want[0] {
-					t.Errorf("materials?%s = %d %s", q, r.status, r.raw)
-				}
-			}
-			if r = b.do("GET", "/api/materials?limit=100", a, nil); has(ids(r.body["data"]), their["id"].(string)) || r.body["total"] != float64(3) {
-				t.Errorf("materials = %s, want 3 own assets only", r.raw)
-			}
-			if r = b.do("GET", "/api/materials?type=pdf", a, nil); r.status != 400 {
-				t.Errorf("materials?type=pdf = %d", r.status)
-			}
-
-			// Files are served to their owner only.
-			r = b.do("GET", img["file_url"].(string), a, nil)
-			if r.status != 200 || r.raw != string(pngBytes) || r.header.Get("Content-Type") != "image/png" {
-				t.Errorf("owner file = %d %q %q", r.status, r.header.Get("Content-Type"), r.raw)
-			}
-			if r = b.do("GET", img["file_url"].(string), other, nil); r.status != 404 {
-				t.Errorf("other's file = %d, want 404", r.status)
-			}
-
-			// Batch delete counts only the caller's live assets.
-			r = b.do("POST", "/api/materials/batch-delete", a, map[string]any{"ids": []string{img["id"].(string), aud["id"].(string), their["id"].(string)}})
-			if r.status != 200 || r.data("deletedCount") != float64(2) {
-				t.Errorf("batch-delete = %d %s", r.status, r.raw)
-			}
-			if r = b.do("POST", "/api/materials/batch-delete", a, map[string]any{"ids": []string{img["id"].(string)}}); r.data("deletedCount") != float64(0) {
-				t.Errorf("batch-delete again = %s", r.raw)
-			}
-			if r = b.do("POST", "/api/materials/batch-delete", a, map[string]any{}); r.status != 400 {
-				t.Errorf("batch-delete without ids = %d", r.status)
-			}
-			if r = b.do("GET", img["file_url"].(string), a, nil); r.status != 404 {
-				t.Errorf("deleted file = %d, want 404", r.status)
-			}
-			if r = b.do("GET", "/api/materials", other, nil); !has(ids(r.body["data"]), their["id"].(string)) {
-				t.Errorf("other user's asset was deleted")
-			}
-
-			// Four assets stored (png, wav, other's png, the inspiration's): four task.asset.uploaded
-			// events in the outbox and four asset:sync frames; the batch delete sent its frames too.
-			evs, err := b.st.ClaimOutboxEvents(t.Context(), &store.ClaimOutboxParams{Limit: 100, Token: uuid.NewString(),
-				LeaseUntil: time.Now().Add(time.Minute)})
-			byName := map[string]int{}
-			for _, e := range evs {
-				byName[e.Event]++
-			}
-			if err != nil || byName["task.asset.uploaded"] != 4 || byName["content.created"] != 1 {
-				t.Errorf("outbox events = %v, %v; want 4 task.asset.uploaded and 1 content.created", byName, err)
-			}
-			if n := rec.count(events.FrameAssetSync, "created"); n != 4 {
-				t.Errorf("asset:sync created frames = %d, want 4", n)
-			}
-			if n := rec.count(events.FrameAssetSync, "deleted"); n != 2 {
-				t.Errorf("asset:sync deleted frames = %d, want 2 (the assets actually deleted)", n)
+			r = b.do("GET", "/api/inspiration/unified-feed?content_type=smart", other, nil)
+			if got := ids(r.data("items")); len(got) != 1 || got[0] != bobs {
+				t.Errorf("bob's smart tab = %v, want only his own item", got)
 			}
 		})
+	}
+}
+
+// blobStores are the stores uploaded files may go to: the local folder (nil: content's default,
+// DATA_DIR) and an S3-compatible server spoken to over real HTTP.
+func blobStores() map[string]func(t *testing.T) blob.Store {
+	return map[string]func(t *testing.T) blob.Store{
+		"local": func(*testing.T) blob.Store { return nil },
+		"s3":    func(t *testing.T) blob.Store { return blobtest.NewS3(t) },
+	}
+}
+
+func TestMaterials(t *testing.T) {
+	t.Parallel()
+	for _, d := range drivers() {
+		for storage, newBlobs := range blobStores() {
+			t.Run(d.name+"/"+storage, func(t *testing.T) {
+				t.Parallel()
+				testMaterials(t, d.open, newBlobs(t))
+			})
+		}
+	}
+}
+
+// testMaterials exercises the materials routes on one database and one blob store (nil: DATA_DIR).
+func testMaterials(t *testing.T, open func(*testing.T) store.Driver, blobs blob.Store) {
+	const limit = 4096
+	rec := &frames{}
+	b := setupContentWith(t, open, limit, func(c *content.Config) { c.Notifier, c.Blobs = rec, blobs })
+	a, _ := b.user("alice")
+	other, _ := b.user("bob")
+	theirs := b.project(other, "bob's")
+
+	r := b.upload("/api/materials/upload", a, "file", "../../etc/passwd.png", "image/png", pngBytes, map[string]string{"tags": "cover,hero"})
+	if r.status != 201 {
+		t.Fatalf("upload png = %d %s", r.status, r.raw)
+	}
+	img := r.data("asset").(map[string]any)
+	if img["file_type"] != "image" || img["file_size"] != float64(len(pngBytes)) || img["original_name"] != "passwd.png" ||
+		strings.Contains(fmt.Sprint(img["file_path"]), "..") || strings.Contains(fmt.Sprint(img["file_path"]), "passwd") {
+		t.Errorf("asset = %v", img)
+	}
+	r = b.upload("/api/materials/upload", a, "file", "s.wav", "audio/wav", wavBytes(), nil)
+	if r.status != 201 || r.data("asset").(map[string]any)["file_type"] != "audio" {
+		t.Fatalf("upload wav = %d %s", r.status, r.raw)
+	}
+	aud := r.data("asset").(map[string]any)
+	r = b.upload("/api/materials/upload", other, "file", "o.png", "", pngBytes, nil)
+	if r.status != 201 {
+		t.Fatalf("upload other = %d %s", r.status, r.raw)
+	}
+	their := r.data("asset").(map[string]any)
+
+	uploads := map[string]struct {
+		field, name, ctype string
+		data               []byte
+		fields             map[string]string
+		want               int
+	}{
+		"spoofed type":      {"file", "x.png", "image/png", []byte("<html><script>alert(1)</script></html>"), nil, 400},
+		"image claims wav":  {"file", "x.wav", "audio/wav", pngBytes, nil, 400},
+		"unknown type":      {"file", "x.bin", "application/octet-stream", []byte("PK\x03\x04zipzip"), nil, 400},
+		"empty":             {"file", "x.png", "image/png", nil, nil, 400},
+		"too large":         {"file", "big.wav", "audio/wav", append(wavBytes(), make([]byte, limit)...), nil, 413},
+		"wrong field":       {"upload", "x.png", "image/png", pngBytes, nil, 400},
+		"other's project":   {"file", "x.png", "image/png", pngBytes, map[string]string{"project_id": theirs}, 403},
+		"inspiration audio": {"media", "x.wav", "audio/wav", wavBytes(), nil, 400},
+		"inspiration large": {"media", "big.png", "image/png", append(pngBytes, make([]byte, limit)...), nil, 413},
+		"inspiration bad":   {"media", "x.png", "image/png", []byte("not an image at all"), nil, 400},
+	}
+	for name, tc := range uploads {
+		path := "/api/materials/upload"
+		if tc.field == "media" || strings.HasPrefix(name, "inspiration") {
+			path = "/api/inspiration/upload"
+		}
+		if r := b.upload(path, a, tc.field, tc.name, tc.ctype, tc.data, tc.fields); r.status != tc.want {
+			t.Errorf("%s: upload = %d %s, want %d", name, r.status, r.raw, tc.want)
+		}
+	}
+
+	// Inspiration upload: an asset and a corpus record of its content type, related.
+	r = b.upload("/api/inspiration/upload", a, "media", "shot.png", "image/png", pngBytes, nil)
+	if r.status != 201 {
+		t.Fatalf("inspiration upload = %d %s", r.status, r.raw)
+	}
+	cid := r.body["id"].(string)
+	r = b.do("GET", "/api/corpus/"+cid, a, nil)
+	if r.status != 200 || r.data("corpus").(map[string]any)["content_type"] != "image" || len(ids(r.data("relatedAssets"))) != 1 {
+		t.Errorf("uploaded inspiration = %d %s", r.status, r.raw)
+	}
+
+	// Listing by type and tag; other users' assets never listed.
+	for q, want := range map[string][]string{"type=image&tag=cover": {img["id"].(string)}, "type=audio": {aud["id"].(string)}} {
+		r = b.do("GET", "/api/materials?"+q, a, nil)
+		if got := ids(r.body["data"]); r.status != 200 || len(got) != len(want) || got[0] != want[0] {
+			t.Errorf("materials?%s = %d %s", q, r.status, r.raw)
+		}
+	}
+	if r = b.do("GET", "/api/materials?limit=100", a, nil); has(ids(r.body["data"]), their["id"].(string)) || r.body["total"] != float64(3) {
+		t.Errorf("materials = %s, want 3 own assets only", r.raw)
+	}
+	if r = b.do("GET", "/api/materials?type=pdf", a, nil); r.status != 400 {
+		t.Errorf("materials?type=pdf = %d", r.status)
+	}
+
+	// Files are served to their owner only.
+	r = b.do("GET", img["file_url"].(string), a, nil)
+	if r.status != 200 || r.raw != string(pngBytes) || r.header.Get("Content-Type") != "image/png" {
+		t.Errorf("owner file = %d %q %q", r.status, r.header.Get("Content-Type"), r.raw)
+	}
+	if r = b.do("GET", img["file_url"].(string), other, nil); r.status != 404 {
+		t.Errorf("other's file = %d, want 404", r.status)
+	}
+
+	// Batch delete counts only the caller's live assets.
+	r = b.do("POST", "/api/materials/batch-delete", a, map[string]any{"ids": []string{img["id"].(string), aud["id"].(string), their["id"].(string)}})
+	if r.status != 200 || r.data("deletedCount") != float64(2) {
+		t.Errorf("batch-delete = %d %s", r.status, r.raw)
+	}
+	if r = b.do("POST", "/api/materials/batch-delete", a, map[string]any{"ids": []string{img["id"].(string)}}); r.data("deletedCount") != float64(0) {
+		t.Errorf("batch-delete again = %s", r.raw)
+	}
+	if r = b.do("POST", "/api/materials/batch-delete", a, map[string]any{}); r.status != 400 {
+		t.Errorf("batch-delete without ids = %d", r.status)
+	}
+	if r = b.do("GET", img["file_url"].(string), a, nil); r.status != 404 {
+		t.Errorf("deleted file = %d, want 404", r.status)
+	}
+	if r = b.do("GET", "/api/materials", other, nil); !has(ids(r.body["data"]), their["id"].(string)) {
+		t.Errorf("other user's asset was deleted")
+	}
+
+	// Four assets stored (png, wav, other's png, the inspiration's): four task.asset.uploaded
+	// events in the outbox and four asset:sync frames; the batch delete sent its frames too.
+	evs, err := b.st.ClaimOutboxEvents(t.Context(), &store.ClaimOutboxParams{Limit: 100, Token: uuid.NewString(),
+		LeaseUntil: time.Now().Add(time.Minute)})
+	byName := map[string]int{}
+	for _, e := range evs {
+		byName[e.Event]++
+	}
+	if err != nil || byName["task.asset.uploaded"] != 4 || byName["content.created"] != 1 {
+		t.Errorf("outbox events = %v, %v; want 4 task.asset.uploaded and 1 content.created", byName, err)
+	}
+	if n := rec.count(events.FrameAssetSync, "created"); n != 4 {
+		t.Errorf("asset:sync created frames = %d, want 4", n)
+	}
+	if n := rec.count(events.FrameAssetSync, "deleted"); n != 2 {
+		t.Errorf("asset:sync deleted frames = %d, want 2 (the assets actually deleted)", n)
+	}
+	if blobs == nil {
+		return
+	}
+	// In the object store: each upload under a key of its own (never the client's name), the
+	// soft-deleted file kept, only no longer served.
+	for _, a := range []map[string]any{img, aud, their} {
+		key := fmt.Sprint(a["file_path"])
+		rc, size, err := blobs.Open(t.Context(), key)
+		if err != nil {
+			t.Errorf("object %s of asset %v: %v", key, a["id"], err)
+			continue
+		}
+		rc.Close()
+		if size != int64(a["file_size"].(float64)) || !strings.HasPrefix(key, "assets/") || strings.Contains(key, "passwd") {
+			t.Errorf("object %s: size %d, want %v and a key made by the host", key, size, a["file_size"])
+		}
+	}
+	if meta := img["metadata"].(map[string]any); meta["storage"] != "s3" {
+		t.Errorf("asset metadata = %v, want storage s3", meta)
 	}
 }
 

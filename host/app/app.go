@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/blob"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
@@ -71,6 +73,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	if err := cfg.EnsureCallbackSecret(); err != nil {
 		return nil, err
 	}
+	blobs, err := newBlobs(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	st, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -90,8 +96,31 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
 	h.Runs.Leader = h.Scheduler.Leader
 	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
-	h.Server.Content = newContent(cfg, st, log, h.Hub, kbSearch{h.Server.KB})
+	h.Server.Content = newContent(cfg, st, log, h.Hub, kbSearch{h.Server.KB}, blobs)
 	return h, nil
+}
+
+// newBlobs is where uploaded files go: the S3-compatible bucket when S3_BUCKET is set, else
+// DATA_DIR. An unreachable bucket is logged, not fatal: the store may come up after the host, and
+// until then uploads and downloads fail with EXTERNAL_SERVICE_ERROR.
+func newBlobs(ctx context.Context, cfg *config.Config, log *slog.Logger) (blob.Store, error) {
+	if cfg.S3Bucket == "" {
+		log.Info("uploaded files: local folder", "dir", cfg.DataDir)
+		return blob.NewDir(cfg.DataDir), nil
+	}
+	s3, err := blob.NewS3(blob.S3Config{Endpoint: cfg.S3Endpoint, Bucket: cfg.S3Bucket, Region: cfg.S3Region,
+		AccessKeyID: cfg.S3AccessKeyID, SecretAccessKey: cfg.S3SecretAccessKey, UsePathStyle: cfg.S3UsePathStyle})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s3.Check(cctx); err != nil {
+		log.Warn("uploaded files: S3 bucket not reachable yet", "bucket", cfg.S3Bucket, "endpoint", cfg.S3Endpoint, "err", err.Error())
+	} else {
+		log.Info("uploaded files: S3 bucket", "bucket", cfg.S3Bucket, "endpoint", cfg.S3Endpoint)
+	}
+	return s3, nil
 }
 
 // wireRuns loads the manifests and builds the runs service, its in-process engines and (unless
@@ -222,7 +251,7 @@ func (h *Host) Run(ctx context.Context) error {
 // newContent builds the content service: the language model when LLM_BASE_URL is set, the
 // chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise; asset:sync frames
 // through the hub; a diagnosis blueprint becomes the project's strategy tasks in its transaction.
-func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier, searcher content.Searcher) *content.Service {
+func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier, searcher content.Searcher, blobs blob.Store) *content.Service {
 	var model content.Chatter
 	if cfg.LLMBaseURL != "" {
 		model = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
@@ -230,6 +259,7 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 	return content.New(content.Config{
 		Store:       st,
 		DataDir:     cfg.DataDir,
+		Blobs:       blobs,
 		UploadLimit: int64(cfg.UploadLimit),
 		Fetcher:     content.NewFetcher(content.FetcherConfig{Allow: cfg.ContentFetchAllow}),
 		LLM:         model,

@@ -18,7 +18,7 @@ func wireEngines(svc *runs.Service, cfg *config.Config, log *slog.Logger) *gener
 	svc.InProcess["automation"] = automation.New(automation.Options{WebhookURL: cfg.AutomationURL, CallbackBaseURL: cfg.CallbackBaseURL, Logger: log})
 	svc.InProcess["chatflow"] = chatflow.New(chatflow.Options{URL: cfg.ChatflowURL, DefaultChatflowID: cfg.ChatflowKBID, Logger: log})
 	d := generators.NewDispatcher(generators.Options{MusicURL: cfg.MusicAPIURL, VideogenURL: cfg.VideogenAPIURL,
-		SpeechURL: cfg.SpeechAPIURL, VideoparseURL: cfg.VideoparseAPIURL, DataDir: cfg.DataDir,
+		SpeechURL: cfg.SpeechAPIURL, VideoparseURL: cfg.VideoparseAPIURL, DataDir: cfg.DataDir, FetchAllow: cfg.ContentFetchAllow,
 		CompleteFunc: svc.CompleteJob, OwnerFunc: svc.RunOwner, Logger: log})
 	svc.Dispatcher = d
 	return d

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,9 +51,20 @@ type Config struct {
 	SchedulerMode     string // automation_managed or cron
 	SchedulerInterval time.Duration
 
-	// ContentFetchAllow lists hosts or CIDRs the link-preview fetcher may reach although they are
-	// loopback, private or link-local (CONTENT_FETCH_ALLOW, comma-separated).
+	// ContentFetchAllow lists hosts or CIDRs that links handed in by users (link previews, the
+	// videoparse page fetch) may reach although they are loopback, private or link-local
+	// (CONTENT_FETCH_ALLOW, comma-separated).
 	ContentFetchAllow []string
+
+	// S3Bucket, when set, keeps uploaded files in that bucket of an S3-compatible object store
+	// instead of DATA_DIR (S3_BUCKET, S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY_ID,
+	// S3_SECRET_ACCESS_KEY, S3_USE_PATH_STYLE).
+	S3Bucket          string
+	S3Endpoint        string // empty: AWS S3 of S3Region
+	S3Region          string
+	S3AccessKeyID     string
+	S3SecretAccessKey string
+	S3UsePathStyle    bool
 
 	EventWebhookURL     string
 	WebhookSecret       string
@@ -87,6 +99,8 @@ func Defaults() Config {
 		PluginDir:           "./bin/plugins",
 		PluginsEnabled:      true,
 		ManifestDir:         "./manifests",
+		S3Region:            "us-east-1",
+		S3UsePathStyle:      true,
 		SchedulerMode:       "automation_managed",
 		SchedulerInterval:   15 * time.Minute,
 		NotificationTimeout: 5 * time.Second,
@@ -134,6 +148,12 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.str("SPEECH_API_URL", &c.SpeechAPIURL)
 	r.str("VIDEOPARSE_API_URL", &c.VideoparseAPIURL)
 	r.list("CONTENT_FETCH_ALLOW", &c.ContentFetchAllow)
+	r.str("S3_BUCKET", &c.S3Bucket)
+	r.str("S3_ENDPOINT", &c.S3Endpoint)
+	r.str("S3_REGION", &c.S3Region)
+	r.str("S3_ACCESS_KEY_ID", &c.S3AccessKeyID)
+	r.str("S3_SECRET_ACCESS_KEY", &c.S3SecretAccessKey)
+	r.bool("S3_USE_PATH_STYLE", &c.S3UsePathStyle)
 	r.str("CALLBACK_BASE_URL", &c.CallbackBaseURL)
 	r.str("PLUGIN_DIR", &c.PluginDir)
 	r.bool("PLUGINS_ENABLED", &c.PluginsEnabled)
@@ -185,6 +205,18 @@ func (c *Config) Validate() error {
 	}
 	if c.RateLimitUser < 1 || c.RateLimitAuth < 1 {
 		errs = append(errs, fmt.Errorf("rate limits must be at least 1 a minute"))
+	}
+	// An S3 setting without a bucket would silently leave uploads in DATA_DIR: say so instead.
+	if c.S3Bucket == "" && (c.S3Endpoint != "" || c.S3AccessKeyID != "" || c.S3SecretAccessKey != "") {
+		errs = append(errs, fmt.Errorf("S3_BUCKET: required when S3_ENDPOINT or S3 credentials are set"))
+	}
+	if c.S3Bucket != "" && (c.S3AccessKeyID == "" || c.S3SecretAccessKey == "") {
+		errs = append(errs, fmt.Errorf("S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY: required with S3_BUCKET"))
+	}
+	if c.S3Endpoint != "" {
+		if u, err := url.Parse(c.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("S3_ENDPOINT: %q is not an http(s) URL", c.S3Endpoint))
+		}
 	}
 	return errors.Join(errs...)
 }

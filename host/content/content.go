@@ -1,8 +1,9 @@
 // Package content is the content side of the platform: inspiration collection (links with
-// platform detection and SSRF-guarded page metadata, text notes, media), the unified feed, the
-// user corpus, capture tasks made from inspirations, materials (uploaded assets stored under
-// DATA_DIR), the strategy diagnosis, blueprint and rewrite, and chat through the chatflow tool
-// with a local fallback over the knowledge base.
+// platform detection and SSRF-guarded page metadata, text notes, media; texts and page
+// descriptions summarized into ai_summary for the feed's smart tab), the unified feed, the user
+// corpus, capture tasks made from inspirations, materials (uploaded assets whose bytes go to a
+// blob.Store: DATA_DIR or an S3-compatible bucket), the strategy diagnosis, blueprint and rewrite,
+// and chat through the chatflow tool with a local fallback over the knowledge base.
 //
 // The api package calls a *Service; host/app builds it with New.
 package content
@@ -23,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reelforge/reelforge/host/blob"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
@@ -35,18 +37,22 @@ type Chatter interface {
 	Chat(ctx context.Context, model string, msgs []llm.Message) (string, error)
 }
 
-// Config configures New. Store and DataDir are required; the rest is optional.
+// Config configures New. Store, and DataDir or Blobs, are required; the rest is optional.
 type Config struct {
-	Store       store.Driver
-	DataDir     string
+	Store   store.Driver
+	DataDir string
+	// Blobs holds the bytes of uploaded files; nil means the folder DataDir.
+	Blobs       blob.Store
 	UploadLimit int64 // bytes; 0 means 50 MiB
 	Fetcher     *Fetcher
 	Notifier    events.Notifier
 	LLM         Chatter // nil: templates only
 	Model       string
-	Chatflow    chatflow.Options // URL and DefaultChatflowID (CHATFLOW_URL, CHATFLOW_KB_ID); zero: local answers
-	KB          Searcher         // nil: the local chat answer has no knowledge base
-	Log         *slog.Logger
+	// SummaryTimeout bounds the language model's ai_summary of a collected item; 0 means 5 s.
+	SummaryTimeout time.Duration
+	Chatflow       chatflow.Options // URL and DefaultChatflowID (CHATFLOW_URL, CHATFLOW_KB_ID); zero: local answers
+	KB             Searcher         // nil: the local chat answer has no knowledge base
+	Log            *slog.Logger
 	// SyncBlueprint, when set, turns a stored blueprint into the project's strategy tasks (the
 	// scheduler's hook); it runs in the transaction that saves the blueprint, on tx.
 	SyncBlueprint func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
@@ -55,26 +61,30 @@ type Config struct {
 
 // Service implements the content routes. It is safe for concurrent use.
 type Service struct {
-	st       store.Driver
-	dataDir  string
-	limit    int64
-	fetch    *Fetcher
-	notify   events.Notifier
-	llm      Chatter
-	model    string
-	chatflow chatflow.Options
-	kb       Searcher
-	log      *slog.Logger
-	syncBP   func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
-	now      func() time.Time
+	st             store.Driver
+	blobs          blob.Store
+	limit          int64
+	fetch          *Fetcher
+	notify         events.Notifier
+	llm            Chatter
+	model          string
+	summaryTimeout time.Duration
+	chatflow       chatflow.Options
+	kb             Searcher
+	log            *slog.Logger
+	syncBP         func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
+	now            func() time.Time
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{st: cfg.Store, dataDir: cfg.DataDir, limit: cfg.UploadLimit, fetch: cfg.Fetcher, notify: cfg.Notifier,
+	s := &Service{st: cfg.Store, blobs: cfg.Blobs, limit: cfg.UploadLimit, fetch: cfg.Fetcher, notify: cfg.Notifier,
 		llm: cfg.LLM, model: cfg.Model, chatflow: cfg.Chatflow, kb: cfg.KB, log: cfg.Log, syncBP: cfg.SyncBlueprint, now: cfg.Now}
 	if s.limit <= 0 {
 		s.limit = 50 << 20
+	}
+	if s.blobs == nil {
+		s.blobs = blob.NewDir(cfg.DataDir)
 	}
 	if s.fetch == nil {
 		s.fetch = NewFetcher(FetcherConfig{})
@@ -87,6 +97,9 @@ func New(cfg Config) *Service {
 	}
 	if s.model == "" {
 		s.model = "gpt-4o-mini"
+	}
+	if s.summaryTimeout = cfg.SummaryTimeout; s.summaryTimeout <= 0 {
+		s.summaryTimeout = defaultSummaryTimeout
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -131,6 +144,7 @@ type Preview struct {
 	Cover       string `json:"cover"`
 	Platform    string `json:"platform"`
 	URL         string `json:"url,omitempty"`
+	Summary     string `json:"summary,omitempty"` // the record's ai_summary
 }
 
 // CollectInput is a collect request. ProjectID must already be checked by the caller.
@@ -146,6 +160,8 @@ type CollectInput struct {
 // Collect creates an inspiration (a corpus record) from a link or a text. For a link the platform
 // is detected and the page metadata fetched; a refused or failed fetch still creates the record,
 // with the preview taken from the link alone and the reason kept in metadata.fetch_error.
+// ai_summary (what the feed's smart tab lists) summarizes a text, or the page description of a
+// link; a link whose page gave no description has nothing to summarize and gets none.
 func (s *Service) Collect(ctx context.Context, in CollectInput) (*store.Corpus, Preview, error) {
 	typ := strings.ToLower(strings.TrimSpace(in.Type))
 	if typ == "" {
@@ -185,9 +201,9 @@ func (s *Service) Collect(ctx context.Context, in CollectInput) (*store.Corpus, 
 		pv = s.preview(ctx, link, meta)
 		c.SourceURL, c.SourcePlatform = link, pv.Platform
 		c.Title = firstNonEmpty(clip(in.Title, maxTitleLen), pv.Title)
-		c.AISummary = ""
 		if pv.Description != "" {
 			meta["description"] = pv.Description
+			c.AISummary, meta["summary_source"] = s.summarize(ctx, c.Title, pv.Description)
 		}
 		if pv.Cover != "" {
 			c.MediaURLs = []string{pv.Cover}
@@ -196,7 +212,9 @@ func (s *Service) Collect(ctx context.Context, in CollectInput) (*store.Corpus, 
 	} else {
 		c.Title = firstNonEmpty(clip(in.Title, maxTitleLen), clip(firstLine(c.Content), 80))
 		pv = Preview{Title: c.Title, Description: clip(c.Content, 200), Platform: ""}
+		c.AISummary, meta["summary_source"] = s.summarize(ctx, clip(in.Title, maxTitleLen), c.Content)
 	}
+	pv.Summary = c.AISummary
 	c.Metadata, _ = json.Marshal(meta)
 	err = s.st.InTx(ctx, func(tx store.Driver) error {
 		if err := tx.CreateCorpus(ctx, c); err != nil {
@@ -425,17 +443,17 @@ func (s *Service) SetCorpusStatus(ctx context.Context, userID, id, status string
 type UploadInput struct {
 	UserID          string
 	ProjectID       string
-	Name            string // the client's file name: kept as original_name, never used as a path
-	DeclaredType    string // the part's Content-Type
-	Size            int64  // declared size; -1 when unknown
-	Body            io.Reader
+	Name            string    // the client's file name: kept as original_name, never used as a path
+	DeclaredType    string    // the part's Content-Type
+	Size            int64     // declared size; -1 when unknown
+	Body            io.Reader // a seekable Body (a multipart file) is read from its start
 	Tags            []string
 	RelatedCorpusID string
 	OnlyTypes       []string // refuse other file types (empty: image, video, audio)
 }
 
-// Upload stores a file under DATA_DIR/assets/<user_id>/<uuid><ext> after sniffing its type from
-// the bytes, records the asset, emits task.asset.uploaded with it and sends an asset:sync frame.
+// Upload stores a file in the blob store under assets/<user_id>/<uuid><ext> after sniffing its type
+// from the bytes, records the asset, emits task.asset.uploaded with it and sends an asset:sync frame.
 func (s *Service) Upload(ctx context.Context, in UploadInput) (*store.Asset, error) {
 	a, err := s.storeFile(ctx, in)
 	if err != nil {
@@ -448,7 +466,7 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (*store.Asset, err
 		return events.Emit(ctx, tx, assetEvent(a))
 	})
 	if err != nil {
-		s.removeFile(a)
+		s.removeFile(ctx, a)
 		return nil, err
 	}
 	s.notifyAsset(ctx, a, "created")
@@ -509,42 +527,70 @@ func (s *Service) storeFile(ctx context.Context, in UploadInput) (*store.Asset, 
 	if err != nil {
 		return nil, err
 	}
+	body, size, done, err := s.seekable(in, head)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	id := uuid.NewString()
-	rel := filepath.ToSlash(filepath.Join("assets", in.UserID, id+media.Ext))
-	abs := filepath.Join(s.dataDir, "assets", in.UserID, id+media.Ext)
-	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
-		return nil, fmt.Errorf("content: asset dir: %w", err)
-	}
-	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("content: create asset file: %w", err)
-	}
-	written, err := io.Copy(f, io.LimitReader(io.MultiReader(bytes.NewReader(head), in.Body), s.limit+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && written > s.limit {
-		err = tooLarge(s.limit)
-	}
-	if err != nil {
-		_ = os.Remove(abs)
-		if errcode.As(err) != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("content: write asset file: %w", err)
+	key := "assets/" + in.UserID + "/" + id + media.Ext
+	if err := s.blobs.Put(ctx, key, body, size, media.MIME); err != nil {
+		return nil, s.storeErr("content.upload", "The file could not be stored", err)
 	}
 	name := filepath.Base(strings.ReplaceAll(in.Name, "\\", "/"))
 	if name == "." || name == "/" {
 		name = ""
 	}
-	meta, _ := json.Marshal(map[string]any{"tags": tags, "sniffed_mime": media.MIME})
-	return &store.Asset{ID: id, UserID: in.UserID, ProjectID: in.ProjectID, FilePath: rel, FileType: media.FileType,
-		MimeType: media.MIME, FileSize: written, FileURL: "/api/materials/" + id + "/file", OriginalName: clip(name, 255),
+	meta, _ := json.Marshal(map[string]any{"tags": tags, "sniffed_mime": media.MIME, "storage": s.blobs.Kind()})
+	return &store.Asset{ID: id, UserID: in.UserID, ProjectID: in.ProjectID, FilePath: key, FileType: media.FileType,
+		MimeType: media.MIME, FileSize: size, FileURL: "/api/materials/" + id + "/file", OriginalName: clip(name, 255),
 		Metadata: meta, RelatedCorpusID: in.RelatedCorpusID, Tags: tags}, nil
 }
 
-func (s *Service) removeFile(a *store.Asset) {
-	if err := os.Remove(filepath.Join(s.dataDir, filepath.FromSlash(a.FilePath))); err != nil && !errors.Is(err, os.ErrNotExist) {
+// seekable returns the upload as a seekable stream of its exact size, within the limit: a
+// multipart file already is one; any other body is copied to a temporary file first. done releases
+// what it made.
+func (s *Service) seekable(in UploadInput, head []byte) (body io.ReadSeeker, size int64, done func(), err error) {
+	if rs, ok := in.Body.(io.ReadSeeker); ok {
+		if size, err = rs.Seek(0, io.SeekEnd); err == nil {
+			_, err = rs.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("content: rewind upload: %w", err)
+		}
+		if size > s.limit {
+			return nil, 0, nil, tooLarge(s.limit)
+		}
+		return rs, size, func() {}, nil
+	}
+	f, err := os.CreateTemp("", "reelforge-upload-*")
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("content: spool upload: %w", err)
+	}
+	done = func() {
+		f.Close()
+		_ = os.Remove(f.Name())
+	}
+	size, err = io.Copy(f, io.LimitReader(io.MultiReader(bytes.NewReader(head), in.Body), s.limit+1))
+	if err == nil && size > s.limit {
+		err = tooLarge(s.limit)
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		done()
+		if errcode.As(err) != nil {
+			return nil, 0, nil, err
+		}
+		return nil, 0, nil, fmt.Errorf("content: spool upload: %w", err)
+	}
+	return f, size, done, nil
+}
+
+// removeFile drops the bytes of an asset whose record could not be stored.
+func (s *Service) removeFile(ctx context.Context, a *store.Asset) {
+	if err := s.blobs.Delete(context.WithoutCancel(ctx), a.FilePath); err != nil {
 		s.log.Warn("remove asset file", "asset", a.ID, "err", err.Error())
 	}
 }
@@ -578,7 +624,7 @@ func (s *Service) InspirationUpload(ctx context.Context, in UploadInput, title s
 				"projectId": c.ProjectID, "assetId": a.ID}})
 	})
 	if err != nil {
-		s.removeFile(a)
+		s.removeFile(ctx, a)
 		return nil, nil, err
 	}
 	s.notifyAsset(ctx, a, "created")
@@ -618,22 +664,35 @@ func (s *Service) DeleteAssets(ctx context.Context, userID string, ids []string)
 	return len(deleted), nil
 }
 
-// AssetFile returns the caller's live asset and the path of its file; 404 for anything else.
-func (s *Service) AssetFile(ctx context.Context, userID, id string) (*store.Asset, string, error) {
+// AssetFile returns the caller's live asset with its bytes and their size; 404 for anything else.
+// The caller closes the reader. The store is read without the request's cancellation, because the
+// response is streamed after the handler returns.
+func (s *Service) AssetFile(ctx context.Context, userID, id string) (*store.Asset, io.ReadCloser, int64, error) {
 	a, err := s.st.GetAsset(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.IsDeleted || a.UserID != userID)) {
-		return nil, "", errcode.New(errcode.NotFound, "Asset not found")
+		return nil, nil, 0, errcode.New(errcode.NotFound, "Asset not found")
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, nil, 0, err
 	}
-	rel := filepath.FromSlash(a.FilePath)
-	if filepath.IsAbs(rel) || strings.HasPrefix(filepath.Clean(rel), "..") {
-		return nil, "", errcode.New(errcode.NotFound, "Asset file not found")
+	if !blob.ValidKey(a.FilePath) {
+		return nil, nil, 0, errcode.New(errcode.NotFound, "Asset file not found")
 	}
-	p := filepath.Join(s.dataDir, rel)
-	if _, err := os.Stat(p); err != nil {
-		return nil, "", errcode.New(errcode.NotFound, "Asset file not found")
+	body, size, err := s.blobs.Open(context.WithoutCancel(ctx), a.FilePath)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil, 0, errcode.New(errcode.NotFound, "Asset file not found")
 	}
-	return a, p, nil
+	if err != nil {
+		return nil, nil, 0, s.storeErr("content.asset_file", "The file could not be read", err)
+	}
+	return a, body, size, nil
+}
+
+// storeErr is a failure of the blob store: EXTERNAL_SERVICE_ERROR (502) for an object store, whose
+// outage is not the host's fault; a plain internal error for the local folder.
+func (s *Service) storeErr(op, msg string, err error) error {
+	if s.blobs.Kind() == "local" {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return errcode.E(op, errcode.ExternalService, msg, err)
 }

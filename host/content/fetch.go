@@ -2,23 +2,21 @@ package content
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/reelforge/reelforge/internal/netguard"
 )
 
 // ErrRefused is returned (wrapped) when a fetch would reach an address the SSRF guard refuses.
-var ErrRefused = errors.New("content: address not allowed")
+var ErrRefused = netguard.ErrRefused
 
 // Page is the metadata of a fetched page.
 type Page struct {
@@ -28,15 +26,13 @@ type Page struct {
 	Image       string // absolute URL of og:image, if any
 }
 
-// Fetcher reads page metadata over HTTP with a timeout, a size cap and an SSRF guard: every
-// connection, redirects included, is checked on the address it actually dials, and loopback,
-// private, link-local, unspecified and multicast addresses are refused unless allowed.
-// It is safe for concurrent use.
+// Fetcher reads page metadata over HTTP with a timeout, a size cap and the SSRF guard of
+// internal/netguard: every connection, redirects included, is checked on the address it actually
+// dials, and loopback, private, link-local, unspecified and multicast addresses are refused unless
+// allowed. It is safe for concurrent use.
 type Fetcher struct {
 	client   *http.Client
 	maxBytes int64
-	allowNet []netip.Prefix
-	allowHst map[string]bool
 }
 
 // FetcherConfig configures NewFetcher.
@@ -55,110 +51,7 @@ func NewFetcher(cfg FetcherConfig) *Fetcher {
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = 1 << 20
 	}
-	f := &Fetcher{maxBytes: cfg.MaxBytes, allowHst: map[string]bool{}}
-	for _, a := range cfg.Allow {
-		a = strings.ToLower(strings.TrimSpace(a))
-		if a == "" {
-			continue
-		}
-		if p, err := netip.ParsePrefix(a); err == nil {
-			f.allowNet = append(f.allowNet, p.Masked())
-		} else if ip, err := netip.ParseAddr(a); err == nil {
-			f.allowNet = append(f.allowNet, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
-		} else {
-			f.allowHst[strings.TrimSuffix(a, ".")] = true
-		}
-	}
-	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would dial for us and bypass the guard
-		DialContext:           f.dial,
-		TLSHandshakeTimeout:   cfg.Timeout,
-		ResponseHeaderTimeout: cfg.Timeout,
-		MaxIdleConns:          10,
-		IdleConnTimeout:       30 * time.Second,
-		DisableCompression:    false,
-	}
-	f.client = &http.Client{
-		Transport: tr,
-		Timeout:   cfg.Timeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("content: too many redirects")
-			}
-			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-				return fmt.Errorf("content: redirect to scheme %q: %w", req.URL.Scheme, ErrRefused)
-			}
-			return nil
-		},
-	}
-	return f
-}
-
-// dial connects to addr; the Control function sees the resolved IP of each attempt, so a host
-// name that resolves to a private address (or a redirect to one) is refused all the same.
-func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	hostAllowed := f.allowHst[strings.TrimSuffix(strings.ToLower(host), ".")]
-	d := net.Dialer{
-		Timeout: 5 * time.Second,
-		Control: func(_, address string, _ syscall.RawConn) error {
-			if hostAllowed {
-				return nil
-			}
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("content: dial %s: %w", address, ErrRefused)
-			}
-			return f.checkIP(ap.Addr())
-		},
-	}
-	return d.DialContext(ctx, network, addr)
-}
-
-// special ranges refused beside what netip classifies: shared address space, benchmarking,
-// IETF protocol assignments, documentation, reserved and the "this network" block.
-var refusedNets = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("192.0.2.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("198.51.100.0/24"),
-	netip.MustParsePrefix("203.0.113.0/24"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("2001:db8::/32"),
-}
-
-func (f *Fetcher) checkIP(ip netip.Addr) error {
-	ip = ip.Unmap().WithZone("")
-	for _, p := range f.allowNet {
-		if p.Contains(ip) {
-			return nil
-		}
-	}
-	if Blocked(ip) {
-		return fmt.Errorf("content: dial %s: %w", ip, ErrRefused)
-	}
-	return nil
-}
-
-// Blocked reports whether the guard refuses ip when no allow-list entry covers it.
-func Blocked(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return true
-	}
-	for _, p := range refusedNets {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+	return &Fetcher{client: netguard.New(cfg.Allow).Client(cfg.Timeout), maxBytes: cfg.MaxBytes}
 }
 
 // Fetch GETs rawURL and reads the page's title, description and cover image. Only http and https

@@ -9,7 +9,8 @@
 //     images, with the script as captions, the speech WAV as audio (silence without one), and a
 //     visible "Reelforge" mark when the owner's role is free_user (SPEC.md Authentication 8);
 //   - videoparse: ffprobe on a local file, or the page's own metadata (og:title, og:description,
-//     og:image, <title>) fetched with a time-out and a size cap;
+//     og:image, <title>) fetched with a time-out, a size cap and the SSRF guard of internal/netguard
+//     (no loopback, private or link-local address unless Options.FetchAllow names it);
 //   - music: there is no local tool, so the job fails with EXTERNAL_SERVICE_ERROR.
 //
 // Local files go under DataDir/assets/<user>/<kind>/<job id>.<ext>; a local job reports its result
@@ -33,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/netguard"
 	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -79,8 +81,13 @@ type Options struct {
 	// mark. Only when it is nil are the payload's user_id and role used: a host must set it, since a
 	// payload can carry run inputs.
 	OwnerFunc OwnerFunc
-	// HTTPClient posts to external generators and fetches pages; nil means a default client.
+	// HTTPClient posts to the external generators above (addresses the operator configured, so
+	// not guarded); nil means a default client.
 	HTTPClient *http.Client
+	// FetchAllow lists hosts or CIDRs the videoparse page fetch may reach although they are
+	// loopback, private or link-local (CONTENT_FETCH_ALLOW). Links come from run inputs, that is
+	// from users, so every other such address is refused (internal/netguard).
+	FetchAllow []string
 	// SubmitTimeout bounds the submission POST to an external generator; 0 means 15 s.
 	SubmitTimeout time.Duration
 	// LocalConcurrency bounds local jobs running at once; 0 means 2.
@@ -98,8 +105,9 @@ type Options struct {
 // Dispatcher submits generator jobs. Create it with NewDispatcher and Stop it once at shutdown; it
 // is safe for concurrent use.
 type Dispatcher struct {
-	opts Options
-	sem  chan struct{}
+	opts  Options
+	sem   chan struct{}
+	pages *http.Client // the SSRF-guarded client of videoparse page fetches
 
 	ctx    context.Context // parent of local jobs; cancelled by Stop
 	cancel context.CancelFunc
@@ -137,7 +145,8 @@ func NewDispatcher(opts Options) *Dispatcher {
 		opts.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Dispatcher{opts: opts, sem: make(chan struct{}, opts.LocalConcurrency), ctx: ctx, cancel: cancel}
+	return &Dispatcher{opts: opts, sem: make(chan struct{}, opts.LocalConcurrency), ctx: ctx, cancel: cancel,
+		pages: netguard.New(opts.FetchAllow).Client(pageTimeout)}
 }
 
 // Stop cancels the local jobs in progress and waits for them to return (their jobs are reported as

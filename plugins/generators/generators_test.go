@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -219,10 +220,12 @@ type localBundle struct {
 	done *completions
 }
 
-func setupLocal(t *testing.T, roles map[string]string) *localBundle {
+// setupLocal is a dispatcher doing local work for runs of the given roles; fetchAllow is its
+// FetchAllow (the test pages are on 127.0.0.1, which the SSRF guard refuses otherwise).
+func setupLocal(t *testing.T, roles map[string]string, fetchAllow ...string) *localBundle {
 	t.Helper()
 	b := &localBundle{dir: t.TempDir(), done: newCompletions()}
-	b.d = generators.NewDispatcher(generators.Options{DataDir: b.dir, CompleteFunc: b.done.complete,
+	b.d = generators.NewDispatcher(generators.Options{DataDir: b.dir, CompleteFunc: b.done.complete, FetchAllow: fetchAllow,
 		OwnerFunc: func(_ context.Context, runID string) (engine.UserContext, error) {
 			role, ok := roles[runID]
 			if !ok {
@@ -374,7 +377,7 @@ func TestLocalVideoparse(t *testing.T) {
 		<meta property="og:image" content="/cover.png"></head><body></body></html>`)
 	}))
 	t.Cleanup(page.Close)
-	b := setupLocal(t, map[string]string{"run-1": "user"})
+	b := setupLocal(t, map[string]string{"run-1": "user"}, "127.0.0.1")
 	res := b.run(t, &engine.Job{JobID: "p-1", RunID: "run-1", Type: engine.JobVideoparse, Request: json.RawMessage(`{"url":"` + page.URL + `/v/1"}`)})
 	want := map[string]any{"url": page.URL + "/v/1", "platform": "web", "source": "page_metadata", "title": "Latte art & more",
 		"description": "Five patterns in one minute", "cover_url": page.URL + "/cover.png", "engine": "local"}
@@ -388,6 +391,41 @@ func TestLocalVideoparse(t *testing.T) {
 	}
 	if f := b.done.failure(t, "p-2"); f == nil || f.Code != string(errcode.ExternalService) {
 		t.Errorf("videoparse of a page that is down: failure = %+v, want EXTERNAL_SERVICE_ERROR", f)
+	}
+}
+
+func TestLocalVideoparseRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `<html><head><title>internal</title></head></html>`)
+	}))
+	t.Cleanup(page.Close)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	}))
+	t.Cleanup(redirect.Close)
+	// The redirector is reached through the allowed name localhost; where it points is not allowed.
+	viaName := strings.Replace(redirect.URL, "127.0.0.1", "localhost", 1)
+	b := setupLocal(t, map[string]string{"run-1": "user"}, "localhost")
+	links := map[string]string{
+		"loopback":             page.URL + "/v/1",
+		"metadata service":     "http://169.254.169.254/latest/meta-data/",
+		"private":              "http://10.0.0.1/",
+		"redirect to loopback": viaName + "/?to=" + page.URL,
+		"redirect to private":  viaName + "/?to=http://192.168.0.1/",
+		"redirect to metadata": viaName + "/?to=http://169.254.169.254/",
+	}
+	i := 0
+	for name, link := range links {
+		i++
+		id := fmt.Sprintf("p-%d", i)
+		if err := b.d.Dispatch(t.Context(), &engine.Job{JobID: id, RunID: "run-1", Type: engine.JobVideoparse,
+			Request: json.RawMessage(`{"url":"` + link + `"}`)}, ""); err != nil {
+			t.Fatalf("%s: Dispatch() error = %v", name, err)
+		}
+		if f := b.done.failure(t, id); f == nil || f.Code != string(errcode.Validation) || !strings.Contains(f.Message, "not allowed") {
+			t.Errorf("%s: videoparse of %s: failure = %+v, want VALIDATION_ERROR (address not allowed)", name, link, f)
+		}
 	}
 }
 

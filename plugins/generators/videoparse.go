@@ -3,6 +3,7 @@ package generators
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/netguard"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -124,7 +126,7 @@ func Platform(link string) string {
 	return "web"
 }
 
-// pageMeta fetches a page (time-out, size cap) and reads its own metadata.
+// pageMeta fetches a page (time-out, size cap, SSRF guard) and reads its own metadata.
 func (d *Dispatcher) pageMeta(ctx context.Context, u *url.URL) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
 	defer cancel()
@@ -134,7 +136,11 @@ func (d *Dispatcher) pageMeta(ctx context.Context, u *url.URL) (map[string]any, 
 	}
 	req.Header.Set("User-Agent", "Mozilla/5.0 (compatible; Reelforge link parser)")
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
-	res, err := d.opts.HTTPClient.Do(req)
+	res, err := d.pages.Do(req)
+	if errors.Is(err, netguard.ErrRefused) {
+		return nil, errcode.E("generators.videoparse", errcode.Validation,
+			"the link points to an address that is not allowed (loopback, private or link-local)", err)
+	}
 	if err != nil {
 		return nil, errcode.E("generators.videoparse", errcode.ExternalService, "the page could not be fetched", err)
 	}

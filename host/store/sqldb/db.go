@@ -54,6 +54,9 @@ type DB struct {
 	begin func(ctx context.Context) (Tx, error) // nil inside a transaction
 	D     *Dialect
 	Clock func() time.Time
+
+	lists    *listCache // nil: no listing cache (see CacheProjectLists)
+	txWrites *txWrites  // set inside a transaction
 }
 
 // New returns a DB over conn; begin starts transactions (nil for a DB that is one already).
@@ -90,7 +93,14 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *DB) error) (err error) {
 			}
 		}
 	}()
-	if err = fn(&DB{conn: tx, D: db.D, Clock: db.Clock}); err != nil {
+	txDB := &DB{conn: tx, D: db.D, Clock: db.Clock, lists: db.lists, txWrites: &txWrites{}}
+	defer func() {
+		// After the commit (or the rollback, where it costs only a re-read): see listcache.go.
+		if txDB.txWrites.projects {
+			db.projectsChanged()
+		}
+	}()
+	if err = fn(txDB); err != nil {
 		return err
 	}
 	if err = tx.Commit(ctx); err != nil {
@@ -227,6 +237,9 @@ func parseTimeText(s string) (time.Time, bool, error) {
 	if s == "" {
 		return time.Time{}, false, nil
 	}
+	if t, ok := parseFixedTime(s); ok {
+		return t, true, nil
+	}
 	for _, layout := range []string{SQLiteTimeFormat, time.RFC3339Nano, "2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t.UTC(), true, nil
@@ -259,3 +272,40 @@ var placeholder = regexp.MustCompile(`\$(\d+)`)
 
 // RebindSQLite turns $n placeholders into SQLite's ?n.
 func RebindSQLite(q string) string { return placeholder.ReplaceAllString(q, "?$1") }
+
+// parseFixedTime reads the SQLiteTimeFormat form digit by digit. Every timestamp SQLite hands
+// back is in this form, and time.Parse's layout interpretation was a tenth of the instructions
+// of a projects listing.
+func parseFixedTime(s string) (time.Time, bool) {
+	if len(s) != len(SQLiteTimeFormat) || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+		s[16] != ':' || s[19] != '.' || s[26] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(from, to int) (int, bool) {
+		n := 0
+		for i := from; i < to; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	var f [7]int
+	for i, span := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, 26}} {
+		v, ok := num(span[0], span[1])
+		if !ok {
+			return time.Time{}, false
+		}
+		f[i] = v
+	}
+	if f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 59 {
+		return time.Time{}, false // let time.Parse say what is wrong
+	}
+	t := time.Date(f[0], time.Month(f[1]), f[2], f[3], f[4], f[5], f[6]*1000, time.UTC)
+	if t.Day() != f[2] { // 31 February and the like: time.Date would roll it over
+		return time.Time{}, false
+	}
+	return t, true
+}

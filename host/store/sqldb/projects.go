@@ -31,6 +31,7 @@ func (db *DB) CreateProject(ctx context.Context, p *store.Project) error {
 	}
 	_, err := db.Exec(ctx, `INSERT INTO projects (`+projectCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, FALSE)`,
 		p.ID, p.UserID, p.Name, p.Description, p.Status, p.WorkflowPresetID, J(p.Blueprint), db.T(now), db.T(now))
+	db.projectsChanged()
 	return err
 }
 
@@ -41,6 +42,22 @@ func (db *DB) GetProject(ctx context.Context, id string) (*store.Project, error)
 
 // ListProjects implements store.Projects.
 func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]store.Project, int, error) {
+	// A transaction may hold its own uncommitted writes: it reads the table, never the cache.
+	if db.lists == nil || db.txWrites != nil {
+		return db.listProjects(ctx, p)
+	}
+	if items, total, ok := db.lists.get(p); ok {
+		return items, total, nil
+	}
+	gen := db.lists.gen.Load()
+	items, total, err := db.listProjects(ctx, p)
+	if err == nil {
+		db.lists.put(gen, p, items, total)
+	}
+	return items, total, err
+}
+
+func (db *DB) listProjects(ctx context.Context, p store.ListProjectsParams) ([]store.Project, int, error) {
 	where := []string{"is_deleted = FALSE"}
 	var args []any
 	if p.UserID != "" {
@@ -54,8 +71,9 @@ func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]s
 	cond := strings.Join(where, " AND ")
 	// Ask for one row more than the page: when it does not come, the total follows from the page
 	// and no COUNT is needed (a window count costs SQLite nearly three times the select).
-	// LIMIT and OFFSET are whole numbers written into the SQL: bound, they make SQLite re-prepare
-	// the statement on every call.
+	// LIMIT and OFFSET are whole numbers written into the SQL: SQLite plans with their values,
+	// so a bound LIMIT marks the prepared statement expired on every bind and re-prepares it.
+	// Written in, each page size and offset is its own statement, prepared once by the driver.
 	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+projectCols+` FROM projects WHERE %s
 		ORDER BY created_at DESC, id LIMIT %d OFFSET %d`, cond, p.Limit+1, p.Offset), args...)
 	if err != nil {
@@ -110,6 +128,7 @@ func (db *DB) UpdateProject(ctx context.Context, p store.UpdateProjectParams) (*
 		add("blueprint", J(p.Blueprint))
 	}
 	n, err := db.Exec(ctx, `UPDATE projects SET `+strings.Join(sets, ", ")+` WHERE id = $1 AND is_deleted = FALSE`, args...)
+	db.projectsChanged()
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +141,7 @@ func (db *DB) UpdateProject(ctx context.Context, p store.UpdateProjectParams) (*
 // SoftDeleteProject implements store.Projects.
 func (db *DB) SoftDeleteProject(ctx context.Context, id string) error {
 	n, err := db.Exec(ctx, `UPDATE projects SET is_deleted = TRUE, updated_at = $2 WHERE id = $1 AND is_deleted = FALSE`, id, db.T(db.Now()))
+	db.projectsChanged()
 	if err == nil && n == 0 {
 		return store.ErrNotFound
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -22,7 +24,8 @@ import (
 type Driver struct {
 	*sqldb.DB
 	sqlDB *sql.DB
-	df    *dfCache // shared with the drivers of InTx
+	reads *readCache // nil inside a transaction
+	df    *dfCache   // shared with the drivers of InTx
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -46,8 +49,11 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	sqlDB.SetMaxOpenConns(8)
 	sqlDB.SetMaxIdleConns(8)
 	sqlDB.SetConnMaxIdleTime(0)
-	d := &Driver{sqlDB: sqlDB, df: &dfCache{}}
-	d.DB = sqldb.New(dbConn{sqlDB}, d.begin, dialect, opt.Clock)
+	d := &Driver{sqlDB: sqlDB, reads: newReadCache(sqlDB), df: &dfCache{}}
+	d.DB = sqldb.New(poolConn{dbConn: dbConn{sqlDB}, reads: d.reads}, d.begin, dialect, opt.Clock)
+	// The database file belongs to this host process (README: one host per SQLite file), so
+	// it sees every write to projects and may keep listing pages.
+	d.DB.CacheProjectLists()
 	if err := d.Ping(ctx); err != nil {
 		sqlDB.Close()
 		return nil, err
@@ -102,6 +108,7 @@ func (d *Driver) Close() error {
 	if d.sqlDB == nil {
 		return nil
 	}
+	d.reads.close()
 	return d.sqlDB.Close()
 }
 
@@ -149,6 +156,105 @@ func (c dbConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, e
 
 func (c dbConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
 	return c.q.QueryRowContext(ctx, sqldb.RebindSQLite(q), args...)
+}
+
+// poolConn runs statements on the pool and keeps the reads it repeats prepared. Parsing and
+// planning a SELECT is most of what SQLite spends on a small listing (a callgrind count of
+// BenchmarkListProjects put the parser and code generator above the row reads), so a prepared
+// statement per query text saves it on every call after the first.
+//
+// Only reads outside transactions are cached. An earlier cache that also prepared writes and
+// statements inside transactions made concurrent writers fail with SQLITE_BUSY; a reset read
+// statement holds no lock, and database/sql resets it when the rows close.
+type poolConn struct {
+	dbConn
+	reads *readCache
+}
+
+func (c poolConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
+	q = sqldb.RebindSQLite(q)
+	st := c.reads.get(ctx, q)
+	if st == nil {
+		return c.dbConn.Query(ctx, q, args...)
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (c poolConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
+	q = sqldb.RebindSQLite(q)
+	if st := c.reads.get(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return c.dbConn.QueryRow(ctx, q, args...)
+}
+
+// readCache holds the prepared SELECTs, at most readCacheMax of them: the host's query texts
+// are a fixed set (values are bound, never written into the SQL), so the cap only guards
+// against a future query that is built with its values inline.
+type readCache struct {
+	db *sql.DB
+	mu sync.RWMutex
+	m  map[string]*sql.Stmt
+}
+
+const readCacheMax = 256
+
+func newReadCache(db *sql.DB) *readCache { return &readCache{db: db, m: map[string]*sql.Stmt{}} }
+
+// get returns the prepared statement of q, or nil when q is not a single SELECT or the cache is
+// full (the caller then runs q unprepared).
+func (c *readCache) get(ctx context.Context, q string) *sql.Stmt {
+	c.mu.RLock()
+	st, n := c.m[q], len(c.m)
+	c.mu.RUnlock()
+	if st != nil || n >= readCacheMax || !isSelect(q) {
+		return st
+	}
+	prepared, err := c.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil // the unprepared call reports the error
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.m[q]; old != nil {
+		prepared.Close()
+		return old
+	}
+	c.m[strings.Clone(q)] = prepared
+	return prepared
+}
+
+func (c *readCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q, st := range c.m {
+		st.Close()
+		delete(c.m, q)
+	}
+}
+
+// isSelect reports whether q is one read-only statement (WITH ... SELECT included; a
+// RETURNING clause would make it a write).
+func isSelect(q string) bool {
+	q = strings.TrimSpace(q)
+	if len(q) < 6 || strings.Contains(q, ";") {
+		return false
+	}
+	head := strings.ToUpper(q[:6])
+	if head != "SELECT" && !strings.HasPrefix(head, "WITH") {
+		return false
+	}
+	upper := strings.ToUpper(q)
+	for _, w := range []string{"INSERT ", "UPDATE ", "DELETE ", "RETURNING"} {
+		if strings.Contains(upper, w) {
+			return false
+		}
+	}
+	return true
 }
 
 type txConn struct{ tx *sql.Tx }

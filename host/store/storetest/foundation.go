@@ -189,3 +189,99 @@ func testTransactions(t *testing.T, open Opener) {
 		t.Errorf("committed project: GetProject = %v", err)
 	}
 }
+
+// testProjectListingFollowsWrites reads the same page between writes: a driver that keeps
+// listing pages (sqlitestore) must never serve one older than the last committed write.
+func testProjectListingFollowsWrites(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	page := store.ListProjectsParams{UserID: u.ID, Limit: 20}
+	names := func() []string {
+		t.Helper()
+		got, total, err := d.ListProjects(ctx, page)
+		if err != nil {
+			t.Fatalf("ListProjects: %v", err)
+		}
+		if total != len(got) && (total <= page.Limit || len(got) != page.Limit) {
+			t.Errorf("total %d, %d items", total, len(got))
+		}
+		var out []string
+		for _, p := range got {
+			out = append(out, p.Name)
+		}
+		return sorted(out)
+	}
+	expect := func(step string, want ...string) {
+		t.Helper()
+		if diff := cmp.Diff(sorted(want), names()); diff != "" {
+			t.Errorf("after %s (-want +got):\n%s", step, diff)
+		}
+	}
+	expect("nothing")
+	p := &store.Project{ID: uuid.NewString(), UserID: u.ID, Name: "a"}
+	if err := d.CreateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	expect("create", "a")
+	renamed := "b"
+	if _, err := d.UpdateProject(ctx, store.UpdateProjectParams{ID: p.ID, Name: &renamed}); err != nil {
+		t.Fatal(err)
+	}
+	expect("update", "b")
+	// A transaction that fails leaves the page as it was; one that commits shows.
+	boom := errors.New("boom")
+	if err := d.InTx(ctx, func(tx store.Driver) error {
+		_ = tx.CreateProject(ctx, &store.Project{ID: uuid.NewString(), UserID: u.ID, Name: "rolled back"})
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("InTx = %v", err)
+	}
+	expect("rollback", "b")
+	renamed = "c"
+	if err := d.InTx(ctx, func(tx store.Driver) error {
+		if _, err := tx.UpdateProject(ctx, store.UpdateProjectParams{ID: p.ID, Name: &renamed}); err != nil {
+			return err
+		}
+		// Inside the transaction the listing shows its own write.
+		got, _, err := tx.ListProjects(ctx, page)
+		if err != nil || len(got) != 1 || got[0].Name != "c" {
+			t.Errorf("ListProjects in tx = %+v, %v", got, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	expect("commit", "c")
+	// Readers racing a writer: once the writer is done, the page shows all it wrote.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 20 {
+			if err := d.CreateProject(ctx, &store.Project{ID: uuid.NewString(), UserID: u.ID, Name: "w" + string(rune('a'+i))}); err != nil {
+				t.Errorf("CreateProject: %v", err)
+				return
+			}
+		}
+	}()
+	for reading := true; reading; {
+		select {
+		case <-done:
+			reading = false
+		default:
+			names()
+		}
+	}
+	if got := names(); len(got) != 20 { // the page holds 20 of the 21
+		t.Errorf("after concurrent creates: %d names, want a full page of 20", len(got))
+	}
+	if _, total, err := d.ListProjects(ctx, page); err != nil || total != 21 {
+		t.Errorf("total after concurrent creates = %d, %v; want 21", total, err)
+	}
+	if err := d.SoftDeleteProject(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, total, err := d.ListProjects(ctx, page); err != nil || total != 20 {
+		t.Errorf("total after delete = %d, %v; want 20", total, err)
+	}
+}

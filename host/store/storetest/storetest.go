@@ -26,6 +26,7 @@ var suites = []struct {
 	{"users", testUsers},
 	{"refresh_tokens", testRefreshTokens},
 	{"projects", testProjects},
+	{"project_listing_follows_writes", testProjectListingFollowsWrites},
 	{"idempotency", testIdempotency},
 	{"transactions", testTransactions},
 	{"corpus", testCorpus},
@@ -74,7 +75,7 @@ func SchemaName() string {
 }
 
 // NewUser inserts a user and returns it.
-func NewUser(t *testing.T, d store.Driver, role string) *store.User {
+func NewUser(t testing.TB, d store.Driver, role string) *store.User {
 	t.Helper()
 	if role == "" {
 		role = store.RoleFreeUser

@@ -1,0 +1,38 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+func TestS3Settings(t *testing.T) {
+	t.Parallel()
+	c, err := LoadFrom(lookup(nil))
+	if err != nil || c.S3Bucket != "" || c.S3Region != "us-east-1" || !c.S3UsePathStyle {
+		t.Fatalf("defaults = %+v, %v; want no bucket, us-east-1, path style", c, err)
+	}
+	c, err = LoadFrom(lookup(map[string]string{"S3_BUCKET": "media", "S3_ENDPOINT": "http://minio:9000", "S3_REGION": "eu-west-1",
+		"S3_ACCESS_KEY_ID": "k", "S3_SECRET_ACCESS_KEY": "s", "S3_USE_PATH_STYLE": "false"}))
+	if err != nil || c.S3Bucket != "media" || c.S3Endpoint != "http://minio:9000" || c.S3Region != "eu-west-1" ||
+		c.S3AccessKeyID != "k" || c.S3SecretAccessKey != "s" || c.S3UsePathStyle {
+		t.Errorf("S3 settings = %+v, %v", c, err)
+	}
+	bad := map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"endpoint without bucket":    {map[string]string{"S3_ENDPOINT": "http://minio:9000"}, "S3_BUCKET"},
+		"bucket without credentials": {map[string]string{"S3_BUCKET": "media", "S3_ACCESS_KEY_ID": "k"}, "S3_SECRET_ACCESS_KEY"},
+		"endpoint not a URL":         {map[string]string{"S3_BUCKET": "m", "S3_ACCESS_KEY_ID": "k", "S3_SECRET_ACCESS_KEY": "s", "S3_ENDPOINT": "minio:9000"}, "S3_ENDPOINT"},
+		"path style not a bool":      {map[string]string{"S3_USE_PATH_STYLE": "sometimes"}, "S3_USE_PATH_STYLE"},
+	}
+	for name, tc := range bad {
+		if _, err := LoadFrom(lookup(tc.env)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: LoadFrom = %v, want an error naming %s", name, err, tc.want)
+		}
+	}
+}
