@@ -105,7 +105,7 @@ const keywordRows = 2000
 // term held by half the rows or more no weight at all; the in-memory ranking still scores every
 // query term on the candidates, and the vector leg brings its own.
 func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
-	terms, err := d.searchTerms(ctx, p.Terms)
+	terms, rows, err := d.searchTerms(ctx, p.Terms)
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +116,12 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 	// Joining a match to its chunk, source and document (for the visibility rule) costs more
 	// than ranking it, so the best 2*limit matches are joined first; when fewer than limit of
 	// those are visible, the best 1000, then all. Each stage returns exactly the best visible
-	// matches when it returns limit of them.
+	// matches when it returns limit of them. When the terms match no more rows than a stage
+	// takes, all of them are ranked at once instead (a stage would rank the same rows again).
 	for _, inner := range []int{2 * p.Limit, max(1000, 10*p.Limit)} {
+		if rows <= inner {
+			break
+		}
 		out, err := d.keywordQuery(ctx, p, q, inner)
 		if err != nil || len(out) >= p.Limit {
 			return out, err
@@ -128,18 +132,20 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 
 // searchTerms leaves out, past keywordRows matching rows, the most common terms; it keeps the
 // query's order. A term the vocabulary does not list is kept: it matches nothing, or the
-// tokenizer reads it as another term whose frequency is unknown here.
-func (d *Driver) searchTerms(ctx context.Context, terms []string) ([]string, error) {
+// tokenizer reads it as another term whose frequency is unknown here. rows is the sum of the
+// kept terms' frequencies, the most rows they can match but for such terms (counted as 0: an
+// estimate too low only makes KeywordCandidates rank every match at once, never miss one).
+func (d *Driver) searchTerms(ctx context.Context, terms []string) (kept []string, rows int, err error) {
 	if len(terms) > 64 {
 		terms = terms[:64] // ftsQuery's limit
 	}
-	if len(terms) < 2 {
-		return terms, nil
+	if len(terms) == 0 {
+		return nil, 0, nil
 	}
 	df, missing := d.df.lookup(terms)
 	if len(missing) > 0 {
 		if err := d.countTerms(ctx, missing, df); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		d.df.store(df, missing)
 	}
@@ -152,7 +158,7 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) ([]string, err
 		}
 	}
 	if total <= keywordRows {
-		return terms, nil
+		return terms, total, nil
 	}
 	sort.SliceStable(known, func(i, j int) bool { return df[known[i]] < df[known[j]] })
 	n, sum := 1, df[known[0]]
@@ -170,7 +176,7 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) ([]string, err
 			out = append(out, t)
 		}
 	}
-	return out, nil
+	return out, sum, nil
 }
 
 // countTerms adds the document frequencies of terms to df from the FTS5 vocabulary.
