@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -71,12 +73,12 @@ type refsEntry struct {
 }
 
 // vecSet is the readable vectors of one model, in one slice, so a search scans them without map
-// lookups; byID serves the keyword candidates.
+// lookups. It shares the vectors with the decoded cache; there is one per cached viewer, so it
+// holds no more than that (no index by id: the keyword candidates use the decoded cache).
 type vecSet struct {
 	model string
 	ids   []string
 	vecs  [][]float32
-	byID  map[string][]float32
 }
 
 // changed invalidates the cached lists of readable chunks.
@@ -150,10 +152,6 @@ func (s *Service) vectors(ctx context.Context, e *refsEntry, model string) (*vec
 			}
 		}
 		s.mu.Unlock()
-	}
-	set.byID = make(map[string][]float32, len(set.ids))
-	for i, id := range set.ids {
-		set.byID[id] = set.vecs[i]
 	}
 	s.mu.Lock()
 	e.set = set
@@ -611,7 +609,7 @@ func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []stri
 	}
 	vecs := map[string][]float32{}
 	if len(qv) > 0 {
-		near, all, err := s.neighbours(ctx, v, qv, s.opt.Candidates)
+		near, all, err := s.neighbours(ctx, v, qv, s.opt.Candidates, order)
 		if err != nil {
 			return nil, err
 		}
@@ -672,9 +670,10 @@ func indexTerms(searchText string) []string {
 	return strings.Split(searchText, " ")
 }
 
-// neighbours returns the n readable chunks nearest to qv (by dot product of unit vectors), and the
-// vectors of every readable chunk of the query's model, from the cache or the store.
-func (s *Service) neighbours(ctx context.Context, v store.Viewer, qv []float32, n int) ([]string, map[string][]float32, error) {
+// neighbours returns the n readable chunks nearest to qv (by dot product of unit vectors), and
+// the vectors of the given candidates (chunks the caller has read through the visibility rule)
+// and of the neighbours, in the query's model, from the cache or the store.
+func (s *Service) neighbours(ctx context.Context, v store.Viewer, qv []float32, n int, cands []string) ([]string, map[string][]float32, error) {
 	e, err := s.embeddingRefs(ctx, v)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kb: embedding refs: %w", err)
@@ -692,9 +691,60 @@ func (s *Service) neighbours(ctx context.Context, v store.Viewer, qv []float32, 
 			nz = append(nz, int32(i))
 		}
 	}
+	order := nearest(set.vecs, qv, nz, n)
+	ids := make([]string, len(order))
+	vecs := make(map[string][]float32, len(order)+len(cands))
+	for i, k := range order {
+		ids[i] = set.ids[k]
+		vecs[ids[i]] = set.vecs[k]
+	}
+	// Every readable chunk of the model is in the decoded cache now (vectors loaded them).
+	s.mu.RLock()
+	for _, id := range cands {
+		if vec, ok := s.vecs[vecKey{id, set.model}]; ok {
+			vecs[id] = vec
+		}
+	}
+	s.mu.RUnlock()
+	return ids, vecs, nil
+}
+
+// parallelScan is the least number of vectors worth splitting over two goroutines.
+const parallelScan = 4096
+
+// nearest returns the indexes of the n vectors with the largest dot product with qv, best first,
+// ties to the lower index; nz lists qv's non-zero dimensions. A large set is scanned in two
+// halves at once when a second processor is there; the result is the same.
+func nearest(vecs [][]float32, qv []float32, nz []int32, n int) []int {
+	if len(vecs) < parallelScan || runtime.GOMAXPROCS(0) < 2 {
+		top := newTopK(n)
+		scan(top, vecs, 0, qv, nz)
+		return top.sorted()
+	}
+	half := len(vecs) / 2
+	a, b := newTopK(n), newTopK(n)
+	var wg sync.WaitGroup
+	wg.Go(func() { scan(b, vecs[half:], half, qv, nz) })
+	scan(a, vecs[:half], 0, qv, nz)
+	wg.Wait()
+	// push expects increasing indexes (an equal score never displaces an earlier item): every
+	// index of b is above a's, and b's own go in in order, as one scan would have pushed them.
+	bi := b.sorted() // best first; b.dots is in the same order now
+	byIndex := make([]int, len(bi))
+	for j := range byIndex {
+		byIndex[j] = j
+	}
+	sort.Slice(byIndex, func(x, y int) bool { return bi[byIndex[x]] < bi[byIndex[y]] })
+	for _, j := range byIndex {
+		a.push(bi[j], b.dots[j])
+	}
+	return a.sorted()
+}
+
+// scan pushes the dot products of vecs (numbered from base) into top.
+func scan(top *topK, vecs [][]float32, base int, qv []float32, nz []int32) {
 	sparse := len(nz) <= len(qv)/4
-	top := newTopK(n)
-	for i, vec := range set.vecs {
+	for i, vec := range vecs {
 		if len(vec) != len(qv) {
 			continue
 		}
@@ -706,14 +756,8 @@ func (s *Service) neighbours(ctx context.Context, v store.Viewer, qv []float32, 
 		} else {
 			dot = dotDense(qv, vec)
 		}
-		top.push(i, dot)
+		top.push(base+i, dot)
 	}
-	order := top.sorted()
-	ids := make([]string, len(order))
-	for i, k := range order {
-		ids[i] = set.ids[k]
-	}
-	return ids, set.byID, nil
 }
 
 // dotDense is the dot product summed in index order.
@@ -789,7 +833,8 @@ func (t *topK) down(p, n int) {
 	}
 }
 
-// sorted returns the kept items best first (ties: earlier first), emptying the heap.
+// sorted returns the kept items best first (ties: earlier first), emptying the heap; t.dots is
+// left in the same order.
 func (t *topK) sorted() []int {
 	out := make([]int, len(t.idx))
 	for n := len(t.idx); n > 0; n-- {

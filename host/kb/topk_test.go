@@ -45,3 +45,38 @@ func TestIndexTerms(t *testing.T) {
 		}
 	}
 }
+
+func TestNearestParallelIsSequential(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const dims = 16
+	vecs := make([][]float32, parallelScan+777)
+	for i := range vecs {
+		vecs[i] = make([]float32, dims)
+		for k := range vecs[i] {
+			vecs[i][k] = float32(r.IntN(3)) // coarse values: many equal dot products
+		}
+	}
+	vecs[100] = nil // a vector of another dimension is skipped
+	qv := make([]float32, dims)
+	var nz []int32
+	for k := range qv {
+		if k%3 == 0 {
+			qv[k] = 1
+			nz = append(nz, int32(k))
+		}
+	}
+	for _, n := range []int{1, 7, 100} {
+		top := newTopK(n)
+		scan(top, vecs, 0, qv, nz)
+		want := top.sorted()
+		got := nearest(vecs, qv, nz, n)
+		if len(got) != len(want) {
+			t.Fatalf("n=%d: %d items, want %d", n, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("n=%d: got %v, want %v", n, got, want)
+			}
+		}
+	}
+}
