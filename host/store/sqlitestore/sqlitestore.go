@@ -192,9 +192,10 @@ func (c poolConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row
 	return c.dbConn.QueryRow(ctx, q, args...)
 }
 
-// readCache holds the prepared SELECTs, at most readCacheMax of them: the host's query texts
-// are a fixed set (values are bound, never written into the SQL), so the cap only guards
-// against a future query that is built with its values inline.
+// readCache holds the prepared SELECTs, at most readCacheMax of them (later texts run
+// unprepared). The host's query texts are nearly a fixed set: values are bound, except the
+// projects listing's LIMIT and OFFSET (a page size and offset per text) and lists of values
+// (kept out, see readCacheMaxParams).
 type readCache struct {
 	db *sql.DB
 	mu sync.RWMutex
@@ -202,6 +203,10 @@ type readCache struct {
 }
 
 const readCacheMax = 256
+
+// readCacheMaxParams keeps out queries built around lists of values (IN (?1, ?2, ...)): each
+// length is another text, and a few of them would fill the cache.
+const readCacheMaxParams = 16
 
 func newReadCache(db *sql.DB) *readCache { return &readCache{db: db, m: map[string]*sql.Stmt{}} }
 
@@ -211,7 +216,7 @@ func (c *readCache) get(ctx context.Context, q string) *sql.Stmt {
 	c.mu.RLock()
 	st, n := c.m[q], len(c.m)
 	c.mu.RUnlock()
-	if st != nil || n >= readCacheMax || !isSelect(q) {
+	if st != nil || n >= readCacheMax || !isSelect(q) || strings.Count(q, "?") > readCacheMaxParams {
 		return st
 	}
 	prepared, err := c.db.PrepareContext(ctx, q)
