@@ -119,6 +119,9 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 	}
 	for _, q := range []string{
 		`ALTER TABLE knowledge_embeddings ADD COLUMN IF NOT EXISTS embedding_vector public.vector(1536)`,
+		// Inline (6 KiB fits a page): scoring a candidate and the HNSW scan's heap check then read
+		// one page, not the TOAST table.
+		`ALTER TABLE knowledge_embeddings ALTER COLUMN embedding_vector SET STORAGE MAIN`,
 		`CREATE INDEX IF NOT EXISTS knowledge_embeddings_hnsw ON knowledge_embeddings USING hnsw (embedding_vector public.vector_cosine_ops)`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
