@@ -110,38 +110,44 @@ func tsQuery(terms []string) string {
 // KeywordCandidates implements store.Knowledge: the keyword leg of VectorSearch alone (the
 // idf-weighted ts_rank over search_tsv of the rows keywordRows picks), for the in-memory path.
 func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
-	ws, err := termWeights(ctx, d.DB, p.Terms)
-	if err != nil || len(ws) == 0 {
-		return nil, err
-	}
-	var a sqldb.Args
-	vis := sqldb.Visible(store.Viewer{UserID: p.Viewer.UserID, Admin: p.Viewer.Admin, ProjectID: p.Viewer.ProjectID,
-		SourceID: p.Viewer.SourceID, SourceNames: p.Viewer.SourceNames}, &a, "")
-	docs := "TRUE"
-	if len(p.Viewer.DocumentIDs) > 0 {
-		docs = a.In("c.document_id", p.Viewer.DocumentIDs)
-	}
-	w := weightsCTE(ws, &a)
-	m := keywordRows(ws, &a, docs)
-	rows, err := d.Query(ctx, `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
-			w AS MATERIALIZED (`+w+`), m AS (`+m+`),
-			kw AS MATERIALIZED (SELECT m.id, `+keywordRank("m.tsv")+` AS k FROM m ORDER BY k DESC, m.id LIMIT `+a.Add(p.Limit)+`)
-		SELECT `+sqldb.ChunkCols+`, kw.k`+sqldb.ChunkFrom+` JOIN kw ON kw.id = c.id ORDER BY kw.k DESC, c.id`, a.List...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []store.ChunkRow
-	for rows.Next() {
-		var k float64
-		c, err := sqldb.ScanChunk(rows, &k)
-		if err != nil {
-			return nil, err
+	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
+		if err := searchSettings(ctx, tx, 0); err != nil {
+			return err
 		}
-		c.Keyword = k
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		ws, err := termWeights(ctx, tx, p.Terms)
+		if err != nil || len(ws) == 0 {
+			return err
+		}
+		var a sqldb.Args
+		vis := sqldb.Visible(store.Viewer{UserID: p.Viewer.UserID, Admin: p.Viewer.Admin, ProjectID: p.Viewer.ProjectID,
+			SourceID: p.Viewer.SourceID, SourceNames: p.Viewer.SourceNames}, &a, "")
+		docs := "TRUE"
+		if len(p.Viewer.DocumentIDs) > 0 {
+			docs = a.In("c.document_id", p.Viewer.DocumentIDs)
+		}
+		w := weightsCTE(ws, &a)
+		m := keywordRows(ws, &a, docs)
+		rows, err := tx.Query(ctx, `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
+				w AS MATERIALIZED (`+w+`), m AS (`+m+`),
+				kw AS MATERIALIZED (SELECT m.id, `+keywordRank("m.tsv")+` AS k FROM m ORDER BY k DESC, m.id LIMIT `+a.Add(p.Limit)+`)
+			SELECT `+sqldb.ChunkCols+`, kw.k`+sqldb.ChunkFrom+` JOIN kw ON kw.id = c.id ORDER BY kw.k DESC, c.id`, a.List...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k float64
+			c, err := sqldb.ScanChunk(rows, &k)
+			if err != nil {
+				return err
+			}
+			c.Keyword = k
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 // weightsCTE is the body of the w CTE: one row per query term, its tsquery and idf.
@@ -154,10 +160,25 @@ func weightsCTE(ws []termWeight, a *sqldb.Args) string {
 }
 
 // keywordRank is the raw keyword score of the tsvector expression tsv over the w CTE: ts_rank of
-// the simple configuration per query term, weighted by the term's idf (ts_rank alone ignores how
-// common a term is).
+// the simple configuration per query term (0 for a term the row lacks), weighted by the term's
+// idf (ts_rank alone ignores how common a term is).
 func keywordRank(tsv string) string {
-	return `(SELECT COALESCE(SUM(w.w * ts_rank(` + tsv + `, w.tq)), 0) FROM w WHERE ` + tsv + ` @@ w.tq)`
+	return `(SELECT COALESCE(SUM(w.w * ts_rank(` + tsv + `, w.tq)), 0) FROM w)`
+}
+
+// searchSettings are the transaction's planner settings for a search. Iterative index scans keep
+// the HNSW scan returning neighbours while the visibility filter rejects some (up to
+// hnsw.max_scan_tuples), so a reader of a small part of a large corpus still gets its candidates;
+// ef_search, the candidate list one pass keeps, must cover them. Under a LIMIT the planner
+// prefers a sequential scan for a common term, which decompresses the tsvector of every row it
+// passes to test it; the GIN bitmap reads only the rows that hold the term. The cost penalty of
+// a disabled plan would in turn trip JIT compilation (seconds, for a query that runs in ms), so
+// JIT is off too.
+func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
+	_, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+		set_config('hnsw.ef_search', $1, true), set_config('enable_seqscan', 'off', true),
+		set_config('jit', 'off', true)`, strconv.Itoa(max(40, efSearch)))
+	return err
 }
 
 // Search sizes. The keyword leg reads and ranks a tsvector per matching row (about 10 µs each:
@@ -183,12 +204,7 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 	capN = max(capN, p.Limit)
 	var out []store.ChunkRow
 	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		// The HNSW scan is an index scan ordered by distance under a LIMIT. Iterative scans keep it
-		// returning neighbours while the visibility filter rejects some (up to hnsw.max_scan_tuples),
-		// so a reader of a small part of a large corpus still gets capN of its own; ef_search is the
-		// candidate list one pass keeps and must cover capN.
-		if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-			set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(max(40, capN))); err != nil {
+		if err := searchSettings(ctx, tx, capN); err != nil {
 			return err
 		}
 		ws, err := termWeights(ctx, tx, p.Terms)
@@ -258,7 +274,9 @@ func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
 		return `SELECT NULL::text AS id, NULL::tsvector AS tsv WHERE FALSE`
 	}
 	stage := func(match, not string) string {
-		q := `SELECT c.id, c.search_tsv AS tsv FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
+		// setweight returns a decompressed copy, so the per-term ranking that follows does not
+		// decompress the stored value once per term (it halves the cost of a row).
+		q := `SELECT c.id, setweight(c.search_tsv, 'D') AS tsv FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
 		if not != "" {
 			q += ` AND NOT (c.search_tsv @@ to_tsquery('simple', ` + a.Add(not) + `))`
 		}
@@ -292,11 +310,11 @@ type termWeight struct {
 // chunks (or the rarest one when all are that common; the others weigh almost nothing in BM25's
 // idf), each with its idf, ln(1 + (n - df + 0.5) / (df + 0.5)).
 //
-// Document frequencies are counted through the GIN index up to dfCap; a term that reaches it is
-// common, and its frequency is the planner's statistics for the tsvector column (its most common
-// lexemes) when ANALYZE has seen it, dfCap otherwise. Counting a common term exactly would read
-// every row holding it, the cost the keyword budget avoids. The corpus size is the planner's
-// estimate on a large table (counting it reads every row).
+// On a large table (5000 chunks and more) the corpus size is the planner's estimate (counting it
+// reads every row) and a term among the most common lexemes of the tsvector column's statistics
+// takes its frequency from there: counting a common term reads every row holding it, the cost
+// the keyword budget avoids. Other terms are counted through the GIN index, up to dfCap (a term
+// that reaches it without statistics counts as dfCap).
 func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) ([]termWeight, error) {
 	if len(terms) > 64 {
 		terms = terms[:64]
@@ -317,9 +335,11 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) ([]termWeigh
 		st AS (SELECT ps.most_common_elems::text::text[] AS e, ps.most_common_elem_freqs AS f FROM pg_stats ps, rel
 			WHERE ps.schemaname = rel.ns AND ps.tablename = 'knowledge_chunks' AND ps.attname = 'search_tsv')
 		SELECT CASE WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END, x.q,
-			(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', x.q) LIMIT $3) y),
-			COALESCE((SELECT st.f[array_position(st.e, x.l)] FROM st), 0)
-		FROM est, unnest($1::text[], $2::text[]) AS x(q, l)`, qs, lex, dfCap)
+			CASE WHEN est.r >= 5000 AND x.f > 0 THEN -1 ELSE
+				(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', x.q) LIMIT $3) y) END,
+			x.f
+		FROM est, (SELECT u.q, COALESCE((SELECT st.f[array_position(st.e, u.l)] FROM st), 0) AS f
+			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, qs, lex, dfCap)
 	if err != nil {
 		return nil, err
 	}
@@ -335,10 +355,10 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) ([]termWeigh
 		}
 		n = float64(total)
 		f := float64(df)
-		if df >= dfCap {
+		if df < 0 || df >= dfCap {
 			f = math.Max(f, freq*n)
 		}
-		if df > 0 {
+		if f > 0 {
 			all = append(all, termWeight{q: q, df: f})
 		}
 	}
