@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,7 @@ const vectorDims = 1536
 // make the server parse every parameter), then the document is marked indexed, all in one
 // transaction.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
+	defer d.df.reset()
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
 		t, ok := tx.Conn().(txConn)
 		if !ok {
@@ -115,7 +117,7 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 		if err := searchSettings(ctx, tx, 0); err != nil {
 			return err
 		}
-		ws, err := termWeights(ctx, tx, p.Terms)
+		ws, err := termWeights(ctx, tx, d.df, p.Terms)
 		if err != nil || len(ws) == 0 {
 			return err
 		}
@@ -186,7 +188,8 @@ func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
 // first; the vector leg is an HNSW scan whose ef_search follows the candidates it must return.
 const (
 	keywordBudget = 1500
-	dfCap         = 2000 // document frequencies are counted exactly up to here, estimated above
+	dfCap         = 1000 // document frequencies are counted exactly up to here, estimated above
+	maxStages     = 8    // stages of the keyword leg's row selection (see keywordRows)
 )
 
 // VectorSearch implements store.Knowledge: SPEC.md rule 4 as one SQL statement,
@@ -207,7 +210,7 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		if err := searchSettings(ctx, tx, capN); err != nil {
 			return err
 		}
-		ws, err := termWeights(ctx, tx, p.Terms)
+		ws, err := termWeights(ctx, tx, d.df, p.Terms)
 		if err != nil {
 			return err
 		}
@@ -265,10 +268,11 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 
 // keywordRows is the query of the keyword leg's rows (id, tsv) under the visibility of the vis
 // CTE and the document condition docs. When the terms together match at most keywordBudget rows,
-// that is every row matching any term. Otherwise the budget goes first to the rows holding every
-// term, then to those of each term, rarest first (each stage leaves out the rows of the earlier
-// ones), so the rows scored are the ones BM25-like ranking favours: a UNION ALL under a LIMIT
-// stops reading as soon as the budget is spent.
+// that is every row matching any term. Otherwise the budget goes first to the rows holding the
+// three rarest terms, then to those of each term, rarest first (each stage leaves out the rows of
+// the earlier ones; the last of maxStages takes all the remaining terms), so the rows scored are
+// the ones BM25-like ranking favours: a UNION ALL under a LIMIT stops reading as soon as the
+// budget is spent.
 func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
 	if len(ws) == 0 {
 		return `SELECT NULL::text AS id, NULL::tsvector AS tsv WHERE FALSE`
@@ -292,9 +296,16 @@ func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
 	if total <= keywordBudget || len(ws) == 1 {
 		return stage(strings.Join(all, " | "), "") + ` LIMIT ` + budget
 	}
-	parts := []string{`(` + stage(strings.Join(all, " & "), "") + ` LIMIT ` + budget + `)`}
+	parts := []string{`(` + stage(strings.Join(all[:min(3, len(all))], " & "), "") + ` LIMIT ` + budget + `)`}
 	for i := range ws {
-		parts = append(parts, `(`+stage(ws[i].q, strings.Join(all[:i], " | "))+` LIMIT `+budget+`)`)
+		match := ws[i].q
+		if i == maxStages-1 {
+			match = strings.Join(all[i:], " | ")
+		}
+		parts = append(parts, `(`+stage(match, strings.Join(all[:i], " | "))+` LIMIT `+budget+`)`)
+		if i == maxStages-1 {
+			break
+		}
 	}
 	return strings.Join(parts, " UNION ALL ") + ` LIMIT ` + budget
 }
@@ -315,19 +326,34 @@ type termWeight struct {
 // takes its frequency from there: counting a common term reads every row holding it, the cost
 // the keyword budget avoids. Other terms are counted through the GIN index, up to dfCap (a term
 // that reaches it without statistics counts as dfCap).
-func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) ([]termWeight, error) {
+//
+// Counting a few dozen terms (a Chinese question is many unigrams and bigrams) costs more than
+// the search itself, so the frequencies and the corpus size are kept in cache for dfTTL and
+// dropped at each write of this host; other hosts' writes show within dfTTL, and idf moves
+// little meanwhile.
+func termWeights(ctx context.Context, tx *sqldb.DB, cache *dfCache, terms []string) ([]termWeight, error) {
 	if len(terms) > 64 {
 		terms = terms[:64]
 	}
+	var all []termWeight
 	var qs, lex []string
+	n, cached := cache.get()
 	for _, t := range terms {
-		if q := tsQuery([]string{t}); q != "" {
-			qs = append(qs, q)
-			lex = append(lex, strings.Trim(q, "'"))
+		q := tsQuery([]string{t})
+		if q == "" {
+			continue
 		}
+		if df, ok := cached[q]; ok {
+			if df > 0 {
+				all = append(all, termWeight{q: q, df: df})
+			}
+			continue
+		}
+		qs = append(qs, q)
+		lex = append(lex, strings.Trim(q, "'"))
 	}
 	if len(qs) == 0 {
-		return nil, nil
+		return weigh(all, n), nil
 	}
 	rows, err := tx.Query(ctx, `WITH rel AS (SELECT k.reltuples::bigint AS r, n.nspname AS ns FROM pg_class k
 			JOIN pg_namespace n ON n.oid = k.relnamespace WHERE k.oid = to_regclass('knowledge_chunks')),
@@ -344,8 +370,7 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) ([]termWeigh
 		return nil, err
 	}
 	defer rows.Close()
-	var all []termWeight
-	n := 0.0
+	fresh := map[string]float64{}
 	for rows.Next() {
 		var total, df int64
 		var q string
@@ -358,6 +383,7 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) ([]termWeigh
 		if df < 0 || df >= dfCap {
 			f = math.Max(f, freq*n)
 		}
+		fresh[q] = f
 		if f > 0 {
 			all = append(all, termWeight{q: q, df: f})
 		}
@@ -365,6 +391,12 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) ([]termWeigh
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	cache.put(n, fresh)
+	return weigh(all, n), nil
+}
+
+// weigh keeps the terms that count, rarest first, with their idf over a corpus of n chunks.
+func weigh(all []termWeight, n float64) []termWeight {
 	n = math.Max(n, 1)
 	sort.SliceStable(all, func(i, j int) bool { return all[i].df < all[j].df })
 	var keep []termWeight
@@ -379,5 +411,50 @@ func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) ([]termWeigh
 	for i := range keep {
 		keep[i].idf = math.Log(1 + math.Max(0, n-keep[i].df+0.5)/(keep[i].df+0.5))
 	}
-	return keep, nil
+	return keep
+}
+
+// dfTTL is how long a cached document frequency is used.
+const dfTTL = 30 * time.Second
+
+// dfCache holds document frequencies (by to_tsquery form) and the corpus size they go with.
+type dfCache struct {
+	mu sync.Mutex
+	n  float64
+	at time.Time
+	df map[string]float64
+}
+
+// get returns the corpus size and a copy of the frequencies, empty once they are older than dfTTL.
+func (c *dfCache) get() (float64, map[string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.df == nil || time.Since(c.at) > dfTTL {
+		c.df, c.n = nil, 0
+		return 0, nil
+	}
+	out := make(map[string]float64, len(c.df))
+	for k, v := range c.df {
+		out[k] = v
+	}
+	return c.n, out
+}
+
+// put adds frequencies counted over a corpus of n chunks; a different n starts a new set.
+func (c *dfCache) put(n float64, df map[string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.df == nil || c.n != n || len(c.df) > 100_000 {
+		c.df, c.n, c.at = map[string]float64{}, n, time.Now()
+	}
+	for k, v := range df {
+		c.df[k] = v
+	}
+}
+
+// reset drops everything (after a write).
+func (c *dfCache) reset() {
+	c.mu.Lock()
+	c.df, c.n = nil, 0
+	c.mu.Unlock()
 }

@@ -23,6 +23,7 @@ type Driver struct {
 	*sqldb.DB
 	pool   *pgxpool.Pool
 	vector bool
+	df     *dfCache // document frequencies of the keyword leg
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -69,7 +70,7 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	d := &Driver{pool: pool, vector: vector}
+	d := &Driver{pool: pool, vector: vector, df: &dfCache{}}
 	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {
 		pool.Close()
@@ -180,7 +181,7 @@ func (d *Driver) SupportsVectorSearch() bool { return d.vector }
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector})
+		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector, df: d.df})
 	})
 }
 
