@@ -132,7 +132,7 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 		m := keywordRows(ws, &a, docs)
 		rows, err := tx.Query(ctx, `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
 				w AS MATERIALIZED (`+w+`), m AS (`+m+`),
-				kw AS MATERIALIZED (SELECT m.id, `+keywordRank("m.tsv")+` AS k FROM m ORDER BY k DESC, m.id LIMIT `+a.Add(p.Limit)+`)
+				kw AS MATERIALIZED (SELECT m.id, m.kr AS k FROM m ORDER BY k DESC, m.id LIMIT `+a.Add(p.Limit)+`)
 			SELECT `+sqldb.ChunkCols+`, kw.k`+sqldb.ChunkFrom+` JOIN kw ON kw.id = c.id ORDER BY kw.k DESC, c.id`, a.List...)
 		if err != nil {
 			return err
@@ -161,11 +161,14 @@ func weightsCTE(ws []termWeight, a *sqldb.Args) string {
 	return `SELECT to_tsquery('simple', t) AS tq, wt AS w FROM unnest(` + a.Add(qs) + `::text[], ` + a.Add(wts) + `::float8[]) AS x(t, wt)`
 }
 
-// keywordRank is the raw keyword score of the tsvector expression tsv over the w CTE: ts_rank of
-// the simple configuration per query term (0 for a term the row lacks), weighted by the term's
-// idf (ts_rank alone ignores how common a term is).
+// keywordRank is the raw keyword score of the stored tsvector tsv over the w CTE: ts_rank of the
+// simple configuration per query term (0 for a term the row lacks), weighted by the term's idf
+// (ts_rank alone ignores how common a term is). setweight returns a decompressed copy, made once
+// in a subquery that is not flattened (OFFSET 0), so the per-term ranking does not decompress the
+// stored value once per term; computed where the row is read (not over a subquery's output,
+// where the planner evaluated it twice) this is 2.5 times cheaper.
 func keywordRank(tsv string) string {
-	return `(SELECT COALESCE(SUM(w.w * ts_rank(` + tsv + `, w.tq)), 0) FROM w)`
+	return `(SELECT COALESCE(SUM(w.w * ts_rank(x.t, w.tq)), 0) FROM (SELECT setweight(` + tsv + `, 'D') AS t OFFSET 0) x, w)`
 }
 
 // searchSettings are the transaction's planner settings for a search. Iterative index scans keep
@@ -187,7 +190,7 @@ func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
 // the stored tsvector is compressed), so it scores at most keywordBudget rows, taken rarest term
 // first; the vector leg is an HNSW scan whose ef_search follows the candidates it must return.
 const (
-	keywordBudget = 1500
+	keywordBudget = 800
 	dfCap         = 1000 // document frequencies are counted exactly up to here, estimated above
 	maxStages     = 8    // stages of the keyword leg's row selection (see keywordRows)
 )
@@ -232,7 +235,7 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		rows, err := tx.Query(ctx, `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
 			w AS MATERIALIZED (`+wq+`),
 			m AS (`+m+`),
-			kw AS MATERIALIZED (SELECT m.id, `+kr("m.tsv")+` AS kr FROM m ORDER BY kr DESC, m.id LIMIT `+cp+`),
+			kw AS MATERIALIZED (SELECT m.id, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT `+cp+`),
 			vn AS MATERIALIZED (SELECT e.chunk_id AS id FROM knowledge_embeddings e
 				WHERE EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = `+model+`
 					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)
@@ -266,7 +269,7 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 	return out, err
 }
 
-// keywordRows is the query of the keyword leg's rows (id, tsv) under the visibility of the vis
+// keywordRows is the query of the keyword leg's rows (id, kr: keywordRank) under the visibility of the vis
 // CTE and the document condition docs. When the terms together match at most keywordBudget rows,
 // that is every row matching any term. Otherwise the budget goes first to the rows holding the
 // three rarest terms, then to those of each term, rarest first (each stage leaves out the rows of
@@ -275,12 +278,10 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 // budget is spent.
 func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
 	if len(ws) == 0 {
-		return `SELECT NULL::text AS id, NULL::tsvector AS tsv WHERE FALSE`
+		return `SELECT NULL::text AS id, NULL::float8 AS kr WHERE FALSE`
 	}
 	stage := func(match, not string) string {
-		// setweight returns a decompressed copy, so the per-term ranking that follows does not
-		// decompress the stored value once per term (it halves the cost of a row).
-		q := `SELECT c.id, setweight(c.search_tsv, 'D') AS tsv FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
+		q := `SELECT c.id, ` + keywordRank("c.search_tsv") + ` AS kr FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
 		if not != "" {
 			q += ` AND NOT (c.search_tsv @@ to_tsquery('simple', ` + a.Add(not) + `))`
 		}
