@@ -190,7 +190,7 @@ func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
 // the stored tsvector is compressed), so it scores at most keywordBudget rows, taken rarest term
 // first; the vector leg is an HNSW scan whose ef_search follows the candidates it must return.
 const (
-	keywordBudget = 800
+	keywordBudget = 1500
 	dfCap         = 1000 // document frequencies are counted exactly up to here, estimated above
 	maxStages     = 8    // stages of the keyword leg's row selection (see keywordRows)
 )
