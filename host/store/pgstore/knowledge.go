@@ -3,10 +3,13 @@ package pgstore
 import (
 	"context"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -16,9 +19,57 @@ import (
 // vectorDims is the dimension of the embedding_vector column.
 const vectorDims = 1536
 
-// WriteChunks implements store.Knowledge, filling the vector column when pgvector is active.
+// WriteChunks implements store.Knowledge: the chunks and their embeddings go in with COPY (two
+// round trips for a whole document, where multi-row INSERTs of 50 rows take one per batch and
+// make the server parse every parameter), then the document is marked indexed, all in one
+// transaction.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
-	return d.DB.WriteChunksWith(ctx, p, d.putEmbedding)
+	defer d.df.reset()
+	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
+		t, ok := tx.Conn().(txConn)
+		if !ok {
+			return tx.WriteChunksWith(ctx, p, d.putEmbedding)
+		}
+		now := tx.Now()
+		chunks := make([][]any, len(p.Chunks))
+		var embs [][]any
+		for i, c := range p.Chunks {
+			chunks[i] = []any{c.ID, c.SourceID, p.DocumentID, c.Index, c.Text, c.Heading, c.TokenCount, c.SearchText,
+				sqldb.JOr(c.Metadata, "{}"), c.EmbeddingModel, now}
+			if c.Embedding == nil {
+				continue
+			}
+			row := []any{c.ID, c.EmbeddingModel, sqldb.EncodeVector(c.Embedding), now}
+			if d.vector {
+				var vec any // NULL for a vector of another dimension
+				if len(c.Embedding) == vectorDims {
+					vec = pgvector.NewVector(c.Embedding)
+				}
+				row = append(row, vec)
+			}
+			embs = append(embs, row)
+		}
+		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"knowledge_chunks"}, []string{"id", "source_id", "document_id",
+			"chunk_index", "chunk_text", "heading", "token_count", "search_text", "metadata", "embedding_model", "created_at"},
+			pgx.CopyFromRows(chunks)); err != nil {
+			return mapError(err)
+		}
+		cols := []string{"chunk_id", "model", "embedding", "created_at"}
+		if d.vector {
+			cols = append(cols, "embedding_vector")
+		}
+		if len(embs) > 0 {
+			if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"knowledge_embeddings"}, cols, pgx.CopyFromRows(embs)); err != nil {
+				return mapError(err)
+			}
+		}
+		n, err := tx.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3, updated_at = $4
+			WHERE id = $1`, p.DocumentID, store.DocIndexed, len(p.Chunks), now)
+		if err == nil && n == 0 {
+			return store.ErrNotFound
+		}
+		return err
+	})
 }
 
 // AddEmbeddings implements store.Knowledge.
@@ -58,89 +109,142 @@ func tsQuery(terms []string) string {
 	return strings.Join(parts, " | ")
 }
 
-// keywordScan caps the rows ts_rank scores on a large corpus (about 4 µs a row).
-const keywordScan = 20000
-
-// KeywordCandidates implements store.Knowledge: ts_rank over search_tsv with an OR query of the
-// terms that are not in most chunks (see termWeights).
+// KeywordCandidates implements store.Knowledge: the keyword leg of VectorSearch alone (the
+// idf-weighted ts_rank over search_tsv of the rows keywordRows picks), for the in-memory path.
 func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
-	q, _, _, err := termWeights(ctx, d.DB, p.Terms)
-	if err != nil || q == "" {
-		return nil, err
-	}
-	var a sqldb.Args
-	tq := a.Add(q)
-	vis := sqldb.Visible(p.Viewer, &a, "c.document_id")
-	rows, err := d.Query(ctx, `WITH m AS (
-			SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
-			WHERE c.search_tsv @@ to_tsquery('simple', `+tq+`) AND `+vis+` LIMIT `+strconv.Itoa(keywordScan)+`)
-		SELECT `+sqldb.ChunkCols+`, ts_rank(c.search_tsv, to_tsquery('simple', `+tq+`)) AS k`+sqldb.ChunkFrom+`
-		WHERE c.id IN (SELECT id FROM m) ORDER BY k DESC, c.id LIMIT `+a.Add(p.Limit), a.List...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []store.ChunkRow
-	for rows.Next() {
-		var k float64
-		c, err := sqldb.ScanChunk(rows, &k)
-		if err != nil {
-			return nil, err
+	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
+		if err := searchSettings(ctx, tx, 0); err != nil {
+			return err
 		}
-		c.Keyword = k
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		ws, err := termWeights(ctx, tx, d.df, p.Terms)
+		if err != nil || len(ws) == 0 {
+			return err
+		}
+		var a sqldb.Args
+		vis := sqldb.Visible(store.Viewer{UserID: p.Viewer.UserID, Admin: p.Viewer.Admin, ProjectID: p.Viewer.ProjectID,
+			SourceID: p.Viewer.SourceID, SourceNames: p.Viewer.SourceNames}, &a, "")
+		docs := "TRUE"
+		if len(p.Viewer.DocumentIDs) > 0 {
+			docs = a.In("c.document_id", p.Viewer.DocumentIDs)
+		}
+		w := weightsCTE(ws, &a)
+		m := keywordRows(ws, &a, docs)
+		rows, err := tx.Query(ctx, `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
+				w AS MATERIALIZED (`+w+`), m AS (`+m+`),
+				kw AS MATERIALIZED (SELECT m.id, m.kr AS k FROM m ORDER BY k DESC, m.id LIMIT `+a.Add(p.Limit)+`)
+			SELECT `+sqldb.ChunkCols+`, kw.k`+sqldb.ChunkFrom+` JOIN kw ON kw.id = c.id ORDER BY kw.k DESC, c.id`, a.List...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k float64
+			c, err := sqldb.ScanChunk(rows, &k)
+			if err != nil {
+				return err
+			}
+			c.Keyword = k
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
-// VectorSearch implements store.Knowledge: SPEC.md rule 4 as one SQL expression,
-// total = 0.65 * (1 - cosine distance) + 0.35 * ts_rank, over the union of the keyword leg's and
-// the HNSW index's candidates, both under the visibility filter.
+// weightsCTE is the body of the w CTE: one row per query term, its tsquery and idf.
+func weightsCTE(ws []termWeight, a *sqldb.Args) string {
+	qs, wts := make([]string, len(ws)), make([]float64, len(ws))
+	for i, w := range ws {
+		qs[i], wts[i] = w.q, w.idf
+	}
+	return `SELECT to_tsquery('simple', t) AS tq, wt AS w FROM unnest(` + a.Add(qs) + `::text[], ` + a.Add(wts) + `::float8[]) AS x(t, wt)`
+}
+
+// keywordRank is the raw keyword score of the stored tsvector tsv over the w CTE: ts_rank of the
+// simple configuration per query term (0 for a term the row lacks), weighted by the term's idf
+// (ts_rank alone ignores how common a term is). setweight returns a decompressed copy, made once
+// in a subquery that is not flattened (OFFSET 0), so the per-term ranking does not decompress the
+// stored value once per term; computed where the row is read (not over a subquery's output,
+// where the planner evaluated it twice) this is 2.5 times cheaper.
+func keywordRank(tsv string) string {
+	return `(SELECT COALESCE(SUM(w.w * ts_rank(x.t, w.tq)), 0) FROM (SELECT setweight(` + tsv + `, 'D') AS t OFFSET 0) x, w)`
+}
+
+// searchSettings are the transaction's planner settings for a search. Iterative index scans keep
+// the HNSW scan returning neighbours while the visibility filter rejects some (up to
+// hnsw.max_scan_tuples), so a reader of a small part of a large corpus still gets its candidates;
+// ef_search, the candidate list one pass keeps, must cover them. Under a LIMIT the planner
+// prefers a sequential scan for a common term, which decompresses the tsvector of every row it
+// passes to test it; the GIN bitmap reads only the rows that hold the term. The cost penalty of
+// a disabled plan would in turn trip JIT compilation (seconds, for a query that runs in ms), so
+// JIT is off too.
+func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
+	_, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+		set_config('hnsw.ef_search', $1, true), set_config('enable_seqscan', 'off', true),
+		set_config('jit', 'off', true)`, strconv.Itoa(max(40, efSearch)))
+	return err
+}
+
+// Search sizes. The keyword leg reads and ranks a tsvector per matching row (about 10 µs each:
+// the stored tsvector is compressed), so it scores at most keywordBudget rows, taken rarest term
+// first; the vector leg is an HNSW scan whose ef_search follows the candidates it must return.
+const (
+	keywordBudget = 1500
+	dfCap         = 1000 // document frequencies are counted exactly up to here, estimated above
+	maxStages     = 8    // stages of the keyword leg's row selection (see keywordRows)
+)
+
+// VectorSearch implements store.Knowledge: SPEC.md rule 4 as one SQL statement,
+// total = 0.65 * (1 - cosine distance) + 0.35 * keyword score, over the union of the keyword
+// leg's candidates (GIN index, idf-weighted ts_rank) and the HNSW index's nearest neighbours, both
+// under the visibility filter.
 func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
 	if !d.vector || len(p.Vector) != vectorDims {
 		return nil, store.ErrNotSupported
 	}
 	capN := p.Cap
 	if capN <= 0 {
-		capN = 200
+		capN = 100
 	}
+	capN = max(capN, p.Limit)
 	var out []store.ChunkRow
 	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		// Iterative index scans keep returning neighbours until the visibility filter is satisfied.
-		if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-			set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(max(40, capN))); err != nil {
+		if err := searchSettings(ctx, tx, capN); err != nil {
 			return err
 		}
-		match, quoted, weights, err := termWeights(ctx, tx, p.Terms)
+		ws, err := termWeights(ctx, tx, d.df, p.Terms)
 		if err != nil {
 			return err
 		}
 		var a sqldb.Args
 		v := a.Add(pgvector.NewVector(p.Vector))
-		tq := a.Add(match)
-		ts, ws := a.Add(quoted), a.Add(weights)
 		model := a.Add(p.Model)
-		vis := sqldb.Visible(p.Viewer, &a, "c.document_id")
+		vis := sqldb.Visible(store.Viewer{UserID: p.Viewer.UserID, Admin: p.Viewer.Admin, ProjectID: p.Viewer.ProjectID,
+			SourceID: p.Viewer.SourceID, SourceNames: p.Viewer.SourceNames}, &a, "")
+		docs := "TRUE"
+		if len(p.Viewer.DocumentIDs) > 0 {
+			docs = a.In("c.document_id", p.Viewer.DocumentIDs)
+		}
 		cp := a.Add(capN)
-		// The keyword score is a text rank of the simple configuration: ts_rank per query term,
-		// weighted by the term's idf (ts_rank alone ignores how common a term is), relative to the
-		// best candidate's (0..1, like the vector score) so neither leg drowns the other. The
-		// keyword leg matches the terms that are not in most chunks.
-		kr := `(SELECT COALESCE(SUM(w.w * ts_rank(c.search_tsv, w.tq)), 0) FROM w WHERE c.search_tsv @@ w.tq)`
-		rows, err := tx.Query(ctx, `WITH q AS (SELECT `+v+`::vector AS v, to_tsquery('simple', `+tq+`) AS tq),
-			w AS MATERIALIZED (SELECT to_tsquery('simple', t) AS tq, wt AS w FROM unnest(`+ts+`::text[], `+ws+`::float8[]) AS x(t, wt)),
-			m AS (SELECT c.id FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id, q
-				WHERE c.search_tsv @@ q.tq AND `+vis+` LIMIT `+strconv.Itoa(keywordScan)+`),
-			kw AS (SELECT c.id FROM knowledge_chunks c, q WHERE c.id IN (SELECT id FROM m)
-				ORDER BY ts_rank(c.search_tsv, q.tq) DESC LIMIT `+cp+`),
-			vn AS (SELECT e.chunk_id AS id FROM knowledge_embeddings e, q
-				WHERE e.model = `+model+` AND e.embedding_vector IS NOT NULL AND EXISTS (
-					SELECT 1 FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
-					WHERE c.id = e.chunk_id AND c.embedding_model = e.model AND `+vis+`)
-				ORDER BY e.embedding_vector <=> q.v LIMIT `+cp+`),
-			scored AS MATERIALIZED (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> q.v), 0) AS vs, `+kr+` AS kr
-				FROM knowledge_chunks c LEFT JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model, q
-				WHERE c.id IN (SELECT id FROM kw UNION SELECT id FROM vn)),
+		wq := weightsCTE(ws, &a)
+		// The keyword score (keywordRank) is relative to the best candidate's (0..1, like the
+		// vector score) so neither leg drowns the other.
+		kr := keywordRank
+		m := keywordRows(ws, &a, docs)
+		rows, err := tx.Query(ctx, `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
+			w AS MATERIALIZED (`+wq+`),
+			m AS (`+m+`),
+			kw AS MATERIALIZED (SELECT m.id, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT `+cp+`),
+			vn AS MATERIALIZED (SELECT e.chunk_id AS id FROM knowledge_embeddings e
+				WHERE EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = `+model+`
+					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)
+				ORDER BY e.embedding_vector <=> `+v+`::vector LIMIT `+cp+`),
+			cand AS (SELECT id, kr FROM kw UNION ALL SELECT id, NULL FROM vn WHERE id NOT IN (SELECT id FROM kw)),
+			scored AS MATERIALIZED (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> `+v+`::vector), 0) AS vs,
+				COALESCE(cand.kr, `+kr("c.search_tsv")+`) AS kr
+				FROM cand JOIN knowledge_chunks c ON c.id = cand.id
+				LEFT JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model),
 			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN kr / MAX(kr) OVER () ELSE 0 END AS ks FROM scored)
 			SELECT `+sqldb.ChunkCols+`, n.vs, n.ks, 0.65 * n.vs + 0.35 * n.ks AS total
 			FROM n JOIN knowledge_chunks c ON c.id = n.id
@@ -165,73 +269,193 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 	return out, err
 }
 
-// termWeights returns the query terms that count: those held by at most half the chunks (or the
-// rarest one when all are that common; the others weigh almost nothing in BM25's idf), as the OR
-// query the keyword leg matches, each quoted for to_tsquery, and their idf,
-// ln(1 + (n - df + 0.5) / (df + 0.5)).
-func termWeights(ctx context.Context, tx *sqldb.DB, terms []string) (match string, quoted []string, weights []float64, err error) {
+// keywordRows is the query of the keyword leg's rows (id, kr: keywordRank) under the visibility of the vis
+// CTE and the document condition docs. When the terms together match at most keywordBudget rows,
+// that is every row matching any term. Otherwise the budget goes first to the rows holding the
+// three rarest terms, then to those of each term, rarest first (each stage leaves out the rows of
+// the earlier ones; the last of maxStages takes all the remaining terms), so the rows scored are
+// the ones BM25-like ranking favours: a UNION ALL under a LIMIT stops reading as soon as the
+// budget is spent.
+func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
+	if len(ws) == 0 {
+		return `SELECT NULL::text AS id, NULL::float8 AS kr WHERE FALSE`
+	}
+	stage := func(match, not string) string {
+		q := `SELECT c.id, ` + keywordRank("c.search_tsv") + ` AS kr FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
+		if not != "" {
+			q += ` AND NOT (c.search_tsv @@ to_tsquery('simple', ` + a.Add(not) + `))`
+		}
+		return q + ` AND c.source_id IN (SELECT id FROM vis) AND ` + docs
+	}
+	all := make([]string, len(ws))
+	total := 0.0
+	for i, w := range ws {
+		all[i] = w.q
+		total += w.df
+	}
+	budget := strconv.Itoa(keywordBudget)
+	if total <= keywordBudget || len(ws) == 1 {
+		return stage(strings.Join(all, " | "), "") + ` LIMIT ` + budget
+	}
+	parts := []string{`(` + stage(strings.Join(all[:min(3, len(all))], " & "), "") + ` LIMIT ` + budget + `)`}
+	for i := range ws {
+		match := ws[i].q
+		if i == maxStages-1 {
+			match = strings.Join(all[i:], " | ")
+		}
+		parts = append(parts, `(`+stage(match, strings.Join(all[:i], " | "))+` LIMIT `+budget+`)`)
+		if i == maxStages-1 {
+			break
+		}
+	}
+	return strings.Join(parts, " UNION ALL ") + ` LIMIT ` + budget
+}
+
+// termWeight is one query term that counts: its to_tsquery form, document frequency and idf.
+type termWeight struct {
+	q   string
+	df  float64
+	idf float64
+}
+
+// termWeights returns the query terms that count, rarest first: those held by at most half the
+// chunks (or the rarest one when all are that common; the others weigh almost nothing in BM25's
+// idf), each with its idf, ln(1 + (n - df + 0.5) / (df + 0.5)).
+//
+// On a large table (5000 chunks and more) the corpus size is the planner's estimate (counting it
+// reads every row) and a term among the most common lexemes of the tsvector column's statistics
+// takes its frequency from there: counting a common term reads every row holding it, the cost
+// the keyword budget avoids. Other terms are counted through the GIN index, up to dfCap (a term
+// that reaches it without statistics counts as dfCap).
+//
+// Counting a few dozen terms (a Chinese question is many unigrams and bigrams) costs more than
+// the search itself, so the frequencies and the corpus size are kept in cache for dfTTL and
+// dropped at each write of this host; other hosts' writes show within dfTTL, and idf moves
+// little meanwhile.
+func termWeights(ctx context.Context, tx *sqldb.DB, cache *dfCache, terms []string) ([]termWeight, error) {
 	if len(terms) > 64 {
 		terms = terms[:64]
 	}
-	var qs []string
+	var all []termWeight
+	var qs, lex []string
+	n, cached := cache.get()
 	for _, t := range terms {
-		if q := tsQuery([]string{t}); q != "" {
-			qs = append(qs, q)
+		q := tsQuery([]string{t})
+		if q == "" {
+			continue
 		}
+		if df, ok := cached[q]; ok {
+			if df > 0 {
+				all = append(all, termWeight{q: q, df: df})
+			}
+			continue
+		}
+		qs = append(qs, q)
+		lex = append(lex, strings.Trim(q, "'"))
 	}
 	if len(qs) == 0 {
-		return "", []string{}, []float64{}, nil
+		return weigh(all, n), nil
 	}
-	// The corpus size is the planner's estimate on a large table (counting it reads every row);
-	// document frequencies are counted through the GIN index.
-	rows, err := tx.Query(ctx, `WITH est AS (SELECT COALESCE((SELECT reltuples::bigint FROM pg_class
-			WHERE oid = to_regclass('knowledge_chunks')), -1) AS r)
-		SELECT CASE WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END, t,
-			(SELECT COUNT(*) FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', t))
-		FROM est, unnest($1::text[]) AS t`, qs)
+	rows, err := tx.Query(ctx, `WITH rel AS (SELECT k.reltuples::bigint AS r, n.nspname AS ns FROM pg_class k
+			JOIN pg_namespace n ON n.oid = k.relnamespace WHERE k.oid = to_regclass('knowledge_chunks')),
+		est AS (SELECT COALESCE((SELECT r FROM rel), -1) AS r),
+		st AS (SELECT ps.most_common_elems::text::text[] AS e, ps.most_common_elem_freqs AS f FROM pg_stats ps, rel
+			WHERE ps.schemaname = rel.ns AND ps.tablename = 'knowledge_chunks' AND ps.attname = 'search_tsv')
+		SELECT CASE WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END, x.q,
+			CASE WHEN est.r >= 5000 AND x.f > 0 THEN -1 ELSE
+				(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', x.q) LIMIT $3) y) END,
+			x.f
+		FROM est, (SELECT u.q, COALESCE((SELECT st.f[array_position(st.e, u.l)] FROM st), 0) AS f
+			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, qs, lex, dfCap)
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
-	type tw struct {
-		q   string
-		df  float64
-		idf float64
-	}
-	var all []tw
-	n := 0.0
+	fresh := map[string]float64{}
 	for rows.Next() {
 		var total, df int64
 		var q string
-		if err := rows.Scan(&total, &q, &df); err != nil {
-			return "", nil, nil, err
+		var freq float64
+		if err := rows.Scan(&total, &q, &df, &freq); err != nil {
+			return nil, err
 		}
 		n = float64(total)
-		if df > 0 {
-			all = append(all, tw{q, float64(df), math.Log(1 + (float64(total)-float64(df)+0.5)/(float64(df)+0.5))})
+		f := float64(df)
+		if df < 0 || df >= dfCap {
+			f = math.Max(f, freq*n)
+		}
+		fresh[q] = f
+		if f > 0 {
+			all = append(all, termWeight{q: q, df: f})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	var keep []string
-	rarest := -1
-	for i, w := range all {
+	cache.put(n, fresh)
+	return weigh(all, n), nil
+}
+
+// weigh keeps the terms that count, rarest first, with their idf over a corpus of n chunks.
+func weigh(all []termWeight, n float64) []termWeight {
+	n = math.Max(n, 1)
+	sort.SliceStable(all, func(i, j int) bool { return all[i].df < all[j].df })
+	var keep []termWeight
+	for _, w := range all {
 		if w.df <= n/2 {
-			keep = append(keep, w.q)
-			quoted = append(quoted, w.q)
-			weights = append(weights, w.idf)
-		}
-		if rarest < 0 || w.df < all[rarest].df {
-			rarest = i
+			keep = append(keep, w)
 		}
 	}
-	if len(keep) == 0 && rarest >= 0 {
-		keep = []string{all[rarest].q}
-		quoted, weights = keep, []float64{all[rarest].idf}
+	if len(keep) == 0 && len(all) > 0 {
+		keep = all[:1]
 	}
-	if quoted == nil {
-		quoted, weights = []string{}, []float64{}
+	for i := range keep {
+		keep[i].idf = math.Log(1 + math.Max(0, n-keep[i].df+0.5)/(keep[i].df+0.5))
 	}
-	return strings.Join(keep, " | "), quoted, weights, nil
+	return keep
+}
+
+// dfTTL is how long a cached document frequency is used.
+const dfTTL = 30 * time.Second
+
+// dfCache holds document frequencies (by to_tsquery form) and the corpus size they go with.
+type dfCache struct {
+	mu sync.Mutex
+	n  float64
+	at time.Time
+	df map[string]float64
+}
+
+// get returns the corpus size and a copy of the frequencies, empty once they are older than dfTTL.
+func (c *dfCache) get() (float64, map[string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.df == nil || time.Since(c.at) > dfTTL {
+		c.df, c.n = nil, 0
+		return 0, nil
+	}
+	out := make(map[string]float64, len(c.df))
+	for k, v := range c.df {
+		out[k] = v
+	}
+	return c.n, out
+}
+
+// put adds frequencies counted over a corpus of n chunks; a different n starts a new set.
+func (c *dfCache) put(n float64, df map[string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.df == nil || c.n != n || len(c.df) > 100_000 {
+		c.df, c.n, c.at = map[string]float64{}, n, time.Now()
+	}
+	for k, v := range df {
+		c.df[k] = v
+	}
+}
+
+// reset drops everything (after a write).
+func (c *dfCache) reset() {
+	c.mu.Lock()
+	c.df, c.n = nil, 0
+	c.mu.Unlock()
 }

@@ -23,6 +23,7 @@ type Driver struct {
 	*sqldb.DB
 	pool   *pgxpool.Pool
 	vector bool
+	df     *dfCache // document frequencies of the keyword leg
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -69,7 +70,7 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	d := &Driver{pool: pool, vector: vector}
+	d := &Driver{pool: pool, vector: vector, df: &dfCache{}}
 	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {
 		pool.Close()
@@ -119,6 +120,9 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 	}
 	for _, q := range []string{
 		`ALTER TABLE knowledge_embeddings ADD COLUMN IF NOT EXISTS embedding_vector public.vector(1536)`,
+		// Inline (6 KiB fits a page): scoring a candidate and the HNSW scan's heap check then read
+		// one page, not the TOAST table.
+		`ALTER TABLE knowledge_embeddings ALTER COLUMN embedding_vector SET STORAGE MAIN`,
 		`CREATE INDEX IF NOT EXISTS knowledge_embeddings_hnsw ON knowledge_embeddings USING hnsw (embedding_vector public.vector_cosine_ops)`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
@@ -177,7 +181,7 @@ func (d *Driver) SupportsVectorSearch() bool { return d.vector }
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector})
+		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector, df: d.df})
 	})
 }
 

@@ -67,6 +67,9 @@ func New(conn Conn, begin func(ctx context.Context) (Tx, error), d *Dialect, clo
 	return &DB{conn: conn, begin: begin, D: d, Clock: clock}
 }
 
+// Conn is the connection or transaction db runs on, for a driver's own extensions (bulk copy).
+func (db *DB) Conn() Conn { return db.conn }
+
 // Now is the store's clock, in UTC with microsecond precision (what both databases keep).
 func (db *DB) Now() time.Time { return db.Clock().UTC().Truncate(time.Microsecond) }
 
