@@ -1,13 +1,17 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/store"
 )
 
 func TestAuthFlows(t *testing.T) {
@@ -166,5 +170,45 @@ func TestHealth(t *testing.T) {
 	b.st.Close()
 	if r := b.do("GET", "/health", "", nil); r.status != 503 {
 		t.Errorf("health with the database closed = %d %s, want 503", r.status, r.raw)
+	}
+}
+
+// The projects listing is written by hand (listingProjects); it must be the bytes encoding/json
+// writes for the same envelope, on both drivers, empty pages included.
+func TestProjectListingBytes(t *testing.T) {
+	t.Parallel()
+	for _, d := range drivers() {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, d.open)
+			reg := b.do("POST", "/api/auth/register", "", map[string]any{"email": "bytes@example.com", "password": "password1", "username": "b"})
+			tok, _ := reg.body["token"].(string)
+			uid, _ := reg.data("user").(map[string]any)["id"].(string)
+			check := func(query string, params store.ListProjectsParams, page int) {
+				t.Helper()
+				r := b.do("GET", "/api/projects"+query, tok, nil)
+				items, total, err := b.st.ListProjects(context.Background(), params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if items == nil {
+					items = []store.Project{}
+				}
+				want, _ := json.Marshal(fiber.Map{"success": true, "data": items, "total": total, "page": page, "limit": params.Limit})
+				if r.status != 200 || r.raw != string(want) || r.header.Get("Content-Type") != "application/json" {
+					t.Errorf("GET /api/projects%s = %d %s\n%s\nwant\n%s", query, r.status, r.header.Get("Content-Type"), r.raw, want)
+				}
+			}
+			check("", store.ListProjectsParams{UserID: uid, Limit: 20}, 1)
+			for _, name := range []string{"<b>&amp;</b> 名前", "line\nbreak \"q\" \u2028"} {
+				if r := b.do("POST", "/api/projects", tok, map[string]any{"name": name, "description": name,
+					"blueprint": map[string]any{"html": "<a href='x'>&</a>", "days": []int{1, 2}}}); r.status != 201 {
+					t.Fatalf("create = %d %s", r.status, r.raw)
+				}
+			}
+			check("", store.ListProjectsParams{UserID: uid, Limit: 20}, 1)
+			check("?limit=1&page=2", store.ListProjectsParams{UserID: uid, Limit: 1, Offset: 1}, 2)
+			check("?status=archived", store.ListProjectsParams{UserID: uid, Status: "archived", Limit: 20}, 1)
+		})
 	}
 }
