@@ -63,12 +63,7 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) err
 				return mapError(err)
 			}
 		}
-		n, err := tx.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3, updated_at = $4
-			WHERE id = $1`, p.DocumentID, store.DocIndexed, len(p.Chunks), now)
-		if err == nil && n == 0 {
-			return store.ErrNotFound
-		}
-		return err
+		return tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now)
 	})
 }
 

@@ -302,15 +302,20 @@ func (db *DB) WriteChunksWith(ctx context.Context, p store.WriteChunksParams, pu
 		if err := put(ctx, tx, rows, now); err != nil {
 			return err
 		}
-		// A document is indexed once: a second ingest of it (a retried upload racing a slow
-		// first one) rolls back instead of adding a second set of chunks.
-		n, err := tx.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3, updated_at = $4
-			WHERE id = $1 AND parse_status <> $2`, p.DocumentID, store.DocIndexed, len(p.Chunks), ts)
-		if err == nil && n == 0 {
-			return tx.indexedOrMissing(ctx, p.DocumentID)
-		}
-		return err
+		return tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now)
 	})
+}
+
+// MarkIndexed ends a document's ingest, in the transaction that wrote its chunks. A document is
+// indexed once: a second ingest of it (a retried upload racing a slow first one) gets
+// ErrConflict, so its transaction rolls back instead of adding a second set of chunks.
+func (db *DB) MarkIndexed(ctx context.Context, docID string, chunks int, at time.Time) error {
+	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3, updated_at = $4
+		WHERE id = $1 AND parse_status <> $2`, docID, store.DocIndexed, chunks, db.T(at))
+	if err == nil && n == 0 {
+		return db.indexedOrMissing(ctx, docID)
+	}
+	return err
 }
 
 // GetSource implements store.Knowledge.
