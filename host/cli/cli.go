@@ -107,6 +107,9 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 }
 
 func (e *env) serve(ctx context.Context) error {
+	if gc, limit := app.TuneGC(); gc != 0 || limit != 0 {
+		e.log.Info("garbage collector", "gogc", gc, "memory_limit_bytes", limit)
+	}
 	h, err := app.New(ctx, e.cfg, e.log)
 	if err != nil {
 		return err
