@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -42,9 +41,9 @@ func tagPattern(tag string) string {
 	return "%" + r.Replace(q) + "%"
 }
 
-// tagCond is the condition of a tag filter on a JSON array column; the pattern is argument n.
-func tagCond(col string, n int) string {
-	return fmt.Sprintf("CAST(%s AS TEXT) LIKE $%d ESCAPE '!'", col, n)
+// tagCond is the condition of a tag filter on a JSON array column; ph is the pattern's placeholder.
+func tagCond(col, ph string) string {
+	return "CAST(" + col + " AS TEXT) LIKE " + ph + " ESCAPE '!'"
 }
 
 const corpusCols = `id, user_id, project_id, inspiration_type, corpus_type, content_type, title, content, ai_summary,
@@ -110,36 +109,30 @@ func (db *DB) GetCorpus(ctx context.Context, id string) (*store.Corpus, error) {
 
 // ListCorpus implements store.Content.
 func (db *DB) ListCorpus(ctx context.Context, p store.ListCorpusParams) ([]store.Corpus, int, error) {
-	where := []string{"is_deleted = FALSE", "user_id = $1"}
-	args := []any{p.UserID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
+	var a Args
+	where := []string{"is_deleted = FALSE", "user_id = " + a.Add(p.UserID)}
 	if p.ProjectID != "" {
-		add("project_id = $%d", p.ProjectID)
+		where = append(where, "project_id = "+a.Add(p.ProjectID))
 	}
 	if p.ContentType != "" {
-		add("content_type = $%d", p.ContentType)
+		where = append(where, "content_type = "+a.Add(p.ContentType))
 	}
 	if p.InspirationType != "" {
-		add("inspiration_type = $%d", p.InspirationType)
+		where = append(where, "inspiration_type = "+a.Add(p.InspirationType))
 	}
 	if p.Tag != "" {
-		args = append(args, tagPattern(p.Tag))
-		where = append(where, tagCond("tags", len(args)))
+		where = append(where, tagCond("tags", a.Add(tagPattern(p.Tag))))
 	}
 	if p.Smart {
 		where = append(where, "ai_summary <> ''")
 	}
 	cond := strings.Join(where, " AND ")
 	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM corpus WHERE `+cond, args...).Scan(&total); err != nil {
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM corpus WHERE `+cond, a.List...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	args = append(args, p.Limit, p.Offset)
-	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+corpusCols+` FROM corpus WHERE %s
-		ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d`, cond, len(args)-1, len(args)), args...)
+	rows, err := db.Query(ctx, `SELECT `+corpusCols+` FROM corpus WHERE `+cond+`
+		ORDER BY created_at DESC, id DESC LIMIT `+a.Add(p.Limit)+` OFFSET `+a.Add(p.Offset), a.List...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -274,33 +267,27 @@ func (db *DB) GetAsset(ctx context.Context, id string) (*store.Asset, error) {
 
 // ListAssets implements store.Content.
 func (db *DB) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error) {
-	where := []string{"is_deleted = FALSE", "user_id = $1"}
-	args := []any{p.UserID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
+	var a Args
+	where := []string{"is_deleted = FALSE", "user_id = " + a.Add(p.UserID)}
 	if p.ProjectID != "" {
-		add("project_id = $%d", p.ProjectID)
+		where = append(where, "project_id = "+a.Add(p.ProjectID))
 	}
 	if p.FileType != "" {
-		add("file_type = $%d", p.FileType)
+		where = append(where, "file_type = "+a.Add(p.FileType))
 	}
 	if p.RelatedCorpusID != "" {
-		add("related_corpus_id = $%d", p.RelatedCorpusID)
+		where = append(where, "related_corpus_id = "+a.Add(p.RelatedCorpusID))
 	}
 	if p.Tag != "" {
-		args = append(args, tagPattern(p.Tag))
-		where = append(where, tagCond("tags", len(args)))
+		where = append(where, tagCond("tags", a.Add(tagPattern(p.Tag))))
 	}
 	cond := strings.Join(where, " AND ")
 	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM assets WHERE `+cond, args...).Scan(&total); err != nil {
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM assets WHERE `+cond, a.List...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	args = append(args, p.Limit, p.Offset)
-	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+assetCols+` FROM assets WHERE %s
-		ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d`, cond, len(args)-1, len(args)), args...)
+	rows, err := db.Query(ctx, `SELECT `+assetCols+` FROM assets WHERE `+cond+`
+		ORDER BY created_at DESC, id DESC LIMIT `+a.Add(p.Limit)+` OFFSET `+a.Add(p.Offset), a.List...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -56,7 +57,7 @@ type DB struct {
 	Clock func() time.Time
 
 	lists    *listCache // nil: no listing cache (see CacheProjectLists)
-	txWrites *txWrites  // set inside a transaction
+	txWrites *txWrites  // what a transaction wrote (set inside one)
 }
 
 // New returns a DB over conn; begin starts transactions (nil for a DB that is one already).
@@ -272,6 +273,24 @@ func (s jsonScanner) Scan(v any) error {
 }
 
 var placeholder = regexp.MustCompile(`\$(\d+)`)
+
+// Args collects positional arguments while a query is built.
+type Args struct{ List []any }
+
+// Add appends v and returns its placeholder.
+func (a *Args) Add(v any) string {
+	a.List = append(a.List, v)
+	return fmt.Sprintf("$%d", len(a.List))
+}
+
+// In returns "col IN ($i, ...)" for vals.
+func (a *Args) In(col string, vals []string) string {
+	ph := make([]string, len(vals))
+	for i, v := range vals {
+		ph[i] = a.Add(v)
+	}
+	return col + " IN (" + strings.Join(ph, ", ") + ")"
+}
 
 // RebindSQLite turns $n placeholders into SQLite's ?n.
 func RebindSQLite(q string) string { return placeholder.ReplaceAllString(q, "?$1") }

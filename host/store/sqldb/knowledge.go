@@ -34,24 +34,6 @@ func DecodeVector(b []byte) []float32 {
 	return v
 }
 
-// Args collects positional arguments while a query is built.
-type Args struct{ List []any }
-
-// Add appends v and returns its placeholder.
-func (a *Args) Add(v any) string {
-	a.List = append(a.List, v)
-	return fmt.Sprintf("$%d", len(a.List))
-}
-
-// In returns "col IN ($i, ...)" for vals.
-func (a *Args) In(col string, vals []string) string {
-	ph := make([]string, len(vals))
-	for i, v := range vals {
-		ph[i] = a.Add(v)
-	}
-	return col + " IN (" + strings.Join(ph, ", ") + ")"
-}
-
 // Visible is the condition a source (alias s) must meet for v to read it, with v's filters; doc
 // names the document id column the DocumentIDs filter applies to ("" to ignore it).
 //

@@ -71,7 +71,7 @@ func (c *listCache) put(gen uint64, p store.ListProjectsParams, items []store.Pr
 func (db *DB) projectsChanged() {
 	switch {
 	case db.lists == nil:
-	case db.txWrites != nil:
+	case db.InTransaction():
 		db.txWrites.projects = true
 	default:
 		db.lists.gen.Add(1)

@@ -43,7 +43,7 @@ func (db *DB) GetProject(ctx context.Context, id string) (*store.Project, error)
 // ListProjects implements store.Projects.
 func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]store.Project, int, error) {
 	// A transaction may hold its own uncommitted writes: it reads the table, never the cache.
-	if db.lists == nil || db.txWrites != nil {
+	if db.lists == nil || db.InTransaction() {
 		return db.listProjects(ctx, p)
 	}
 	if items, total, ok := db.lists.get(p); ok {
@@ -58,17 +58,16 @@ func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]s
 }
 
 func (db *DB) listProjects(ctx context.Context, p store.ListProjectsParams) ([]store.Project, int, error) {
+	var a Args
 	where := []string{"is_deleted = FALSE"}
-	var args []any
 	if p.UserID != "" {
-		args = append(args, p.UserID)
-		where = append(where, fmt.Sprintf("user_id = $%d", len(args)))
+		where = append(where, "user_id = "+a.Add(p.UserID))
 	}
 	if p.Status != "" {
-		args = append(args, p.Status)
-		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+		where = append(where, "status = "+a.Add(p.Status))
 	}
 	cond := strings.Join(where, " AND ")
+	args := a.List
 	// Ask for one row more than the page: when it does not come, the total follows from the page
 	// and no COUNT is needed (a window count costs SQLite nearly three times the select).
 	// LIMIT and OFFSET are whole numbers written into the SQL: SQLite plans with their values,

@@ -171,13 +171,17 @@ type poolConn struct {
 	reads *readCache
 }
 
+// Query and QueryRow rebind once and call database/sql directly (dbConn's methods would
+// rebind the rebound text again).
 func (c poolConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
 	q = sqldb.RebindSQLite(q)
-	st := c.reads.get(ctx, q)
-	if st == nil {
-		return c.dbConn.Query(ctx, q, args...)
+	var rows *sql.Rows
+	var err error
+	if st := c.reads.get(ctx, q); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = c.q.QueryContext(ctx, q, args...)
 	}
-	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +193,7 @@ func (c poolConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row
 	if st := c.reads.get(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return c.dbConn.QueryRow(ctx, q, args...)
+	return c.q.QueryRowContext(ctx, q, args...)
 }
 
 // readCache holds the prepared SELECTs, at most readCacheMax of them (later texts run
@@ -216,7 +220,7 @@ func (c *readCache) get(ctx context.Context, q string) *sql.Stmt {
 	c.mu.RLock()
 	st, n := c.m[q], len(c.m)
 	c.mu.RUnlock()
-	if st != nil || n >= readCacheMax || !isSelect(q) || strings.Count(q, "?") > readCacheMaxParams {
+	if st != nil || n >= readCacheMax || strings.Count(q, "?") > readCacheMaxParams || !isSelect(q) {
 		return st
 	}
 	prepared, err := c.db.PrepareContext(ctx, q)
