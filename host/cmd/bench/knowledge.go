@@ -130,61 +130,16 @@ func benchKnowledge(ctx context.Context, o *options) error {
 	return kbRetrieval(ctx, o)
 }
 
-// benchVocab is a synthetic vocabulary: pseudo-words from syllables and Chinese two-character
-// words, drawn with a Zipf distribution (s = 1.1) so a few words are common and most are rare,
-// as in real text.
-type benchVocab struct {
-	words []string
-	zipf  *rand.Zipf
-}
-
-func newBenchVocab(r *rand.Rand) *benchVocab {
-	syl := strings.Fields("ka lo mi ne ru sa to vi de fo ga hu ji be pa ri so te zu wa ny cho pre str")
-	han := []rune("视频创作者观众平台开头脚本镜头灯光声音字幕趋势留存故事剪辑节奏颜色音乐品牌画面封面评论互动推荐直播转化选题话术数据增长预算发布复盘")
-	v := &benchVocab{}
-	for i := 0; i < 8000; i++ {
-		if i%4 == 3 {
-			v.words = append(v.words, string([]rune{han[r.IntN(len(han))], han[r.IntN(len(han))]}))
-			continue
-		}
-		var b strings.Builder
-		for k := 0; k < 2+r.IntN(3); k++ {
-			b.WriteString(syl[r.IntN(len(syl))])
-		}
-		v.words = append(v.words, b.String())
-	}
-	v.zipf = rand.NewZipf(r, 1.1, 2, uint64(len(v.words)-1))
-	return v
-}
-
-func (v *benchVocab) word() string { return v.words[v.zipf.Uint64()] }
-
-// text is a synthetic document of paras paragraphs of about 900 characters.
-func (v *benchVocab) text(paras int) string {
-	var b strings.Builder
-	for p := 0; p < paras; p++ {
-		n := 0
-		for n < 900 {
-			w := v.word()
-			n += len([]rune(w)) + 1
-			b.WriteString(w)
-			b.WriteByte(' ')
-		}
-		b.WriteString("\n\n")
-	}
-	return b.String()
-}
-
 func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, queries int) error {
 	s := kb.New(st, kb.Options{})
 	user := uuid.NewString()
 	r := rand.New(rand.NewPCG(1, 2))
-	vocab := newBenchVocab(r)
+	vocab := kbbench.NewVocab(r)
 	chunks, bytes := 0, 0
 	var ingestTime time.Duration
 	for _, size := range sizes {
 		for chunks < size {
-			text := vocab.text(10)
+			text := vocab.Text(10)
 			t0 := time.Now()
 			res, err := s.Ingest(ctx, kb.IngestParams{UserID: user, SourceName: "bench", Visibility: store.VisibilityPrivate, Text: text})
 			if err != nil {
@@ -196,7 +151,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		}
 		var search, ask []float64
 		for i := 0; i < queries; i++ {
-			q := vocab.word() + " " + vocab.word() + " " + vocab.word()
+			q := vocab.Word() + " " + vocab.Word() + " " + vocab.Word()
 			t0 := time.Now()
 			if _, err := s.Search(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5}); err != nil {
 				return err
