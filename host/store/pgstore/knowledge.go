@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +23,7 @@ const vectorDims = 1536
 // make the server parse every parameter), then the document is marked indexed, all in one
 // transaction.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
-	defer d.df.reset()
+	defer d.df.Reset()
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
 		t, ok := tx.Conn().(txConn)
 		if !ok {
@@ -327,26 +326,26 @@ type termWeight struct {
 // the search itself, so the frequencies and the corpus size are kept in cache for dfTTL and
 // dropped at each write of this host; other hosts' writes show within dfTTL, and idf moves
 // little meanwhile.
-func termWeights(ctx context.Context, tx *sqldb.DB, cache *dfCache, terms []string) ([]termWeight, error) {
+func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], terms []string) ([]termWeight, error) {
 	if len(terms) > 64 {
 		terms = terms[:64]
 	}
 	var all []termWeight
-	var qs, lex []string
-	n, cached := cache.get()
+	var forms []string
 	for _, t := range terms {
-		q := tsQuery([]string{t})
-		if q == "" {
-			continue
+		if q := tsQuery([]string{t}); q != "" {
+			forms = append(forms, q)
 		}
-		if df, ok := cached[q]; ok {
-			if df > 0 {
-				all = append(all, termWeight{q: q, df: df})
-			}
-			continue
+	}
+	n, cached, qs := cache.Lookup(forms)
+	for _, q := range forms {
+		if df := cached[q]; df > 0 {
+			all = append(all, termWeight{q: q, df: df})
 		}
-		qs = append(qs, q)
-		lex = append(lex, strings.Trim(q, "'"))
+	}
+	lex := make([]string, len(qs))
+	for i, q := range qs {
+		lex[i] = strings.Trim(q, "'")
 	}
 	if len(qs) == 0 {
 		return weigh(all, n), nil
@@ -387,7 +386,7 @@ func termWeights(ctx context.Context, tx *sqldb.DB, cache *dfCache, terms []stri
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	cache.put(n, fresh)
+	cache.Store(n, fresh)
 	return weigh(all, n), nil
 }
 
@@ -410,47 +409,7 @@ func weigh(all []termWeight, n float64) []termWeight {
 	return keep
 }
 
-// dfTTL is how long a cached document frequency is used.
-const dfTTL = 30 * time.Second
-
-// dfCache holds document frequencies (by to_tsquery form) and the corpus size they go with.
-type dfCache struct {
-	mu sync.Mutex
-	n  float64
-	at time.Time
-	df map[string]float64
-}
-
-// get returns the corpus size and a copy of the frequencies, empty once they are older than dfTTL.
-func (c *dfCache) get() (float64, map[string]float64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.df == nil || time.Since(c.at) > dfTTL {
-		c.df, c.n = nil, 0
-		return 0, nil
-	}
-	out := make(map[string]float64, len(c.df))
-	for k, v := range c.df {
-		out[k] = v
-	}
-	return c.n, out
-}
-
-// put adds frequencies counted over a corpus of n chunks; a different n starts a new set.
-func (c *dfCache) put(n float64, df map[string]float64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.df == nil || c.n != n || len(c.df) > 100_000 {
-		c.df, c.n, c.at = map[string]float64{}, n, time.Now()
-	}
-	for k, v := range df {
-		c.df[k] = v
-	}
-}
-
-// reset drops everything (after a write).
-func (c *dfCache) reset() {
-	c.mu.Lock()
-	c.df, c.n = nil, 0
-	c.mu.Unlock()
+// newTermCounts is the document-frequency cache of the keyword leg (see termWeights).
+func newTermCounts() *sqldb.TermCounts[float64] {
+	return &sqldb.TermCounts[float64]{TTL: 30 * time.Second, Max: 100_000}
 }

@@ -23,7 +23,7 @@ type Driver struct {
 	*sqldb.DB
 	pool   *pgxpool.Pool
 	vector bool
-	df     *dfCache // document frequencies of the keyword leg
+	df     *sqldb.TermCounts[float64] // document frequencies of the keyword leg
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -70,7 +70,7 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	d := &Driver{pool: pool, vector: vector, df: &dfCache{}}
+	d := &Driver{pool: pool, vector: vector, df: newTermCounts()}
 	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {
 		pool.Close()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -14,59 +13,15 @@ import (
 // WriteChunks implements store.Knowledge.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
 	err := d.DB.WriteChunksWith(ctx, p, sqldb.InsertEmbeddings)
-	d.df.clear()
+	d.df.Reset()
 	return err
 }
 
-// dfCache keeps the document frequency of recently searched terms: counting a common term walks
-// its whole position list, and the same common words come back query after query. Writes of
-// this process clear it; those of another process (the CLI's ingest) are seen within dfTTL. A
-// stale count only shifts which common terms the keyword leg leaves out.
-type dfCache struct {
-	mu sync.Mutex
-	at time.Time
-	df map[string]int
-}
-
-const (
-	dfTTL     = 10 * time.Second
-	dfEntries = 20000
-)
-
-func (c *dfCache) clear() {
-	c.mu.Lock()
-	c.df = nil
-	c.mu.Unlock()
-}
-
-// lookup returns the cached counts of terms and the terms it does not know.
-func (c *dfCache) lookup(terms []string) (map[string]int, []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.df == nil || time.Since(c.at) > dfTTL {
-		c.df, c.at = map[string]int{}, time.Now()
-	}
-	got := make(map[string]int, len(terms))
-	var missing []string
-	for _, t := range terms {
-		if n, ok := c.df[t]; ok {
-			got[t] = n
-		} else {
-			missing = append(missing, t)
-		}
-	}
-	return got, missing
-}
-
-func (c *dfCache) store(df map[string]int, terms []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.df == nil || len(c.df) > dfEntries {
-		c.df, c.at = map[string]int{}, time.Now()
-	}
-	for _, t := range terms {
-		c.df[t] = df[t] // 0 for a term the vocabulary does not list
-	}
+// newTermCounts is the document-frequency cache of the keyword leg. Writes of this process reset
+// it; those of another process (the CLI's ingest) are seen within TTL. A stale count only shifts
+// which common terms the keyword leg leaves out.
+func newTermCounts() *sqldb.TermCounts[int] {
+	return &sqldb.TermCounts[int]{TTL: 10 * time.Second, Max: 20000}
 }
 
 // AddEmbeddings implements store.Knowledge.
@@ -142,12 +97,19 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) (kept []string
 	if len(terms) == 0 {
 		return nil, 0, nil
 	}
-	df, missing := d.df.lookup(terms)
+	_, df, missing := d.df.Lookup(terms)
 	if len(missing) > 0 {
-		if err := d.countTerms(ctx, missing, df); err != nil {
+		counted := make(map[string]int, len(missing))
+		for _, t := range missing {
+			counted[t] = 0 // a term the vocabulary does not list
+		}
+		if err := d.countTerms(ctx, missing, counted); err != nil {
 			return nil, 0, err
 		}
-		d.df.store(df, missing)
+		d.df.Store(0, counted)
+		for t, n := range counted {
+			df[t] = n
+		}
 	}
 	total := 0
 	var known []string

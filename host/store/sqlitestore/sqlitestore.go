@@ -24,8 +24,8 @@ import (
 type Driver struct {
 	*sqldb.DB
 	sqlDB *sql.DB
-	reads *readCache // nil inside a transaction
-	df    *dfCache   // shared with the drivers of InTx
+	reads *readCache             // nil inside a transaction
+	df    *sqldb.TermCounts[int] // shared with the drivers of InTx
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -49,7 +49,7 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	sqlDB.SetMaxOpenConns(8)
 	sqlDB.SetMaxIdleConns(8)
 	sqlDB.SetConnMaxIdleTime(0)
-	d := &Driver{sqlDB: sqlDB, reads: newReadCache(sqlDB), df: &dfCache{}}
+	d := &Driver{sqlDB: sqlDB, reads: newReadCache(sqlDB), df: newTermCounts()}
 	d.DB = sqldb.New(poolConn{dbConn: dbConn{sqlDB}, reads: d.reads}, d.begin, dialect, opt.Clock)
 	// The database file belongs to this host process (README: one host per SQLite file), so
 	// it sees every write to projects and may keep listing pages.
