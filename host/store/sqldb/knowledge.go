@@ -2,11 +2,9 @@ package sqldb
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -15,24 +13,6 @@ import (
 
 	"github.com/reelforge/reelforge/host/store"
 )
-
-// EncodeVector returns v as little-endian float32 bytes (the embedding column).
-func EncodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-// DecodeVector reads little-endian float32 bytes.
-func DecodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
 
 // Visible is the condition a source (alias s) must meet for v to read it, with v's filters; doc
 // names the document id column the DocumentIDs filter applies to ("" to ignore it).
