@@ -41,17 +41,67 @@ var folders = sync.Pool{New: func() any { c := cases.Fold(); return &c }}
 // letters of space-separated scripts).
 func Normalize(text string) string {
 	s := norm.NFKC.String(text)
-	if !isASCII(s) {
-		c := folders.Get().(*cases.Caser)
-		s = c.String(s)
-		c.Reset()
-		folders.Put(c)
-		if hasMark(s) {
-			s = stripMarks(s)
-		}
-		return s
+	if isASCII(s) {
+		return asciiLower(s)
 	}
-	return asciiLower(s)
+	s, other := foldCase(s)
+	if other && hasMark(s) {
+		s = stripMarks(s)
+	}
+	return s
+}
+
+// foldCase case-folds s. ASCII letters are lowered and CJK unified ideographs (which have no case
+// and no marks) copied in place; only the runs of other characters go through the Unicode case
+// folder, whose per-character cost was most of Normalize on mixed Chinese and English text. Case
+// folding maps each character on its own, so folding the runs apart gives the same text
+// (FuzzNormalize checks it against folding the whole). other reports whether s holds characters
+// that are neither ASCII nor CJK unified, the only ones that may carry marks.
+func foldCase(s string) (folded string, other bool) {
+	var b []byte
+	var c *cases.Caser
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r < utf8.RuneSelf || isCJKUnified(r) {
+			if b != nil {
+				if r >= 'A' && r <= 'Z' {
+					r += 'a' - 'A'
+				}
+				b = utf8.AppendRune(b, r)
+			} else if r >= 'A' && r <= 'Z' {
+				b = append(make([]byte, 0, len(s)+8), s[:i]...)
+				b = append(b, byte(r+'a'-'A'))
+			}
+			i += n
+			continue
+		}
+		j := i + n
+		for j < len(s) {
+			r2, n2 := utf8.DecodeRuneInString(s[j:])
+			if r2 < utf8.RuneSelf || isCJKUnified(r2) {
+				break
+			}
+			j += n2
+		}
+		if c == nil {
+			c = folders.Get().(*cases.Caser)
+			defer folders.Put(c)
+		}
+		run := c.String(s[i:j])
+		c.Reset()
+		other = true
+		if b == nil && run != s[i:j] {
+			b = append(make([]byte, 0, len(s)+8), s[:i]...)
+		}
+		if b != nil {
+			b = append(b, run...)
+		}
+		i = j
+	}
+	if b == nil {
+		return s, other
+	}
+	return string(b), other
 }
 
 func isASCII(s string) bool {

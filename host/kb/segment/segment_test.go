@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestTerms(t *testing.T) {
@@ -91,4 +94,28 @@ func TestCJKUnifiedIsHan(t *testing.T) {
 			t.Fatalf("U+%04X: Han %v, Mn %v; isCJKUnified's shortcut would be wrong", r, unicode.Is(unicode.Han, r), unicode.Is(unicode.Mn, r))
 		}
 	}
+}
+
+// normalizeWhole is Normalize as it was before foldCase: the whole text through the case folder.
+func normalizeWhole(text string) string {
+	s := norm.NFKC.String(text)
+	if isASCII(s) {
+		return asciiLower(s)
+	}
+	s = cases.Fold().String(s)
+	if hasMark(s) {
+		s = stripMarks(s)
+	}
+	return s
+}
+
+func FuzzNormalize(f *testing.F) {
+	for _, s := range []string{"Hello 世界", "ΣΑΣ Straße İstanbul", "Café 中文 ÉCOLE", "ǅ ﬁ ẞ Ⅻ ㍿", "abc", "", "混合MIXED文本ŉ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Normalize(s), normalizeWhole(s); got != want {
+			t.Fatalf("Normalize(%q) = %q, want %q", s, got, want)
+		}
+	})
 }
