@@ -313,8 +313,11 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 	if mime == "" && !p.IsFile {
 		mime = "text/plain"
 	}
-	doc := &store.KnowledgeDocument{ID: uuid.NewString(), UserID: p.UserID, Title: title, Filename: filename,
-		FileHash: hex.EncodeToString(sum[:]), FileSize: int64(len(data)), MimeType: mime, Metadata: p.Metadata}
+	doc := &store.KnowledgeDocument{ID: timeOrderedID(), UserID: p.UserID, Title: title, Filename: filename,
+		FileHash: hex.EncodeToString(sum[:]), FileSize: int64(len(data)), MimeType: mime, Metadata: p.Metadata,
+		// The content is in hand: the document starts in parsing, one commit fewer than
+		// uploading and then parsing (a document taken over by a retry starts in uploading).
+		ParseStatus: store.DocParsing}
 	added, err := s.st.AddDocument(ctx, store.NewSourceParams{ID: uuid.NewString(), CreatedBy: p.UserID, ProjectID: p.ProjectID,
 		Name: p.SourceName, Visibility: p.Visibility}, doc)
 	if err != nil {
@@ -374,8 +377,10 @@ func firstLine(text string, max int) string {
 
 // index parses, splits, embeds and writes one document; it returns the chunk count.
 func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, p IngestParams, data []byte) (int, error) {
-	if err := s.st.SetDocumentStatus(ctx, doc.ID, store.DocParsing, ""); err != nil {
-		return 0, err
+	if doc.ParseStatus != store.DocParsing {
+		if err := s.st.SetDocumentStatus(ctx, doc.ID, store.DocParsing, ""); err != nil {
+			return 0, err
+		}
 	}
 	text := p.Text
 	if p.IsFile {
@@ -420,7 +425,7 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 			sb.WriteString(t.Text)
 			n++
 		}
-		chunks[i] = store.KnowledgeChunk{ID: uuid.NewString(), SourceID: src.ID, DocumentID: doc.ID, Index: c.Index,
+		chunks[i] = store.KnowledgeChunk{ID: timeOrderedID(), SourceID: src.ID, DocumentID: doc.ID, Index: c.Index,
 			Text: c.Text, Heading: c.Heading, TokenCount: n, SearchText: sb.String(),
 			Metadata: p.Metadata, EmbeddingModel: s.emb.Model()}
 		if local != nil {
@@ -448,6 +453,18 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 	}
 	s.remember(s.emb.Model(), ids, vecs)
 	return len(chunks), nil
+}
+
+// timeOrderedID is a new document or chunk id: a UUID of version 7, which starts with the time.
+// Random ids (version 4) put every new chunk at a random place of the primary key indexes of
+// chunks and embeddings, so an ingest dirtied a page of each per chunk; ids that grow with time
+// are appended at the end of those indexes.
+func timeOrderedID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString() // the system's random source failed; NewString panics likewise
+	}
+	return id.String()
 }
 
 // tokenEmbedder is an embedder that can embed a text from its segment.Tokens (embed.Local).
