@@ -10,6 +10,7 @@ package chunk
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -76,13 +77,29 @@ func Split(text string, opt Options) []Chunk {
 	if opt.Overlap > opt.Size/2 {
 		opt.Overlap = opt.Size / 2
 	}
-	c := &splitter{rs: []rune(text), opt: opt}
+	c := &splitter{opt: opt}
+	if utf8.ValidString(text) {
+		// Chunk texts are then slices of text itself, found through the byte offset of each
+		// rune, instead of new strings encoded back from runes.
+		c.text = text
+		c.rs = make([]rune, 0, len(text))
+		c.off = make([]int, 0, len(text)+1)
+		for i, r := range text {
+			c.rs = append(c.rs, r)
+			c.off = append(c.off, i)
+		}
+		c.off = append(c.off, len(text))
+	} else {
+		c.rs = []rune(text)
+	}
 	c.run()
 	return c.out
 }
 
 type splitter struct {
 	rs      []rune
+	text    string // the input when it is valid UTF-8, else ""
+	off     []int  // byte offset in text of each rune of rs, and len(text) (nil when text is "")
 	opt     Options
 	out     []Chunk
 	heading string
@@ -194,7 +211,13 @@ func (c *splitter) emit(p span) {
 	if p.e <= p.s {
 		return
 	}
-	c.out = append(c.out, Chunk{Index: len(c.out), Heading: c.heading, Text: string(c.rs[p.s:p.e]),
+	text := c.text
+	if c.off != nil {
+		text = text[c.off[p.s]:c.off[p.e]]
+	} else {
+		text = string(c.rs[p.s:p.e])
+	}
+	c.out = append(c.out, Chunk{Index: len(c.out), Heading: c.heading, Text: text,
 		Start: p.s, End: p.e, Runes: p.e - p.s})
 }
 
