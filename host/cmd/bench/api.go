@@ -21,7 +21,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/reelforge/reelforge/host/api"
-	"github.com/reelforge/reelforge/host/app"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/store"
@@ -32,10 +31,7 @@ import (
 // benchAPI loads an authenticated GET /api/projects and POST /api/projects with many concurrent
 // clients on loopback, per driver, next to a bare Fiber handler in the same run.
 func benchAPI(ctx context.Context, o *options) error {
-	// The host serves with these collector settings (reelforge serve), so the bench does too.
-	gc, limit := app.TuneGC()
-	fmt.Printf("## API: %d clients, %s per case, loopback HTTP/1.1 keep-alive (GOGC %d, memory limit %d MiB; 0: from the environment)\n\n",
-		o.clients, o.duration, gc, limit>>20)
+	fmt.Printf("## API: %d clients, %s per case, loopback HTTP/1.1 keep-alive\n\n", o.clients, o.duration)
 	fmt.Println("| driver | case | requests/s | p50 ms | p99 ms | errors |")
 	fmt.Println("|---|---|---:|---:|---:|---:|")
 	bare := fiber.New(fiber.Config{DisableStartupMessage: true})

@@ -14,6 +14,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/reelforge/reelforge/host/app"
 )
 
 // section is one part of the benchmark.
@@ -55,8 +57,10 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	o := &options{duration: *dur, clients: *clients, pgURL: os.Getenv("TEST_DATABASE_URL")}
-	fmt.Printf("# reelforge bench — %s, %s/%s, %d CPUs, GOMAXPROCS %d\n\n", time.Now().UTC().Format(time.RFC3339),
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	// The host runs with these collector settings (reelforge serve), so every section does too.
+	gc, limit := app.TuneGC()
+	fmt.Printf("# reelforge bench — %s, %s/%s, %d CPUs, GOMAXPROCS %d, GOGC %d, memory limit %d MiB (0: from the environment)\n\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), gc, limit>>20)
 	ctx := context.Background()
 	for _, s := range sections {
 		if *only != "" && !strings.Contains(","+*only+",", ","+s.name+",") {
