@@ -96,7 +96,11 @@ func (l *Local) VectorOf(toks []segment.Token) []float32 {
 	l.collect(fs, toks)
 	v := make([]float32, LocalDimensions)
 	for _, f := range fs.list {
-		scatter(v, f.h, float32(f.w*(1+math.Log(float64(f.n)))))
+		w := f.w // 1+ln(1) is exactly 1: most features occur once, and skip the logarithm
+		if f.n > 1 {
+			w *= 1 + math.Log(float64(f.n))
+		}
+		scatter(v, f.h, float32(w))
 	}
 	normalize(v)
 	featPool.Put(fs)
