@@ -232,25 +232,25 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		// did not return it). The hits' text and names are read for the top rows only.
 		kr := keywordRank
 		m := keywordRows(ws, &a, docs)
-		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
-			w AS MATERIALIZED (`+wq+`),
-			m AS (`+m+`),
-			kw AS MATERIALIZED (SELECT m.id, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT `+cp+`),
-			vn AS MATERIALIZED (SELECT e.chunk_id AS id, e.embedding_vector <=> `+v+`::vector AS dist FROM knowledge_embeddings e
-				WHERE EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = `+model+`
-					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)
-				ORDER BY dist LIMIT `+cp+`),
-			scored AS MATERIALIZED (SELECT kw.id, 1 - COALESCE(vn.dist, (SELECT e.embedding_vector <=> `+v+`::vector
+		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
+			w AS MATERIALIZED (` + wq + `),
+			m AS (` + m + `),
+			kw AS MATERIALIZED (SELECT m.id, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT ` + cp + `),
+			vn AS MATERIALIZED (SELECT e.chunk_id AS id, e.embedding_vector <=> ` + v + `::vector AS dist FROM knowledge_embeddings e
+				WHERE EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = ` + model + `
+					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND ` + docs + ` OFFSET 0)
+				ORDER BY dist LIMIT ` + cp + `),
+			scored AS MATERIALIZED (SELECT kw.id, 1 - COALESCE(vn.dist, (SELECT e.embedding_vector <=> ` + v + `::vector
 					FROM knowledge_chunks c JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model
 					WHERE c.id = kw.id), 1) AS vs, kw.kr
 				FROM kw LEFT JOIN vn ON vn.id = kw.id
 				UNION ALL
-				SELECT vn.id, 1 - vn.dist, (SELECT `+kr("c.search_tsv")+` FROM knowledge_chunks c WHERE c.id = vn.id)
+				SELECT vn.id, 1 - vn.dist, (SELECT ` + kr("c.search_tsv") + ` FROM knowledge_chunks c WHERE c.id = vn.id)
 				FROM vn WHERE NOT EXISTS (SELECT 1 FROM kw WHERE kw.id = vn.id)),
 			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN kr / MAX(kr) OVER () ELSE 0 END AS ks FROM scored),
 			top AS MATERIALIZED (SELECT id, vs, ks, 0.65 * vs + 0.35 * ks AS total FROM n
-				WHERE NOT (ks = 0 AND vs < `+a.Add(p.Floor)+`) ORDER BY total DESC, id LIMIT `+a.Add(p.Limit)+`)
-			SELECT `+sqldb.ChunkCols+`, top.vs, top.ks, top.total
+				WHERE NOT (ks = 0 AND vs < ` + a.Add(p.Floor) + `) ORDER BY total DESC, id LIMIT ` + a.Add(p.Limit) + `)
+			SELECT ` + sqldb.ChunkCols + `, top.vs, top.ks, top.total
 			FROM top JOIN knowledge_chunks c ON c.id = top.id
 			JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
 			ORDER BY top.total DESC, c.id`
