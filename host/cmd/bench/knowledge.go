@@ -255,8 +255,8 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 }
 
 // kbVectorRecall is the share of the exact 100 nearest embeddings (cosine, a sequential scan)
-// that the HNSW index scan returns, under the search's own index settings (ef_search 100,
-// iterative scans), over the local embedder's vectors of qs.
+// that the HNSW index scan returns, under the search's own index settings (ef_search 200, as for
+// kb's 100 candidates; iterative scans), over the local embedder's vectors of qs.
 func kbVectorRecall(ctx context.Context, pool *pgxpool.Pool, qs []string) (float64, error) {
 	emb := embed.NewLocal()
 	found, total := 0, 0
@@ -268,7 +268,7 @@ func kbVectorRecall(ctx context.Context, pool *pgxpool.Pool, qs []string) (float
 				return nil, err
 			}
 			defer tx.Rollback(ctx) //nolint:errcheck // read only
-			set := `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '100', true)`
+			set := `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '200', true)`
 			if exact {
 				set = `SELECT set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
 			}
