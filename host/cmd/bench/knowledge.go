@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -16,8 +17,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/kb/kbbench"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
@@ -30,12 +34,25 @@ var (
 	kbQuestions = flag.Int("kb-questions", 1000, "questions per ../shared/bench set (0: all)")
 	kbBenchDir  = flag.String("kb-bench-dir", "../shared/bench", "the public retrieval sets")
 	kbDriverSel = flag.String("kb-drivers", "", "knowledge drivers to run, by name prefix (default all): sqlite, postgres+pgvector, postgres (in-memory)")
+	kbBulkFrom  = flag.Int("kb-bulk-from", 0, "on postgres+pgvector, ingest the corpus sizes from this many chunks up with the HNSW index dropped, "+
+		"then build it in one CREATE INDEX and VACUUM ANALYZE before searching (0: never); that row's ingest MB/s is without the index")
+	kbRecall = flag.Int("kb-recall", 0, "on postgres+pgvector, also measure the HNSW leg's recall@100 against an exact scan over this many of the queries")
+	kbKeep   = flag.Bool("kb-keep", false, "keep the PostgreSQL schemas of the knowledge bench (their names are printed) instead of dropping them")
+	kbSchema = flag.String("kb-schema", "", "on PostgreSQL, the schema of the ingest and search part (kept afterwards); when it already "+
+		"holds that part's corpus (a run with -kb-keep), its documents are regenerated, not ingested again, and the search runs on it")
 )
+
+// vectorIndexer is pgstore's bulk-load interface (see -kb-bulk-from).
+type vectorIndexer interface {
+	DropVectorIndex(ctx context.Context) error
+	BuildVectorIndex(ctx context.Context) error
+	Pool() *pgxpool.Pool
+}
 
 // kbDriver is one of the three search paths.
 type kbDriver struct {
 	name string
-	open func(ctx context.Context) (store.Driver, func(), error)
+	open func(ctx context.Context, schema string) (store.Driver, func(), error) // schema: "" for a new one
 }
 
 func kbDrivers(o *options) []kbDriver {
@@ -56,7 +73,7 @@ func kbDrivers(o *options) []kbDriver {
 }
 
 func allKBDrivers(o *options) []kbDriver {
-	ds := []kbDriver{{"sqlite", func(ctx context.Context) (store.Driver, func(), error) {
+	ds := []kbDriver{{"sqlite", func(ctx context.Context, _ string) (store.Driver, func(), error) {
 		dir, err := os.MkdirTemp("", "bench-kb-")
 		if err != nil {
 			return nil, nil, err
@@ -75,8 +92,11 @@ func allKBDrivers(o *options) []kbDriver {
 		if !vector {
 			name = "postgres (in-memory)"
 		}
-		ds = append(ds, kbDriver{name, func(ctx context.Context) (store.Driver, func(), error) {
-			schema := fmt.Sprintf("bench_kb_%d", time.Now().UnixNano())
+		ds = append(ds, kbDriver{name, func(ctx context.Context, schema string) (store.Driver, func(), error) {
+			keep := *kbKeep || schema != ""
+			if schema == "" {
+				schema = fmt.Sprintf("bench_kb_%d", time.Now().UnixNano())
+			}
 			d, err := pgstore.Open(ctx, o.pgURL, pgstore.Options{Schema: schema, VectorSearch: vector})
 			if err != nil {
 				return nil, nil, err
@@ -87,6 +107,10 @@ func allKBDrivers(o *options) []kbDriver {
 			}
 			return d, func() {
 				d.Close()
+				if keep {
+					fmt.Fprintf(os.Stderr, "bench: kept schema %s (%s)\n", schema, name)
+					return
+				}
 				if c, err := pgx.Connect(ctx, o.pgURL); err == nil {
 					_, _ = c.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
 					c.Close(ctx)
@@ -112,7 +136,7 @@ func benchKnowledge(ctx context.Context, o *options) error {
 	fmt.Println("| driver | ingest MB/s | chunks | search p50 ms | search p95 ms | ask p95 ms |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, d := range kbDrivers(o) {
-		st, done, err := d.open(ctx)
+		st, done, err := d.open(ctx, *kbSchema)
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.name, err)
 		}
@@ -137,7 +161,36 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 	vocab := kbbench.NewVocab(r)
 	chunks, bytes := 0, 0
 	var ingestTime time.Duration
+	vi, _ := st.(vectorIndexer)
+	if vi != nil && !st.SupportsVectorSearch() {
+		vi = nil
+	}
+	bulk, chunks0, bytes0 := false, 0, 0
+	reused := false
+	if pg, ok := st.(interface{ Pool() *pgxpool.Pool }); ok && *kbSchema != "" {
+		// A kept corpus: the same generator's documents, so the queries below are the same too.
+		var owner string
+		var docs int
+		err := pg.Pool().QueryRow(ctx, `SELECT s.created_by, (SELECT COUNT(*) FROM knowledge_documents d WHERE d.source_id = s.id),
+			(SELECT COUNT(*) FROM knowledge_chunks c WHERE c.source_id = s.id) FROM knowledge_sources s WHERE s.name = 'bench'`).Scan(&owner, &docs, &chunks)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err == nil {
+			user, reused = owner, true
+			for i := 0; i < docs; i++ {
+				bytes += len(vocab.Text(10))
+			}
+		}
+	}
 	for _, size := range sizes {
+		if vi != nil && *kbBulkFrom > 0 && size >= *kbBulkFrom && !bulk && chunks < size {
+			if err := vi.DropVectorIndex(ctx); err != nil {
+				return err
+			}
+			// The row's ingest figure is of the bulk load alone.
+			bulk, chunks0, bytes0, ingestTime = true, chunks, bytes, 0
+		}
 		for chunks < size {
 			text := vocab.Text(10)
 			t0 := time.Now()
@@ -149,9 +202,22 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			chunks += res.ChunksCount
 			bytes += len(text)
 		}
+		build := ""
+		if bulk {
+			t0 := time.Now()
+			if err := vi.BuildVectorIndex(ctx); err != nil {
+				return err
+			}
+			build = fmt.Sprintf(" (bulk load: %.2f MB/s without the index, %d chunks; index build and VACUUM ANALYZE %.0f s)",
+				float64(bytes-bytes0)/1e6/ingestTime.Seconds(), chunks-chunks0, time.Since(t0).Seconds())
+		}
 		var search, ask []float64
+		var recallQs []string
 		for i := 0; i < queries; i++ {
 			q := vocab.Word() + " " + vocab.Word() + " " + vocab.Word()
+			if vi != nil && len(recallQs) < *kbRecall {
+				recallQs = append(recallQs, q)
+			}
 			t0 := time.Now()
 			if _, err := s.Search(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5}); err != nil {
 				return err
@@ -165,10 +231,80 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 				ask = append(ask, msSince(t0))
 			}
 		}
-		fmt.Printf("| %s | %.2f | %d | %.1f | %.1f | %.1f |\n", name, float64(bytes)/1e6/ingestTime.Seconds(), chunks,
+		mbs := fmt.Sprintf("%.2f", float64(bytes)/1e6/ingestTime.Seconds())
+		if bulk {
+			mbs = "(bulk)"
+		} else if reused && ingestTime == 0 {
+			mbs = "(kept)"
+		}
+		fmt.Printf("| %s | %s | %d | %.1f | %.1f | %.1f |\n", name, mbs, chunks,
 			kbQuantile(search, 0.5), kbQuantile(search, 0.95), kbQuantile(ask, 0.95))
+		if build != "" || len(recallQs) > 0 {
+			note := build
+			if len(recallQs) > 0 {
+				r, err := kbVectorRecall(ctx, vi.Pool(), recallQs)
+				if err != nil {
+					return err
+				}
+				note += fmt.Sprintf(" (HNSW leg recall@100 against an exact scan, %d queries: %.3f)", len(recallQs), r)
+			}
+			fmt.Printf("| %s |%s | | | | |\n", name, note)
+		}
 	}
 	return nil
+}
+
+// kbVectorRecall is the share of the exact 100 nearest embeddings (cosine, a sequential scan)
+// that the HNSW index scan returns, under the search's own index settings (ef_search 200, as for
+// kb's 100 candidates; iterative scans), over the local embedder's vectors of qs.
+func kbVectorRecall(ctx context.Context, pool *pgxpool.Pool, qs []string) (float64, error) {
+	emb := embed.NewLocal()
+	found, total := 0, 0
+	for _, q := range qs {
+		v := pgvector.NewVector(emb.Vector(q))
+		ids := func(exact bool) (map[string]bool, error) {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // read only
+			set := `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '200', true)`
+			if exact {
+				set = `SELECT set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
+			}
+			if _, err := tx.Exec(ctx, set); err != nil {
+				return nil, err
+			}
+			rows, err := tx.Query(ctx, `SELECT chunk_id FROM knowledge_embeddings ORDER BY embedding_vector <=> $1 LIMIT 100`, v)
+			if err != nil {
+				return nil, err
+			}
+			out := map[string]bool{}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return nil, err
+				}
+				out[id] = true
+			}
+			return out, rows.Err()
+		}
+		approx, err := ids(false)
+		if err != nil {
+			return 0, err
+		}
+		exact, err := ids(true)
+		if err != nil {
+			return 0, err
+		}
+		for id := range exact {
+			total++
+			if approx[id] {
+				found++
+			}
+		}
+	}
+	return float64(found) / float64(max(1, total)), nil
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
@@ -244,7 +380,7 @@ func kbRetrieval(ctx context.Context, o *options) error {
 			qs = qs[:*kbQuestions]
 		}
 		for _, d := range kbDrivers(o) {
-			st, done, err := d.open(ctx)
+			st, done, err := d.open(ctx, "")
 			if err != nil {
 				return err
 			}

@@ -176,7 +176,7 @@ func keywordRank(tsv string) string {
 func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
 	_, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
 		set_config('hnsw.ef_search', $1, true), set_config('enable_seqscan', 'off', true),
-		set_config('jit', 'off', true)`, strconv.Itoa(max(40, efSearch)))
+		set_config('jit', 'off', true)`, strconv.Itoa(min(1000, max(40, efSearch)))) // pgvector's range: 1 to 1000
 	return err
 }
 
@@ -204,7 +204,10 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 	capN = max(capN, p.Limit)
 	var out []store.ChunkRow
 	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		if err := searchSettings(ctx, tx, capN); err != nil {
+		// Twice the candidates: with the index's small graph (m 8, see vectorIndex) an ef_search
+		// of 2*cap finds the true nearest neighbours about as often as pgvector's default graph
+		// with ef_search = cap did, at about the same cost.
+		if err := searchSettings(ctx, tx, 2*capN); err != nil {
 			return err
 		}
 		ws, err := termWeights(ctx, tx, d.df, p.Terms)
@@ -223,28 +226,35 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		cp := a.Add(capN)
 		wq := weightsCTE(ws, &a)
 		// The keyword score (keywordRank) is relative to the best candidate's (0..1, like the
-		// vector score) so neither leg drowns the other.
+		// vector score) so neither leg drowns the other. The vector leg's rows keep the distance
+		// the index scan computed, and the keyword leg's their rank: each row's other score is
+		// computed once, for it alone (a keyword row's vector is read only when the vector leg
+		// did not return it). The hits' text and names are read for the top rows only.
 		kr := keywordRank
 		m := keywordRows(ws, &a, docs)
-		rows, err := tx.Query(ctx, `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
-			w AS MATERIALIZED (`+wq+`),
-			m AS (`+m+`),
-			kw AS MATERIALIZED (SELECT m.id, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT `+cp+`),
-			vn AS MATERIALIZED (SELECT e.chunk_id AS id FROM knowledge_embeddings e
-				WHERE EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = `+model+`
-					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)
-				ORDER BY e.embedding_vector <=> `+v+`::vector LIMIT `+cp+`),
-			cand AS (SELECT id, kr FROM kw UNION ALL SELECT id, NULL FROM vn WHERE id NOT IN (SELECT id FROM kw)),
-			scored AS MATERIALIZED (SELECT c.id, COALESCE(1 - (e.embedding_vector <=> `+v+`::vector), 0) AS vs,
-				COALESCE(cand.kr, `+kr("c.search_tsv")+`) AS kr
-				FROM cand JOIN knowledge_chunks c ON c.id = cand.id
-				LEFT JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model),
-			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN kr / MAX(kr) OVER () ELSE 0 END AS ks FROM scored)
-			SELECT `+sqldb.ChunkCols+`, n.vs, n.ks, 0.65 * n.vs + 0.35 * n.ks AS total
-			FROM n JOIN knowledge_chunks c ON c.id = n.id
+		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
+			w AS MATERIALIZED (` + wq + `),
+			m AS (` + m + `),
+			kw AS MATERIALIZED (SELECT m.id, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT ` + cp + `),
+			vn AS MATERIALIZED (SELECT e.chunk_id AS id, e.embedding_vector <=> ` + v + `::vector AS dist FROM knowledge_embeddings e
+				WHERE EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = ` + model + `
+					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND ` + docs + ` OFFSET 0)
+				ORDER BY dist LIMIT ` + cp + `),
+			scored AS MATERIALIZED (SELECT kw.id, 1 - COALESCE(vn.dist, (SELECT e.embedding_vector <=> ` + v + `::vector
+					FROM knowledge_chunks c JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model
+					WHERE c.id = kw.id), 1) AS vs, kw.kr
+				FROM kw LEFT JOIN vn ON vn.id = kw.id
+				UNION ALL
+				SELECT vn.id, 1 - vn.dist, (SELECT ` + kr("c.search_tsv") + ` FROM knowledge_chunks c WHERE c.id = vn.id)
+				FROM vn WHERE NOT EXISTS (SELECT 1 FROM kw WHERE kw.id = vn.id)),
+			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN kr / MAX(kr) OVER () ELSE 0 END AS ks FROM scored),
+			top AS MATERIALIZED (SELECT id, vs, ks, 0.65 * vs + 0.35 * ks AS total FROM n
+				WHERE NOT (ks = 0 AND vs < ` + a.Add(p.Floor) + `) ORDER BY total DESC, id LIMIT ` + a.Add(p.Limit) + `)
+			SELECT ` + sqldb.ChunkCols + `, top.vs, top.ks, top.total
+			FROM top JOIN knowledge_chunks c ON c.id = top.id
 			JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
-			WHERE NOT (n.ks = 0 AND n.vs < `+a.Add(p.Floor)+`)
-			ORDER BY total DESC, c.id LIMIT `+a.Add(p.Limit), a.List...)
+			ORDER BY top.total DESC, c.id`
+		rows, err := tx.Query(ctx, q, a.List...)
 		if err != nil {
 			return err
 		}

@@ -123,7 +123,11 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 		// Inline (6 KiB fits a page): scoring a candidate and the HNSW scan's heap check then read
 		// one page, not the TOAST table.
 		`ALTER TABLE knowledge_embeddings ALTER COLUMN embedding_vector SET STORAGE MAIN`,
-		`CREATE INDEX IF NOT EXISTS knowledge_embeddings_hnsw ON knowledge_embeddings USING hnsw (embedding_vector public.vector_cosine_ops)`,
+		vectorIndexDDL,
+		// Databases made before the index took its own parameters: the new index is built first
+		// (the search keeps an index meanwhile), then the old one goes. Both statements are
+		// idempotent and run under the migration lock.
+		`DROP INDEX IF EXISTS knowledge_embeddings_hnsw`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return false, fmt.Errorf("pgstore: pgvector setup: %w", err)
@@ -131,6 +135,46 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 	}
 	log.Info("knowledge search path: pgvector (HNSW, cosine)")
 	return true, nil
+}
+
+// vectorIndex is the HNSW index of the vector leg. Its graph has m 8 and ef_construction 32
+// (pgvector's defaults are 16 and 64): every chunk written inserts into the graph, searching it
+// with ef_construction candidates and relinking up to 2*m neighbours at the bottom layer, each a
+// 1536-dimension distance and a page; with these parameters an insert costs about a third. The
+// search makes up the recall with ef_search (the candidates the leg returns, 100 and more; see
+// searchSettings) and iterative scans. Changing the parameters means a new index name: the setup
+// builds the new index and drops the previous ones by name.
+const (
+	vectorIndex    = "knowledge_embeddings_hnsw_m8"
+	vectorIndexDDL = `CREATE INDEX IF NOT EXISTS ` + vectorIndex + ` ON knowledge_embeddings
+		USING hnsw (embedding_vector public.vector_cosine_ops) WITH (m = 8, ef_construction = 32)`
+)
+
+// DropVectorIndex drops the HNSW index, for a bulk load that builds it afterwards with
+// BuildVectorIndex (one CREATE INDEX is several times faster than as many inserts). Until then
+// the vector leg reads every row.
+func (d *Driver) DropVectorIndex(ctx context.Context) error {
+	if !d.vector {
+		return store.ErrNotSupported
+	}
+	if _, err := d.pool.Exec(ctx, `DROP INDEX IF EXISTS `+vectorIndex); err != nil {
+		return fmt.Errorf("pgstore: drop vector index: %w", err)
+	}
+	return nil
+}
+
+// BuildVectorIndex creates the HNSW index if it is missing, then updates the planner statistics
+// and the visibility map of the knowledge tables (VACUUM ANALYZE), as after a bulk load.
+func (d *Driver) BuildVectorIndex(ctx context.Context) error {
+	if !d.vector {
+		return store.ErrNotSupported
+	}
+	for _, q := range []string{vectorIndexDDL, `VACUUM ANALYZE knowledge_chunks, knowledge_embeddings`} {
+		if _, err := d.pool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("pgstore: build vector index: %w", err)
+		}
+	}
+	return nil
 }
 
 var dialect = &sqldb.Dialect{

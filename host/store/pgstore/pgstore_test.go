@@ -3,6 +3,8 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -106,4 +108,171 @@ func addChunks(t *testing.T, d store.Driver, user string, texts ...string) []str
 		t.Fatal(err)
 	}
 	return []string{res.Document.ID}
+}
+
+// TestVectorIndexUpgrade: a database made with the previous HNSW index (pgvector's default
+// parameters, under the old name) ends up with the current index only, and opening it again, or
+// from two hosts at once, leaves it so.
+func TestVectorIndexUpgrade(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	schema := storetest.SchemaName()
+	ctx := context.Background()
+	opt := pgstore.Options{Schema: schema, VectorSearch: true}
+	d, err := pgstore.Open(ctx, url, opt)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), url); err == nil {
+			_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			c.Close(context.Background())
+		}
+	})
+	if !d.SupportsVectorSearch() {
+		d.Close()
+		t.Skip("pgvector unavailable")
+	}
+	user := storetest.NewUser(t, d, "")
+	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
+	pool := d.Pool()
+	indexes := func() []string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT indexname || ' ' || indexdef FROM pg_indexes
+			WHERE schemaname = $1 AND tablename = 'knowledge_embeddings' AND indexdef LIKE '%hnsw%' ORDER BY 1`, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The database as the previous version left it.
+	if _, err := pool.Exec(ctx, `DROP INDEX knowledge_embeddings_hnsw_m8;
+		CREATE INDEX knowledge_embeddings_hnsw ON knowledge_embeddings USING hnsw (embedding_vector public.vector_cosine_ops)`); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			d, err := pgstore.Open(ctx, url, opt)
+			if err == nil {
+				d.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("Open of an old database: %v", err)
+		}
+	}
+	d, err = pgstore.Open(ctx, url, opt)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer d.Close()
+	pool = d.Pool()
+	got := indexes()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "knowledge_embeddings_hnsw_m8 ") || !strings.Contains(got[0], "m='8'") ||
+		!strings.Contains(got[0], "ef_construction='32'") {
+		t.Fatalf("HNSW indexes after the upgrade = %q, want knowledge_embeddings_hnsw_m8 (m 8, ef_construction 32) alone", got)
+	}
+	// The search still finds the chunks through the new index.
+	local := embed.NewLocal()
+	rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: user.ID}, Vector: local.Vector("night lighting"),
+		Model: local.Model(), Limit: 5, Floor: -1})
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("VectorSearch after the upgrade = %d rows, %v; want 2", len(rows), err)
+	}
+}
+
+// TestBulkVectorIndex: dropping the HNSW index for a bulk load and building it again leaves the
+// same search results.
+func TestBulkVectorIndex(t *testing.T) {
+	d := open(t)
+	if !d.SupportsVectorSearch() {
+		t.Skip("pgvector unavailable")
+	}
+	pd := d.(*pgstore.Driver)
+	ctx := context.Background()
+	user := storetest.NewUser(t, d, "")
+	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
+	if err := pd.DropVectorIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addChunks(t, d, user.ID, "night lighting with one lamp")
+	if err := pd.BuildVectorIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pd.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema()
+		AND indexname = 'knowledge_embeddings_hnsw_m8'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("HNSW index after BuildVectorIndex: %d, %v", n, err)
+	}
+	local := embed.NewLocal()
+	rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: user.ID}, Vector: local.Vector("night lighting"),
+		Model: local.Model(), Limit: 5, Floor: -1})
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("VectorSearch = %d rows, %v; want 3", len(rows), err)
+	}
+}
+
+// TestVectorSearchScores: each hit's vector score is 1 minus its cosine distance whichever leg
+// found it (the vector leg carries the distance of its index scan, the keyword leg's rows are
+// scored alone), its keyword score is relative to the best candidate's, and the total is rule 4's.
+func TestVectorSearchScores(t *testing.T) {
+	d := open(t)
+	if !d.SupportsVectorSearch() {
+		t.Skip("pgvector unavailable")
+	}
+	ctx := context.Background()
+	u := storetest.NewUser(t, d, "")
+	texts := []string{"night lighting with one lamp", "lighting a night shoot on a budget", "a hook in the first three seconds",
+		"captions and music for the intro", "budget microphones compared", "colour grading for night scenes"}
+	addChunks(t, d, u.ID, texts...)
+	local := embed.NewLocal()
+	vecs := map[string][]float32{}
+	for _, tx := range texts {
+		vecs[tx] = local.Vector(tx)
+	}
+	q := local.Vector("night lighting")
+	for _, capN := range []int{1, 2, 100} {
+		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Vector: q, Model: local.Model(),
+			Terms: segment.Query("budget microphones"), Limit: 10, Floor: -1, Cap: capN})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			t.Fatalf("cap %d: no hits", capN)
+		}
+		best := 0.0
+		for _, r := range rows {
+			best = max(best, r.Keyword)
+			want := cosine(q, vecs[r.Text])
+			if diff := r.Vector - want; diff > 1e-5 || diff < -1e-5 {
+				t.Errorf("cap %d: %q vector score %.6f, want 1 - cosine distance %.6f", capN, r.Text, r.Vector, want)
+			}
+			if total := 0.65*r.Vector + 0.35*r.Keyword; total-r.Total > 1e-9 || r.Total-total > 1e-9 {
+				t.Errorf("cap %d: %q total %.6f, want %.6f", capN, r.Text, r.Total, total)
+			}
+		}
+		if best != 1 {
+			t.Errorf("cap %d: best keyword score %v, want 1", capN, best)
+		}
+	}
+}
+
+// cosine is the cosine similarity of a and b, not clamped (1 minus pgvector's cosine distance).
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	return dot / math.Sqrt(na*nb)
 }
