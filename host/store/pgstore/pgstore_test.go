@@ -182,11 +182,18 @@ func TestVectorIndexUpgrade(t *testing.T) {
 		t.Fatalf("HNSW indexes after the upgrade = %q, want knowledge_embeddings_hnsw_m8 (m 8, ef_construction 32) alone", got)
 	}
 	// The search still finds the chunks through the new index.
+	wantVectorHits(t, d, user.ID, 2)
+}
+
+// wantVectorHits searches user's chunks for "night lighting" through the vector index and wants
+// n hits.
+func wantVectorHits(t *testing.T, d store.Driver, userID string, n int) {
+	t.Helper()
 	local := embed.NewLocal()
-	rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: user.ID}, Vector: local.Vector("night lighting"),
-		Model: local.Model(), Limit: 5, Floor: -1})
-	if err != nil || len(rows) != 2 {
-		t.Fatalf("VectorSearch after the upgrade = %d rows, %v; want 2", len(rows), err)
+	rows, err := d.VectorSearch(context.Background(), store.SearchParams{Viewer: store.Viewer{UserID: userID},
+		Vector: local.Vector("night lighting"), Model: local.Model(), Limit: 5, Floor: -1})
+	if err != nil || len(rows) != n {
+		t.Fatalf("VectorSearch = %d rows, %v; want %d", len(rows), err, n)
 	}
 }
 
@@ -213,12 +220,7 @@ func TestBulkVectorIndex(t *testing.T) {
 		AND indexname = 'knowledge_embeddings_hnsw_m8'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("HNSW index after BuildVectorIndex: %d, %v", n, err)
 	}
-	local := embed.NewLocal()
-	rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: user.ID}, Vector: local.Vector("night lighting"),
-		Model: local.Model(), Limit: 5, Floor: -1})
-	if err != nil || len(rows) != 3 {
-		t.Fatalf("VectorSearch = %d rows, %v; want 3", len(rows), err)
-	}
+	wantVectorHits(t, d, user.ID, 3)
 }
 
 // TestVectorSearchScores: each hit's vector score is 1 minus its cosine distance whichever leg
