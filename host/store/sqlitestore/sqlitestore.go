@@ -24,7 +24,7 @@ import (
 type Driver struct {
 	*sqldb.DB
 	sqlDB *sql.DB
-	stmts *stmtCache             // nil inside a transaction
+	reads *readCache             // nil inside a transaction
 	df    *sqldb.TermCounts[int] // shared with the drivers of InTx
 }
 
@@ -54,8 +54,8 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	sqlDB.SetMaxOpenConns(8)
 	sqlDB.SetMaxIdleConns(8)
 	sqlDB.SetConnMaxIdleTime(0)
-	d := &Driver{sqlDB: sqlDB, stmts: newStmtCache(sqlDB), df: newTermCounts()}
-	d.DB = sqldb.New(poolConn{dbConn: dbConn{sqlDB}, stmts: d.stmts}, d.begin, dialect, opt.Clock)
+	d := &Driver{sqlDB: sqlDB, reads: newReadCache(sqlDB), df: newTermCounts()}
+	d.DB = sqldb.New(poolConn{dbConn: dbConn{sqlDB}, reads: d.reads}, d.begin, dialect, opt.Clock)
 	// The database file belongs to this host process (README: one host per SQLite file), so
 	// it sees every write to projects and may keep listing pages.
 	d.DB.CacheProjectLists()
@@ -113,7 +113,7 @@ func (d *Driver) Close() error {
 	if d.sqlDB == nil {
 		return nil
 	}
-	d.stmts.close()
+	d.reads.close()
 	return d.sqlDB.Close()
 }
 
@@ -132,7 +132,7 @@ func (d *Driver) begin(ctx context.Context) (sqldb.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return txConn{tx: tx, stmts: d.stmts}, nil
+	return txConn{tx}, nil
 }
 
 type queryer interface {
@@ -144,12 +144,7 @@ type queryer interface {
 type dbConn struct{ q queryer }
 
 func (c dbConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return c.exec(ctx, sqldb.RebindSQLite(q), args...)
-}
-
-// exec runs the rebound text q.
-func (c dbConn) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res, err := c.q.ExecContext(ctx, q, args...)
+	res, err := c.q.ExecContext(ctx, sqldb.RebindSQLite(q), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -173,13 +168,14 @@ func (c dbConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
 // BenchmarkListProjects put the parser and code generator above the row reads), so a prepared
 // statement per query text saves it on every call after the first.
 //
-// Outside transactions only reads are cached: a reset read statement holds no lock, and
-// database/sql resets it when the rows close. Writes outside a transaction run unprepared (an
-// earlier cache that prepared them made concurrent writers fail with SQLITE_BUSY). Inside a
-// transaction txConn uses the same statements, bound to the transaction's connection.
+// Only reads outside transactions are cached. Caches that also prepared writes and statements
+// inside transactions made concurrent writers fail with SQLITE_BUSY, twice (the first session's,
+// and one of the third that prepared only a transaction's writes, through Tx.StmtContext: host/runs'
+// lease tests caught it); a reset read statement holds no lock, and database/sql resets it when
+// the rows close.
 type poolConn struct {
 	dbConn
-	stmts *stmtCache
+	reads *readCache
 }
 
 // Query and QueryRow rebind once and call database/sql directly (dbConn's methods would
@@ -188,7 +184,7 @@ func (c poolConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows,
 	q = sqldb.RebindSQLite(q)
 	var rows *sql.Rows
 	var err error
-	if st := c.stmts.get(ctx, q, false); st != nil {
+	if st := c.reads.get(ctx, q); st != nil {
 		rows, err = st.QueryContext(ctx, args...)
 	} else {
 		rows, err = c.q.QueryContext(ctx, q, args...)
@@ -201,56 +197,38 @@ func (c poolConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows,
 
 func (c poolConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
 	q = sqldb.RebindSQLite(q)
-	if st := c.stmts.get(ctx, q, false); st != nil {
+	if st := c.reads.get(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return c.q.QueryRowContext(ctx, q, args...)
 }
 
-// stmtCache holds prepared statements, at most stmtCacheMax of them (later texts run
+// readCache holds the prepared SELECTs, at most readCacheMax of them (later texts run
 // unprepared). The host's query texts are nearly a fixed set: values are bound, except the
 // projects listing's LIMIT and OFFSET (a page size and offset per text) and lists of values
-// (kept out, see stmtCacheMaxParams). database/sql prepares a statement once per pooled
-// connection it runs on, a transaction's included (Tx.StmtContext).
-type stmtCache struct {
+// (kept out, see readCacheMaxParams).
+type readCache struct {
 	db *sql.DB
 	mu sync.RWMutex
-	m  map[string]cachedStmt
+	m  map[string]*sql.Stmt
 }
 
-type cachedStmt struct {
-	st   *sql.Stmt
-	read bool // a single SELECT, which may also run outside transactions
-}
+const readCacheMax = 256
 
-const stmtCacheMax = 256
-
-// stmtCacheMaxParams keeps out queries built around lists of values (IN (?1, ?2, ...)): each
+// readCacheMaxParams keeps out queries built around lists of values (IN (?1, ?2, ...)): each
 // length is another text, and a few of them would fill the cache.
-const stmtCacheMaxParams = 16
+const readCacheMaxParams = 16
 
-func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]cachedStmt{}} }
+func newReadCache(db *sql.DB) *readCache { return &readCache{db: db, m: map[string]*sql.Stmt{}} }
 
-// get returns the prepared statement of q, or nil when q may not be cached or the cache is
-// full (the caller then runs q unprepared). Outside a transaction (inTx false) only single
-// SELECTs are; inside one, any single statement.
-func (c *stmtCache) get(ctx context.Context, q string, inTx bool) *sql.Stmt {
-	if c == nil {
-		return nil
-	}
+// get returns the prepared statement of q, or nil when q is not a single SELECT or the cache is
+// full (the caller then runs q unprepared).
+func (c *readCache) get(ctx context.Context, q string) *sql.Stmt {
 	c.mu.RLock()
-	cs, ok := c.m[q]
-	n := len(c.m)
+	st, n := c.m[q], len(c.m)
 	c.mu.RUnlock()
-	if ok {
-		if !inTx && !cs.read {
-			return nil
-		}
-		return cs.st
-	}
-	read := isSelect(q)
-	if n >= stmtCacheMax || strings.Count(q, "?") > stmtCacheMaxParams || strings.Contains(q, ";") || (!inTx && !read) {
-		return nil
+	if st != nil || n >= readCacheMax || strings.Count(q, "?") > readCacheMaxParams || !isSelect(q) {
+		return st
 	}
 	prepared, err := c.db.PrepareContext(ctx, q)
 	if err != nil {
@@ -258,19 +236,19 @@ func (c *stmtCache) get(ctx context.Context, q string, inTx bool) *sql.Stmt {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.m[q]; ok {
+	if old := c.m[q]; old != nil {
 		prepared.Close()
-		return old.st
+		return old
 	}
-	c.m[strings.Clone(q)] = cachedStmt{st: prepared, read: read}
+	c.m[strings.Clone(q)] = prepared
 	return prepared
 }
 
-func (c *stmtCache) close() {
+func (c *readCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for q, cs := range c.m {
-		cs.st.Close()
+	for q, st := range c.m {
+		st.Close()
 		delete(c.m, q)
 	}
 }
@@ -295,59 +273,16 @@ func isSelect(q string) bool {
 	return true
 }
 
-// txConn runs a transaction's statements on its connection, prepared through the driver's
-// stmtCache: ingest and the other write paths repeat the same few texts many times.
-type txConn struct {
-	tx    *sql.Tx
-	stmts *stmtCache
-}
-
-// stmt is the cached statement of the rebound text q for this transaction, or nil.
-func (t txConn) stmt(ctx context.Context, q string) *sql.Stmt {
-	if st := t.stmts.get(ctx, q, true); st != nil {
-		return t.tx.StmtContext(ctx, st)
-	}
-	return nil
-}
+type txConn struct{ tx *sql.Tx }
 
 func (t txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	q = sqldb.RebindSQLite(q)
-	st := t.stmt(ctx, q)
-	if st == nil {
-		return dbConn{t.tx}.exec(ctx, q, args...)
-	}
-	defer st.Close() // the transaction's copy; the cached statement stays
-	res, err := st.ExecContext(ctx, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return dbConn{t.tx}.Exec(ctx, q, args...)
 }
-
-// Query and QueryRow leave the transaction's copy of a statement open (the rows use it); the
-// transaction closes it when it ends.
 func (t txConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
-	q = sqldb.RebindSQLite(q)
-	if st := t.stmt(ctx, q); st != nil {
-		rows, err := st.QueryContext(ctx, args...)
-		if err != nil {
-			return nil, err
-		}
-		return rows, nil
-	}
-	rows, err := t.tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return dbConn{t.tx}.Query(ctx, q, args...)
 }
-
 func (t txConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	q = sqldb.RebindSQLite(q)
-	if st := t.stmt(ctx, q); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return t.tx.QueryRowContext(ctx, q, args...)
+	return dbConn{t.tx}.QueryRow(ctx, q, args...)
 }
 func (t txConn) Commit(context.Context) error   { return t.tx.Commit() }
 func (t txConn) Rollback(context.Context) error { return t.tx.Rollback() }
