@@ -87,9 +87,10 @@ func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 func (l *Local) Vector(text string) []float32 { return l.VectorOf(segment.Tokens(text)) }
 
 // VectorOf embeds a text from its segment.Tokens, so a caller that also needs the terms (the
-// keyword index) segments the text once. The result is the same as hashing Features(text) in
-// order: features are hashed in place instead of being built as strings, which keeps the
-// embedder free of per-feature allocations.
+// keyword index) segments the text once. Features are hashed in place instead of being built as
+// strings, which keeps the embedder free of per-feature allocations; the result is the same as
+// hashing the features of the plainly written reference in order (referenceFeatures, in
+// reference_test.go).
 func (l *Local) VectorOf(toks []segment.Token) []float32 {
 	fs := featPool.Get().(*featSet)
 	fs.reset()
@@ -244,70 +245,6 @@ func fnvDone(h uint64) uint64 {
 	return h
 }
 
-// Features returns the weighted features of text in first-seen order (before hashing): the fixed weight of the
-// feature kind times the sublinear term frequency 1+ln(tf).
-func (l *Local) Features(text string) []Feature { return l.features(text) }
-
-func (l *Local) features(text string) []Feature {
-	t := l.t
-	toks := segment.Tokens(text)
-	type fw struct {
-		w float64
-		n int
-	}
-	m := make(map[string]fw, len(toks)*2)
-	var order []string
-	add := func(f string, w float64) {
-		x, ok := m[f]
-		if !ok {
-			order = append(order, f)
-		}
-		x.w, x.n = w, x.n+1
-		m[f] = x
-	}
-	prev := ""
-	for _, tok := range toks {
-		if tok.Stop {
-			continue
-		}
-		if tok.CJK {
-			if tok.Uni || utf8.RuneCountInString(tok.Text) == 1 {
-				if commonHan[tok.Text] {
-					continue
-				}
-				add("u"+tok.Text, t.CJKUni)
-			} else {
-				add("c"+tok.Text, t.CJKBigram)
-			}
-			prev = ""
-			continue
-		}
-		w := stem(tok.Text)
-		if common[w] {
-			add("w"+w, t.Common)
-			prev = ""
-			continue
-		}
-		add("w"+w, wordWeight(utf8.RuneCountInString(w)))
-		if prev != "" {
-			add("b"+prev+" "+w, t.Bigram)
-		}
-		prev = w
-	}
-	out := make([]Feature, len(order))
-	for i, f := range order {
-		x := m[f]
-		out[i] = Feature{f, x.w * (1 + math.Log(float64(x.n)))}
-	}
-	return out
-}
-
-// Feature is one weighted feature of a text.
-type Feature struct {
-	Key    string
-	Weight float64
-}
-
 // common are frequent English words beyond segment's stop words (question words, auxiliaries,
 // pronouns): a fixed low IDF-like weight, and no bigrams through them.
 var common = map[string]bool{}
@@ -346,11 +283,9 @@ func wordWeight(n int) float64 {
 	}
 }
 
-// stem is a light English suffix stripper (plural s, -es, -ies, -ed, -ing) applied to ASCII words
-// of five letters or more, so "rules" and "rule", "studies" and "study" share a feature.
-func stem(w string) string { return string(stemAppend(nil, w)) }
-
-// stemAppend appends the stem of w to b.
+// stemAppend appends the stem of w to b: a light English suffix stripper (plural s, -es, -ies,
+// -ed, -ing) applied to ASCII words of five letters or more, so "rules" and "rule", "studies"
+// and "study" share a feature.
 func stemAppend(b []byte, w string) []byte {
 	if len(w) < 5 || !isASCIIWord(w) {
 		return append(b, w...)

@@ -120,11 +120,11 @@ func BenchmarkLocal(b *testing.B) {
 	}
 }
 
-// referenceVector is the embedder written plainly: every feature of Features hashed from its key
-// string, in order. Vector must give exactly the same numbers.
+// referenceVector is the embedder written plainly: every feature of referenceFeatures hashed from
+// its key string, in order. Vector must give exactly the same numbers.
 func referenceVector(l *Local, text string) []float32 {
 	v := make([]float32, LocalDimensions)
-	for _, f := range l.Features(text) {
+	for _, f := range referenceFeatures(l, text) {
 		scatter(v, fnv64(f.Key), float32(f.Weight))
 	}
 	normalize(v)
