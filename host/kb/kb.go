@@ -459,13 +459,7 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 // Random ids (version 4) put every new chunk at a random place of the primary key indexes of
 // chunks and embeddings, so an ingest dirtied a page of each per chunk; ids that grow with time
 // are appended at the end of those indexes.
-func timeOrderedID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString() // the system's random source failed; NewString panics likewise
-	}
-	return id.String()
-}
+func timeOrderedID() string { return uuid.Must(uuid.NewV7()).String() } // panics as uuid.NewString does
 
 // tokenEmbedder is an embedder that can embed a text from its segment.Tokens (embed.Local).
 type tokenEmbedder interface {

@@ -211,9 +211,9 @@ func (c *splitter) emit(p span) {
 	if p.e <= p.s {
 		return
 	}
-	text := c.text
+	var text string
 	if c.off != nil {
-		text = text[c.off[p.s]:c.off[p.e]]
+		text = c.text[c.off[p.s]:c.off[p.e]]
 	} else {
 		text = string(c.rs[p.s:p.e])
 	}

@@ -298,28 +298,13 @@ func RebindSQLite(q string) string {
 	if i < 0 {
 		return q
 	}
-	var b []byte
-	for ; i >= 0 && i+1 < len(q); i = nextDollar(q, i+1) {
-		if c := q[i+1]; c >= '0' && c <= '9' {
-			if b == nil {
-				b = []byte(q)
-			}
+	b := []byte(q)
+	for ; i+1 < len(b); i++ {
+		if b[i] == '$' && b[i+1] >= '0' && b[i+1] <= '9' {
 			b[i] = '?'
 		}
 	}
-	if b == nil {
-		return q
-	}
 	return string(b)
-}
-
-// nextDollar is the index of the next '$' of q from i on, or -1.
-func nextDollar(q string, i int) int {
-	j := strings.IndexByte(q[i:], '$')
-	if j < 0 {
-		return -1
-	}
-	return i + j
 }
 
 // parseFixedTime reads the SQLiteTimeFormat form digit by digit. Every timestamp SQLite hands
