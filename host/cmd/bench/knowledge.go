@@ -18,7 +18,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/embed"
@@ -46,7 +45,7 @@ var (
 type vectorIndexer interface {
 	DropVectorIndex(ctx context.Context) error
 	BuildVectorIndex(ctx context.Context) error
-	Pool() *pgxpool.Pool
+	NearestEmbeddings(ctx context.Context, v []float32, n int, exact bool) ([]string, error)
 }
 
 // kbDriver is one of the three search paths.
@@ -242,7 +241,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		if build != "" || len(recallQs) > 0 {
 			note := build
 			if len(recallQs) > 0 {
-				r, err := kbVectorRecall(ctx, vi.Pool(), recallQs)
+				r, err := kbVectorRecall(ctx, vi, recallQs)
 				if err != nil {
 					return err
 				}
@@ -255,51 +254,28 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 }
 
 // kbVectorRecall is the share of the exact 100 nearest embeddings (cosine, a sequential scan)
-// that the HNSW index scan returns, under the search's own index settings (ef_search 200, as for
-// kb's 100 candidates; iterative scans), over the local embedder's vectors of qs.
-func kbVectorRecall(ctx context.Context, pool *pgxpool.Pool, qs []string) (float64, error) {
+// that the HNSW index scan returns under the search's own index settings, over the local
+// embedder's vectors of qs.
+func kbVectorRecall(ctx context.Context, vi vectorIndexer, qs []string) (float64, error) {
 	emb := embed.NewLocal()
 	found, total := 0, 0
 	for _, q := range qs {
-		v := pgvector.NewVector(emb.Vector(q))
-		ids := func(exact bool) (map[string]bool, error) {
-			tx, err := pool.Begin(ctx)
-			if err != nil {
-				return nil, err
-			}
-			defer tx.Rollback(ctx) //nolint:errcheck // read only
-			set := `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '200', true)`
-			if exact {
-				set = `SELECT set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
-			}
-			if _, err := tx.Exec(ctx, set); err != nil {
-				return nil, err
-			}
-			rows, err := tx.Query(ctx, `SELECT chunk_id FROM knowledge_embeddings ORDER BY embedding_vector <=> $1 LIMIT 100`, v)
-			if err != nil {
-				return nil, err
-			}
-			out := map[string]bool{}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					return nil, err
-				}
-				out[id] = true
-			}
-			return out, rows.Err()
-		}
-		approx, err := ids(false)
+		v := emb.Vector(q)
+		approx, err := vi.NearestEmbeddings(ctx, v, 100, false)
 		if err != nil {
 			return 0, err
 		}
-		exact, err := ids(true)
+		exact, err := vi.NearestEmbeddings(ctx, v, 100, true)
 		if err != nil {
 			return 0, err
 		}
-		for id := range exact {
+		got := make(map[string]bool, len(approx))
+		for _, id := range approx {
+			got[id] = true
+		}
+		for _, id := range exact {
 			total++
-			if approx[id] {
+			if got[id] {
 				found++
 			}
 		}

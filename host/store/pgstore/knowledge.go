@@ -180,6 +180,40 @@ func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
 	return err
 }
 
+// NearestEmbeddings returns the ids of the n chunks whose vectors are nearest to v (cosine),
+// through the HNSW index under the settings of a search asking for n candidates, or with exact
+// set by a sequential scan. The bench compares the two for the index's recall.
+func (d *Driver) NearestEmbeddings(ctx context.Context, v []float32, n int, exact bool) ([]string, error) {
+	if !d.vector {
+		return nil, store.ErrNotSupported
+	}
+	var ids []string
+	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
+		set := searchSettings(ctx, tx, 2*n) // as VectorSearch sets them for n candidates
+		if exact {
+			_, set = tx.Exec(ctx, `SELECT set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`)
+		}
+		if set != nil {
+			return set
+		}
+		rows, err := tx.Query(ctx, `SELECT chunk_id FROM knowledge_embeddings ORDER BY embedding_vector <=> $1::vector LIMIT $2`,
+			pgvector.NewVector(v), n)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
+	return ids, err
+}
+
 // Search sizes. The keyword leg reads and ranks a tsvector per matching row (about 10 µs each:
 // the stored tsvector is compressed), so it scores at most keywordBudget rows, taken rarest term
 // first; the vector leg is an HNSW scan whose ef_search follows the candidates it must return.

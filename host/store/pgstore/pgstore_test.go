@@ -2,8 +2,10 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -277,4 +279,33 @@ func cosine(a, b []float32) float64 {
 		nb += float64(b[i]) * float64(b[i])
 	}
 	return dot / math.Sqrt(na*nb)
+}
+
+// TestNearestEmbeddings: on a small corpus the index scan returns the exact nearest chunks, in
+// the same order as the sequential scan; without pgvector the call is not supported.
+func TestNearestEmbeddings(t *testing.T) {
+	d := open(t)
+	if !d.SupportsVectorSearch() {
+		t.Skip("pgvector unavailable")
+	}
+	pd := d.(*pgstore.Driver)
+	ctx := context.Background()
+	user := storetest.NewUser(t, d, "")
+	addChunks(t, d, user.ID, "night lighting with one lamp", "a hook in the first three seconds", "captions for the intro")
+	v := embed.NewLocal().Vector("night lighting")
+	approx, err := pd.NearestEmbeddings(ctx, v, 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := pd.NearestEmbeddings(ctx, v, 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exact) != 2 || !slices.Equal(approx, exact) {
+		t.Fatalf("index scan %v, sequential scan %v; want the same 2 ids", approx, exact)
+	}
+	plain := openWith(t, false).(*pgstore.Driver)
+	if _, err := plain.NearestEmbeddings(ctx, v, 2, true); !errors.Is(err, store.ErrNotSupported) {
+		t.Fatalf("without pgvector: %v, want ErrNotSupported", err)
+	}
 }
