@@ -25,6 +25,16 @@ func open(t *testing.T) store.Driver {
 	return openWith(t, true)
 }
 
+// openVector opens a new schema with pgvector's search path, or skips the test without it.
+func openVector(t *testing.T) *pgstore.Driver {
+	t.Helper()
+	d := open(t)
+	if !d.SupportsVectorSearch() {
+		t.Skip("pgvector unavailable")
+	}
+	return d.(*pgstore.Driver)
+}
+
 func openWith(t *testing.T, vector bool) store.Driver {
 	t.Helper()
 	url := storetest.PostgresURL(t)
@@ -61,10 +71,7 @@ func TestVectorPathReported(t *testing.T) {
 // TestVectorSearchNotStarved: a reader who may see a few chunks among many nearer ones of another
 // user still gets them from the vector leg alone (the HNSW scan goes on past the hidden rows).
 func TestVectorSearchNotStarved(t *testing.T) {
-	d := open(t)
-	if !d.SupportsVectorSearch() {
-		t.Skip("pgvector unavailable")
-	}
+	d := openVector(t)
 	ctx := context.Background()
 	a, b := storetest.NewUser(t, d, ""), storetest.NewUser(t, d, "")
 	var many []string
@@ -202,23 +209,19 @@ func wantVectorHits(t *testing.T, d store.Driver, userID string, n int) {
 // TestBulkVectorIndex: dropping the HNSW index for a bulk load and building it again leaves the
 // same search results.
 func TestBulkVectorIndex(t *testing.T) {
-	d := open(t)
-	if !d.SupportsVectorSearch() {
-		t.Skip("pgvector unavailable")
-	}
-	pd := d.(*pgstore.Driver)
+	d := openVector(t)
 	ctx := context.Background()
 	user := storetest.NewUser(t, d, "")
 	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
-	if err := pd.DropVectorIndex(ctx); err != nil {
+	if err := d.DropVectorIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
 	addChunks(t, d, user.ID, "night lighting with one lamp")
-	if err := pd.BuildVectorIndex(ctx); err != nil {
+	if err := d.BuildVectorIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	if err := pd.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema()
+	if err := d.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema()
 		AND indexname = 'knowledge_embeddings_hnsw_m8'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("HNSW index after BuildVectorIndex: %d, %v", n, err)
 	}
@@ -229,10 +232,7 @@ func TestBulkVectorIndex(t *testing.T) {
 // found it (the vector leg carries the distance of its index scan, the keyword leg's rows are
 // scored alone), its keyword score is relative to the best candidate's, and the total is rule 4's.
 func TestVectorSearchScores(t *testing.T) {
-	d := open(t)
-	if !d.SupportsVectorSearch() {
-		t.Skip("pgvector unavailable")
-	}
+	d := openVector(t)
 	ctx := context.Background()
 	u := storetest.NewUser(t, d, "")
 	texts := []string{"night lighting with one lamp", "lighting a night shoot on a budget", "a hook in the first three seconds",
@@ -284,20 +284,16 @@ func cosine(a, b []float32) float64 {
 // TestNearestEmbeddings: on a small corpus the index scan returns the exact nearest chunks, in
 // the same order as the sequential scan; without pgvector the call is not supported.
 func TestNearestEmbeddings(t *testing.T) {
-	d := open(t)
-	if !d.SupportsVectorSearch() {
-		t.Skip("pgvector unavailable")
-	}
-	pd := d.(*pgstore.Driver)
+	d := openVector(t)
 	ctx := context.Background()
 	user := storetest.NewUser(t, d, "")
 	addChunks(t, d, user.ID, "night lighting with one lamp", "a hook in the first three seconds", "captions for the intro")
 	v := embed.NewLocal().Vector("night lighting")
-	approx, err := pd.NearestEmbeddings(ctx, v, 2, false)
+	approx, err := d.NearestEmbeddings(ctx, v, 2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exact, err := pd.NearestEmbeddings(ctx, v, 2, true)
+	exact, err := d.NearestEmbeddings(ctx, v, 2, true)
 	if err != nil {
 		t.Fatal(err)
 	}
