@@ -3,7 +3,9 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin
 PLUGINS := $(notdir $(wildcard plugins/*))
-export GOFLAGS ?= -buildvcs=false
+# sqlite_fts5: go-sqlite3 compiles SQLite's FTS5 (the keyword index) only under this tag. It is
+# added to whatever GOFLAGS the environment sets (CI sets -buildvcs=false).
+export GOFLAGS := $(strip $(or $(GOFLAGS),-buildvcs=false) -tags=sqlite_fts5)
 
 .DEFAULT_GOAL := help
 

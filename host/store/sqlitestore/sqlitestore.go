@@ -1,5 +1,6 @@
-// Package sqlitestore is the embedded store driver: SQLite through the pure-Go modernc.org/sqlite,
-// in one file under the data directory, with WAL, a busy timeout and foreign keys on.
+// Package sqlitestore is the embedded store driver: SQLite through github.com/mattn/go-sqlite3
+// (cgo; the build tag sqlite_fts5 compiles in the keyword index, see fts5_tag.go), in one file
+// under the data directory, with WAL, a busy timeout and foreign keys on.
 package sqlitestore
 
 import (
@@ -13,8 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqldb"
@@ -40,14 +40,9 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	// The WAL is copied back into the database file once it holds 10,000 pages (40 MB), not the
-	// default 1,000: each copy syncs the file, and pages written again and again between copies
-	// (the keyword index's, a document list's) are copied once. An ingest of 400 documents
-	// synced 17 times instead of 92.
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(15000)&_pragma=foreign_keys(1)" +
-		"&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)&_pragma=cache_size(-16000)&_pragma=temp_store(memory)" +
-		"&_pragma=wal_autocheckpoint(10000)&_txlock=immediate"
-	sqlDB, err := sql.Open("sqlite", dsn)
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=15000&_foreign_keys=1" +
+		"&_synchronous=NORMAL&_cache_size=-16000&_txlock=immediate"
+	sqlDB, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open: %w", err)
 	}
@@ -74,6 +69,23 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	return d, nil
 }
 
+// driverName is go-sqlite3 with the pragmas its DSN has no parameter for, run on every new
+// connection.
+const driverName = "sqlite3_reelforge"
+
+// connPragmas: reads through a 256 MB memory map, temporary tables in memory, and the WAL copied
+// back into the database file once it holds 10,000 pages (40 MB), not the default 1,000: each copy
+// syncs the file, and pages written again and again between copies (the keyword index's, a
+// document list's) are copied once. An ingest of 400 documents synced 17 times instead of 92.
+const connPragmas = "PRAGMA mmap_size=268435456; PRAGMA temp_store=memory; PRAGMA wal_autocheckpoint=10000"
+
+func init() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec(connPragmas, nil)
+		return err
+	}})
+}
+
 var dialect = &sqldb.Dialect{
 	Name:     "sqlite",
 	MapError: mapError,
@@ -87,10 +99,10 @@ func mapError(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
 	}
-	var se *sqlite.Error
+	var se sqlite3.Error
 	if errors.As(err, &se) {
-		switch se.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		switch se.ExtendedCode {
+		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 			return fmt.Errorf("%w: %v", store.ErrConflict, err)
 		}
 	}
