@@ -28,6 +28,7 @@ func TestBench(t *testing.T) {
 		}
 		o := Options{MaxQuestions: maxQ}
 		o.Rank.SquashK = envf("KB_SQUASH")
+		o.Rank.Power = envf("KB_KWPOW")
 		o.Tuning.Bigram = envf("KB_BIGRAM")
 		o.Tuning.Common = envf("KB_COMMON")
 		o.Tuning.CJKUni = envf("KB_CJKUNI")

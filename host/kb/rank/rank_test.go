@@ -2,6 +2,7 @@ package rank
 
 import (
 	"context"
+	"math"
 	"math/rand"
 	"testing"
 
@@ -68,5 +69,24 @@ func TestCosine(t *testing.T) {
 	}
 	if c := Cosine([]float32{1, 1}, []float32{2, 2}); c < 0.999 || c > 1 {
 		t.Fatal(c)
+	}
+}
+
+// TestKeywordRelativeSquared: the best candidate scores 1, the others (s/max)², in keyword order;
+// a candidate with no query term scores 0.
+func TestKeywordRelativeSquared(t *testing.T) {
+	cs := []Candidate{
+		{ID: "two", Terms: []string{"repost", "ban", "x"}},
+		{ID: "one", Terms: []string{"repost", "y", "z"}},
+		{ID: "none", Terms: []string{"logo", "teal", "z"}},
+	}
+	terms := []string{"repost", "ban"}
+	sq := Keyword(terms, cs, Options{})
+	lin := Keyword(terms, cs, Options{Power: 1})
+	if sq[0] != 1 || lin[0] != 1 || sq[2] != 0 || lin[2] != 0 {
+		t.Fatalf("squared %v, linear %v", sq, lin)
+	}
+	if !(lin[1] > 0 && lin[1] < 1) || math.Abs(sq[1]-lin[1]*lin[1]) > 1e-12 {
+		t.Fatalf("second candidate: squared %v, linear %v", sq[1], lin[1])
 	}
 }

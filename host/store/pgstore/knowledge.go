@@ -259,8 +259,9 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		}
 		cp := a.Add(capN)
 		wq := weightsCTE(ws, &a)
-		// The keyword score (keywordRank) is relative to the best candidate's (0..1, like the
-		// vector score) so neither leg drowns the other. The vector leg's rows keep the distance
+		// The keyword score (keywordRank) is relative to the best candidate's and squared (0..1,
+		// like the vector score), so neither leg drowns the other and the vector leg mostly breaks
+		// the keyword leg's near-ties: the in-memory path's rule (rank.KeywordPower). The vector leg's rows keep the distance
 		// the index scan computed, and the keyword leg's their rank: each row's other score is
 		// computed once, for it alone (a keyword row's vector is read only when the vector leg
 		// did not return it). The hits' text and names are read for the top rows only.
@@ -281,7 +282,7 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 				UNION ALL
 				SELECT vn.id, 1 - vn.dist, (SELECT ` + kr("c.search_tsv") + ` FROM knowledge_chunks c WHERE c.id = vn.id)
 				FROM vn WHERE NOT EXISTS (SELECT 1 FROM kw WHERE kw.id = vn.id)),
-			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN kr / MAX(kr) OVER () ELSE 0 END AS ks FROM scored),
+			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN POWER(kr / MAX(kr) OVER (), 2) ELSE 0 END AS ks FROM scored),
 			top AS MATERIALIZED (SELECT id, vs, ks, 0.65 * vs + 0.35 * ks AS total FROM n
 				WHERE NOT (ks = 0 AND vs < ` + a.Add(p.Floor) + `) ORDER BY total DESC, id LIMIT ` + a.Add(p.Limit) + `)
 			SELECT ` + sqldb.ChunkCols + `, top.vs, top.ks, top.total
