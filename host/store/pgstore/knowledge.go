@@ -155,6 +155,13 @@ func weightsCTE(ws []termWeight, a *sqldb.Args) string {
 	return `SELECT to_tsquery('simple', t) AS tq, wt AS w FROM unnest(` + a.Add(qs) + `::text[], ` + a.Add(wts) + `::float8[]) AS x(t, wt)`
 }
 
+// lengthNorm is BM25's length term for the scored rows: k1 (1 - b + b len/avg), with k1 0.9 and
+// b 0.4 as in the in-memory ranking (rank.DefaultK1, rank.DefaultB) and the average over the
+// candidates, as rank.Keyword takes it without corpus statistics. ts_rank ignores a row's length,
+// so a long chunk that mentions a term in passing ranked level with a short one about it; dividing
+// each row's rank by 1 + lengthNorm is BM25's factor for a term that occurs once.
+const lengthNorm = `0.9 * (1 - 0.4 + 0.4 * len / GREATEST(AVG(len) OVER (), 1))`
+
 // keywordRank is the raw keyword score of the stored tsvector tsv over the w CTE: ts_rank of the
 // simple configuration per query term (0 for a term the row lacks), weighted by the term's idf
 // (ts_rank alone ignores how common a term is). setweight returns a decompressed copy, made once
@@ -270,19 +277,21 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
 			w AS MATERIALIZED (` + wq + `),
 			m AS (` + m + `),
-			kw AS MATERIALIZED (SELECT m.id, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT ` + cp + `),
+			kw AS MATERIALIZED (SELECT m.id, m.len, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT ` + cp + `),
 			vn AS MATERIALIZED (SELECT e.chunk_id AS id, e.embedding_vector <=> ` + v + `::vector AS dist FROM knowledge_embeddings e
 				WHERE EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = ` + model + `
 					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND ` + docs + ` OFFSET 0)
 				ORDER BY dist LIMIT ` + cp + `),
 			scored AS MATERIALIZED (SELECT kw.id, 1 - COALESCE(vn.dist, (SELECT e.embedding_vector <=> ` + v + `::vector
 					FROM knowledge_chunks c JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model
-					WHERE c.id = kw.id), 1) AS vs, kw.kr
+					WHERE c.id = kw.id), 1) AS vs, kw.len, kw.kr
 				FROM kw LEFT JOIN vn ON vn.id = kw.id
 				UNION ALL
-				SELECT vn.id, 1 - vn.dist, (SELECT ` + kr("c.search_tsv") + ` FROM knowledge_chunks c WHERE c.id = vn.id)
-				FROM vn WHERE NOT EXISTS (SELECT 1 FROM kw WHERE kw.id = vn.id)),
-			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN POWER(kr / MAX(kr) OVER (), 2) ELSE 0 END AS ks FROM scored),
+				SELECT vn.id, 1 - vn.dist, k.len, k.kr FROM vn CROSS JOIN LATERAL (SELECT c.token_count AS len, ` + kr("c.search_tsv") + ` AS kr
+					FROM knowledge_chunks c WHERE c.id = vn.id) k
+				WHERE NOT EXISTS (SELECT 1 FROM kw WHERE kw.id = vn.id)),
+			bm AS (SELECT id, vs, kr / (1 + ` + lengthNorm + `) AS kr FROM scored),
+			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN POWER(kr / MAX(kr) OVER (), 2) ELSE 0 END AS ks FROM bm),
 			top AS MATERIALIZED (SELECT id, vs, ks, 0.65 * vs + 0.35 * ks AS total FROM n
 				WHERE NOT (ks = 0 AND vs < ` + a.Add(p.Floor) + `) ORDER BY total DESC, id LIMIT ` + a.Add(p.Limit) + `)
 			SELECT ` + sqldb.ChunkCols + `, top.vs, top.ks, top.total
@@ -317,10 +326,10 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 // budget is spent.
 func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
 	if len(ws) == 0 {
-		return `SELECT NULL::text AS id, NULL::float8 AS kr WHERE FALSE`
+		return `SELECT NULL::text AS id, NULL::int AS len, NULL::float8 AS kr WHERE FALSE`
 	}
 	stage := func(match, not string) string {
-		q := `SELECT c.id, ` + keywordRank("c.search_tsv") + ` AS kr FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
+		q := `SELECT c.id, c.token_count AS len, ` + keywordRank("c.search_tsv") + ` AS kr FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
 		if not != "" {
 			q += ` AND NOT (c.search_tsv @@ to_tsquery('simple', ` + a.Add(not) + `))`
 		}
