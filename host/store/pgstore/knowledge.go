@@ -266,12 +266,13 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		}
 		cp := a.Add(capN)
 		wq := weightsCTE(ws, &a)
-		// The keyword score (keywordRank) is relative to the best candidate's and squared (0..1,
-		// like the vector score), so neither leg drowns the other and the vector leg mostly breaks
-		// the keyword leg's near-ties: the in-memory path's rule (rank.KeywordPower). The vector leg's rows keep the distance
-		// the index scan computed, and the keyword leg's their rank: each row's other score is
-		// computed once, for it alone (a keyword row's vector is read only when the vector leg
-		// did not return it). The hits' text and names are read for the top rows only.
+		// The keyword score (keywordRank over lengthNorm) is relative to the best candidate's and
+		// squared (0..1, like the vector score), so neither leg drowns the other and the vector
+		// leg mostly breaks the keyword leg's near-ties: the in-memory path's rule
+		// (rank.KeywordPower). The vector leg's rows keep the distance the index scan computed,
+		// and the keyword leg's their rank: each row's other score is computed once, for it alone
+		// (a keyword row's vector is read only when the vector leg did not return it). The hits'
+		// text and names are read for the top rows only.
 		kr := keywordRank
 		m := keywordRows(ws, &a, docs)
 		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),

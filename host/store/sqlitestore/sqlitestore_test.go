@@ -40,3 +40,28 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Errorf("GetUser after reopen = %v", err)
 	}
 }
+
+// TestPragmas: every setting of Open is in force. go-sqlite3 ignores DSN parameters it does not
+// know, so a misspelt one would otherwise pass unnoticed.
+func TestPragmas(t *testing.T) {
+	d := open(t).(*sqlitestore.Driver)
+	want := map[string]string{
+		"journal_mode":       "wal",
+		"busy_timeout":       "15000",
+		"foreign_keys":       "1",
+		"synchronous":        "1", // NORMAL
+		"cache_size":         "-16000",
+		"mmap_size":          "268435456",
+		"temp_store":         "2", // MEMORY
+		"wal_autocheckpoint": "10000",
+	}
+	for name, w := range want {
+		var got string
+		if err := d.QueryRow(context.Background(), "PRAGMA "+name).Scan(&got); err != nil {
+			t.Fatalf("PRAGMA %s: %v", name, err)
+		}
+		if got != w {
+			t.Errorf("PRAGMA %s = %s, want %s", name, got, w)
+		}
+	}
+}
