@@ -18,10 +18,10 @@ import (
 // vectorDims is the dimension of the embedding_vector column.
 const vectorDims = 1536
 
-// WriteChunks implements store.Knowledge: the chunks and their embeddings go in with COPY (two
-// round trips for a whole document, where multi-row INSERTs of 50 rows take one per batch and
-// make the server parse every parameter), then the document is marked indexed, all in one
-// transaction.
+// WriteChunks implements store.Knowledge: the chunks (with their keyword index value,
+// searchVector) and their embeddings go in with COPY (two round trips for a whole document, where
+// multi-row INSERTs of 50 rows take one per batch and make the server parse every parameter), then
+// the document is marked indexed, all in one transaction.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
 	defer d.df.Reset()
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
@@ -34,7 +34,7 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) err
 		var embs [][]any
 		for i, c := range p.Chunks {
 			chunks[i] = []any{c.ID, c.SourceID, p.DocumentID, c.Index, c.Text, c.Heading, c.TokenCount, c.SearchText,
-				sqldb.JOr(c.Metadata, "{}"), c.EmbeddingModel, now}
+				searchVector(c.SearchText), sqldb.JOr(c.Metadata, "{}"), c.EmbeddingModel, now}
 			if c.Embedding == nil {
 				continue
 			}
@@ -49,7 +49,7 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) err
 			embs = append(embs, row)
 		}
 		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"knowledge_chunks"}, []string{"id", "source_id", "document_id",
-			"chunk_index", "chunk_text", "heading", "token_count", "search_text", "metadata", "embedding_model", "created_at"},
+			"chunk_index", "chunk_text", "heading", "token_count", "search_text", "search_tsv", "metadata", "embedding_model", "created_at"},
 			pgx.CopyFromRows(chunks)); err != nil {
 			return mapError(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -303,5 +305,70 @@ func TestNearestEmbeddings(t *testing.T) {
 	plain := openWith(t, false).(*pgstore.Driver)
 	if _, err := plain.NearestEmbeddings(ctx, v, 2, true); !errors.Is(err, store.ErrNotSupported) {
 		t.Fatalf("without pgvector: %v, want ErrNotSupported", err)
+	}
+}
+
+// TestSearchTSV: the keyword index value the host writes (search_tsv, through WriteChunks' COPY)
+// is exactly what to_tsvector('simple', search_text) gives, for the demo corpus and for texts at
+// PostgreSQL's limits (a term past 255 occurrences, positions past 16383, many scripts); a row
+// written without it, or whose search_text changes, gets it from the database.
+func TestSearchTSV(t *testing.T) {
+	d := openWith(t, false)
+	ctx := context.Background()
+	u := storetest.NewUser(t, d, "")
+	texts := []string{"", "Night lighting: one lamp, 3 lamps and 12.5 lamps at 4K/60fps, twice twice twice",
+		"短视频的开头三秒决定留存，開頭三秒決定留存 and the hook", "ภาษาไทยไม่มีช่องว่าง カタカナとひらがな 한국어 문장입니다 Русский текст Ελληνικά café naïve",
+		strings.Repeat("哈", 600) + strings.Repeat(" lamp", 300),
+		strings.Repeat("w ", 17000) + "late arrival",
+		strings.Repeat("alpha beta gamma ", 6000)}
+	docs, err := os.ReadDir("../../../testdata/kb-demo/docs")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("demo corpus: %v", err)
+	}
+	for _, f := range docs {
+		b, err := os.ReadFile(filepath.Join("../../../testdata/kb-demo/docs", f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, string(b))
+	}
+	doc := addChunks(t, d, u.ID, texts...)[0]
+	pool := d.(*pgstore.Driver).Pool()
+	differ := func() []string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT left(chunk_text, 60) FROM knowledge_chunks
+			WHERE search_tsv IS DISTINCT FROM to_tsvector('simple', search_text)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_chunks WHERE search_tsv IS NOT NULL`).Scan(&n); err != nil || n != len(texts) {
+		t.Fatalf("chunks with search_tsv = %d (%v), want %d", n, err, len(texts))
+	}
+	if bad := differ(); len(bad) > 0 {
+		t.Errorf("search_tsv differs from to_tsvector for %q", bad)
+	}
+	// A writer that leaves the column out (an older host), and a change of search_text alone.
+	if _, err := pool.Exec(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, search_text, created_at)
+		SELECT $1, source_id, document_id, 1000, 'x', 'zzolder qqhost wrote this', now() FROM knowledge_chunks WHERE document_id = $2 LIMIT 1`,
+		uuid.NewString(), doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE knowledge_chunks SET search_text = 'zzchanged text' WHERE chunk_index = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if bad := differ(); len(bad) > 0 {
+		t.Errorf("after an insert without search_tsv and an update of search_text, it differs for %q", bad)
+	}
+	var hits int
+	if err := pool.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', 'zzolder & qqhost')
+		OR search_tsv @@ to_tsquery('simple', 'zzchanged')`).Scan(&hits); err != nil || hits != 2 {
+		t.Errorf("rows found by the new terms = %d (%v), want 2", hits, err)
 	}
 }
