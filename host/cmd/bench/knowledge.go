@@ -132,15 +132,15 @@ func benchKnowledge(ctx context.Context, o *options) error {
 	sort.Ints(sizes)
 	fmt.Println("## Knowledge base: ingest, search and ask (local embedder, extractive answerer; synthetic Zipf text, 3-word queries)")
 	fmt.Println()
-	fmt.Println("| driver | ingest MB/s | chunks | search p50 ms | search p95 ms | ask p95 ms |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	fmt.Println("| driver | ingest MB/s | host CPU MB/s | chunks | search p50 ms | search p95 ms | ask p95 ms |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	for _, d := range kbDrivers(o) {
 		st, done, err := d.open(ctx, *kbSchema)
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.name, err)
 		}
 		if st == nil {
-			fmt.Printf("| %s | pgvector unavailable | | | | |\n", d.name)
+			fmt.Printf("| %s | pgvector unavailable | | | | | |\n", d.name)
 			continue
 		}
 		err = kbLatency(ctx, d.name, st, sizes, *kbQueries)
@@ -159,7 +159,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 	r := rand.New(rand.NewPCG(1, 2))
 	vocab := kbbench.NewVocab(r)
 	chunks, bytes := 0, 0
-	var ingestTime time.Duration
+	var ingestTime, ingestCPU time.Duration
 	vi, _ := st.(vectorIndexer)
 	if vi != nil && !st.SupportsVectorSearch() {
 		vi = nil
@@ -188,16 +188,17 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 				return err
 			}
 			// The row's ingest figure is of the bulk load alone.
-			bulk, chunks0, bytes0, ingestTime = true, chunks, bytes, 0
+			bulk, chunks0, bytes0, ingestTime, ingestCPU = true, chunks, bytes, 0, 0
 		}
 		for chunks < size {
 			text := vocab.Text(10)
-			t0 := time.Now()
+			t0, c0 := time.Now(), processCPU()
 			res, err := s.Ingest(ctx, kb.IngestParams{UserID: user, SourceName: "bench", Visibility: store.VisibilityPrivate, Text: text})
 			if err != nil {
 				return err
 			}
 			ingestTime += time.Since(t0)
+			ingestCPU += processCPU() - c0
 			chunks += res.ChunksCount
 			bytes += len(text)
 		}
@@ -231,12 +232,13 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			}
 		}
 		mbs := fmt.Sprintf("%.2f", float64(bytes)/1e6/ingestTime.Seconds())
+		cpu := fmt.Sprintf("%.2f", float64(bytes)/1e6/ingestCPU.Seconds())
 		if bulk {
-			mbs = "(bulk)"
+			mbs, cpu = "(bulk)", ""
 		} else if reused && ingestTime == 0 {
-			mbs = "(kept)"
+			mbs, cpu = "(kept)", ""
 		}
-		fmt.Printf("| %s | %s | %d | %.1f | %.1f | %.1f |\n", name, mbs, chunks,
+		fmt.Printf("| %s | %s | %s | %d | %.1f | %.1f | %.1f |\n", name, mbs, cpu, chunks,
 			kbQuantile(search, 0.5), kbQuantile(search, 0.95), kbQuantile(ask, 0.95))
 		if build != "" || len(recallQs) > 0 {
 			note := build
@@ -247,7 +249,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 				}
 				note += fmt.Sprintf(" (HNSW leg recall@100 against an exact scan, %d queries: %.3f)", len(recallQs), r)
 			}
-			fmt.Printf("| %s |%s | | | | |\n", name, note)
+			fmt.Printf("| %s |%s | | | | | |\n", name, note)
 		}
 	}
 	return nil

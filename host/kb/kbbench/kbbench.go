@@ -37,6 +37,10 @@ type Options struct {
 	Workers      int           // 0 means GOMAXPROCS
 	Rank         rank.Options  // TopK is forced to 10
 	Tuning       embed.Tuning  // zero: the local embedder's defaults
+	// CorpusStats gives the hybrid ranking BM25 statistics over the whole set. Without it the
+	// statistics are the candidates', as kb.Service's in-memory search takes them (rank.Stats
+	// zero), so the figures are the product's ranking.
+	CorpusStats bool
 }
 
 // Metrics are strict hit@5 and MRR@10 over the questions.
@@ -214,7 +218,9 @@ func Run(setDir string, opt Options) (Result, error) {
 					cs[i] = rank.Candidate{Terms: terms[id], Vector: vecs[id]}
 				}
 				ro := opt.Rank
-				ro.Stats = stats
+				if opt.CorpusStats {
+					ro.Stats = stats
+				}
 				hits := rank.Score(rank.Query{Terms: qt, Vector: qv}, cs, ro)
 				ms := float64(time.Since(start).Microseconds()) / 1000
 				hy := make([]int, len(hits))

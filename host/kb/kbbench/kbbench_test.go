@@ -11,7 +11,9 @@ import (
 //
 //	KB_BENCH_DIR=/work/shared/bench go test ./host/kb/kbbench -run TestBench -v
 //
-// KB_BENCH_MAXQ limits the questions per set. It fails when the hybrid falls below BM25.
+// KB_BENCH_MAXQ limits the questions per set; KB_CORPUS_STATS=1 scores with the whole set's BM25
+// statistics instead of the candidates' (the product's). It fails when the hybrid falls below
+// BM25.
 func TestBench(t *testing.T) {
 	dir := os.Getenv("KB_BENCH_DIR")
 	if dir == "" {
@@ -34,6 +36,7 @@ func TestBench(t *testing.T) {
 		o.Tuning.CJKUni = envf("KB_CJKUNI")
 		o.KeywordCands = int(envf("KB_NK"))
 		o.VectorCands = int(envf("KB_NV"))
+		o.CorpusStats = os.Getenv("KB_CORPUS_STATS") != ""
 		r, err := Run(s, o)
 		if err != nil {
 			t.Fatal(err)
