@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/kb/segment"
@@ -148,16 +149,8 @@ func TestVectorIndexUpgrade(t *testing.T) {
 	pool := d.Pool()
 	indexes := func() []string {
 		t.Helper()
-		rows, err := pool.Query(ctx, `SELECT indexname || ' ' || indexdef FROM pg_indexes
+		return queryStrings(t, pool, `SELECT indexname || ' ' || indexdef FROM pg_indexes
 			WHERE schemaname = $1 AND tablename = 'knowledge_embeddings' AND indexdef LIKE '%hnsw%' ORDER BY 1`, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
 	}
 	// The database as the previous version left it.
 	if _, err := pool.Exec(ctx, `DROP INDEX knowledge_embeddings_hnsw_m8;
@@ -308,6 +301,20 @@ func TestNearestEmbeddings(t *testing.T) {
 	}
 }
 
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(t *testing.T, pool *pgxpool.Pool, q string, args ...any) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestSearchTSV: the keyword index value the host writes (search_tsv, through WriteChunks' COPY)
 // is exactly what to_tsvector('simple', search_text) gives, for the demo corpus and for texts at
 // PostgreSQL's limits (a term past 255 occurrences, positions past 16383, many scripts); a row
@@ -336,16 +343,8 @@ func TestSearchTSV(t *testing.T) {
 	pool := d.(*pgstore.Driver).Pool()
 	differ := func() []string {
 		t.Helper()
-		rows, err := pool.Query(ctx, `SELECT left(chunk_text, 60) FROM knowledge_chunks
+		return queryStrings(t, pool, `SELECT left(chunk_text, 60) FROM knowledge_chunks
 			WHERE search_tsv IS DISTINCT FROM to_tsvector('simple', search_text)`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
 	}
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_chunks WHERE search_tsv IS NOT NULL`).Scan(&n); err != nil || n != len(texts) {

@@ -23,7 +23,6 @@ const (
 func searchVector(searchText string) pgtype.TSVector {
 	sc := tsvScratchPool.Get().(*tsvScratch)
 	defer tsvScratchPool.Put(sc)
-	clear(sc.at)
 	sc.terms = appendSplit(sc.terms[:0], searchText)
 	words, count, ids := sc.words[:0], sc.count[:0], sc.ids[:0]
 	for _, t := range sc.terms {
@@ -66,9 +65,11 @@ func searchVector(searchText string) pgtype.TSVector {
 		}
 		l.Positions = append(l.Positions, pgtype.TSVectorPosition{Position: p})
 	}
-	clear(words) // the pool must not keep the text alive
-	sc.words, sc.count, sc.ids, sc.order, sc.slot = words, count, ids, order, slot
+	// The pool must not keep the text alive.
+	clear(sc.at)
+	clear(words)
 	clear(sc.terms)
+	sc.words, sc.count, sc.ids, sc.order, sc.slot = words, count, ids, order, slot
 	return pgtype.TSVector{Lexemes: lex, Valid: true}
 }
 
