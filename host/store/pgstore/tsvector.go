@@ -23,9 +23,12 @@ const (
 func searchVector(searchText string) pgtype.TSVector {
 	sc := tsvScratchPool.Get().(*tsvScratch)
 	defer tsvScratchPool.Put(sc)
-	sc.terms = appendSplit(sc.terms[:0], searchText)
 	words, count, ids := sc.words[:0], sc.count[:0], sc.ids[:0]
-	for _, t := range sc.terms {
+	for rest := searchText; rest != ""; {
+		var t string
+		if t, rest, _ = strings.Cut(rest, " "); t == "" {
+			continue
+		}
 		i, ok := sc.at[t]
 		if !ok {
 			i = int32(len(words))
@@ -68,7 +71,6 @@ func searchVector(searchText string) pgtype.TSVector {
 	// The pool must not keep the text alive.
 	clear(sc.at)
 	clear(words)
-	clear(sc.terms)
 	sc.words, sc.count, sc.ids, sc.order, sc.slot = words, count, ids, order, slot
 	return pgtype.TSVector{Lexemes: lex, Valid: true}
 }
@@ -76,26 +78,10 @@ func searchVector(searchText string) pgtype.TSVector {
 // tsvScratch is searchVector's working memory, reused across calls.
 type tsvScratch struct {
 	at          map[string]int32 // lexeme → its number, in order of first occurrence
-	terms       []string
-	words       []string // lexeme number → lexeme
-	count       []int32  // lexeme number → occurrences
-	ids         []int32  // each term's lexeme number
+	words       []string         // lexeme number → lexeme
+	count       []int32          // lexeme number → occurrences
+	ids         []int32          // each term's lexeme number
 	order, slot []int32
 }
 
 var tsvScratchPool = sync.Pool{New: func() any { return &tsvScratch{at: make(map[string]int32, 512)} }}
-
-// appendSplit appends the non-empty space-separated fields of s to dst.
-func appendSplit(dst []string, s string) []string {
-	for s != "" {
-		i := strings.IndexByte(s, ' ')
-		if i < 0 {
-			return append(dst, s)
-		}
-		if i > 0 {
-			dst = append(dst, s[:i])
-		}
-		s = s[i+1:]
-	}
-	return dst
-}
