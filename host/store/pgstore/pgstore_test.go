@@ -371,3 +371,37 @@ func TestSearchTSV(t *testing.T) {
 		t.Errorf("rows found by the new terms = %d (%v), want 2", hits, err)
 	}
 }
+
+// TestKeysStayInRow: a chunk row and an embedding row keep their identifiers in the row. Both
+// rows are past the size at which PostgreSQL moves values out of line (the keyword index value
+// and the vector are kept in the row), and it used to move the ids out after the text, so that
+// every join and visibility check read the TOAST table. Any out-of-line value under 100 bytes
+// is such an identifier.
+func TestKeysStayInRow(t *testing.T) {
+	d := openVector(t)
+	ctx := context.Background()
+	u := storetest.NewUser(t, d, "")
+	var texts []string
+	for i := range 8 {
+		var b strings.Builder
+		for j := range 400 { // about 400 distinct terms: a keyword index value near 4 KB
+			fmt.Fprintf(&b, "w%dx%d ", i, j)
+		}
+		texts = append(texts, b.String())
+	}
+	addChunks(t, d, u.ID, texts...)
+	for _, table := range []string{"knowledge_chunks", "knowledge_embeddings"} {
+		var toast string
+		if err := d.Pool().QueryRow(ctx, `SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = $1::regclass`, table).Scan(&toast); err != nil {
+			t.Fatal(err)
+		}
+		var small, all int
+		if err := d.Pool().QueryRow(ctx, `SELECT COUNT(*) FILTER (WHERE n < 100), COUNT(*)
+			FROM (SELECT SUM(length(chunk_data)) AS n FROM `+toast+` GROUP BY chunk_id) x`).Scan(&small, &all); err != nil {
+			t.Fatal(err)
+		}
+		if all == 0 || small > 0 {
+			t.Errorf("%s: %d of %d out-of-line values are identifiers (want 0 of some: the rows are past the size limit)", table, small, all)
+		}
+	}
+}
