@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -104,6 +106,66 @@ func testKnowledgeSources(t *testing.T, open Opener) {
 	docs, total, err := d.ListDocuments(ctx, store.Viewer{UserID: u.ID, SourceID: res.Source.ID}, 10, 0)
 	if err != nil || total != 2 || len(docs) != 2 {
 		t.Errorf("ListDocuments(source) = %d, total %d, %v; want 2", len(docs), total, err)
+	}
+}
+
+// testKnowledgeConcurrentUploads: uploads into one source at the same time (two clients, or two
+// hosts on one database) each make their document when their files differ, and one document
+// between them when they upload the same file; the others are its duplicates. The first round
+// also opens the driver's connections, so that the second's uploads do start together.
+func testKnowledgeConcurrentUploads(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	src := store.NewSourceParams{CreatedBy: u.ID, Name: "race", Visibility: store.VisibilityPrivate}
+	// The source exists already: creating it would make the uploads wait for each other.
+	first, err := d.AddDocument(ctx, src, &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "first.txt", FileHash: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	upload := func(hash func(i int) string) []*store.AddDocumentResult {
+		t.Helper()
+		results := make([]*store.AddDocumentResult, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				results[i], errs[i] = d.AddDocument(ctx, src, &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID,
+					Filename: "f.txt", FileHash: hash(i)})
+			})
+		}
+		close(start)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("AddDocument: %v", err)
+		}
+		return results
+	}
+	count := func(results []*store.AddDocumentResult) (ids, fresh, listed int) {
+		t.Helper()
+		seen := map[string]bool{}
+		for _, r := range results {
+			seen[r.Document.ID] = true
+			if !r.Duplicate {
+				fresh++
+			}
+		}
+		_, total, err := d.ListDocuments(ctx, store.Viewer{UserID: u.ID, SourceID: first.Source.ID}, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(seen), fresh, total
+	}
+	if ids, fresh, listed := count(upload(func(i int) string { return fmt.Sprint("file-", i) })); ids != n || fresh != n || listed != 1+n {
+		t.Errorf("%d concurrent uploads of different files: %d ids, %d not duplicates, %d documents in the source; want %d, %d, %d",
+			n, ids, fresh, listed, n, n, 1+n)
+	}
+	if ids, fresh, listed := count(upload(func(int) string { return "same" })); ids != 1 || fresh != 1 || listed != 2+n {
+		t.Errorf("%d concurrent uploads of one file: %d ids, %d not duplicates, %d documents in the source; want 1, 1, %d",
+			n, ids, fresh, listed, 2+n)
 	}
 }
 

@@ -35,6 +35,7 @@ var suites = []struct {
 	{"runs", testRuns},
 	{"jobs", testJobs},
 	{"knowledge_sources", testKnowledgeSources},
+	{"knowledge_concurrent_uploads", testKnowledgeConcurrentUploads},
 	{"knowledge_visibility", testKnowledgeVisibility},
 	{"knowledge_chunks", testKnowledgeChunks},
 	{"knowledge_queries", testKnowledgeQueries},
