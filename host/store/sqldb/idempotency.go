@@ -2,10 +2,17 @@ package sqldb
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/reelforge/reelforge/host/store"
 )
+
+// reserveAttempts bounds how often ReserveIdempotencyKey tries again when the key it found held was
+// released before it could read the holder's record: each retry needs another request with the
+// same key to reserve and release it in the meantime.
+const reserveAttempts = 8
 
 // ReserveIdempotencyKey implements store.Idempotency. An expired record is replaced.
 func (db *DB) ReserveIdempotencyKey(ctx context.Context, r *store.IdempotentResponse, since time.Time) (*store.IdempotentResponse, error) {
@@ -16,20 +23,28 @@ func (db *DB) ReserveIdempotencyKey(ctx context.Context, r *store.IdempotentResp
 			return err
 		}
 		r.CreatedAt = tx.Now()
-		n, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status_code, created_at)
-			VALUES ($1, $2, $3, 0, $4) ON CONFLICT (user_id, key) DO NOTHING`, r.UserID, r.Key, r.RequestHash, tx.T(r.CreatedAt))
-		if err == nil && n == 0 {
-			var old store.IdempotentResponse
-			old.UserID, old.Key = r.UserID, r.Key
-			if err := tx.QueryRow(ctx, `SELECT request_hash, status_code, content_type, body, created_at
-				FROM idempotency_keys WHERE user_id = $1 AND key = $2`, r.UserID, r.Key).
-				Scan(&old.RequestHash, &old.Status, &old.ContentType, &old.Body, Time(&old.CreatedAt)); err != nil {
+		for range reserveAttempts {
+			n, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status_code, created_at)
+				VALUES ($1, $2, $3, 0, $4) ON CONFLICT (user_id, key) DO NOTHING`, r.UserID, r.Key, r.RequestHash, tx.T(r.CreatedAt))
+			if err != nil || n == 1 {
 				return err
 			}
-			got = &old
-			return nil
+			old := store.IdempotentResponse{UserID: r.UserID, Key: r.Key}
+			err = tx.QueryRow(ctx, `SELECT request_hash, status_code, content_type, body, created_at
+				FROM idempotency_keys WHERE user_id = $1 AND key = $2`, r.UserID, r.Key).
+				Scan(&old.RequestHash, &old.Status, &old.ContentType, &old.Body, Time(&old.CreatedAt))
+			if err == nil {
+				got = &old
+				return nil
+			}
+			// Gone between our insert and this read: the request holding it failed and released
+			// it. On PostgreSQL (READ COMMITTED) the next insert sees the release, so this request
+			// takes the key as if it had come a moment later. SQLite's single writer never gets here.
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
 		}
-		return err
+		return fmt.Errorf("store: idempotency key reserved and released %d times while reserving it", reserveAttempts)
 	})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,10 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,6 +165,55 @@ func testIdempotency(t *testing.T, open Opener) {
 	}
 	if old, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: "u1", Key: "k1", RequestHash: "h3"}, d.Now().Add(time.Hour)); err != nil || old != nil {
 		t.Errorf("Reserve after expiry = %v, %v; want a fresh reservation", old, err)
+	}
+}
+
+// testIdempotencyConcurrentRelease: requests with one key, each releasing its reservation as a
+// request that failed with a 5xx does, while the others try to reserve it. A request finds the key
+// free (it reserves it) or held (ErrConflict with the holder's record), never anything else: a
+// holder that releases between another's attempt to insert and its read of the holder's record
+// leaves the key free for that request. The first round also opens the driver's connections.
+func testIdempotencyConcurrentRelease(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	const n, cycles = 8, 40
+	for _, key := range []string{"warm-up", "k"} {
+		var reserved atomic.Int64
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				for range cycles {
+					since := d.Now().Add(-time.Hour)
+					old, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: "u1", Key: key, RequestHash: "h"}, since)
+					switch {
+					case err == nil && old == nil:
+						reserved.Add(1)
+						if err := d.ReleaseIdempotencyKey(ctx, "u1", key); err != nil {
+							errs[i] = fmt.Errorf("ReleaseIdempotencyKey: %w", err)
+							return
+						}
+					case errors.Is(err, store.ErrConflict) && old != nil && old.Status == 0 && old.RequestHash == "h":
+					default:
+						errs[i] = fmt.Errorf("ReserveIdempotencyKey = %+v, %w; want a reservation or the holder's record and ErrConflict", old, err)
+						return
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		if reserved.Load() == 0 {
+			t.Errorf("key %q: no request reserved it", key)
+		}
+		if old, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: "u1", Key: key, RequestHash: "h"}, d.Now().Add(-time.Hour)); err != nil || old != nil {
+			t.Errorf("Reserve after all released = %+v, %v; want a fresh reservation", old, err)
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ var suites = []struct {
 	{"projects", testProjects},
 	{"project_listing_follows_writes", testProjectListingFollowsWrites},
 	{"idempotency", testIdempotency},
+	{"idempotency_concurrent_release", testIdempotencyConcurrentRelease},
 	{"transactions", testTransactions},
 	{"corpus", testCorpus},
 	{"assets", testAssets},
