@@ -388,3 +388,56 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Starts by a free user at the same time pass the daily quota only as often as it allows; runs the
+// scheduler starts for the user, and paid users' runs, are not refused.
+func TestConcurrentStartsKeepTheQuota(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	reg, err := manifest.Load("../../manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newService(t, st, reg, runs.Options{FreeRunsPerDay: 3})
+	free, paid := newUser(t, st), newUser(t, st)
+	free.Role = store.RoleFreeUser
+	const n = 10
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	begin := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-begin
+			_, errs[i] = s.Start(ctx, runs.StartParams{Workflow: "graphic", User: free})
+		})
+	}
+	close(begin)
+	wg.Wait()
+	started, refused := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			started++
+		case errcode.Is(err, errcode.QuotaExceeded):
+			refused++
+		default:
+			t.Fatalf("Start = %v, want a run or QUOTA_EXCEEDED", err)
+		}
+	}
+	if started != 3 || refused != n-3 {
+		t.Errorf("%d concurrent starts with a quota of 3: %d started, %d refused; want 3, %d", n, started, refused, n-3)
+	}
+	if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: free, Trigger: runs.TriggerScheduler}); err != nil {
+		t.Errorf("scheduler Start over the quota = %v, want a run", err)
+	}
+	for range 4 {
+		if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: paid}); err != nil {
+			t.Fatalf("paid user Start = %v, want a run", err)
+		}
+	}
+	gone := &auth.Principal{UserID: uuid.NewString(), Role: store.RoleFreeUser}
+	if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: gone}); !errcode.Is(err, errcode.Authentication) {
+		t.Errorf("Start by a user with no row = %v, want AUTHENTICATION_ERROR", err)
+	}
+}

@@ -189,17 +189,7 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 		}
 		pctx, _ = json.Marshal(engine.ProjectContext{ProjectID: proj.ID, ProjectName: p.ProjectName, StrategyTaskID: p.StrategyTaskID})
 	}
-	if p.User.Role == store.RoleFreeUser && !p.SkipQuota && p.Trigger != TriggerScheduler {
-		now := s.Store.Now()
-		day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-		n, err := s.Store.CountRunsSince(ctx, p.User.UserID, day)
-		if err != nil {
-			return nil, fmt.Errorf("runs: count quota: %w", err)
-		}
-		if n >= s.opts.FreeRunsPerDay {
-			return nil, errcode.Newf(errcode.QuotaExceeded, "Free users may start %d runs a day", s.opts.FreeRunsPerDay)
-		}
-	}
+	quota := p.User.Role == store.RoleFreeUser && !p.SkipQuota && p.Trigger != TriggerScheduler
 	if p.Trigger == "" {
 		p.Trigger = TriggerAPI
 	}
@@ -210,7 +200,22 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 	uc, _ := json.Marshal(engine.UserContext{UserID: p.User.UserID, Username: p.User.Username, Role: p.User.Role})
 	r := &store.Run{ID: uuid.NewString(), WorkflowID: m.ID, UserID: p.User.UserID, ProjectID: p.ProjectID,
 		Inputs: in, UserContext: uc, ProjectContext: pctx, Trigger: p.Trigger, TriggeredBy: p.TriggeredBy, Engine: m.Engine}
-	if err := s.Store.CreateRun(ctx, r); err != nil {
+	if quota {
+		// The store counts the day's runs and stores this one in one step, so concurrent starts
+		// cannot all pass the count before any of them is stored.
+		now := s.Store.Now()
+		day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+		err = s.Store.CreateRunInQuota(ctx, r, store.RunQuota{Since: day, Limit: s.opts.FreeRunsPerDay})
+		switch {
+		case errors.Is(err, store.ErrQuotaExceeded):
+			return nil, errcode.Newf(errcode.QuotaExceeded, "Free users may start %d runs a day", s.opts.FreeRunsPerDay)
+		case errors.Is(err, store.ErrNotFound): // the token names a user that is gone
+			return nil, errcode.New(errcode.Authentication, "")
+		}
+	} else {
+		err = s.Store.CreateRun(ctx, r)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("runs: store run: %w", err)
 	}
 	s.notifyStatus(ctx, r)

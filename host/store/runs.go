@@ -120,6 +120,12 @@ func (j *Job) Resolved() bool {
 	return j.Status != JobPending && j.Status != JobRunning
 }
 
+// RunQuota caps the runs one user may create: at most Limit created at or after Since.
+type RunQuota struct {
+	Since time.Time
+	Limit int
+}
+
 // ListRunsParams filters a user's runs.
 type ListRunsParams struct {
 	UserID     string
@@ -137,8 +143,11 @@ type Runs interface {
 	GetRun(ctx context.Context, id string) (*Run, error)
 	// ListRuns lists the runs of p.UserID, newest first, and the total matching.
 	ListRuns(ctx context.Context, p ListRunsParams) ([]Run, int, error)
-	// CountRunsSince counts the runs userID created at or after since (the daily quota).
-	CountRunsSince(ctx context.Context, userID string, since time.Time) (int, error)
+	// CreateRunInQuota stores r like CreateRun when r.UserID created fewer than q.Limit runs at or
+	// after q.Since, else answers ErrQuotaExceeded and stores nothing; ErrNotFound when there is no
+	// such user. Counting and storing are one transaction that holds the user's row, so concurrent
+	// starts by one user (on any host) take turns and never pass the limit together.
+	CreateRunInQuota(ctx context.Context, r *Run, q RunQuota) error
 	// ClaimRun takes one runnable run for owner until now+lease: a pending run, or a running one
 	// whose lease expired (its host died, or it was handed back for re-execution). ErrNotFound when
 	// there is none.

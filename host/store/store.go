@@ -13,10 +13,11 @@ import (
 
 // Sentinel errors every driver returns.
 var (
-	ErrNotFound     = errors.New("store: not found")
-	ErrConflict     = errors.New("store: conflict")      // a unique key is taken
-	ErrStale        = errors.New("store: state changed") // a guarded update found another state
-	ErrNotSupported = errors.New("store: not supported by this driver")
+	ErrNotFound      = errors.New("store: not found")
+	ErrConflict      = errors.New("store: conflict")      // a unique key is taken
+	ErrStale         = errors.New("store: state changed") // a guarded update found another state
+	ErrNotSupported  = errors.New("store: not supported by this driver")
+	ErrQuotaExceeded = errors.New("store: quota exceeded") // CreateRunInQuota: the limit is reached
 )
 
 // Driver is a database the host can run on.

@@ -94,11 +94,31 @@ func (db *DB) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run
 	return out, total, rows.Err()
 }
 
-// CountRunsSince implements store.Runs.
-func (db *DB) CountRunsSince(ctx context.Context, userID string, since time.Time) (int, error) {
-	var n int
-	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE user_id = $1 AND created_at >= $2`, userID, db.T(since)).Scan(&n)
-	return n, err
+// CreateRunInQuota implements store.Runs. The user's row is the lock: on PostgreSQL, FOR NO KEY
+// UPDATE makes a second start by the user wait here until the first commits, and its count then
+// includes the first's run (READ COMMITTED reads afresh per statement); it still lets the key-share
+// locks of inserts referencing the user (a login's refresh token) through. SQLite's transactions
+// take the single writer lock at BEGIN, which serialises them already.
+func (db *DB) CreateRunInQuota(ctx context.Context, r *store.Run, q store.RunQuota) error {
+	return db.WithTx(ctx, func(tx *DB) error {
+		lock := ""
+		if tx.D.Name == "postgres" {
+			lock = " FOR NO KEY UPDATE"
+		}
+		var id string
+		if err := tx.QueryRow(ctx, `SELECT id FROM users WHERE id = $1`+lock, r.UserID).Scan(&id); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE user_id = $1 AND created_at >= $2`,
+			r.UserID, tx.T(q.Since)).Scan(&n); err != nil {
+			return err
+		}
+		if n >= q.Limit {
+			return store.ErrQuotaExceeded
+		}
+		return tx.CreateRun(ctx, r)
+	})
 }
 
 // ClaimRun implements store.Runs. PostgreSQL skips rows other hosts are claiming (FOR UPDATE SKIP

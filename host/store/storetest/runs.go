@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,7 +123,7 @@ func testRuns(t *testing.T, open Opener) {
 		t.Errorf("UpdateRun(unknown) = %v, want ErrNotFound", err)
 	}
 
-	// Listing and the quota count.
+	// Listing and the quota.
 	r2 := newRun(t, d, u.ID, "graphic")
 	if _, err := d.UpdateRun(ctx, r2.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunCancelled}); err != nil {
 		t.Fatalf("pending -> cancelled: %v", err)
@@ -136,11 +137,88 @@ func testRuns(t *testing.T, open Opener) {
 	if total != 1 || len(list) != 1 || list[0].ID != r.ID {
 		t.Errorf("ListRuns(completed, voiceover) = %d (total %d), want the first run", len(list), total)
 	}
-	if n, err := d.CountRunsSince(ctx, u.ID, d.Now().Add(-time.Hour)); err != nil || n != 2 {
-		t.Errorf("CountRunsSince = %d, %v; want 2", n, err)
+	hourAgo := store.RunQuota{Since: d.Now().Add(-time.Hour), Limit: 2}
+	over := &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: u.ID}
+	if err := d.CreateRunInQuota(ctx, over, hourAgo); !errors.Is(err, store.ErrQuotaExceeded) {
+		t.Errorf("CreateRunInQuota(2 runs, limit 2) = %v, want ErrQuotaExceeded", err)
 	}
-	if n, _ := d.CountRunsSince(ctx, u.ID, d.Now().Add(time.Hour)); n != 0 {
-		t.Errorf("CountRunsSince(future) = %d, want 0", n)
+	if _, err := d.GetRun(ctx, over.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRun(refused run) = %v, want ErrNotFound", err)
+	}
+	hourAgo.Limit = 3
+	in := &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: u.ID}
+	if err := d.CreateRunInQuota(ctx, in, hourAgo); err != nil {
+		t.Errorf("CreateRunInQuota(2 runs, limit 3) = %v, want nil", err)
+	}
+	if got, err := d.GetRun(ctx, in.ID); err != nil || got.Status != store.RunPending || got.Attempt != 1 {
+		t.Errorf("GetRun(run in quota) = %+v, %v; want a pending run", got, err)
+	}
+	later := &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: u.ID}
+	if err := d.CreateRunInQuota(ctx, later, store.RunQuota{Since: d.Now().Add(time.Hour), Limit: 1}); err != nil {
+		t.Errorf("CreateRunInQuota(no runs since, limit 1) = %v, want nil", err)
+	}
+	if err := d.CreateRunInQuota(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: uuid.NewString()}, hourAgo); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CreateRunInQuota(unknown user) = %v, want ErrNotFound", err)
+	}
+}
+
+// testRunQuotaConcurrentStarts: starts by one user at the same time (two clients, or two hosts on
+// one database) never pass the quota together: with a limit of 1, one run is stored and the others
+// are refused. The first round, by as many users, also opens the driver's connections, so that the
+// next rounds' starts do begin together.
+func testRunQuotaConcurrentStarts(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	const n = 16
+	start := func(users []*store.User, limit int) (created, refused int) {
+		t.Helper()
+		since := d.Now().Add(-time.Hour)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		begin := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-begin
+				u := users[i%len(users)]
+				errs[i] = d.CreateRunInQuota(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: u.ID},
+					store.RunQuota{Since: since, Limit: limit})
+			})
+		}
+		close(begin)
+		wg.Wait()
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				created++
+			case errors.Is(err, store.ErrQuotaExceeded):
+				refused++
+			default:
+				t.Fatalf("CreateRunInQuota: %v", err)
+			}
+		}
+		return created, refused
+	}
+	var users []*store.User
+	for range n {
+		users = append(users, NewUser(t, d, ""))
+	}
+	if created, refused := start(users, 1); created != n || refused != 0 {
+		t.Fatalf("%d users starting a run each, limit 1: %d created, %d refused; want %d, 0", n, created, refused, n)
+	}
+	// Each round raises the limit: the runs of the rounds before count against it.
+	one, stored := []*store.User{NewUser(t, d, "")}, 0
+	for _, limit := range []int{1, 3, 6} {
+		created, refused := start(one, limit)
+		_, total, err := d.ListRuns(ctx, store.ListRunsParams{UserID: one[0].ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := limit - stored
+		stored = limit
+		if created != want || refused != n-want || total != limit {
+			t.Errorf("%d concurrent starts by one user, limit %d: %d created, %d refused, %d runs stored; want %d, %d, %d",
+				n, limit, created, refused, total, want, n-want, limit)
+		}
 	}
 }
 

@@ -34,6 +34,7 @@ var suites = []struct {
 	{"assets", testAssets},
 	{"batches", testBatches},
 	{"runs", testRuns},
+	{"run_quota_concurrent_starts", testRunQuotaConcurrentStarts},
 	{"jobs", testJobs},
 	{"knowledge_sources", testKnowledgeSources},
 	{"knowledge_concurrent_uploads", testKnowledgeConcurrentUploads},
