@@ -287,14 +287,15 @@ func (s *Service) Sweep(ctx context.Context) {
 	}
 	// Runs nothing drives (an update lost to a database error, or an engine that waits for no job)
 	// are handed to the executor again as a recovery: after maxRecoveries they fail.
-	orphans, err := s.Store.ListOrphanRuns(ctx, now.Add(-s.opts.OrphanAfter), 100)
+	// Each is claimed by the same test it was listed by: one handed back and claimed by a host since
+	// the listing is left to that host.
+	before := now.Add(-s.opts.OrphanAfter)
+	orphans, err := s.Store.ListOrphanRuns(ctx, before, 100)
 	if err != nil {
 		return
 	}
 	for _, id := range orphans {
-		_, err := s.Store.UpdateRun(ctx, id, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
-			Lease: &now, Holder: "orphan"})
-		if err == nil {
+		if _, err := s.Store.ClaimOrphanRun(ctx, id, before, "orphan"); err == nil {
 			s.Log.Warn("runs: a running run had nothing driving it: executing it again", "run_id", id)
 			s.kick()
 		}

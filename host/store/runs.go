@@ -80,7 +80,6 @@ type RunUpdate struct {
 	Lease       *time.Time      // lease_until = *Lease (claimed_by kept)
 	Release     bool            // lease_until = NULL, claimed_by = ''
 	Unclaim     bool            // claimed_by = '' (the holder's later guarded updates fail)
-	Holder      string          // claimed_by = Holder when set
 	NextAttempt bool            // attempt = attempt + 1
 	Progress    *float64        // progress = *Progress
 }
@@ -159,6 +158,11 @@ type Runs interface {
 	// ListOrphanRuns lists running runs that nothing drives: no lease, no unresolved job, and no
 	// change since before (a lost update, or an engine that waits for nothing).
 	ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error)
+	// ClaimOrphanRun hands run id, listed by ListOrphanRuns(before), to the executor again: its
+	// lease expires now and claimed_by is holder, so the next ClaimRun takes it as a recovery.
+	// ErrStale when it is no longer an orphan by that listing's test (it was handed back, claimed
+	// or moved on since).
+	ClaimOrphanRun(ctx context.Context, id string, before time.Time, holder string) (*Run, error)
 	// SetRunProgress sets progress and current step of a running run.
 	SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error
 

@@ -204,9 +204,7 @@ func (db *DB) UpdateRun(ctx context.Context, id string, from []string, u store.R
 	} else if u.Lease != nil {
 		add("lease_until", db.T(*u.Lease))
 	}
-	if u.Holder != "" {
-		add("claimed_by", u.Holder)
-	} else if u.Unclaim && !u.Release {
+	if u.Unclaim && !u.Release {
 		set = append(set, "claimed_by = ''")
 	}
 	if u.NextAttempt {
@@ -235,13 +233,18 @@ func (db *DB) UpdateRun(ctx context.Context, id string, from []string, u store.R
 	return r, err
 }
 
+// orphanCond is the test of a run nothing drives (store.Runs.ListOrphanRuns), over runs aliased r,
+// with $1 the time before which it last changed. ClaimOrphanRun repeats it in its UPDATE: a run
+// listed a moment ago may have been handed back and claimed by a host since.
+const orphanCond = `r.status = 'running' AND r.lease_until IS NULL AND r.updated_at < $1
+	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = r.run_id AND j.status IN ('pending', 'running'))`
+
 // ListOrphanRuns implements store.Runs.
 func (db *DB) ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := db.Query(ctx, `SELECT run_id FROM runs r WHERE status = 'running' AND lease_until IS NULL AND updated_at < $1
-		AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = r.run_id AND j.status IN ('pending', 'running'))
+	rows, err := db.Query(ctx, `SELECT run_id FROM runs r WHERE `+orphanCond+`
 		ORDER BY updated_at LIMIT $2`, db.T(before), limit)
 	if err != nil {
 		return nil, err
@@ -256,6 +259,22 @@ func (db *DB) ListOrphanRuns(ctx context.Context, before time.Time, limit int) (
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+// ClaimOrphanRun implements store.Runs. One UPDATE guarded by the orphan test itself: on PostgreSQL
+// an UPDATE that waited for another writer of the row re-checks its WHERE against the row that
+// writer left, so a run a host claimed meanwhile (its lease set) is left alone.
+func (db *DB) ClaimOrphanRun(ctx context.Context, id string, before time.Time, holder string) (*store.Run, error) {
+	now := db.T(db.Now())
+	r, err := scanRun(db.QueryRow(ctx, `UPDATE runs AS r SET lease_until = $3, claimed_by = $4, updated_at = $3
+		WHERE r.run_id = $2 AND `+orphanCond+` RETURNING `+runCols, db.T(before), id, now, holder))
+	if errors.Is(err, store.ErrNotFound) {
+		if _, gerr := db.GetRun(ctx, id); gerr != nil {
+			return nil, gerr
+		}
+		return nil, store.ErrStale
+	}
+	return r, err
 }
 
 // SetRunProgress implements store.Runs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -266,5 +267,166 @@ func testJobs(t *testing.T, open Opener) {
 	jobs, err := d.ListRunJobs(ctx, r.ID)
 	if err != nil || len(jobs) != 1 {
 		t.Errorf("ListRunJobs = %d, %v", len(jobs), err)
+	}
+}
+
+// newOrphanRun makes a running run with no lease and no open job: what ListOrphanRuns finds once
+// it has not changed for a while.
+func newOrphanRun(t *testing.T, d store.Driver, userID string) *store.Run {
+	t.Helper()
+	ctx := context.Background()
+	r := newRun(t, d, userID, "video")
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Started: true, Release: true}); err != nil {
+		t.Fatalf("pending -> running, released: %v", err)
+	}
+	return r
+}
+
+// testRunsOrphanClaim: the sweep claims a run it listed as an orphan only while it still is one.
+// A run handed back and claimed by a host since the listing stays with that host.
+func testRunsOrphanClaim(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	handBack := func(id string) {
+		t.Helper()
+		back := d.Now()
+		if _, err := d.UpdateRun(ctx, id, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &back, Unclaim: true}); err != nil {
+			t.Fatalf("hand back: %v", err)
+		}
+	}
+
+	// An orphan is claimed once, for a recovery by the next host.
+	o := newOrphanRun(t, d, u.ID)
+	before := d.Now().Add(time.Second)
+	if ids, err := d.ListOrphanRuns(ctx, before, 10); err != nil || len(ids) != 1 || ids[0] != o.ID {
+		t.Fatalf("ListOrphanRuns = %v, %v; want the run", ids, err)
+	}
+	c, err := d.ClaimOrphanRun(ctx, o.ID, before, "orphan")
+	if err != nil || c.ClaimedBy != "orphan" || c.LeaseUntil == nil || c.Status != store.RunRunning {
+		t.Fatalf("ClaimOrphanRun = %+v, %v; want the run held by orphan with a lease", c, err)
+	}
+	if _, err := d.ClaimOrphanRun(ctx, o.ID, before, "orphan"); !errors.Is(err, store.ErrStale) {
+		t.Errorf("second ClaimOrphanRun = %v, want ErrStale", err)
+	}
+	if c, err := d.ClaimRun(ctx, "host-b", time.Minute); err != nil || c.ID != o.ID || c.Recoveries != 1 {
+		t.Fatalf("ClaimRun of the claimed orphan = %+v, %v; want it, a recovery", c, err)
+	}
+	if _, err := d.ClaimOrphanRun(ctx, uuid.NewString(), before, "orphan"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClaimOrphanRun(unknown) = %v, want ErrNotFound", err)
+	}
+
+	// Not an orphan by the listing's test: an open job, or a change since before.
+	w := newOrphanRun(t, d, u.ID)
+	j := &store.Job{ID: uuid.NewString(), RunID: w.ID, Type: "graph", TimeoutAt: d.Now().Add(time.Hour)}
+	if err := d.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ClaimOrphanRun(ctx, w.ID, d.Now().Add(time.Second), "orphan"); !errors.Is(err, store.ErrStale) {
+		t.Errorf("ClaimOrphanRun of a run waiting for a job = %v, want ErrStale", err)
+	}
+	if _, err := d.ResolveJob(ctx, j.ID, store.JobCompleted, json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ClaimOrphanRun(ctx, w.ID, d.Now().Add(-time.Minute), "orphan"); !errors.Is(err, store.ErrStale) {
+		t.Errorf("ClaimOrphanRun of a run changed since before = %v, want ErrStale", err)
+	}
+
+	// The audit's interleaving: the sweep lists the run; a callback hands it back and host-a claims
+	// it; then the sweep's claim must leave it to host-a.
+	handBack(w.ID)
+	time.Sleep(2 * time.Millisecond) // the handed-back lease is in the past
+	a, err := d.ClaimRun(ctx, "host-a", time.Minute)
+	if err != nil || a.ID != w.ID {
+		t.Fatalf("ClaimRun = %+v, %v; want the handed-back run", a, err)
+	}
+	x := newOrphanRun(t, d, u.ID)
+	before = d.Now().Add(time.Second)
+	if ids, _ := d.ListOrphanRuns(ctx, before, 10); len(ids) != 1 || ids[0] != x.ID {
+		t.Fatalf("ListOrphanRuns = %v, want the new run", ids)
+	}
+	handBack(x.ID)
+	time.Sleep(2 * time.Millisecond)
+	if a, err := d.ClaimRun(ctx, "host-a", time.Minute); err != nil || a.ID != x.ID {
+		t.Fatalf("ClaimRun = %+v, %v; want the handed-back run", a, err)
+	}
+	if _, err := d.ClaimOrphanRun(ctx, x.ID, before, "orphan"); !errors.Is(err, store.ErrStale) {
+		t.Errorf("ClaimOrphanRun of a run host-a claimed since the listing = %v, want ErrStale", err)
+	}
+	if err := d.RenewLease(ctx, x.ID, "host-a", time.Minute); err != nil {
+		t.Errorf("host-a's RenewLease after the sweep = %v, want nil (it still holds the run)", err)
+	}
+	if b, err := d.ClaimRun(ctx, "host-b", time.Minute); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClaimRun by host-b = %+v, %v; want ErrNotFound (host-a executes the run)", b, err)
+	}
+
+	// The same at once, round after round (the first warms the connection pool): the sweep goes
+	// through its listing while hosts claim; the listing holds runs handed back since (the sweep
+	// must leave them) and orphans still (the sweep claims them, and a host may then take one over).
+	for round := range 4 {
+		var back, still []string
+		for range 12 {
+			back = append(back, newOrphanRun(t, d, u.ID).ID)
+		}
+		for range 4 {
+			still = append(still, newOrphanRun(t, d, u.ID).ID)
+		}
+		before := d.Now().Add(time.Second)
+		listed, err := d.ListOrphanRuns(ctx, before, 100)
+		if err != nil || len(listed) != len(back)+len(still) {
+			t.Fatalf("round %d: ListOrphanRuns = %d runs, %v; want %d", round, len(listed), err, len(back)+len(still))
+		}
+		for _, id := range back {
+			handBack(id)
+		}
+		time.Sleep(2 * time.Millisecond)
+		const hosts = 16
+		claimed := make([]*store.Run, hosts)
+		sweep := map[string]error{}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range hosts {
+			wg.Go(func() {
+				<-start
+				r, err := d.ClaimRun(ctx, fmt.Sprint("host-", i), time.Minute)
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("ClaimRun: %v", err)
+				}
+				claimed[i] = r
+			})
+		}
+		wg.Go(func() {
+			<-start
+			for _, id := range listed {
+				_, err := d.ClaimOrphanRun(ctx, id, before, "orphan")
+				sweep[id] = err
+			}
+		})
+		close(start)
+		wg.Wait()
+		for i, r := range claimed {
+			if r == nil {
+				continue
+			}
+			if err := d.RenewLease(ctx, r.ID, fmt.Sprint("host-", i), time.Minute); err != nil {
+				t.Errorf("round %d: host-%d's RenewLease after the sweep = %v: the sweep took back a run the host claimed", round, i, err)
+			}
+		}
+		for _, id := range back {
+			if err := sweep[id]; !errors.Is(err, store.ErrStale) {
+				t.Errorf("round %d: ClaimOrphanRun of a run handed back since the listing = %v, want ErrStale", round, err)
+			}
+		}
+		for _, id := range still {
+			if err := sweep[id]; err != nil {
+				t.Errorf("round %d: ClaimOrphanRun of an orphan = %v", round, err)
+			}
+		}
+		// Leave nothing claimable for the next round: finish every run of this one.
+		for _, id := range append(back, still...) {
+			if _, err := d.UpdateRun(ctx, id, []string{store.RunRunning}, store.RunUpdate{Status: store.RunCompleted, Completed: true, Release: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

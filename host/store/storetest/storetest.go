@@ -35,6 +35,7 @@ var suites = []struct {
 	{"batches", testBatches},
 	{"runs", testRuns},
 	{"run_quota_concurrent_starts", testRunQuotaConcurrentStarts},
+	{"runs_orphan_claim", testRunsOrphanClaim},
 	{"jobs", testJobs},
 	{"knowledge_sources", testKnowledgeSources},
 	{"knowledge_concurrent_uploads", testKnowledgeConcurrentUploads},
