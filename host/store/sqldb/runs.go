@@ -290,15 +290,38 @@ func (db *DB) SetRunProgress(ctx context.Context, id string, progress float64, c
 	return nil
 }
 
-// UpsertTraceStep implements store.Runs.
+// UpsertTraceStep implements store.Runs. A new step takes the next seq of its run, and the node
+// engine reports steps of one run in parallel: two upserts reading one MAX(seq) would share a seq.
+// On PostgreSQL the run row is locked first, so the upserts of one run take turns from there to
+// the commit; FOR NO KEY UPDATE is enough for that and, unlike FOR UPDATE, neither waits for nor
+// holds up inserts elsewhere that only check a foreign key to the run. SQLite's single writer
+// takes turns already.
 func (db *DB) UpsertTraceStep(ctx context.Context, s *store.TraceStep) error {
 	now := db.Now()
+	upsert := func(tx *DB) error {
+		_, err := tx.Exec(ctx, `INSERT INTO trace_steps (run_id, step_id, seq, status, step, updated_at)
+			VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM trace_steps WHERE run_id = $1), $3, $4, $5)
+			ON CONFLICT (run_id, step_id) DO UPDATE SET status = excluded.status, step = excluded.step, updated_at = excluded.updated_at`,
+			s.RunID, s.StepID, s.Status, JOr(s.Step, "{}"), tx.T(now))
+		return err
+	}
+	var err error
+	if db.D.Name == "postgres" {
+		err = db.WithTx(ctx, func(tx *DB) error {
+			// An unknown run locks nothing; the insert's foreign key refuses it as before.
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1 FOR NO KEY UPDATE`, s.RunID); err != nil {
+				return err
+			}
+			return upsert(tx)
+		})
+	} else {
+		err = upsert(db)
+	}
+	if err != nil {
+		return err
+	}
 	s.UpdatedAt = now
-	_, err := db.Exec(ctx, `INSERT INTO trace_steps (run_id, step_id, seq, status, step, updated_at)
-		VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM trace_steps WHERE run_id = $1), $3, $4, $5)
-		ON CONFLICT (run_id, step_id) DO UPDATE SET status = excluded.status, step = excluded.step, updated_at = excluded.updated_at`,
-		s.RunID, s.StepID, s.Status, JOr(s.Step, "{}"), db.T(now))
-	return err
+	return nil
 }
 
 // ListTraceSteps implements store.Runs.

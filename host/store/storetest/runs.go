@@ -430,3 +430,62 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// testTraceConcurrentSteps: steps of one run reported at once (the node engine runs steps in
+// parallel) take distinct positions, 1 to n, and keep them when reported again.
+func testTraceConcurrentSteps(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	const n = 16
+	report := func(runID, status string) {
+		t.Helper()
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				errs[i] = d.UpsertTraceStep(ctx, &store.TraceStep{RunID: runID, StepID: fmt.Sprint("s", i), Status: status,
+					Step: json.RawMessage(`{}`)})
+			})
+		}
+		close(start)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("UpsertTraceStep: %v", err)
+		}
+	}
+	// Several runs: the first round warms the connection pool.
+	for round := range 5 {
+		r := newRun(t, d, u.ID, "video")
+		report(r.ID, "running")
+		first, err := d.ListTraceSteps(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs := map[string]int{}
+		var got []int
+		for _, s := range first {
+			seqs[s.StepID] = s.Seq
+			got = append(got, s.Seq)
+		}
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i + 1
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("round %d: seq of %d steps reported at once (-want +got):\n%s", round, n, diff)
+		}
+		report(r.ID, "completed")
+		again, _ := d.ListTraceSteps(ctx, r.ID)
+		for _, s := range again {
+			if s.Status != "completed" || s.Seq != seqs[s.StepID] {
+				t.Errorf("round %d: step %s reported again = %s at seq %d, want completed at seq %d", round, s.StepID, s.Status, s.Seq, seqs[s.StepID])
+			}
+		}
+	}
+	if err := d.UpsertTraceStep(ctx, &store.TraceStep{RunID: uuid.NewString(), StepID: "s", Status: "running"}); err == nil {
+		t.Errorf("UpsertTraceStep of an unknown run = nil, want an error")
+	}
+}

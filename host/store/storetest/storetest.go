@@ -36,6 +36,7 @@ var suites = []struct {
 	{"runs", testRuns},
 	{"run_quota_concurrent_starts", testRunQuotaConcurrentStarts},
 	{"runs_orphan_claim", testRunsOrphanClaim},
+	{"trace_concurrent_steps", testTraceConcurrentSteps},
 	{"jobs", testJobs},
 	{"knowledge_sources", testKnowledgeSources},
 	{"knowledge_concurrent_uploads", testKnowledgeConcurrentUploads},
