@@ -78,7 +78,9 @@ type LeaderLock interface {
 
 // Scheduling stores strategy tasks and the auto_runs marks of projects.
 type Scheduling interface {
-	// ReplaceStrategyTasks makes tasks the strategy tasks of the project (earlier ones are removed).
+	// ReplaceStrategyTasks makes tasks the strategy tasks of the project (earlier ones are
+	// removed); concurrent replaces of one project take turns, so one of them is what is left.
+	// A missing project is ErrNotFound.
 	ReplaceStrategyTasks(ctx context.Context, projectID string, tasks []StrategyTask) error
 	ListStrategyTasks(ctx context.Context, projectID string) ([]StrategyTask, error)
 	ListDueStrategyTasks(ctx context.Context, p DueStrategyTasksParams) ([]StrategyTask, error)

@@ -14,6 +14,21 @@ const strategyCols = `st.task_id, st.project_id, st.workflow_id, st.summary, st.
 // ReplaceStrategyTasks implements store.Scheduling.
 func (db *DB) ReplaceStrategyTasks(ctx context.Context, projectID string, tasks []store.StrategyTask) error {
 	return db.WithTx(ctx, func(tx *DB) error {
+		// Replaces of one project's tasks take turns (SQLite's single writer does so already): on
+		// PostgreSQL the project row stays locked to the end of the transaction. Without it, a
+		// second replace's DELETE waits for the first, then cannot see the first's new rows:
+		// both blueprints' tasks were left (the old ones still auto-run), or, with the same ids,
+		// the second failed on the key. NO KEY UPDATE, the lock an UPDATE of the project takes
+		// (so a blueprint saved with UpdateProject in the same transaction holds it already),
+		// leaves other tables' inserts referencing the project free to go on.
+		lock := ""
+		if tx.D.Name == "postgres" {
+			lock = " FOR NO KEY UPDATE"
+		}
+		var id string
+		if err := tx.QueryRow(ctx, `SELECT id FROM projects WHERE id = $1`+lock, projectID).Scan(&id); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM strategy_tasks WHERE project_id = $1`, projectID); err != nil {
 			return err
 		}

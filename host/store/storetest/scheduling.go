@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -151,4 +152,70 @@ func testLeaderLock(t *testing.T, open Opener) {
 		t.Fatalf("TryLeaderLock after release = %v, %v", ok, err)
 	}
 	l2.Release()
+}
+
+// testStrategyTasksConcurrentReplace: a project's blueprint saved several times at once (a
+// double submit, two hosts) leaves exactly one blueprint's tasks, whether the blueprints' task
+// ids differ or are the same; none of the saves fails. The first round also opens the driver's
+// connections, so that the later rounds' saves do start together.
+func testStrategyTasksConcurrentReplace(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	p := NewProject(t, d, u.ID)
+	const n = 8
+	replace := func(ids func(i int) []string) (sets [][]string) {
+		t.Helper()
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			var tasks []store.StrategyTask
+			for j, id := range ids(i) {
+				tasks = append(tasks, store.StrategyTask{TaskID: id, WorkflowID: "video", DueDate: fmt.Sprintf("2026-01-%02d", j+1)})
+			}
+			sets = append(sets, ids(i))
+			wg.Go(func() {
+				<-start
+				errs[i] = d.ReplaceStrategyTasks(ctx, p.ID, tasks)
+			})
+		}
+		close(start)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("concurrent ReplaceStrategyTasks: %v", err)
+		}
+		return sets
+	}
+	left := func() []string {
+		t.Helper()
+		got, err := d.ListStrategyTasks(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, st := range got {
+			ids = append(ids, st.TaskID)
+		}
+		return ids
+	}
+	for round := range 10 {
+		sets := replace(func(i int) []string {
+			return []string{fmt.Sprintf("r%d-s%d-a", round, i), fmt.Sprintf("r%d-s%d-b", round, i)}
+		})
+		got := left()
+		one := false
+		for _, set := range sets {
+			one = one || cmp.Equal(set, got)
+		}
+		if !one {
+			t.Fatalf("round %d: %d concurrent replaces left tasks %v, want the tasks of one of them", round, n, got)
+		}
+	}
+	for range 5 {
+		replace(func(int) []string { return []string{"same-a", "same-b"} })
+		if got := left(); !cmp.Equal(got, []string{"same-a", "same-b"}) {
+			t.Fatalf("%d concurrent replaces with the same ids left %v", n, got)
+		}
+	}
 }

@@ -48,6 +48,7 @@ var suites = []struct {
 	{"event_sources", testEventSources},
 	{"tasks", testTasks},
 	{"scheduling", testScheduling},
+	{"strategy_tasks_concurrent_replace", testStrategyTasksConcurrentReplace},
 	{"leader_lock", testLeaderLock},
 }
 
