@@ -275,7 +275,8 @@ type Triggered struct {
 
 // Trigger marks the strategy task running in the project's auto_runs and starts its run. An
 // unknown workflow is 404 WORKFLOW_NOT_FOUND; a task already running is 409
-// WORKFLOW_ALREADY_RUNNING, so a doubled trigger starts one run.
+// WORKFLOW_ALREADY_RUNNING, so a doubled trigger starts one run; a task whose run completed is 409
+// WORKFLOW_INVALID_STATE (it runs once; one whose run failed is started again).
 func (s *Scheduler) Trigger(ctx context.Context, p TriggerParams) (*Triggered, error) {
 	if p.WorkflowID == "" {
 		return nil, errcode.Invalid("workflow_id", "is required")
@@ -298,6 +299,10 @@ func (s *Scheduler) Trigger(ctx context.Context, p TriggerParams) (*Triggered, e
 	at := s.opt.Clock().UTC()
 	err := s.st.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ProjectID, StrategyTaskID: p.StrategyTaskID, WorkflowID: p.WorkflowID})
 	if errors.Is(err, store.ErrConflict) {
+		// The store refused the start; the mark's state (read after it) only picks the answer.
+		if a, gerr := s.st.GetAutoRun(ctx, p.ProjectID, p.StrategyTaskID); gerr == nil && a.Status == store.AutoRunCompleted {
+			return nil, errcode.Newf(errcode.WorkflowInvalidState, "Strategy task %q has completed already", p.StrategyTaskID)
+		}
 		return nil, errcode.Newf(errcode.WorkflowAlreadyRunning, "Strategy task %q is already running", p.StrategyTaskID)
 	}
 	if err != nil {

@@ -218,6 +218,10 @@ func TestDoubleTriggerStartsOneRun(t *testing.T) {
 	if a.Status != store.AutoRunCompleted || len(a.Trace) == 0 {
 		t.Errorf("auto run after the run = %+v, want completed with the trace", a)
 	}
+	// A trigger acting on a list fetched before the task ran does not run it again.
+	if _, err := b.sched.Trigger(ctx, scheduler.TriggerParams{WorkflowID: "video", ProjectID: p.ID, StrategyTaskID: "t0", User: user}); !errcode.Is(err, errcode.WorkflowInvalidState) || b.runner.count() != 1 {
+		t.Errorf("Trigger(completed task) = %v with %d runs, want WORKFLOW_INVALID_STATE and 1", err, b.runner.count())
+	}
 	// Unknown workflow and ad-hoc ids.
 	if _, err := b.sched.Trigger(ctx, scheduler.TriggerParams{WorkflowID: "nope", ProjectID: p.ID, User: user}); !errcode.Is(err, errcode.WorkflowNotFound) {
 		t.Errorf("Trigger(unknown workflow) = %v, want WORKFLOW_NOT_FOUND", err)

@@ -84,8 +84,9 @@ type Scheduling interface {
 	ReplaceStrategyTasks(ctx context.Context, projectID string, tasks []StrategyTask) error
 	ListStrategyTasks(ctx context.Context, projectID string) ([]StrategyTask, error)
 	ListDueStrategyTasks(ctx context.Context, p DueStrategyTasksParams) ([]StrategyTask, error)
-	// StartAutoRun marks the strategy task running (run id still empty). A mark already running
-	// is ErrConflict: a double trigger starts one run.
+	// StartAutoRun marks the strategy task running (run id still empty). Only a new or failed
+	// mark is started: one already running or completed is ErrConflict, so a doubled trigger, or
+	// one acting on a stale due list, does not run the task again.
 	StartAutoRun(ctx context.Context, a *AutoRun) error
 	// SetAutoRunRun records the run of a mark that has none yet.
 	SetAutoRunRun(ctx context.Context, projectID, strategyTaskID, runID string) error

@@ -124,14 +124,16 @@ func (db *DB) ListDueStrategyTasks(ctx context.Context, p store.DueStrategyTasks
 	return out, rows.Err()
 }
 
-// StartAutoRun implements store.Scheduling.
+// StartAutoRun implements store.Scheduling. The one conditional statement decides: a new mark,
+// or one whose run failed, becomes running; a running or completed one stays as it is (the due
+// list leaves both out, and a trigger acting on an older list must not run the task again).
 func (db *DB) StartAutoRun(ctx context.Context, a *store.AutoRun) error {
 	a.Status, a.RunID, a.StartedAt, a.CompletedAt, a.Trace = store.AutoRunRunning, "", db.Now(), nil, nil
 	n, err := db.Exec(ctx, `INSERT INTO project_auto_runs (project_id, strategy_task_id, run_id, workflow_id, status, trace,
 		started_at, completed_at) VALUES ($1, $2, '', $3, 'running', NULL, $4, NULL)
 		ON CONFLICT (project_id, strategy_task_id) DO UPDATE SET run_id = '', workflow_id = excluded.workflow_id,
 			status = 'running', trace = NULL, started_at = excluded.started_at, completed_at = NULL
-		WHERE project_auto_runs.status <> 'running'`, a.ProjectID, a.StrategyTaskID, a.WorkflowID, db.T(a.StartedAt))
+		WHERE project_auto_runs.status = 'failed'`, a.ProjectID, a.StrategyTaskID, a.WorkflowID, db.T(a.StartedAt))
 	if err != nil {
 		return err
 	}

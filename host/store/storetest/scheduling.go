@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,5 +218,64 @@ func testStrategyTasksConcurrentReplace(t *testing.T, open Opener) {
 		if got := left(); !cmp.Equal(got, []string{"same-a", "same-b"}) {
 			t.Fatalf("%d concurrent replaces with the same ids left %v", n, got)
 		}
+	}
+}
+
+// testAutoRunOnce: a strategy task runs once. Triggers that act on one listing of the due tasks
+// (the automation timer and the tick, or a doubled call) each try to start it; whichever comes
+// after the first has started it, or after its run has completed, is refused. Only a failed mark
+// is started again.
+func testAutoRunOnce(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	p := NewProject(t, d, u.ID)
+	if err := d.ReplaceStrategyTasks(ctx, p.ID, []store.StrategyTask{{TaskID: "x", WorkflowID: "video", DueDate: "2026-01-01"}}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := d.ListDueStrategyTasks(ctx, store.DueStrategyTasksParams{Today: "2026-01-15", ProjectIDs: []string{p.ID}})
+	if err != nil || len(due) != 1 {
+		t.Fatalf("ListDueStrategyTasks = %v, %v; want the task", due, err)
+	}
+	// Each trigger runs the task to its end when it wins the start.
+	const n = 8
+	var wg sync.WaitGroup
+	var wins atomic.Int32
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			err := d.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ID, StrategyTaskID: "x", WorkflowID: "video"})
+			if errors.Is(err, store.ErrConflict) {
+				return
+			}
+			if err != nil {
+				t.Errorf("StartAutoRun = %v, want nil or ErrConflict", err)
+				return
+			}
+			wins.Add(1)
+			run := fmt.Sprint("run-", i)
+			if err := d.SetAutoRunRun(ctx, p.ID, "x", run); err != nil {
+				t.Errorf("SetAutoRunRun: %v", err)
+			}
+			if err := d.FinishAutoRun(ctx, store.FinishAutoRunParams{ProjectID: p.ID, StrategyTaskID: "x", RunID: run,
+				Status: store.AutoRunCompleted}); err != nil {
+				t.Errorf("FinishAutoRun: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Errorf("%d triggers of one strategy task started it %d times, want once", n, wins.Load())
+	}
+	if err := d.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ID, StrategyTaskID: "x", WorkflowID: "video"}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("StartAutoRun of a completed task = %v, want ErrConflict", err)
+	}
+	if a, err := d.GetAutoRun(ctx, p.ID, "x"); err != nil || a.Status != store.AutoRunCompleted || a.CompletedAt == nil {
+		t.Errorf("GetAutoRun = %+v, %v; want it still completed", a, err)
+	}
+	if due, _ := d.ListDueStrategyTasks(ctx, store.DueStrategyTasksParams{Today: "2026-01-15", ProjectIDs: []string{p.ID}}); len(due) != 0 {
+		t.Errorf("due tasks after the task completed = %v, want none", due)
 	}
 }

@@ -49,6 +49,7 @@ var suites = []struct {
 	{"tasks", testTasks},
 	{"scheduling", testScheduling},
 	{"strategy_tasks_concurrent_replace", testStrategyTasksConcurrentReplace},
+	{"auto_run_once", testAutoRunOnce},
 	{"leader_lock", testLeaderLock},
 }
 
