@@ -143,13 +143,18 @@ func (s *Server) createProject(c *fiber.Ctx) error {
 	if len(in.Blueprint) > 0 && string(in.Blueprint) != "null" {
 		p.Blueprint = in.Blueprint
 	}
-	if err := s.Store.CreateProject(s.ctx(c), p); err != nil {
-		return err
-	}
-	if p.Blueprint != nil {
-		if err := scheduler.SyncBlueprint(s.ctx(c), s.Store, p.ID, p.Blueprint); err != nil {
+	// The project and its strategy tasks are stored together or not at all.
+	err := s.Store.InTx(s.ctx(c), func(tx store.Driver) error {
+		if err := tx.CreateProject(s.ctx(c), p); err != nil {
 			return err
 		}
+		if p.Blueprint != nil {
+			return scheduler.SyncBlueprint(s.ctx(c), tx, p.ID, p.Blueprint)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return ok(c, fiber.StatusCreated, fiber.Map{"project": p})
 }
@@ -183,14 +188,22 @@ func (s *Server) updateProject(c *fiber.Ctx) error {
 	if len(in.Blueprint) > 0 {
 		up.Blueprint = in.Blueprint
 	}
-	got, err := s.Store.UpdateProject(s.ctx(c), up)
-	if err != nil {
-		return err
-	}
-	if up.Blueprint != nil {
-		if err := scheduler.SyncBlueprint(s.ctx(c), s.Store, p.ID, up.Blueprint); err != nil {
+	// One transaction: the blueprint saved and the strategy tasks made of it commit together, and
+	// a second save of the project (a double submit) waits for the first's commit on the project
+	// row, so the blueprint kept and the tasks scheduled are the same save's.
+	var got *store.Project
+	err = s.Store.InTx(s.ctx(c), func(tx store.Driver) error {
+		var err error
+		if got, err = tx.UpdateProject(s.ctx(c), up); err != nil {
 			return err
 		}
+		if up.Blueprint != nil {
+			return scheduler.SyncBlueprint(s.ctx(c), tx, p.ID, up.Blueprint)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return ok(c, fiber.StatusOK, fiber.Map{"project": got})
 }

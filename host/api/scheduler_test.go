@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -151,5 +152,67 @@ func TestSchedulerAndTaskRoutes(t *testing.T) {
 			}
 			tc.Save(m)
 		}
+	}
+}
+
+// TestConcurrentBlueprintSaves: a project's blueprint saved several times at once (a double
+// submit) answers 200 to each save, and the blueprint the project keeps is the one its strategy
+// tasks are made of.
+func TestConcurrentBlueprintSaves(t *testing.T) {
+	for _, d := range drivers() {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, d.open)
+			tok, _ := b.user("saver")
+			pid := b.project(tok, "race")
+			const n = 6
+			for round := range 8 {
+				status := make([]int, n)
+				bodies := make([]string, n)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for i := range n {
+					body := fmt.Sprintf(`{"blueprint":{"tasks":[{"id":"r%d-s%d-a","date":"2026-01-01"},{"id":"r%d-s%d-b","date":"2026-01-02"}]}}`,
+						round, i, round, i)
+					wg.Go(func() {
+						<-start
+						req := httptest.NewRequest("PUT", "/api/projects/"+pid, strings.NewReader(body))
+						req.Header.Set("Content-Type", "application/json")
+						req.Header.Set("Authorization", "Bearer "+tok)
+						res, err := b.app.Test(req, -1)
+						if err != nil {
+							bodies[i] = err.Error()
+							return
+						}
+						raw, _ := io.ReadAll(res.Body)
+						status[i], bodies[i] = res.StatusCode, string(raw)
+					})
+				}
+				close(start)
+				wg.Wait()
+				for i := range n {
+					if status[i] != 200 {
+						t.Fatalf("round %d: concurrent PUT = %d %s, want 200", round, status[i], bodies[i])
+					}
+				}
+				r := b.do("GET", "/api/projects/"+pid, tok, nil)
+				var kept []string
+				bp, _ := r.data("project").(map[string]any)["blueprint"].(map[string]any)
+				for _, x := range bp["tasks"].([]any) {
+					kept = append(kept, x.(map[string]any)["id"].(string))
+				}
+				got, err := b.st.ListStrategyTasks(context.Background(), pid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var scheduled []string
+				for _, st := range got {
+					scheduled = append(scheduled, st.TaskID)
+				}
+				if strings.Join(kept, ",") != strings.Join(scheduled, ",") {
+					t.Fatalf("round %d: the project keeps the blueprint of %v but its strategy tasks are %v", round, kept, scheduled)
+				}
+			}
+		})
 	}
 }
