@@ -116,9 +116,16 @@ func (p *parser) task(m, day map[string]any) {
 	if id == "" {
 		id = fmt.Sprintf("%s-%d", due, len(p.out)+1)
 	}
+	// A repeated id gets the first free suffix: a task's key is its id in the project, and a
+	// suffixed id may be another task's own ("a-2", "a", "a" make "a-2", "a", "a-3").
 	if n := p.ids[id]; n > 0 {
-		p.ids[id] = n + 1
-		id = fmt.Sprintf("%s-%d", id, n+1)
+		base := id
+		for k := n + 1; ; k++ {
+			if id = fmt.Sprintf("%s-%d", base, k); p.ids[id] == 0 {
+				p.ids[base] = k
+				break
+			}
+		}
 	}
 	p.ids[id]++
 	t.TaskID = id

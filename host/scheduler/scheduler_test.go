@@ -424,6 +424,8 @@ func TestParseBlueprint(t *testing.T) {
 			[]string{"a@2026-03-11/music/high", "2026-03-12-2@2026-03-12/video/medium"}},
 		"days with tasks": {`{"start_date":"2026-04-01","days":[{"day":1,"tasks":[{"id":"x","workflow":"graphic"}]},{"tasks":[{"id":"x"}]}]}`,
 			[]string{"x@2026-04-01/graphic/medium", "x-2@2026-04-02/video/medium"}},
+		"repeated ids": {`{"tasks":[{"id":"a-2","date":"2026-03-11"},{"id":"a","date":"2026-03-11"},{"id":"a","date":"2026-03-11"},{"id":"a","date":"2026-03-11"}]}`,
+			[]string{"a-2@2026-03-11/video/medium", "a@2026-03-11/video/medium", "a-3@2026-03-11/video/medium", "a-4@2026-03-11/video/medium"}},
 		"days as tasks": {`{"days":[{"day":3,"id":7,"summary":"s","priority":"low"}]}`, []string{"7@2026-03-12/video/low"}},
 		"undated":       {`{"tasks":[{"id":"a"}]}`, nil},
 		"null":          {`null`, nil},
