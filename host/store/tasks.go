@@ -55,7 +55,6 @@ type TaskUpdate struct {
 	NextAttemptAt *time.Time // set (nil: cleared)
 	Completed     bool       // completed_at = now
 	Assets        []Asset    // written in the same transaction
-	NoRun         bool       // guard: the task has no run yet (run_id is empty)
 }
 
 // ClaimTasksParams selects work for a task worker.
@@ -75,8 +74,10 @@ type Tasks interface {
 	GetTask(ctx context.Context, id string) (*Task, error)
 	// UpdateTask applies a guarded transition and returns the task as stored after it.
 	UpdateTask(ctx context.Context, u TaskUpdate) (*Task, error)
-	// ClaimTasks moves up to Limit tasks From -> To (queued tasks only once next_attempt_at is
-	// due), each by one guarded update, and returns those this caller moved.
+	// ClaimTasks moves up to Limit tasks From -> To (without StaleBefore, only tasks whose
+	// next_attempt_at is due; with it, only orphans) and returns those this caller moved, oldest
+	// first. Each task still qualifies when its row is written, so concurrent callers never take
+	// one task twice, nor a task another caller has meanwhile moved on.
 	ClaimTasks(ctx context.Context, p ClaimTasksParams) ([]Task, error)
 	// ListTaskAssets returns the assets a task produced.
 	ListTaskAssets(ctx context.Context, taskID string) ([]Asset, error)

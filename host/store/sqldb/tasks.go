@@ -3,8 +3,8 @@ package sqldb
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -107,11 +107,7 @@ func (db *DB) UpdateTask(ctx context.Context, u store.TaskUpdate) (*store.Task, 
 			args = append(args, f)
 			in[i] = fmt.Sprintf("$%d", len(args))
 		}
-		guard := ""
-		if u.NoRun {
-			guard = " AND run_id = ''"
-		}
-		n, err := tx.Exec(ctx, `UPDATE tasks SET `+strings.Join(sets, ", ")+` WHERE id = $1 AND status IN (`+strings.Join(in, ", ")+`)`+guard, args...)
+		n, err := tx.Exec(ctx, `UPDATE tasks SET `+strings.Join(sets, ", ")+` WHERE id = $1 AND status IN (`+strings.Join(in, ", ")+`)`, args...)
 		if err != nil {
 			return err
 		}
@@ -163,48 +159,39 @@ func (db *DB) ListTaskAssets(ctx context.Context, taskID string) ([]store.Asset,
 	return out, rows.Err()
 }
 
-// ClaimTasks implements store.Tasks.
+// ClaimTasks implements store.Tasks. The claim is one UPDATE whose WHERE repeats the whole
+// condition, so a task moves only if it still qualifies when its row is written: between a
+// separate SELECT and UPDATE another host could take an orphan back and dispatch it again (fresh,
+// its run not yet recorded, and taken back a second time here: two runs), or dispatch a queued task
+// and send it back with a back-off (dispatched here before the back-off is over). PostgreSQL skips
+// rows other hosts are claiming (FOR UPDATE SKIP LOCKED); SQLite serialises writers.
 func (db *DB) ClaimTasks(ctx context.Context, p store.ClaimTasksParams) ([]store.Task, error) {
 	if p.Limit <= 0 {
 		p.Limit = 10
 	}
-	now := db.Now()
-	q := `SELECT id FROM tasks WHERE status = $1 AND (next_attempt_at IS NULL OR next_attempt_at <= $2) ORDER BY created_at, id LIMIT $3`
-	args := []any{p.From, db.T(now), p.Limit}
+	args := []any{p.From, p.To, db.T(db.Now()), p.Limit}
+	cond := `status = $1 AND (next_attempt_at IS NULL OR next_attempt_at <= $3)`
 	if !p.StaleBefore.IsZero() {
-		q = `SELECT id FROM tasks WHERE status = $1 AND run_id = '' AND updated_at < $2 ORDER BY created_at, id LIMIT $3`
-		args[1] = db.T(p.StaleBefore)
+		// An orphan: moved by a host that died before starting its run.
+		args = append(args, db.T(p.StaleBefore))
+		cond = `status = $1 AND run_id = '' AND updated_at < $5`
 	}
-	rows, err := db.Query(ctx, q, args...)
+	lock := ""
+	if db.D.Name == "postgres" {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	out, err := db.scanTasks(ctx, `UPDATE tasks SET status = $2, updated_at = $3, next_attempt_at = NULL
+		WHERE id IN (SELECT id FROM tasks WHERE `+cond+` ORDER BY created_at, id LIMIT $4`+lock+`)
+		AND `+cond+` RETURNING `+TaskCols, args...)
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
+	// RETURNING has no order: hand them out oldest first, as they were picked.
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
 		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return nil, err
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	out := []store.Task{}
-	for _, id := range ids {
-		t, err := db.UpdateTask(ctx, store.TaskUpdate{ID: id, From: []string{p.From}, To: p.To, NoRun: !p.StaleBefore.IsZero()})
-		if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrNotFound) {
-			continue // another worker took it
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, *t)
-	}
+		return out[i].ID < out[j].ID
+	})
 	return out, nil
 }

@@ -47,6 +47,8 @@ var suites = []struct {
 	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
 	{"event_sources", testEventSources},
 	{"tasks", testTasks},
+	{"task_orphan_claims", testTaskOrphanClaims},
+	{"task_backoff_claims", testTaskBackoffClaims},
 	{"scheduling", testScheduling},
 	{"strategy_tasks_concurrent_replace", testStrategyTasksConcurrentReplace},
 	{"auto_run_once", testAutoRunOnce},
