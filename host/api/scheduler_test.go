@@ -169,27 +169,20 @@ func TestConcurrentBlueprintSaves(t *testing.T) {
 			for round := range 8 {
 				status := make([]int, n)
 				bodies := make([]string, n)
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for i := range n {
+				storetest.Together(n, func(i int) {
 					body := fmt.Sprintf(`{"blueprint":{"tasks":[{"id":"r%d-s%d-a","date":"2026-01-01"},{"id":"r%d-s%d-b","date":"2026-01-02"}]}}`,
 						round, i, round, i)
-					wg.Go(func() {
-						<-start
-						req := httptest.NewRequest("PUT", "/api/projects/"+pid, strings.NewReader(body))
-						req.Header.Set("Content-Type", "application/json")
-						req.Header.Set("Authorization", "Bearer "+tok)
-						res, err := b.app.Test(req, -1)
-						if err != nil {
-							bodies[i] = err.Error()
-							return
-						}
-						raw, _ := io.ReadAll(res.Body)
-						status[i], bodies[i] = res.StatusCode, string(raw)
-					})
-				}
-				close(start)
-				wg.Wait()
+					req := httptest.NewRequest("PUT", "/api/projects/"+pid, strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Authorization", "Bearer "+tok)
+					res, err := b.app.Test(req, -1)
+					if err != nil {
+						bodies[i] = err.Error()
+						return
+					}
+					raw, _ := io.ReadAll(res.Body)
+					status[i], bodies[i] = res.StatusCode, string(raw)
+				})
 				for i := range n {
 					if status[i] != 200 {
 						t.Fatalf("round %d: concurrent PUT = %d %s, want 200", round, status[i], bodies[i])

@@ -18,6 +18,7 @@ import (
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/host/store/storetest"
 	"github.com/reelforge/reelforge/plugins/node"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -48,6 +49,16 @@ func newService(t *testing.T, st store.Driver, reg *manifest.Registry, opts runs
 	s := runs.New(st, reg, opts)
 	s.InProcess["node"] = node.New(node.Options{RetryBackoff: time.Millisecond})
 	return s
+}
+
+// registry loads the repository's workflow manifests.
+func registry(t *testing.T) *manifest.Registry {
+	t.Helper()
+	reg, err := manifest.Load("../../manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }
 
 func newUser(t *testing.T, st store.Driver) *auth.Principal {
@@ -85,10 +96,7 @@ func TestRestartPicksUpExpiredLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
-	reg, err := manifest.Load("../../manifests")
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := registry(t)
 	p := newUser(t, st)
 	r := &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: p.UserID, Inputs: json.RawMessage(`{"topic":"tea"}`),
 		UserContext: json.RawMessage(`{"user_id":"` + p.UserID + `"}`)}
@@ -395,25 +403,13 @@ func TestConcurrentStartsKeepTheQuota(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
-	reg, err := manifest.Load("../../manifests")
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := registry(t)
 	s := newService(t, st, reg, runs.Options{FreeRunsPerDay: 3})
 	free, paid := newUser(t, st), newUser(t, st)
 	free.Role = store.RoleFreeUser
 	const n = 10
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	begin := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-begin
-			_, errs[i] = s.Start(ctx, runs.StartParams{Workflow: "graphic", User: free})
-		})
-	}
-	close(begin)
-	wg.Wait()
+	storetest.Together(n, func(i int) { _, errs[i] = s.Start(ctx, runs.StartParams{Workflow: "graphic", User: free}) })
 	started, refused := 0, 0
 	for _, err := range errs {
 		switch {

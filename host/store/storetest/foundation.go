@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,31 +179,24 @@ func testIdempotencyConcurrentRelease(t *testing.T, open Opener) {
 	for _, key := range []string{"warm-up", "k"} {
 		var reserved atomic.Int64
 		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				for range cycles {
-					since := d.Now().Add(-time.Hour)
-					old, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: "u1", Key: key, RequestHash: "h"}, since)
-					switch {
-					case err == nil && old == nil:
-						reserved.Add(1)
-						if err := d.ReleaseIdempotencyKey(ctx, "u1", key); err != nil {
-							errs[i] = fmt.Errorf("ReleaseIdempotencyKey: %w", err)
-							return
-						}
-					case errors.Is(err, store.ErrConflict) && old != nil && old.Status == 0 && old.RequestHash == "h":
-					default:
-						errs[i] = fmt.Errorf("ReserveIdempotencyKey = %+v, %w; want a reservation or the holder's record and ErrConflict", old, err)
+		Together(n, func(i int) {
+			for range cycles {
+				since := d.Now().Add(-time.Hour)
+				old, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: "u1", Key: key, RequestHash: "h"}, since)
+				switch {
+				case err == nil && old == nil:
+					reserved.Add(1)
+					if err := d.ReleaseIdempotencyKey(ctx, "u1", key); err != nil {
+						errs[i] = fmt.Errorf("ReleaseIdempotencyKey: %w", err)
 						return
 					}
+				case errors.Is(err, store.ErrConflict) && old != nil && old.Status == 0 && old.RequestHash == "h":
+				default:
+					errs[i] = fmt.Errorf("ReserveIdempotencyKey = %+v, %w; want a reservation or the holder's record and ErrConflict", old, err)
+					return
 				}
-			})
-		}
-		close(start)
-		wg.Wait()
+			}
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatalf("key %q: %v", key, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -128,17 +127,10 @@ func testKnowledgeConcurrentUploads(t *testing.T, open Opener) {
 		t.Helper()
 		results := make([]*store.AddDocumentResult, n)
 		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				results[i], errs[i] = d.AddDocument(ctx, src, &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID,
-					Filename: "f.txt", FileHash: hash(i)})
-			})
-		}
-		close(start)
-		wg.Wait()
+		Together(n, func(i int) {
+			results[i], errs[i] = d.AddDocument(ctx, src, &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID,
+				Filename: "f.txt", FileHash: hash(i)})
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatalf("AddDocument: %v", err)
 		}

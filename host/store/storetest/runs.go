@@ -383,27 +383,20 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 		const hosts = 16
 		claimed := make([]*store.Run, hosts)
 		sweep := map[string]error{}
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range hosts {
-			wg.Go(func() {
-				<-start
-				r, err := d.ClaimRun(ctx, fmt.Sprint("host-", i), time.Minute)
-				if err != nil && !errors.Is(err, store.ErrNotFound) {
-					t.Errorf("ClaimRun: %v", err)
+		Together(hosts+1, func(i int) {
+			if i == hosts { // the sweep, through the runs it listed
+				for _, id := range listed {
+					_, err := d.ClaimOrphanRun(ctx, id, before, "orphan")
+					sweep[id] = err
 				}
-				claimed[i] = r
-			})
-		}
-		wg.Go(func() {
-			<-start
-			for _, id := range listed {
-				_, err := d.ClaimOrphanRun(ctx, id, before, "orphan")
-				sweep[id] = err
+				return
 			}
+			r, err := d.ClaimRun(ctx, fmt.Sprint("host-", i), time.Minute)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("ClaimRun: %v", err)
+			}
+			claimed[i] = r
 		})
-		close(start)
-		wg.Wait()
 		for i, r := range claimed {
 			if r == nil {
 				continue
@@ -441,17 +434,10 @@ func testTraceConcurrentSteps(t *testing.T, open Opener) {
 	report := func(runID, status string) {
 		t.Helper()
 		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				errs[i] = d.UpsertTraceStep(ctx, &store.TraceStep{RunID: runID, StepID: fmt.Sprint("s", i), Status: status,
-					Step: json.RawMessage(`{}`)})
-			})
-		}
-		close(start)
-		wg.Wait()
+		Together(n, func(i int) {
+			errs[i] = d.UpsertTraceStep(ctx, &store.TraceStep{RunID: runID, StepID: fmt.Sprint("s", i), Status: status,
+				Step: json.RawMessage(`{}`)})
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatalf("UpsertTraceStep: %v", err)
 		}

@@ -168,21 +168,14 @@ func testStrategyTasksConcurrentReplace(t *testing.T, open Opener) {
 	replace := func(ids func(i int) []string) (sets [][]string) {
 		t.Helper()
 		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
+		tasks := make([][]store.StrategyTask, n)
 		for i := range n {
-			var tasks []store.StrategyTask
 			for j, id := range ids(i) {
-				tasks = append(tasks, store.StrategyTask{TaskID: id, WorkflowID: "video", DueDate: fmt.Sprintf("2026-01-%02d", j+1)})
+				tasks[i] = append(tasks[i], store.StrategyTask{TaskID: id, WorkflowID: "video", DueDate: fmt.Sprintf("2026-01-%02d", j+1)})
 			}
 			sets = append(sets, ids(i))
-			wg.Go(func() {
-				<-start
-				errs[i] = d.ReplaceStrategyTasks(ctx, p.ID, tasks)
-			})
 		}
-		close(start)
-		wg.Wait()
+		Together(n, func(i int) { errs[i] = d.ReplaceStrategyTasks(ctx, p.ID, tasks[i]) })
 		if err := errors.Join(errs...); err != nil {
 			t.Fatalf("concurrent ReplaceStrategyTasks: %v", err)
 		}
@@ -239,33 +232,26 @@ func testAutoRunOnce(t *testing.T, open Opener) {
 	}
 	// Each trigger runs the task to its end when it wins the start.
 	const n = 8
-	var wg sync.WaitGroup
 	var wins atomic.Int32
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			err := d.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ID, StrategyTaskID: "x", WorkflowID: "video"})
-			if errors.Is(err, store.ErrConflict) {
-				return
-			}
-			if err != nil {
-				t.Errorf("StartAutoRun = %v, want nil or ErrConflict", err)
-				return
-			}
-			wins.Add(1)
-			run := fmt.Sprint("run-", i)
-			if err := d.SetAutoRunRun(ctx, p.ID, "x", run); err != nil {
-				t.Errorf("SetAutoRunRun: %v", err)
-			}
-			if err := d.FinishAutoRun(ctx, store.FinishAutoRunParams{ProjectID: p.ID, StrategyTaskID: "x", RunID: run,
-				Status: store.AutoRunCompleted}); err != nil {
-				t.Errorf("FinishAutoRun: %v", err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	Together(n, func(i int) {
+		err := d.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ID, StrategyTaskID: "x", WorkflowID: "video"})
+		if errors.Is(err, store.ErrConflict) {
+			return
+		}
+		if err != nil {
+			t.Errorf("StartAutoRun = %v, want nil or ErrConflict", err)
+			return
+		}
+		wins.Add(1)
+		run := fmt.Sprint("run-", i)
+		if err := d.SetAutoRunRun(ctx, p.ID, "x", run); err != nil {
+			t.Errorf("SetAutoRunRun: %v", err)
+		}
+		if err := d.FinishAutoRun(ctx, store.FinishAutoRunParams{ProjectID: p.ID, StrategyTaskID: "x", RunID: run,
+			Status: store.AutoRunCompleted}); err != nil {
+			t.Errorf("FinishAutoRun: %v", err)
+		}
+	})
 	if wins.Load() != 1 {
 		t.Errorf("%d triggers of one strategy task started it %d times, want once", n, wins.Load())
 	}

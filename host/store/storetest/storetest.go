@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -105,4 +106,20 @@ func NewProject(t *testing.T, d store.Driver, userID string) *store.Project {
 		t.Fatalf("CreateProject: %v", err)
 	}
 	return p
+}
+
+// Together calls fn(0) to fn(n-1), each in its own goroutine, all released at once (they wait on
+// one channel that is closed when every goroutine exists), so that calls racing in the product
+// overlap in a test; it returns when all are done.
+func Together(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
 }

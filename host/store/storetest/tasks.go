@@ -135,18 +135,7 @@ func newClaimRace(t *testing.T, open Opener) *claimRace {
 
 // together runs fn on every host at once (host i runs fn(i)): they start on a closed channel so
 // they overlap.
-func (r *claimRace) together(fn func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range claimHosts {
-		wg.Go(func() {
-			<-start
-			fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
-}
+func (r *claimRace) together(fn func(i int)) { Together(claimHosts, fn) }
 
 // tasks creates one round of tasks in status.
 func (r *claimRace) tasks(status string) []string {
