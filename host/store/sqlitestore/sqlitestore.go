@@ -40,8 +40,11 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	// The settings are connPragmas; _txlock is the driver's own: transactions BEGIN IMMEDIATE.
-	sqlDB, err := sql.Open(driverName, "file:"+path+"?_txlock=immediate")
+	// The settings are connPragmas; _txlock and _stmt_cache_size are the driver's own:
+	// transactions BEGIN IMMEDIATE, and each connection keeps its 64 most recently used prepared
+	// statements, so the same statement is not compiled again every time it runs (an ingest runs
+	// a dozen statements a document; compiling them was about a tenth of its CPU time).
+	sqlDB, err := sql.Open(driverName, "file:"+path+"?_txlock=immediate&_stmt_cache_size=64")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open: %w", err)
 	}
