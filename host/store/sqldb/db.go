@@ -48,6 +48,23 @@ type Dialect struct {
 	TimeArg func(time.Time) any
 }
 
+// Row-lock clauses for rowLock.
+const (
+	lockUpdate      = "FOR UPDATE"
+	lockNoKeyUpdate = "FOR NO KEY UPDATE" // the lock an UPDATE not touching a key takes: inserts referencing the row go on
+	lockSkipLocked  = "FOR UPDATE SKIP LOCKED"
+)
+
+// rowLock returns the row-lock clause, with a leading space, for a SELECT on PostgreSQL, where
+// transactions run READ COMMITTED side by side, and "" on SQLite, which needs none: its
+// transactions take the one writer lock at BEGIN (IMMEDIATE), so its writers take turns already.
+func (db *DB) rowLock(clause string) string {
+	if db.D.Name != "postgres" {
+		return ""
+	}
+	return " " + clause
+}
+
 // DB runs the shared queries over one Conn.
 type DB struct {
 	conn  Conn

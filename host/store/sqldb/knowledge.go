@@ -100,10 +100,7 @@ func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *s
 		// take turns between here and the commit (SQLite's single writer does so already): the
 		// check for a document of the same hash below then sees any upload that went first, and
 		// two uploads of one file at once make one document, not two.
-		lock := ""
-		if tx.D.Name == "postgres" {
-			lock = " FOR UPDATE"
-		}
+		lock := tx.rowLock(lockUpdate)
 		s, err := scanSource(tx.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s
 			WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`+lock, src.CreatedBy, src.ProjectID, src.Name))
 		if err != nil {

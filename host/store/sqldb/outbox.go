@@ -45,10 +45,7 @@ func (db *DB) ClaimOutboxEvents(ctx context.Context, p *store.ClaimOutboxParams)
 		return nil, nil
 	}
 	now := db.Now()
-	lock := ""
-	if db.D.Name == "postgres" {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
+	lock := db.rowLock(lockSkipLocked)
 	// The CTE is materialized so the LIMIT is applied once (an IN (subquery) may be re-run).
 	rows, err := db.Query(ctx, `WITH due AS MATERIALIZED (
 			SELECT id AS due_id FROM outbox WHERE status = 'pending' AND next_attempt_at <= $3

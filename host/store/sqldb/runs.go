@@ -101,10 +101,7 @@ func (db *DB) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run
 // take the single writer lock at BEGIN, which serialises them already.
 func (db *DB) CreateRunInQuota(ctx context.Context, r *store.Run, q store.RunQuota) error {
 	return db.WithTx(ctx, func(tx *DB) error {
-		lock := ""
-		if tx.D.Name == "postgres" {
-			lock = " FOR NO KEY UPDATE"
-		}
+		lock := tx.rowLock(lockNoKeyUpdate)
 		var id string
 		if err := tx.QueryRow(ctx, `SELECT id FROM users WHERE id = $1`+lock, r.UserID).Scan(&id); err != nil {
 			return err
@@ -127,10 +124,7 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, lease time.Duration) (
 	now := db.Now()
 	cond := `((status = 'pending' AND (lease_until IS NULL OR lease_until < $3))
 		OR (status = 'running' AND lease_until IS NOT NULL AND lease_until < $3))`
-	lock := ""
-	if db.D.Name == "postgres" {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
+	lock := db.rowLock(lockSkipLocked)
 	// A running run still naming a holder was left by a host that stopped renewing: a recovery.
 	q := `UPDATE runs SET claimed_by = $1, lease_until = $2, updated_at = $3,
 		recoveries = recoveries + CASE WHEN status = 'running' AND claimed_by <> '' THEN 1 ELSE 0 END
@@ -306,10 +300,10 @@ func (db *DB) UpsertTraceStep(ctx context.Context, s *store.TraceStep) error {
 		return err
 	}
 	var err error
-	if db.D.Name == "postgres" {
+	if lock := db.rowLock(lockNoKeyUpdate); lock != "" {
 		err = db.WithTx(ctx, func(tx *DB) error {
 			// An unknown run locks nothing; the insert's foreign key refuses it as before.
-			if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1 FOR NO KEY UPDATE`, s.RunID); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1`+lock, s.RunID); err != nil {
 				return err
 			}
 			return upsert(tx)

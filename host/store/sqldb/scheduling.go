@@ -21,10 +21,7 @@ func (db *DB) ReplaceStrategyTasks(ctx context.Context, projectID string, tasks 
 		// the second failed on the key. NO KEY UPDATE, the lock an UPDATE of the project takes
 		// (so a blueprint saved with UpdateProject in the same transaction holds it already),
 		// leaves other tables' inserts referencing the project free to go on.
-		lock := ""
-		if tx.D.Name == "postgres" {
-			lock = " FOR NO KEY UPDATE"
-		}
+		lock := tx.rowLock(lockNoKeyUpdate)
 		var id string
 		if err := tx.QueryRow(ctx, `SELECT id FROM projects WHERE id = $1`+lock, projectID).Scan(&id); err != nil {
 			return err

@@ -176,10 +176,7 @@ func (db *DB) ClaimTasks(ctx context.Context, p store.ClaimTasksParams) ([]store
 		args = append(args, db.T(p.StaleBefore))
 		cond = `status = $1 AND run_id = '' AND updated_at < $5`
 	}
-	lock := ""
-	if db.D.Name == "postgres" {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
+	lock := db.rowLock(lockSkipLocked)
 	out, err := db.scanTasks(ctx, `UPDATE tasks SET status = $2, updated_at = $3, next_attempt_at = NULL
 		WHERE id IN (SELECT id FROM tasks WHERE `+cond+` ORDER BY created_at, id LIMIT $4`+lock+`)
 		AND `+cond+` RETURNING `+TaskCols, args...)
