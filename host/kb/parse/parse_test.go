@@ -3,6 +3,7 @@ package parse
 import (
 	"archive/zip"
 	"bytes"
+	"compress/zlib"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -140,4 +141,37 @@ func FuzzPDFFallback(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pdfFallback(data)
 	})
+}
+
+// A stream header inside a stream's data is data: its text is taken once, with the stream's.
+func TestPDFStreamHeaderInData(t *testing.T) {
+	data := []byte("%PDF-1.4\n1 0 obj\n<< /Length 60 >>\nstream\nBT (outer) Tj ET\n<< /Length 9 >>\nstream\nBT (inner) Tj ET\nendstream\nendobj\n")
+	s, err := pdfFallback(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(s, "outer") != 1 || strings.Count(s, "inner") != 1 {
+		t.Fatalf("text %q, want outer and inner once each", s)
+	}
+}
+
+// The streams of one file inflate to at most the budget together; the text of the streams that
+// fit is kept.
+func TestPDFInflateBudget(t *testing.T) {
+	flate := func(content string) string {
+		var z bytes.Buffer
+		w := zlib.NewWriter(&z)
+		w.Write([]byte(content))
+		w.Close()
+		return fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream\n", z.Len(), z.Bytes())
+	}
+	first := "BT (first) Tj ET" + strings.Repeat(" ", 2000)
+	data := []byte("%PDF-1.4\n" + flate(first) + flate("BT (second) Tj ET"))
+	if s, _ := extractPDF(data, inflateBudget); !strings.Contains(s, "first") || !strings.Contains(s, "second") {
+		t.Fatalf("whole budget: text %q, want both streams'", s)
+	}
+	s, _ := extractPDF(data, int64(len(first)))
+	if !strings.Contains(s, "first") || strings.Contains(s, "second") {
+		t.Fatalf("budget of the first stream: text %q, want the first stream's only", s)
+	}
 }

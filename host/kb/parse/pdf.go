@@ -14,16 +14,35 @@ var streamRe = regexp.MustCompile(`(?s)<<(.{0,1000}?)>>\s*stream\r?\n`)
 // content streams and collects the strings shown by the Tj, TJ, ' and " operators. It handles
 // simple PDFs with standard encodings; fonts with custom encodings come out garbled or empty,
 // which is why poppler is preferred.
-func pdfFallback(data []byte) (string, error) {
+//
+// It is written here instead of taken from a Go PDF reader because an upload must do bounded work
+// on any input, and a goroutine cannot be stopped from outside. github.com/ledongthuc/pdf, the
+// maintained pure-Go text reader, walks a page tree whose only kid is the tree itself forever
+// (measured on its 2026-09 version: still running after 5 s on a 300-byte file). This extractor
+// reads each stream of the file once and inflates at most inflateBudget in all, and
+// FuzzPDFFallback runs it on arbitrary bytes.
+func pdfFallback(data []byte) (string, error) { return extractPDF(data, inflateBudget) }
+
+// inflateBudget bounds what pdfFallback inflates from one file, all its streams together: deflate
+// expands up to about 1000 times, so a few MB of crafted streams would otherwise make many GB.
+const inflateBudget = 64 << 20
+
+// extractPDF is pdfFallback with the inflate budget given. Its work is linear in the file: each
+// stream is read once, and a stream header found inside a stream's data is part of that data.
+func extractPDF(data []byte, budget int64) (string, error) {
 	var b strings.Builder
-	locs := streamRe.FindAllSubmatchIndex(data, -1)
-	for _, m := range locs {
+	next := 0 // the end of the last stream taken
+	for _, m := range streamRe.FindAllSubmatchIndex(data, -1) {
+		if m[0] < next {
+			continue
+		}
 		dict := data[m[2]:m[3]]
 		start := m[1]
 		end := bytes.Index(data[start:], []byte("endstream"))
 		if end < 0 {
-			continue
+			break // no later stream has an end either
 		}
+		next = start + end + len("endstream")
 		raw := data[start : start+end]
 		if bytes.Contains(dict, []byte("/Subtype/Image")) || bytes.Contains(dict, []byte("/Subtype /Image")) ||
 			bytes.Contains(dict, []byte("/Length1")) { // images and embedded fonts
@@ -31,12 +50,16 @@ func pdfFallback(data []byte) (string, error) {
 		}
 		content := raw
 		if bytes.Contains(dict, []byte("/FlateDecode")) {
+			if budget <= 0 {
+				break
+			}
 			zr, err := zlib.NewReader(bytes.NewReader(raw))
 			if err != nil {
 				continue
 			}
-			content, _ = io.ReadAll(io.LimitReader(zr, 64<<20))
+			content, _ = io.ReadAll(io.LimitReader(zr, budget))
 			zr.Close()
+			budget -= int64(len(content))
 		} else if bytes.Contains(dict, []byte("/Filter")) {
 			continue
 		}
