@@ -393,35 +393,35 @@ func (s *Service) Reindex(ctx context.Context, userID string, admin bool, source
 	if err != nil {
 		return nil, err
 	}
-	texts := make([]string, len(chunks))
-	for i, c := range chunks {
-		texts[i] = c.Text
-		if c.Heading != "" && !strings.Contains(c.Text, c.Heading) {
-			texts[i] = c.Heading + "\n" + c.Text
-		}
-	}
-	vecs, err := s.embedAll(ctx, texts)
-	if err != nil {
-		return nil, err
-	}
 	model := s.emb.Model()
-	byID := make(map[string][]float32, len(chunks))
-	for i, c := range chunks {
-		byID[c.ID] = vecs[i]
-	}
-	if err := s.st.AddEmbeddings(ctx, model, byID); err != nil {
-		return nil, err
+	// A batch at a time, each written in its own transaction: a large source is never held in
+	// one transaction (SQLite's single writer would make every other write wait for all of it),
+	// nor encoded for the database all at once. A batch replaces any vectors of the model a failed
+	// reindex left, so running it again is safe; searches use the old vectors until the switch.
+	for start := 0; start < len(chunks); start += reindexBatch {
+		part := chunks[start:min(len(chunks), start+reindexBatch)]
+		texts := make([]string, len(part))
+		ids := make([]string, len(part))
+		for i, c := range part {
+			ids[i], texts[i] = c.ID, embedText(c.Text, c.Heading)
+		}
+		vecs, err := s.embedAll(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[string][]float32, len(part))
+		for i, id := range ids {
+			byID[id] = vecs[i]
+		}
+		if err := s.st.AddEmbeddings(ctx, model, byID); err != nil {
+			return nil, err
+		}
+		s.remember(model, ids, vecs)
 	}
 	err = s.st.SwitchEmbeddings(ctx, sourceID, model)
 	s.changed()
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(byID))
-	vs := make([][]float32, 0, len(byID))
-	for id, v := range byID {
-		ids, vs = append(ids, id), append(vs, v)
-	}
-	s.remember(model, ids, vs)
 	return &ReindexResult{SourceID: sourceID, Model: model, Chunks: len(chunks)}, nil
 }

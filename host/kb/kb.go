@@ -206,6 +206,7 @@ const (
 	DefaultTopK      = 5
 	DefaultSource    = "default"
 	embedBatch       = 64
+	reindexBatch     = 512 // chunks re-embedded and written per transaction by Reindex
 )
 
 // IngestParams describe one document to ingest: Text for a text, or Filename and Data for a file.
@@ -406,10 +407,7 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 		if i%64 == 0 && ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		full := c.Text
-		if c.Heading != "" && !strings.Contains(c.Text, c.Heading) {
-			full = c.Heading + "\n" + c.Text
-		}
+		full := embedText(c.Text, c.Heading)
 		texts[i] = full
 		toks := segment.Tokens(full)
 		sb.Reset()
@@ -460,6 +458,15 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 // chunks and embeddings, so an ingest dirtied a page of each per chunk; ids that grow with time
 // are appended at the end of those indexes.
 func timeOrderedID() string { return uuid.Must(uuid.NewV7()).String() } // panics as uuid.NewString does
+
+// embedText is what is embedded and keyword-indexed of a chunk: its text, led by its heading when
+// the text does not hold it already.
+func embedText(text, heading string) string {
+	if heading != "" && !strings.Contains(text, heading) {
+		return heading + "\n" + text
+	}
+	return text
+}
 
 // tokenEmbedder is an embedder that can embed a text from its segment.Tokens (embed.Local).
 type tokenEmbedder interface {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/chunk"
+	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
@@ -335,6 +336,74 @@ func TestSearchAndAsk(t *testing.T) {
 		m, err := s.Metrics(ctx, u.ID, false)
 		if err != nil || m.Totals["ask"] != 2 || m.Quality["citation_coverage_pct_recent_200"] != 50.0 || m.Quality["feedback_count"] != 1 {
 			t.Errorf("Metrics = %+v, %v; want 2 asks, 50%% coverage, 1 feedback", m, err)
+		}
+	})
+}
+
+// renamed is the local embedder under another model name: a model change whose new vectors a
+// search can still match.
+type renamed struct {
+	embed.Embedder
+	model string
+}
+
+func (r renamed) Model() string { return r.model }
+
+// batchCounter records the size of each AddEmbeddings write.
+type batchCounter struct {
+	store.Driver
+	sizes []int
+}
+
+func (b *batchCounter) AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error {
+	b.sizes = append(b.sizes, len(vecs))
+	return b.Driver.AddEmbeddings(ctx, model, vecs)
+}
+
+// A reindex after a model change re-embeds every chunk of the source, written a batch of at most
+// 512 at a time, and switches the source to the new model's vectors, leaving none of the old.
+func TestReindexModelChange(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		var b strings.Builder
+		for i := range 700 {
+			fmt.Fprintf(&b, "Shot list %d: lens%d on the tripod. %s\n\n", i, i, strings.Repeat("Keep the horizon level. ", 35))
+		}
+		res := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "big", Visibility: store.VisibilityPrivate, Text: b.String()})
+		if res.ChunksCount <= 512 {
+			t.Fatalf("%d chunks, want more than one reindex batch (512)", res.ChunksCount)
+		}
+		writes := &batchCounter{Driver: d}
+		next := kb.New(writes, kb.Options{Embedder: renamed{embed.NewLocal(), "local-renamed"}})
+		out, err := next.Reindex(ctx, u.ID, false, res.Source.ID)
+		if err != nil || out.Chunks != res.ChunksCount || out.Model != "local-renamed" {
+			t.Fatalf("Reindex = %+v, %v; want %d chunks of local-renamed", out, err, res.ChunksCount)
+		}
+		total := 0
+		for _, n := range writes.sizes {
+			total += n
+			if n > 512 {
+				t.Errorf("one AddEmbeddings of %d vectors, want at most 512 (writes %v)", n, writes.sizes)
+			}
+		}
+		if total != res.ChunksCount {
+			t.Errorf("AddEmbeddings wrote %d vectors in all (%v), want %d", total, writes.sizes, res.ChunksCount)
+		}
+		refs, err := d.EmbeddingRefs(ctx, store.Viewer{UserID: u.ID})
+		if err != nil || len(refs) != res.ChunksCount {
+			t.Fatalf("EmbeddingRefs = %d, %v; want %d", len(refs), err, res.ChunksCount)
+		}
+		for _, r := range refs {
+			if r.Model != "local-renamed" {
+				t.Fatalf("chunk %s still on model %q", r.ChunkID, r.Model)
+			}
+		}
+		// The last paragraph's chunk was re-embedded in the last batch.
+		hits, err := next.Search(ctx, kb.SearchParams{UserID: u.ID, Query: "lens699"})
+		if err != nil || len(hits) == 0 || !strings.Contains(hits[0].ChunkText, "lens699") || hits[0].Scores.Vector <= 0 {
+			t.Fatalf("Search(lens699) with the new model = %+v, %v; want its chunk, with a vector score", hits, err)
 		}
 	})
 }
