@@ -80,10 +80,7 @@ func (s *Service) Ask(ctx context.Context, p SearchParams) (*Answer, error) {
 	} else {
 		frags := make([]string, len(hits))
 		for i, h := range hits {
-			frags[i] = h.ChunkText
-			if h.Heading != "" && !strings.Contains(h.ChunkText, h.Heading) {
-				frags[i] = h.Heading + "\n" + h.ChunkText
-			}
+			frags[i] = withHeading(h.ChunkText, h.Heading)
 		}
 		raw := ""
 		if s.opt.Chat != nil {
@@ -403,7 +400,7 @@ func (s *Service) Reindex(ctx context.Context, userID string, admin bool, source
 		texts := make([]string, len(part))
 		ids := make([]string, len(part))
 		for i, c := range part {
-			ids[i], texts[i] = c.ID, embedText(c.Text, c.Heading)
+			ids[i], texts[i] = c.ID, withHeading(c.Text, c.Heading)
 		}
 		vecs, err := s.embedAll(ctx, texts)
 		if err != nil {

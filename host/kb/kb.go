@@ -407,7 +407,7 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 		if i%64 == 0 && ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		full := embedText(c.Text, c.Heading)
+		full := withHeading(c.Text, c.Heading)
 		texts[i] = full
 		toks := segment.Tokens(full)
 		sb.Reset()
@@ -459,9 +459,9 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 // are appended at the end of those indexes.
 func timeOrderedID() string { return uuid.Must(uuid.NewV7()).String() } // panics as uuid.NewString does
 
-// embedText is what is embedded and keyword-indexed of a chunk: its text, led by its heading when
-// the text does not hold it already.
-func embedText(text, heading string) string {
+// withHeading is a chunk's text led by its heading when the text does not hold it already: what is
+// embedded and keyword-indexed of the chunk, and the fragment an ask gives the language model.
+func withHeading(text, heading string) string {
 	if heading != "" && !strings.Contains(text, heading) {
 		return heading + "\n" + text
 	}
