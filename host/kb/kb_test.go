@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/chunk"
 	"github.com/reelforge/reelforge/host/kb/embed"
+	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
@@ -336,6 +340,71 @@ func TestSearchAndAsk(t *testing.T) {
 		m, err := s.Metrics(ctx, u.ID, false)
 		if err != nil || m.Totals["ask"] != 2 || m.Quality["citation_coverage_pct_recent_200"] != 50.0 || m.Quality["feedback_count"] != 1 {
 			t.Errorf("Metrics = %+v, %v; want 2 asks, 50%% coverage, 1 feedback", m, err)
+		}
+	})
+}
+
+// Through an OpenAI-compatible model over HTTP: the rerank orders the hits, and a rerank slower
+// than its timeout leaves the hybrid order; an ask's citation of a fragment that is not among the
+// hits is removed, and an answer left with none is marked uncited and counted so.
+func TestAskAndRerankThroughAModel(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string `json:"model"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if req.Model == "rerank-slow" {
+			<-r.Context().Done()
+			return
+		}
+		reply := map[string]string{"rerank": "2, 1", "ask-cite": "The brand colour is teal [#1], as the guide says [#9].",
+			"ask-none": "It is probably teal."}[req.Model]
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": reply}}}})
+	}))
+	t.Cleanup(srv.Close)
+	chat := llm.NewClient(llm.ClientConfig{BaseURL: srv.URL + "/v1", Retries: -1})
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		for _, text := range []string{"Our brand colour is teal.", "The old logo used a brand colour of teal and grey on white."} {
+			ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "brand", Visibility: store.VisibilityPrivate, Text: text})
+		}
+		q := kb.SearchParams{UserID: u.ID, Query: "brand colour teal"}
+		hybrid, err := s.Search(ctx, q)
+		if err != nil || len(hybrid) != 2 {
+			t.Fatalf("Search = %+v, %v; want 2 hits", hybrid, err)
+		}
+		order := func(hits []kb.Hit) []string {
+			ids := make([]string, len(hits))
+			for i, h := range hits {
+				ids[i] = h.ChunkID
+			}
+			return ids
+		}
+		reranked, err := kb.New(d, kb.Options{Chat: chat, RerankOn: true, RerankModel: "rerank"}).Search(ctx, q)
+		if want := []string{hybrid[1].ChunkID, hybrid[0].ChunkID}; err != nil || !slices.Equal(order(reranked), want) {
+			t.Errorf("reranked Search = %v, %v; want the model's order %v", order(reranked), err, want)
+		}
+		slow := kb.New(d, kb.Options{Chat: chat, RerankOn: true, RerankModel: "rerank-slow", RerankTimeout: 100 * time.Millisecond})
+		if kept, err := slow.Search(ctx, q); err != nil || !slices.Equal(order(kept), order(hybrid)) {
+			t.Errorf("Search with a rerank past its timeout = %v, %v; want the hybrid order %v", order(kept), err, order(hybrid))
+		}
+		ans, err := kb.New(d, kb.Options{Chat: chat, AskModel: "ask-cite"}).Ask(ctx, q)
+		if err != nil || !ans.Cited || ans.Model != "ask-cite" || len(ans.Citations) != 1 || ans.Citations[0].Number != 1 ||
+			!strings.Contains(ans.Answer, "teal [#1]") || strings.Contains(ans.Answer, "[#9]") {
+			t.Errorf("Ask = %+v, %v; want [#1] kept and cited, [#9] removed", ans, err)
+		}
+		ans, err = kb.New(d, kb.Options{Chat: chat, AskModel: "ask-none"}).Ask(ctx, q)
+		if err != nil || ans.Cited || len(ans.Citations) != 0 || ans.Answer != "It is probably teal." {
+			t.Errorf("Ask with an uncited answer = %+v, %v; want it kept, marked uncited", ans, err)
+		}
+		m, err := s.Metrics(ctx, u.ID, false)
+		if err != nil || m.Totals["ask"] != 2 || m.Quality["citation_coverage_pct_recent_200"] != 50.0 {
+			t.Errorf("Metrics = %+v, %v; want 2 asks, 50%% coverage", m, err)
 		}
 	})
 }
