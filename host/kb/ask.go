@@ -386,27 +386,30 @@ func (s *Service) Reindex(ctx context.Context, userID string, admin bool, source
 	if err != nil {
 		return nil, err
 	}
-	chunks, err := s.st.SourceChunks(ctx, sourceID)
-	if err != nil {
-		return nil, err
-	}
 	model := s.emb.Model()
-	// A batch at a time, each written in its own transaction: a large source is never held in
-	// one transaction (SQLite's single writer would make every other write wait for all of it),
-	// nor encoded for the database all at once. A batch replaces any vectors of the model a failed
+	// A page of chunks at a time, each re-embedded and written in its own transaction: a large
+	// source is never held in memory or in one transaction (SQLite's single writer would make
+	// every other write wait for all of it). A page replaces any vectors of the model a failed
 	// reindex left, so running it again is safe; searches use the old vectors until the switch.
-	for start := 0; start < len(chunks); start += reindexBatch {
-		part := chunks[start:min(len(chunks), start+reindexBatch)]
-		texts := make([]string, len(part))
-		ids := make([]string, len(part))
-		for i, c := range part {
+	total, after := 0, ""
+	for {
+		page, err := s.st.SourceChunks(ctx, sourceID, after, reindexBatch)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		texts := make([]string, len(page))
+		ids := make([]string, len(page))
+		for i, c := range page {
 			ids[i], texts[i] = c.ID, withHeading(c.Text, c.Heading)
 		}
 		vecs, err := s.embedAll(ctx, texts)
 		if err != nil {
 			return nil, err
 		}
-		byID := make(map[string][]float32, len(part))
+		byID := make(map[string][]float32, len(page))
 		for i, id := range ids {
 			byID[id] = vecs[i]
 		}
@@ -414,11 +417,13 @@ func (s *Service) Reindex(ctx context.Context, userID string, admin bool, source
 			return nil, err
 		}
 		s.remember(model, ids, vecs)
+		total += len(page)
+		after = ids[len(ids)-1]
 	}
 	err = s.st.SwitchEmbeddings(ctx, sourceID, model)
 	s.changed()
 	if err != nil {
 		return nil, err
 	}
-	return &ReindexResult{SourceID: sourceID, Model: model, Chunks: len(chunks)}, nil
+	return &ReindexResult{SourceID: sourceID, Model: model, Chunks: total}, nil
 }

@@ -229,8 +229,9 @@ type Knowledge interface {
 	// VectorSearch is the ranking of SPEC.md rule 4 in one SQL expression over the vector index:
 	// ErrNotSupported when the driver has no vector search.
 	VectorSearch(ctx context.Context, p SearchParams) ([]ChunkRow, error)
-	// SourceChunks lists every chunk of a source (for reindexing).
-	SourceChunks(ctx context.Context, sourceID string) ([]ChunkRow, error)
+	// SourceChunks lists up to limit chunks of a source in id order, those after afterID ("": from
+	// the first), so a reindex reads a large source a page at a time.
+	SourceChunks(ctx context.Context, sourceID, afterID string, limit int) ([]ChunkRow, error)
 	// AddEmbeddings writes vectors of model beside the existing ones.
 	AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error
 	// SwitchEmbeddings makes model the active one of every chunk of the source and drops the others.

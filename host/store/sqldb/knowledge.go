@@ -461,8 +461,9 @@ func (db *DB) ChunksByID(ctx context.Context, ids []string) ([]store.ChunkRow, e
 }
 
 // SourceChunks implements store.Knowledge.
-func (db *DB) SourceChunks(ctx context.Context, sourceID string) ([]store.ChunkRow, error) {
-	rows, err := db.Query(ctx, `SELECT `+ChunkCols+ChunkFrom+` WHERE c.source_id = $1 ORDER BY c.document_id, c.chunk_index`, sourceID)
+func (db *DB) SourceChunks(ctx context.Context, sourceID, afterID string, limit int) ([]store.ChunkRow, error) {
+	rows, err := db.Query(ctx, `SELECT `+ChunkCols+ChunkFrom+` WHERE c.source_id = $1 AND c.id > $2 ORDER BY c.id LIMIT $3`,
+		sourceID, afterID, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -274,9 +274,20 @@ func testKnowledgeChunks(t *testing.T, open Opener) {
 		t.Fatalf("Embeddings = %d, %v", len(vecs), err)
 	}
 	// Reindex: new vectors beside the old, then the switch.
-	chunks, err := d.SourceChunks(ctx, doc.SourceID)
-	if err != nil || len(chunks) != 2 {
-		t.Fatalf("SourceChunks = %d, %v", len(chunks), err)
+	chunks, err := d.SourceChunks(ctx, doc.SourceID, "", 10)
+	if err != nil || len(chunks) != 2 || chunks[0].ID >= chunks[1].ID {
+		t.Fatalf("SourceChunks = %+v, %v; want the 2 chunks in id order", chunks, err)
+	}
+	// Paged: one chunk at a time, each after the last.
+	first, err := d.SourceChunks(ctx, doc.SourceID, "", 1)
+	if err != nil || len(first) != 1 || first[0].ID != chunks[0].ID {
+		t.Fatalf("SourceChunks(limit 1) = %+v, %v; want the first chunk", first, err)
+	}
+	if rest, err := d.SourceChunks(ctx, doc.SourceID, first[0].ID, 10); err != nil || len(rest) != 1 || rest[0].ID != chunks[1].ID {
+		t.Fatalf("SourceChunks(after the first) = %+v, %v; want the second chunk", rest, err)
+	}
+	if none, err := d.SourceChunks(ctx, doc.SourceID, chunks[1].ID, 10); err != nil || len(none) != 0 {
+		t.Fatalf("SourceChunks(after the last) = %+v, %v; want none", none, err)
 	}
 	next := map[string][]float32{}
 	for _, c := range chunks {
@@ -296,7 +307,11 @@ func testKnowledgeChunks(t *testing.T, open Opener) {
 	if len(refs2) != 2 || refs2[0].Model != "m2" || len(vecs2[refs2[0].ChunkID]) != 3 {
 		t.Errorf("after SwitchEmbeddings: refs %v, vectors %v", refs2, vecs2)
 	}
-	byID, err := d.ChunksByID(ctx, []string{chunks[1].ID})
+	second := chunks[0] // the document's second chunk (index 1); SourceChunks gives id order
+	if chunks[1].Index == 1 {
+		second = chunks[1]
+	}
+	byID, err := d.ChunksByID(ctx, []string{second.ID})
 	if err != nil || len(byID) != 1 || byID[0].Text != "直播带货的转化率取决于选品和话术" {
 		t.Errorf("ChunksByID = %+v, %v", byID, err)
 	}
