@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -175,18 +174,11 @@ func testRunQuotaConcurrentStarts(t *testing.T, open Opener) {
 		t.Helper()
 		since := d.Now().Add(-time.Hour)
 		errs := make([]error, n)
-		var wg sync.WaitGroup
-		begin := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-begin
-				u := users[i%len(users)]
-				errs[i] = d.CreateRunInQuota(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: u.ID},
-					store.RunQuota{Since: since, Limit: limit})
-			})
-		}
-		close(begin)
-		wg.Wait()
+		Together(n, func(i int) {
+			u := users[i%len(users)]
+			errs[i] = d.CreateRunInQuota(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: u.ID},
+				store.RunQuota{Since: since, Limit: limit})
+		})
 		for _, err := range errs {
 			switch {
 			case err == nil:
