@@ -207,11 +207,27 @@ func (s *Server) kbBatchText(c *fiber.Ctx) error {
 	if len(in.Items) < 1 || len(in.Items) > maxBatch {
 		return errcode.Invalid("items", fmt.Sprintf("must hold 1 to %d items", maxBatch))
 	}
+	// Items are checked here, one by one, and the good ones ingested together (kb.IngestBatch).
+	errs := make([]error, len(in.Items))
+	var params []kb.IngestParams
+	var at []int // item index of each params entry
+	for i, raw := range in.Items {
+		p, err := s.batchItem(c, raw)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		params = append(params, p)
+		at = append(at, i)
+	}
+	results := make([]*kb.IngestResult, len(in.Items))
+	for j, o := range s.KB.IngestBatch(s.ctx(c), params) {
+		results[at[j]], errs[at[j]] = o.Result, o.Err
+	}
 	docs := []docView{}
 	failed := []fiber.Map{}
 	total := 0
-	for i, raw := range in.Items {
-		res, err := s.batchItem(c, raw)
+	for i, err := range errs {
 		if err != nil {
 			msg := "indexing failed"
 			if e := errcode.As(err); e != nil {
@@ -223,25 +239,26 @@ func (s *Server) kbBatchText(c *fiber.Ctx) error {
 			failed = append(failed, fiber.Map{"index": i, "error": msg})
 			continue
 		}
-		docs = append(docs, viewDoc(res.Document, res.Source.Name))
-		total += res.ChunksCount
+		docs = append(docs, viewDoc(results[i].Document, results[i].Source.Name))
+		total += results[i].ChunksCount
 	}
 	return ok(c, fiber.StatusOK, fiber.Map{"documents": docs, "chunks_count": total, "failed": failed})
 }
 
-func (s *Server) batchItem(c *fiber.Ctx, raw json.RawMessage) (*kb.IngestResult, error) {
+// batchItem reads and checks one item of a batch/text call.
+func (s *Server) batchItem(c *fiber.Ctx, raw json.RawMessage) (kb.IngestParams, error) {
 	var in textInput
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, errcode.New(errcode.Validation, "item must be an object {text, title?, source_name?, project_id?, visibility?}")
+		return kb.IngestParams{}, errcode.New(errcode.Validation, "item must be an object {text, title?, source_name?, project_id?, visibility?}")
 	}
 	p, err := in.params(principal(c).UserID)
 	if err != nil {
-		return nil, err
+		return kb.IngestParams{}, err
 	}
 	if _, err := s.bodyProject(c, in.ProjectID); err != nil {
-		return nil, err
+		return kb.IngestParams{}, err
 	}
-	return s.KB.Ingest(s.ctx(c), p)
+	return p, nil
 }
 
 func (s *Server) kbSources(c *fiber.Ctx) error {

@@ -31,6 +31,7 @@ import (
 type Store interface {
 	store.Knowledge
 	SupportsVectorSearch() bool
+	ParallelWrites() bool
 }
 
 // Options configure the service; zero values take the defaults.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -494,6 +495,92 @@ func TestReindex(t *testing.T) {
 		other := storetest.NewUser(t, d, "")
 		if _, err := s.Reindex(ctx, other.ID, false, res.Source.ID); errcode.As(err) == nil || errcode.As(err).Code != errcode.NotFound {
 			t.Errorf("Reindex(another user's source) = %v, want NOT_FOUND", err)
+		}
+	})
+}
+
+// overlapWatch is a driver whose WriteChunks holds each call until a second one is in flight
+// (or a few seconds pass), and records whether that happened: a serial ingest never overlaps.
+type overlapWatch struct {
+	store.Driver
+	mu       sync.Mutex
+	inFlight int
+	two      chan struct{}
+	once     sync.Once
+}
+
+func (o *overlapWatch) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
+	o.mu.Lock()
+	o.inFlight++
+	if o.inFlight >= 2 {
+		o.once.Do(func() { close(o.two) })
+	}
+	o.mu.Unlock()
+	if o.ParallelWrites() {
+		select {
+		case <-o.two:
+		case <-time.After(3 * time.Second):
+		}
+	}
+	err := o.Driver.WriteChunks(ctx, p)
+	o.mu.Lock()
+	o.inFlight--
+	o.mu.Unlock()
+	return err
+}
+
+func (o *overlapWatch) overlapped() bool {
+	select {
+	case <-o.two:
+		return true
+	default:
+		return false
+	}
+}
+
+// IngestBatch ingests items at once (one at a time on SQLite), answers in item order, keeps a bad item's error at its
+// place, and makes a repeated item a duplicate of the indexed document, as a serial loop would.
+func TestIngestBatch(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
+		u := storetest.NewUser(t, d, "")
+		w := &overlapWatch{Driver: d, two: make(chan struct{})}
+		s := kb.New(w, kb.Options{})
+		item := func(title, text string) kb.IngestParams {
+			return kb.IngestParams{UserID: u.ID, SourceName: "batch", Visibility: store.VisibilityPrivate, Title: title, Text: text}
+		}
+		items := []kb.IngestParams{
+			item("a", "Hook the viewer in the first three seconds."),
+			item("b", "Subtitles raise the completion rate of muted plays."),
+			item("a again", "Hook the viewer in the first three seconds."),
+			item("empty", "   "),
+			item("c", "Post when the audience is online: evenings and lunch breaks."),
+			item("a once more", "Hook the viewer in the first three seconds."),
+		}
+		out := s.IngestBatch(context.Background(), items)
+		if len(out) != len(items) {
+			t.Fatalf("%d outcomes for %d items", len(out), len(items))
+		}
+		for _, i := range []int{0, 1, 4} {
+			o := out[i]
+			if o.Err != nil || o.Result.Duplicate || o.Result.Document.Title != items[i].Title ||
+				o.Result.Document.ParseStatus != store.DocIndexed || o.Result.ChunksCount != 1 {
+				t.Errorf("item %d = %+v, %v; want %q indexed, not a duplicate", i, o.Result, o.Err, items[i].Title)
+			}
+		}
+		first := out[0].Result.Document
+		for _, i := range []int{2, 5} {
+			o := out[i]
+			if o.Err != nil || !o.Result.Duplicate || o.Result.Document.ID != first.ID ||
+				o.Result.Document.ParseStatus != store.DocIndexed || o.Result.ChunksCount != 1 {
+				t.Errorf("item %d = %+v, %v; want a duplicate of the indexed document %s", i, o.Result, o.Err, first.ID)
+			}
+		}
+		if e := errcode.As(out[3].Err); e == nil || e.Code != errcode.Validation {
+			t.Errorf("empty item: %v, want VALIDATION_ERROR", out[3].Err)
+		}
+		if d.ParallelWrites() != w.overlapped() {
+			t.Errorf("writes of the batch in flight at once: %v; want %v (ParallelWrites)", w.overlapped(), d.ParallelWrites())
 		}
 	})
 }

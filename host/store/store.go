@@ -34,6 +34,10 @@ type Driver interface {
 	InTx(ctx context.Context, fn func(tx Driver) error) error
 	// SupportsVectorSearch reports whether the pgvector path is active.
 	SupportsVectorSearch() bool
+	// ParallelWrites reports whether write transactions run side by side (PostgreSQL) rather
+	// than one at a time (SQLite's single writer), so that writing from several goroutines at
+	// once gains anything.
+	ParallelWrites() bool
 
 	Users
 	Projects

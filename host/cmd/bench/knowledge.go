@@ -37,6 +37,8 @@ var (
 		"then build it in one CREATE INDEX and VACUUM ANALYZE before searching (0: never); that row's ingest MB/s is without the index")
 	kbRecall = flag.Int("kb-recall", 0, "on postgres+pgvector, also measure the HNSW leg's recall@100 against an exact scan over this many of the queries")
 	kbKeep   = flag.Bool("kb-keep", false, "keep the PostgreSQL schemas of the knowledge bench (their names are printed) instead of dropping them")
+	kbBatch  = flag.Int("kb-batch-chunks", 2000, "after the search, ingest about this many chunks more through kb.IngestBatch (batch/text: "+
+		"100 documents a call, kb.BatchWorkers at once on PostgreSQL) for its MB/s (0: skip; skipped with -kb-schema)")
 	kbSchema = flag.String("kb-schema", "", "on PostgreSQL, the schema of the ingest and search part (kept afterwards); when it already "+
 		"holds that part's corpus (a run with -kb-keep), its documents are regenerated, not ingested again, and the search runs on it")
 )
@@ -144,6 +146,9 @@ func benchKnowledge(ctx context.Context, o *options) error {
 			continue
 		}
 		err = kbLatency(ctx, d.name, st, sizes, *kbQueries)
+		if err == nil && *kbBatch > 0 && *kbSchema == "" {
+			err = kbBatchIngest(ctx, d.name, st, *kbBatch)
+		}
 		done()
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.name, err)
@@ -252,6 +257,42 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			fmt.Printf("| %s |%s | | | | | |\n", name, note)
 		}
 	}
+	return nil
+}
+
+// kbBatchIngest measures ingest through kb.IngestBatch, the batch/text path, in calls of 100
+// documents of the same generator as kbLatency's, into a source of their own (after the search
+// figures, so it does not change them). The row's ingest and host CPU columns are of this ingest.
+func kbBatchIngest(ctx context.Context, name string, st store.Driver, chunks int) error {
+	s := kb.New(st, kb.Options{})
+	user := uuid.NewString()
+	vocab := kbbench.NewVocab(rand.New(rand.NewPCG(3, 4)))
+	done, bytes := 0, 0
+	var wall, cpu time.Duration
+	for done < chunks {
+		items := make([]kb.IngestParams, 100)
+		for i := range items {
+			text := vocab.Text(10)
+			bytes += len(text)
+			items[i] = kb.IngestParams{UserID: user, SourceName: "bench-batch", Visibility: store.VisibilityPrivate, Text: text}
+		}
+		t0, c0 := time.Now(), processCPU()
+		out := s.IngestBatch(ctx, items)
+		wall += time.Since(t0)
+		cpu += processCPU() - c0
+		for _, o := range out {
+			if o.Err != nil {
+				return o.Err
+			}
+			done += o.Result.ChunksCount
+		}
+	}
+	workers := 1
+	if st.ParallelWrites() {
+		workers = kb.BatchWorkers
+	}
+	fmt.Printf("| %s, batch/text (%d at once) | %.2f | %.2f | %d | | | |\n", name, workers,
+		float64(bytes)/1e6/wall.Seconds(), float64(bytes)/1e6/cpu.Seconds(), done)
 	return nil
 }
 

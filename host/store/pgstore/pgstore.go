@@ -222,6 +222,9 @@ func (d *Driver) Close() error {
 // SupportsVectorSearch implements store.Driver.
 func (d *Driver) SupportsVectorSearch() bool { return d.vector }
 
+// ParallelWrites implements store.Driver.
+func (d *Driver) ParallelWrites() bool { return true }
+
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {

@@ -138,6 +138,9 @@ func (d *Driver) Close() error {
 // SupportsVectorSearch implements store.Driver: SQLite scores vectors in memory.
 func (d *Driver) SupportsVectorSearch() bool { return false }
 
+// ParallelWrites implements store.Driver: SQLite has one writer at a time.
+func (d *Driver) ParallelWrites() bool { return false }
+
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
