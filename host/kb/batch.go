@@ -9,10 +9,11 @@ import (
 // BatchWorkers is how many items of one IngestBatch are ingested at once on a database whose
 // writes run side by side (store.Driver.ParallelWrites). A serial ingest on PostgreSQL leaves the
 // host and the server idle much of the time, each waiting on the other (round trips, the commit's
-// WAL flush); several at once keep both busy. On SQLite, whose writers take turns, items go one
-// at a time: there, four at once were slower (waiting writers sleep in the busy handler).
-// Figures in BENCHMARKS.md, ninth session.
-const BatchWorkers = 4
+// WAL flush); two at once keep both busy, and on the project's two-core machine four gained
+// nothing more while holding up to all four connections of the default pool. On SQLite, whose
+// writers take turns, items go one at a time: there, four at once were slower (waiting writers
+// sleep in the busy handler). Figures in BENCHMARKS.md, ninth session.
+const BatchWorkers = 2
 
 // batchWorkers is the number of items IngestBatch runs at once on this service's store.
 func (s *Service) batchWorkers() int {

@@ -37,7 +37,7 @@ var (
 		"then build it in one CREATE INDEX and VACUUM ANALYZE before searching (0: never); that row's ingest MB/s is without the index")
 	kbRecall = flag.Int("kb-recall", 0, "on postgres+pgvector, also measure the HNSW leg's recall@100 against an exact scan over this many of the queries")
 	kbKeep   = flag.Bool("kb-keep", false, "keep the PostgreSQL schemas of the knowledge bench (their names are printed) instead of dropping them")
-	kbBatch  = flag.Int("kb-batch-chunks", 2000, "after the search, ingest about this many chunks more through kb.IngestBatch (batch/text: "+
+	kbBatch  = flag.Int("kb-batch-chunks", 5000, "after the search, ingest about this many chunks more through kb.IngestBatch (batch/text: "+
 		"100 documents a call, kb.BatchWorkers at once on PostgreSQL) for its MB/s (0: skip; skipped with -kb-schema)")
 	kbSchema = flag.String("kb-schema", "", "on PostgreSQL, the schema of the ingest and search part (kept afterwards); when it already "+
 		"holds that part's corpus (a run with -kb-keep), its documents are regenerated, not ingested again, and the search runs on it")
