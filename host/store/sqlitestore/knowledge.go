@@ -97,19 +97,9 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) (kept []string
 	if len(terms) == 0 {
 		return nil, 0, nil
 	}
-	_, df, missing := d.df.Lookup(terms)
-	if len(missing) > 0 {
-		counted := make(map[string]int, len(missing))
-		for _, t := range missing {
-			counted[t] = 0 // a term the vocabulary does not list
-		}
-		if err := d.countTerms(ctx, missing, counted); err != nil {
-			return nil, 0, err
-		}
-		d.df.Store(0, counted)
-		for t, n := range counted {
-			df[t] = n
-		}
+	_, df, err := d.TermStats(ctx, terms)
+	if err != nil {
+		return nil, 0, err
 	}
 	total := 0
 	var known []string
@@ -139,6 +129,31 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) (kept []string
 		}
 	}
 	return out, sum, nil
+}
+
+// TermStats returns the number of chunks and the document frequency of each of terms (0 for a
+// term the vocabulary does not list) over the whole keyword index, from the FTS5 vocabulary,
+// cached (sqldb.TermCounts). kb uses them to choose its keyword candidates by its own BM25.
+func (d *Driver) TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error) {
+	docs, df, missing := d.df.Lookup(terms)
+	if len(missing) == 0 {
+		return docs, df, nil
+	}
+	counted := make(map[string]int, len(missing))
+	for _, t := range missing {
+		counted[t] = 0 // a term the vocabulary does not list
+	}
+	if err := d.countTerms(ctx, missing, counted); err != nil {
+		return 0, nil, err
+	}
+	if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_chunks`).Scan(&docs); err != nil {
+		return 0, nil, err
+	}
+	d.df.Store(docs, counted)
+	for t, n := range counted {
+		df[t] = n
+	}
+	return docs, df, nil
 }
 
 // countTerms adds the document frequencies of terms to df from the FTS5 vocabulary.

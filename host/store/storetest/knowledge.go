@@ -14,8 +14,9 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 )
 
-// addDoc ingests text as one document (one chunk per text) and returns the document.
-func addDoc(t *testing.T, d store.Driver, user, project, source, visibility string, texts ...string) *store.KnowledgeDocument {
+// AddDoc writes texts as one document of the source (one chunk per text, with its search text and
+// local embedding) and returns the document.
+func AddDoc(t *testing.T, d store.Driver, user, project, source, visibility string, texts ...string) *store.KnowledgeDocument {
 	t.Helper()
 	ctx := context.Background()
 	res, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: user, ProjectID: project, Name: source, Visibility: visibility},
@@ -166,10 +167,10 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 	d := open(t)
 	a, b, admin := NewUser(t, d, ""), NewUser(t, d, ""), NewUser(t, d, store.RoleAdmin)
 	pa := NewProject(t, d, a.ID)
-	priv := addDoc(t, d, a.ID, "", "priv", store.VisibilityPrivate, "zebrafish private memo 完播率")
-	proj := addDoc(t, d, a.ID, pa.ID, "proj", store.VisibilityProject, "zebrafish project memo 完播率")
-	noProj := addDoc(t, d, a.ID, "", "noproj", store.VisibilityProject, "zebrafish unassigned memo 完播率")
-	org := addDoc(t, d, a.ID, "", "org", store.VisibilityOrg, "zebrafish organisation memo 完播率")
+	priv := AddDoc(t, d, a.ID, "", "priv", store.VisibilityPrivate, "zebrafish private memo 完播率")
+	proj := AddDoc(t, d, a.ID, pa.ID, "proj", store.VisibilityProject, "zebrafish project memo 完播率")
+	noProj := AddDoc(t, d, a.ID, "", "noproj", store.VisibilityProject, "zebrafish unassigned memo 完播率")
+	org := AddDoc(t, d, a.ID, "", "org", store.VisibilityOrg, "zebrafish organisation memo 完播率")
 	tests := map[string]struct {
 		v    store.Viewer
 		want []string
@@ -255,7 +256,7 @@ func testKnowledgeChunks(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)
 	u := NewUser(t, d, "")
-	doc := addDoc(t, d, u.ID, "", "s", store.VisibilityPrivate, "抖音平台的完播率是衡量视频质量的重要指标", "直播带货的转化率取决于选品和话术")
+	doc := AddDoc(t, d, u.ID, "", "s", store.VisibilityPrivate, "抖音平台的完播率是衡量视频质量的重要指标", "直播带货的转化率取决于选品和话术")
 	got, err := d.GetDocument(ctx, doc.ID)
 	if err != nil || got.ParseStatus != store.DocIndexed || got.ChunkCount != 2 {
 		t.Errorf("GetDocument after WriteChunks = %+v, %v; want indexed with 2 chunks", got, err)

@@ -1,0 +1,41 @@
+package kb
+
+import (
+	"context"
+	"testing"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+type fixedStats struct {
+	docs int
+	df   map[string]int
+}
+
+func (f fixedStats) TermStats(context.Context, []string) (int, map[string]int, error) {
+	return f.docs, f.df, nil
+}
+
+// bestByBM25 reorders a store's keyword matches by BM25 with the whole index's statistics and
+// keeps the best n. The store ranked "short" first: FTS5 gives "reel", held by most chunks, no
+// weight, so only the rare "hook" counts and the shorter chunk wins. BM25 weighs "reel" too, and
+// "long", which holds it three times, is the better match.
+func TestBestByBM25(t *testing.T) {
+	rows := []store.ChunkRow{
+		{ID: "short", SearchText: "hook opening"},
+		{ID: "long", SearchText: "hook reel reel reel"},
+		{ID: "none", SearchText: "opening shot"},
+	}
+	stats := fixedStats{docs: 100, df: map[string]int{"hook": 2, "reel": 60}}
+	got, err := bestByBM25(context.Background(), stats, []string{"hook", "reel"}, rows, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != "long" || got[1].ID != "short" {
+		ids := []string{}
+		for _, r := range got {
+			ids = append(ids, r.ID)
+		}
+		t.Fatalf("bestByBM25 = %v, want [long short]", ids)
+	}
+}
