@@ -616,17 +616,12 @@ func hitOf(r store.ChunkRow, sc Scores) Hit {
 // memorySearch is rule 5 with the candidate rule of DESIGN.md: the keyword leg's best matches and
 // the vector leg's nearest neighbours, scored together in memory.
 func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []string, qv []float32, want int) ([]Hit, error) {
-	limit := s.opt.Candidates
-	stats, byBM25 := s.st.(termStatser)
-	if byBM25 {
-		limit *= 2
-	}
-	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: limit})
+	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: 2 * s.opt.Candidates})
 	if err != nil {
 		return nil, fmt.Errorf("kb: keyword candidates: %w", err)
 	}
-	if byBM25 && len(kw) > s.opt.Candidates {
-		if kw, err = bestByBM25(ctx, stats, terms, kw, s.opt.Candidates); err != nil {
+	if len(kw) > s.opt.Candidates {
+		if kw, err = bestByBM25(ctx, s.st, terms, kw, s.opt.Candidates); err != nil {
 			return nil, fmt.Errorf("kb: keyword candidates: %w", err)
 		}
 	}
@@ -678,19 +673,19 @@ func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []stri
 	return hits, nil
 }
 
-// termStatser is a store that can count its whole keyword index: the number of chunks and each
-// term's document frequency (sqlitestore, from its FTS5 vocabulary).
+// termStatser is the part of the store bestByBM25 needs (store.Knowledge.TermStats).
 type termStatser interface {
 	TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error)
 }
 
 // bestByBM25 keeps the n best of rows (a store's keyword matches, twice as many as wanted) by
 // rank.Keyword's BM25 with the whole index's statistics, best first. The store's own full-text
-// rank only picks the rows to look at: FTS5's bm25 gives a term held by half the chunks or more
-// no weight, and the store searches only a query's rarer terms once they match many rows, so
-// its best 100 leave out chunks that the query's common terms (single Chinese characters, say)
-// put among BM25's best. On drcd, 13 of 100 candidates differed, costing MRR@10 0.0005
-// (BENCHMARKS.md, ninth session); with twice the rows to choose from, the choice is BM25's.
+// rank only picks the rows to look at. Both give common terms no say: FTS5's bm25 gives a term
+// held by half the chunks or more no weight, pgstore's keyword leg leaves such terms out, and
+// both search only a query's rarer terms once they match many rows. So their best 100 leave out
+// chunks that a query's common terms (single Chinese characters, say) put among BM25's best: on
+// drcd, 13 of 100 candidates differed on SQLite, and MRR@10 fell below BM25's own (BENCHMARKS.md,
+// ninth session). With twice the rows to choose from, the choice is BM25's.
 func bestByBM25(ctx context.Context, st termStatser, terms []string, rows []store.ChunkRow, n int) ([]store.ChunkRow, error) {
 	docs, df, err := st.TermStats(ctx, terms)
 	if err != nil {

@@ -220,6 +220,11 @@ type Knowledge interface {
 	// KeywordCandidates returns the best keyword matches v may read (driver full text: FTS5 bm25 or
 	// ts_rank), best first, Keyword set to the driver's rank.
 	KeywordCandidates(ctx context.Context, p SearchParams) ([]ChunkRow, error)
+	// TermStats returns the number of chunks and each term's document frequency (0 for a term no
+	// chunk holds) over the whole keyword index, whoever may read the chunks: the statistics kb's
+	// own BM25 chooses keyword candidates by. Drivers cache them for a while and drop them at
+	// their own writes; PostgreSQL estimates them on large tables.
+	TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error)
 	// EmbeddingRefs lists the chunks v may read with their active embedding model.
 	EmbeddingRefs(ctx context.Context, v Viewer) ([]EmbeddingRef, error)
 	// Embeddings loads the vectors of refs (missing ones are left out).

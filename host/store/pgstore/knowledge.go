@@ -385,25 +385,37 @@ func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[floa
 	if len(terms) > 64 {
 		terms = terms[:64]
 	}
+	n, df, err := termCounts(ctx, tx, cache, terms)
+	if err != nil {
+		return nil, err
+	}
 	var all []termWeight
+	seen := map[string]bool{}
+	for _, t := range terms {
+		if q := tsQuery([]string{t}); q != "" && df[q] > 0 && !seen[q] {
+			seen[q] = true
+			all = append(all, termWeight{q: q, df: df[q]})
+		}
+	}
+	return weigh(all, n), nil
+}
+
+// termCounts returns the corpus size and the document frequency of each term, keyed by its
+// to_tsquery form, from the cache or counted as termWeights says.
+func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], terms []string) (float64, map[string]float64, error) {
 	var forms []string
 	for _, t := range terms {
 		if q := tsQuery([]string{t}); q != "" {
 			forms = append(forms, q)
 		}
 	}
-	n, cached, qs := cache.Lookup(forms)
-	for _, q := range forms {
-		if df := cached[q]; df > 0 {
-			all = append(all, termWeight{q: q, df: df})
-		}
+	n, df, qs := cache.Lookup(forms)
+	if len(qs) == 0 {
+		return n, df, nil
 	}
 	lex := make([]string, len(qs))
 	for i, q := range qs {
 		lex[i] = strings.Trim(q, "'")
-	}
-	if len(qs) == 0 {
-		return weigh(all, n), nil
 	}
 	rows, err := tx.Query(ctx, `WITH rel AS (SELECT k.reltuples::bigint AS r, n.nspname AS ns FROM pg_class k
 			JOIN pg_namespace n ON n.oid = k.relnamespace WHERE k.oid = to_regclass('knowledge_chunks')),
@@ -417,32 +429,46 @@ func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[floa
 		FROM est, (SELECT u.q, COALESCE((SELECT st.f[array_position(st.e, u.l)] FROM st), 0) AS f
 			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, qs, lex, dfCap)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer rows.Close()
 	fresh := map[string]float64{}
 	for rows.Next() {
-		var total, df int64
+		var total, count int64
 		var q string
 		var freq float64
-		if err := rows.Scan(&total, &q, &df, &freq); err != nil {
-			return nil, err
+		if err := rows.Scan(&total, &q, &count, &freq); err != nil {
+			return 0, nil, err
 		}
 		n = float64(total)
-		f := float64(df)
-		if df < 0 || df >= dfCap {
+		f := float64(count)
+		if count < 0 || count >= dfCap {
 			f = math.Max(f, freq*n)
 		}
 		fresh[q] = f
-		if f > 0 {
-			all = append(all, termWeight{q: q, df: f})
-		}
+		df[q] = f
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	cache.Store(n, fresh)
-	return weigh(all, n), nil
+	return n, df, nil
+}
+
+// TermStats implements store.Knowledge through termCounts (cached, and estimated on a large
+// table).
+func (d *Driver) TermStats(ctx context.Context, terms []string) (int, map[string]int, error) {
+	n, counts, err := termCounts(ctx, d.DB, d.df, terms)
+	if err != nil {
+		return 0, nil, err
+	}
+	df := make(map[string]int, len(terms))
+	for _, t := range terms {
+		if q := tsQuery([]string{t}); q != "" {
+			df[t] = int(math.Round(counts[q]))
+		}
+	}
+	return int(math.Round(n)), df, nil
 }
 
 // weigh keeps the terms that count, rarest first, with their idf over a corpus of n chunks.

@@ -131,9 +131,8 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) (kept []string
 	return out, sum, nil
 }
 
-// TermStats returns the number of chunks and the document frequency of each of terms (0 for a
-// term the vocabulary does not list) over the whole keyword index, from the FTS5 vocabulary,
-// cached (sqldb.TermCounts). kb uses them to choose its keyword candidates by its own BM25.
+// TermStats implements store.Knowledge: the chunk count and the FTS5 vocabulary's document
+// frequencies, cached (sqldb.TermCounts).
 func (d *Driver) TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error) {
 	docs, df, missing := d.df.Lookup(terms)
 	if len(missing) == 0 {

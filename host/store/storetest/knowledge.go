@@ -252,6 +252,25 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 	}
 }
 
+// testKnowledgeTermStats: a driver's TermStats (the statistics kb chooses keyword candidates by)
+// counts the whole keyword index, every chunk whoever may read it, and each term's chunks, 0 for
+// a term no chunk holds; its own write shows in the next count.
+func testKnowledgeTermStats(t *testing.T, open Opener) {
+	d := open(t)
+	ctx := context.Background()
+	a, b := NewUser(t, d, ""), NewUser(t, d, "")
+	AddDoc(t, d, a.ID, "", "s", store.VisibilityPrivate, "hook opening", "hook reel")
+	AddDoc(t, d, b.ID, "", "s", store.VisibilityPrivate, "reel shot")
+	docs, df, err := d.TermStats(ctx, []string{"hook", "reel", "absent"})
+	if err != nil || docs != 3 || df["hook"] != 2 || df["reel"] != 2 || df["absent"] != 0 {
+		t.Fatalf("TermStats = %d, %v, %v; want 3 chunks, hook 2, reel 2, absent 0", docs, df, err)
+	}
+	AddDoc(t, d, b.ID, "", "s", store.VisibilityPrivate, "hook close-up")
+	if docs, df, err = d.TermStats(ctx, []string{"hook"}); err != nil || docs != 4 || df["hook"] != 3 {
+		t.Fatalf("after a write: TermStats = %d, %v, %v; want 4 chunks, hook 3", docs, df, err)
+	}
+}
+
 func testKnowledgeChunks(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)

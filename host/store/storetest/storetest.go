@@ -43,6 +43,7 @@ var suites = []struct {
 	{"knowledge_concurrent_uploads", testKnowledgeConcurrentUploads},
 	{"knowledge_visibility", testKnowledgeVisibility},
 	{"knowledge_chunks", testKnowledgeChunks},
+	{"knowledge_term_stats", testKnowledgeTermStats},
 	{"knowledge_queries", testKnowledgeQueries},
 	{"outbox", testOutbox},
 	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
