@@ -29,8 +29,8 @@ type BatchOutcome struct {
 	Err    error
 }
 
-// IngestBatch ingests items, BatchWorkers at a time (one at a time on SQLite), and returns their outcomes in item order. One
-// item's failure does not stop the others.
+// IngestBatch ingests items, BatchWorkers at a time (one at a time on SQLite), and returns their
+// outcomes in item order. One item's failure does not stop the others.
 //
 // Items that would land as the same document (same content into the same source) run one after
 // the other, in item order, as they would in a serial loop: the first indexes it and the later

@@ -613,8 +613,8 @@ func hitOf(r store.ChunkRow, sc Scores) Hit {
 		DocumentID: r.DocumentID, DocumentTitle: r.DocumentTitle, ChunkIndex: r.Index, Scores: sc, meta: r.Metadata}
 }
 
-// memorySearch is rule 5 with the candidate rule of DESIGN.md: the keyword leg's best matches and
-// the vector leg's nearest neighbours, scored together in memory.
+// memorySearch is rule 5 with the candidate rule of DESIGN.md: the keyword leg's best matches (by
+// BM25, see bestByBM25) and the vector leg's nearest neighbours, scored together in memory.
 func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []string, qv []float32, want int) ([]Hit, error) {
 	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: 2 * s.opt.Candidates})
 	if err != nil {
