@@ -45,15 +45,8 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 	slots := make(chan struct{}, s.batchWorkers())
 	var wg sync.WaitGroup
 	for i, p := range items {
-		source := p.SourceName
-		if source == "" {
-			source = DefaultSource
-		}
-		content := p.Data
-		if !p.IsFile {
-			content = []byte(p.Text)
-		}
-		key := sameDoc{p.UserID, p.ProjectID, source, sha256.Sum256(content)}
+		p.fillDefaults()
+		key := sameDoc{p.UserID, p.ProjectID, p.SourceName, sha256.Sum256(p.content())}
 		wait, done := prev[key], make(chan struct{})
 		prev[key] = done
 		wg.Go(func() {

@@ -226,6 +226,24 @@ type IngestParams struct {
 	Metadata   json.RawMessage
 }
 
+// fillDefaults sets the source name and visibility an ingest takes when they are not given.
+func (p *IngestParams) fillDefaults() {
+	if p.SourceName == "" {
+		p.SourceName = DefaultSource
+	}
+	if p.Visibility == "" {
+		p.Visibility = store.VisibilityProject
+	}
+}
+
+// content is what is ingested: the file's bytes or the text's.
+func (p *IngestParams) content() []byte {
+	if p.IsFile {
+		return p.Data
+	}
+	return []byte(p.Text)
+}
+
 // IngestResult is the outcome of an ingest.
 type IngestResult struct {
 	Document    *store.KnowledgeDocument
@@ -289,16 +307,8 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if p.SourceName == "" {
-		p.SourceName = DefaultSource
-	}
-	if p.Visibility == "" {
-		p.Visibility = store.VisibilityProject
-	}
-	data := p.Data
-	if !p.IsFile {
-		data = []byte(p.Text)
-	}
+	p.fillDefaults()
+	data := p.content()
 	sum := sha256.Sum256(data)
 	filename := p.Filename
 	if filename == "" {
