@@ -88,11 +88,14 @@ func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, rows []sqldb.Em
 		})
 }
 
+// tsQuote strips the characters to_tsquery would read as syntax from a term.
+var tsQuote = strings.NewReplacer(`'`, ``, `\`, ``)
+
 // tsQuery is an OR of the terms for to_tsquery('simple', ...); terms carry only letters and digits.
 func tsQuery(terms []string) string {
 	parts := make([]string, 0, len(terms))
 	for _, t := range terms {
-		t = strings.NewReplacer(`'`, ``, `\`, ``).Replace(t)
+		t = tsQuote.Replace(t)
 		if t != "" {
 			parts = append(parts, "'"+t+"'")
 		}
@@ -385,30 +388,30 @@ func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[floa
 	if len(terms) > 64 {
 		terms = terms[:64]
 	}
-	n, df, err := termCounts(ctx, tx, cache, terms)
+	var forms []string
+	seen := map[string]bool{}
+	for _, t := range terms {
+		if q := tsQuery([]string{t}); q != "" && !seen[q] {
+			seen[q] = true
+			forms = append(forms, q)
+		}
+	}
+	n, df, err := termCounts(ctx, tx, cache, forms)
 	if err != nil {
 		return nil, err
 	}
 	var all []termWeight
-	seen := map[string]bool{}
-	for _, t := range terms {
-		if q := tsQuery([]string{t}); q != "" && df[q] > 0 && !seen[q] {
-			seen[q] = true
+	for _, q := range forms {
+		if df[q] > 0 {
 			all = append(all, termWeight{q: q, df: df[q]})
 		}
 	}
 	return weigh(all, n), nil
 }
 
-// termCounts returns the corpus size and the document frequency of each term, keyed by its
-// to_tsquery form, from the cache or counted as termWeights says.
-func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], terms []string) (float64, map[string]float64, error) {
-	var forms []string
-	for _, t := range terms {
-		if q := tsQuery([]string{t}); q != "" {
-			forms = append(forms, q)
-		}
-	}
+// termCounts returns the corpus size and the document frequency of each of forms (terms in their
+// to_tsquery form, tsQuery of one term), from the cache or counted as termWeights says.
+func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], forms []string) (float64, map[string]float64, error) {
 	n, df, qs := cache.Lookup(forms)
 	if len(qs) == 0 {
 		return n, df, nil
@@ -458,15 +461,21 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 // TermStats implements store.Knowledge through termCounts (cached, and estimated on a large
 // table).
 func (d *Driver) TermStats(ctx context.Context, terms []string) (int, map[string]int, error) {
-	n, counts, err := termCounts(ctx, d.DB, d.df, terms)
+	form := make(map[string]string, len(terms)) // term -> its to_tsquery form
+	forms := make([]string, 0, len(terms))
+	for _, t := range terms {
+		if q := tsQuery([]string{t}); q != "" {
+			form[t] = q
+			forms = append(forms, q)
+		}
+	}
+	n, counts, err := termCounts(ctx, d.DB, d.df, forms)
 	if err != nil {
 		return 0, nil, err
 	}
 	df := make(map[string]int, len(terms))
 	for _, t := range terms {
-		if q := tsQuery([]string{t}); q != "" {
-			df[t] = int(math.Round(counts[q]))
-		}
+		df[t] = int(math.Round(counts[form[t]])) // 0 for a term with no form
 	}
 	return int(math.Round(n)), df, nil
 }
