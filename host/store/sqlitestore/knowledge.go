@@ -145,8 +145,10 @@ func (d *Driver) TermStats(ctx context.Context, terms []string) (docs int, df ma
 	if err := d.countTerms(ctx, missing, counted); err != nil {
 		return 0, nil, err
 	}
-	if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_chunks`).Scan(&docs); err != nil {
-		return 0, nil, err
+	if docs == 0 { // the cache is new (empty, expired or reset by a write): count the chunks too
+		if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_chunks`).Scan(&docs); err != nil {
+			return 0, nil, err
+		}
 	}
 	d.df.Store(docs, counted)
 	for t, n := range counted {
