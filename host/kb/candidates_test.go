@@ -27,7 +27,8 @@ func TestBestByBM25(t *testing.T) {
 		{ID: "none", SearchText: "opening shot"},
 	}
 	stats := fixedStats{docs: 100, df: map[string]int{"hook": 2, "reel": 60}}
-	got, err := bestByBM25(context.Background(), stats, []string{"hook", "reel"}, rows, 2)
+	split := map[string][]string{}
+	got, err := bestByBM25(context.Background(), stats, []string{"hook", "reel"}, rows, 2, split)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,5 +38,8 @@ func TestBestByBM25(t *testing.T) {
 			ids = append(ids, r.ID)
 		}
 		t.Fatalf("bestByBM25 = %v, want [long short]", ids)
+	}
+	if len(split) != 2 || len(split["long"]) != 4 || split["none"] != nil {
+		t.Errorf("split = %v, want the terms of long and short", split)
 	}
 }

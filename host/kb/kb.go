@@ -630,8 +630,9 @@ func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []stri
 	if err != nil {
 		return nil, fmt.Errorf("kb: keyword candidates: %w", err)
 	}
+	split := map[string][]string{} // a candidate's terms, once split (indexTerms)
 	if len(kw) > s.opt.Candidates {
-		if kw, err = bestByBM25(ctx, s.st, terms, kw, s.opt.Candidates); err != nil {
+		if kw, err = bestByBM25(ctx, s.st, terms, kw, s.opt.Candidates, split); err != nil {
 			return nil, fmt.Errorf("kb: keyword candidates: %w", err)
 		}
 	}
@@ -673,7 +674,11 @@ func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []stri
 			continue
 		}
 		ids = append(ids, id)
-		cands = append(cands, rank.Candidate{ID: id, Terms: indexTerms(r.SearchText), Vector: vecs[id]})
+		ts, ok := split[id]
+		if !ok {
+			ts = indexTerms(r.SearchText)
+		}
+		cands = append(cands, rank.Candidate{ID: id, Terms: ts, Vector: vecs[id]})
 	}
 	scored := rank.Score(rank.Query{Terms: terms, Vector: qv}, cands, rank.Options{TopK: want, Floor: s.opt.MinScore})
 	hits := make([]Hit, 0, len(scored))
@@ -695,8 +700,9 @@ type termStatser interface {
 // both search only a query's rarer terms once they match many rows. So their best 100 leave out
 // chunks that a query's common terms (single Chinese characters, say) put among BM25's best: on
 // drcd, 13 of 100 candidates differed on SQLite, and MRR@10 fell below BM25's own (BENCHMARKS.md,
-// ninth session). With twice the rows to choose from, the choice is BM25's.
-func bestByBM25(ctx context.Context, st termStatser, terms []string, rows []store.ChunkRow, n int) ([]store.ChunkRow, error) {
+// ninth session). With twice the rows to choose from, the choice is BM25's. The terms of the rows
+// kept are left in split, by chunk id, for the scoring that follows.
+func bestByBM25(ctx context.Context, st termStatser, terms []string, rows []store.ChunkRow, n int, split map[string][]string) ([]store.ChunkRow, error) {
 	docs, df, err := st.TermStats(ctx, terms)
 	if err != nil {
 		return nil, err
@@ -715,6 +721,7 @@ func bestByBM25(ctx context.Context, st termStatser, terms []string, rows []stor
 	out := make([]store.ChunkRow, 0, n)
 	for _, i := range order[:n] {
 		out = append(out, rows[i])
+		split[rows[i].ID] = cands[i].Terms
 	}
 	return out, nil
 }
