@@ -251,6 +251,9 @@ type toggleDispatcher struct {
 	env *env
 }
 
+// Local implements runs.JobDispatcher: the jobs go out and call back (or never do).
+func (d *toggleDispatcher) Local(string) bool { return false }
+
 func (d *toggleDispatcher) Dispatch(ctx context.Context, job *engine.Job, callbackURL string) error {
 	if !d.on.Load() {
 		return nil // never calls back: the job times out

@@ -55,6 +55,9 @@ type Host struct {
 	Plugins *plugins.Set
 
 	dispatcher interface{ Stop() } // generator jobs (plugins/generators)
+	// HostID names this host in its leases (hostIdentity); unlock gives up DATA_DIR/host.lock.
+	HostID string
+	unlock func()
 
 	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
 	Events    *events.Worker    // outbound event delivery
@@ -82,6 +85,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 		return nil, err
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
+	if h.HostID, h.unlock, err = hostIdentity(cfg, log); err != nil {
+		st.Close()
+		return nil, err
+	}
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
 	h.Server.KB = newKB(cfg, st, log)
 	h.wireEvents()
@@ -134,7 +141,8 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 		log.Warn("no manifest folder: no workflow can be started (set MANIFEST_DIR)", "dir", cfg.ManifestDir)
 		reg = manifest.NewRegistry()
 	}
-	svc := runs.New(h.Store, reg, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL})
+	svc := runs.New(h.Store, reg, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL,
+		HostID: h.HostID, Lease: cfg.Lease})
 	svc.Log = log.With("component", "runs")
 	if h.Hub != nil {
 		svc.Notifier = h.Hub
@@ -245,6 +253,7 @@ func (h *Host) Run(ctx context.Context) error {
 	if cerr := h.Store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
+	h.unlock()
 	return err
 }
 

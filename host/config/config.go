@@ -80,6 +80,13 @@ type Config struct {
 	RateLimitAuth   int // register/login a minute per address
 	FreeRunsPerDay  int
 	ShutdownTimeout time.Duration
+	// HostID names this host in the leases it holds (HOST_ID); empty: generated once and kept in
+	// DATA_DIR/host_id, so a restarted host knows its previous life's work.
+	HostID string
+	// Lease is how long work a host holds (a run executing, a job it renders, a document it
+	// ingests, an event batch it delivers) stays its own without renewal (LEASE_MS): after a
+	// crash, other hosts take it over this long after the last renewal.
+	Lease           time.Duration
 	MetricsToken    string // bearer token for GET /metrics; empty: only loopback callers
 	Version         string
 	LogFormat       string // json or text; empty: json unless on a terminal
@@ -112,6 +119,7 @@ func Defaults() Config {
 		RateLimitAuth:       20,
 		FreeRunsPerDay:      20,
 		ShutdownTimeout:     15 * time.Second,
+		Lease:               30 * time.Second,
 		Version:             "0.1.0",
 	}
 }
@@ -173,6 +181,8 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.int("AUTH_RATE_LIMIT_PER_MINUTE", &c.RateLimitAuth)
 	r.int("FREE_RUNS_PER_DAY", &c.FreeRunsPerDay)
 	r.millis("SHUTDOWN_TIMEOUT_MS", &c.ShutdownTimeout)
+	r.str("HOST_ID", &c.HostID)
+	r.millis("LEASE_MS", &c.Lease)
 	r.str("METRICS_TOKEN", &c.MetricsToken)
 	r.str("LOG_FORMAT", &c.LogFormat)
 	if r.err != nil {
@@ -202,6 +212,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BodyLimit < 1024 || c.UploadLimit < 1024 {
 		errs = append(errs, fmt.Errorf("BODY_LIMIT_BYTES and UPLOAD_LIMIT_BYTES: must be at least 1024"))
+	}
+	if c.Lease < 3*time.Second {
+		errs = append(errs, fmt.Errorf("LEASE_MS: must be at least 3000 (leases are renewed every third of it)"))
+	}
+	if c.HostID != "" && strings.ContainsAny(c.HostID, "/ \t\n") {
+		errs = append(errs, fmt.Errorf("HOST_ID: %q must not hold '/' or spaces", c.HostID))
 	}
 	if c.RateLimitUser < 1 || c.RateLimitAuth < 1 {
 		errs = append(errs, fmt.Errorf("rate limits must be at least 1 a minute"))

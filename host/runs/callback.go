@@ -285,6 +285,8 @@ func (s *Service) Sweep(ctx context.Context) {
 	for i := range due {
 		s.timeoutJob(ctx, &due[i], now)
 	}
+	// Jobs whose host stopped renewing their lease died with it: no callback will come.
+	s.interruptAbandoned(ctx)
 	// Runs nothing drives (an update lost to a database error, or an engine that waits for no job)
 	// are handed to the executor again as a recovery: after maxRecoveries they fail.
 	// Each is claimed by the same test it was listed by: one handed back and claimed by a host since

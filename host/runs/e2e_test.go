@@ -32,6 +32,9 @@ func (d *slowDispatcher) Dispatch(ctx context.Context, job *engine.Job, _ string
 	return nil
 }
 
+// Local implements runs.JobDispatcher: the jobs go out and call back.
+func (d *slowDispatcher) Local(string) bool { return false }
+
 // The node plugin is killed (SIGKILL, by its PID) while runs wait inside it: every run still
 // reaches a terminal state (finished on the in-process engine), the plugin comes back, and later
 // runs use it again.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,25 +34,35 @@ func (l *lifecycle) stop() {
 	l.wg.Wait()
 }
 
-// StartExecutor starts the workers that claim and execute runs, until StopExecutor.
+// maxWaitingPerSlot bounds the runs this host holds at once to this many per executor slot: a
+// run awaiting a job holds no slot, but its goroutine and lease still cost something.
+const maxWaitingPerSlot = 8
+
+// StartExecutor takes back the work of this host's previous life (see TakeBack), then starts the
+// loop that claims and executes runs and the renewal of the leases of the jobs this host works on,
+// until StopExecutor.
 func (s *Service) StartExecutor(ctx context.Context) {
+	s.TakeBack(ctx)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &lifecycle{cancel: cancel}
-	for range s.opts.Workers {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			s.work(ctx)
-		}()
-	}
+	l.wg.Add(2)
+	go func() {
+		defer l.wg.Done()
+		s.work(ctx, l)
+	}()
+	go func() {
+		defer l.wg.Done()
+		s.holdJobs(ctx)
+	}()
 	s.mu.Lock()
 	s.exec = l
 	s.mu.Unlock()
 	s.kick()
 }
 
-// StopExecutor stops claiming runs and stops the executions in flight; their runs stay running with
-// an expired lease, so the next executor (this host after a restart, or another) takes them up.
+// StopExecutor stops claiming runs and stops the executions in flight; each hands its run back
+// (lease ended, claim cleared), so the next executor (this host after a restart, or another)
+// takes it up at once.
 func (s *Service) StopExecutor() {
 	s.mu.Lock()
 	l := s.exec
@@ -60,19 +71,161 @@ func (s *Service) StopExecutor() {
 	l.stop()
 }
 
-func (s *Service) work(ctx context.Context) {
+// TakeBack hands the work this host's previous life left back at once, without waiting for its
+// leases to run out: the runs its executors had claimed are claimable again (a recovery: their
+// completed steps are kept), and the jobs it was working on itself are resolved as interrupted.
+// An external job that may still call back is left to its callback or its time-out.
+func (s *Service) TakeBack(ctx context.Context) {
+	n, err := s.Store.TakeBackRuns(ctx, s.opts.HostID)
+	if err != nil {
+		s.Log.Warn("runs: take back the runs of this host's previous life", "host_id", s.opts.HostID, "err", err)
+	}
+	m, err := s.Store.TakeBackJobs(ctx, s.opts.HostID)
+	if err != nil {
+		s.Log.Warn("runs: take back the jobs of this host's previous life", "host_id", s.opts.HostID, "err", err)
+	}
+	if n > 0 || m > 0 {
+		s.Log.Warn("runs: taking back the work of this host's previous life", "host_id", s.opts.HostID, "runs", n, "jobs", m)
+	}
+	s.interruptAbandoned(ctx)
+}
+
+// holdJobs renews the leases of the jobs this host's life works on, until ctx ends.
+func (s *Service) holdJobs(ctx context.Context) {
+	t := time.NewTicker(s.opts.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Store.RenewJobLeases(ctx, s.life, s.opts.Lease); err != nil && ctx.Err() == nil {
+				s.Log.Warn("runs: renew job leases", "err", err)
+			}
+		}
+	}
+}
+
+// interruptAbandoned resolves the jobs whose holder stopped renewing: their work died with it.
+func (s *Service) interruptAbandoned(ctx context.Context) {
+	jobs, err := s.Store.ListAbandonedJobs(ctx, s.Store.Now(), 100)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Log.Warn("runs: list abandoned jobs", "err", err)
+		}
+		return
+	}
+	for i := range jobs {
+		s.interrupt(ctx, &jobs[i])
+	}
+}
+
+// interrupt fails an abandoned job with the reason; the step awaiting it, or the step executed
+// again when its run is taken over, orders the work anew.
+func (s *Service) interrupt(ctx context.Context, j *store.Job) {
+	msg := fmt.Sprintf("interrupted: the host doing this %s job (%s) stopped before it finished", j.Type, hostOf(j.HeldBy))
+	if _, ok := s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(jobErrorCode(j.Type)),
+		Message: msg, StepID: j.StepID}); ok {
+		s.Log.Warn("runs: job interrupted by the stop of its host", "job_id", j.ID, "run_id", j.RunID, "holder", j.HeldBy)
+	}
+}
+
+// hostOf is the host id of a claim or hold named host/<claim>.
+func hostOf(holder string) string {
+	if i := strings.LastIndexByte(holder, '/'); i > 0 {
+		return holder[:i]
+	}
+	return holder
+}
+
+// execution is a run executing on this host: its cancel, and whether it holds an executor slot.
+type execution struct {
+	cancel  context.CancelFunc
+	slots   chan struct{}
+	mu      sync.Mutex // held while the slot is taken back
+	holds   bool
+	waiting int
+}
+
+// yield gives the slot back while the run awaits a job; the returned func takes one again (or
+// gives up when ctx ends: the run is being stopped and computes nothing more).
+func (e *execution) yield(ctx context.Context) func() {
+	e.mu.Lock()
+	e.waiting++
+	if e.holds {
+		<-e.slots
+		e.holds = false
+	}
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.waiting--
+		if e.holds {
+			return
+		}
+		select {
+		case e.slots <- struct{}{}:
+			e.holds = true
+		case <-ctx.Done():
+		}
+	}
+}
+
+// done gives back the slot when the execution holds one.
+func (e *execution) done() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.holds {
+		<-e.slots
+		e.holds = false
+	}
+}
+
+// yieldSlot gives the slot of run runID's execution here back while it awaits a job.
+func (s *Service) yieldSlot(ctx context.Context, runID string) func() {
+	s.mu.Lock()
+	ex := s.active[runID]
+	s.mu.Unlock()
+	if ex == nil {
+		return func() {}
+	}
+	return ex.yield(ctx)
+}
+
+// work claims runs while a slot is free and executes each in its own goroutine (counted in l).
+func (s *Service) work(ctx context.Context, l *lifecycle) {
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
+		select {
+		case s.admit <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			<-s.admit
+			return
+		}
 		// Each claim has its own holder id, so a late update of an earlier execution of the same run
 		// on this host cannot pass the guard of a later one.
 		owner := s.opts.HostID + "/" + uuid.NewString()[:8]
 		r, err := s.Store.ClaimRun(ctx, owner, s.opts.Lease)
 		if err == nil {
-			s.kick() // there may be more: let another idle worker look
-			s.execute(ctx, r, owner)
+			ex := &execution{slots: s.slots, holds: true}
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				defer func() { <-s.admit }()
+				defer ex.done()
+				s.execute(ctx, r, owner, ex)
+			}()
 			continue
 		}
+		<-s.slots
+		<-s.admit
 		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
 			s.Log.Warn("runs: claim", "err", err)
 		}
@@ -122,7 +275,7 @@ func (s *Service) runEngine(name string) (engine.Engine, string, string) {
 }
 
 // execute runs a claimed run on its engine and stores the outcome.
-func (s *Service) execute(ctx context.Context, r *store.Run, owner string) {
+func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *execution) {
 	m, ok := s.Manifests.Get(r.WorkflowID)
 	if !ok {
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowNotFound),
@@ -130,9 +283,16 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string) {
 		return
 	}
 	if r.Recoveries > maxRecoveries {
-		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowStepFailed), Message: fmt.Sprintf(
-			"the run was taken over %d times (its host stopped, or nothing was driving it); giving up", r.Recoveries)})
+		e := &engine.RunError{Code: string(errcode.WorkflowStepFailed), StepID: "recovery", Message: fmt.Sprintf(
+			"the run was taken over %d times (its host stopped, or nothing was driving it); giving up", r.Recoveries)}
+		now := s.Store.Now()
+		_ = s.ReportStep(ctx, r.ID, engine.TraceStep{StepID: "recovery", StepName: "recovery", Agent: "host",
+			Status: engine.StepFailed, StartedAt: &now, CompletedAt: &now, Error: &engine.StepError{Code: e.Code, Message: e.Message}})
+		s.fail(ctx, r.ID, owner, e)
 		return
+	}
+	if r.Recoveries > 0 && r.Status == store.RunRunning {
+		s.Log.Warn("runs: taking over a run whose host stopped", "run_id", r.ID, "recoveries", r.Recoveries)
 	}
 	wf := m.Workflow()
 	eng, name, degraded := s.runEngine(m.Engine)
@@ -155,8 +315,9 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string) {
 		runCtx, cancel = context.WithTimeout(ctx, wf.Timeout)
 	}
 	defer cancel()
+	ex.cancel = cancel
 	s.mu.Lock()
-	s.active[r.ID] = cancel
+	s.active[r.ID] = ex
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()

@@ -150,6 +150,12 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 			if j.Status == store.JobTimeout {
 				retries = max(retries, j.RetryCount+1)
 			}
+			if j.Abandoned(s.Store.Now()) {
+				// Its work stopped with the host doing it (this host's previous life, or
+				// another): say so on the job and order the work anew.
+				s.interrupt(ctx, j)
+				continue
+			}
 			if req.StepID != "" && isGenerator(j.Type) && sameJSON(j.Request, req.Request) &&
 				(j.Status == store.JobRunning || j.Status == store.JobCompleted) {
 				return toEngineJob(j), nil
@@ -188,7 +194,15 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 		s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(errcode.ExternalService), Message: msg})
 		return
 	}
-	_ = s.Store.MarkJobDispatched(ctx, j.ID)
+	// Work this host does itself is held under this life's lease: if the host dies, the job is
+	// known to be interrupted (CreateJob, the sweeper). An external executor holds its own job.
+	holder := ""
+	if s.Dispatcher.Local(j.Type) {
+		holder = s.life
+	}
+	if err := s.Store.MarkJobDispatched(ctx, j.ID, holder, s.opts.Lease); err != nil {
+		s.Log.Warn("runs: mark job dispatched", "job_id", j.ID, "err", err)
+	}
 	if err := s.Dispatcher.Dispatch(ctx, toEngineJob(j), s.opts.CallbackBaseURL+CallbackPath(j.Type)); err != nil {
 		e := errcode.As(err)
 		re := &engine.RunError{Code: string(errcode.ExternalService), Message: err.Error()}
@@ -239,6 +253,7 @@ func (s *Service) wakeJob(jobID string) {
 
 // WaitJob implements engine.Host: it blocks until the job is resolved or ctx ends.
 func (s *Service) WaitJob(ctx context.Context, jobID string) (*engine.Job, error) {
+	var reacquire func()
 	for {
 		ch := make(chan struct{})
 		s.mu.Lock()
@@ -253,6 +268,15 @@ func (s *Service) WaitJob(ctx context.Context, jobID string) (*engine.Job, error
 		}
 		if j.Resolved() {
 			return toEngineJob(j), nil
+		}
+		if j.Abandoned(s.Store.Now()) {
+			s.interrupt(ctx, j)
+			continue
+		}
+		if reacquire == nil {
+			// Awaiting a job computes nothing: the run's executor slot serves other runs meanwhile.
+			reacquire = s.yieldSlot(ctx, j.RunID)
+			defer reacquire()
 		}
 		t := time.NewTimer(time.Second) // callbacks handled by another host arrive through the store
 		select {

@@ -55,6 +55,9 @@ type LLM interface {
 // which later posts ai-callback for the job. plugins/generators satisfies it.
 type JobDispatcher interface {
 	Dispatch(ctx context.Context, job *engine.Job, callbackURL string) error
+	// Local reports whether jobs of jobType are worked on by this host (its own processes), so
+	// they die with it, rather than by an external executor that calls back.
+	Local(jobType string) bool
 }
 
 // Engines gives the live plugin engine of a name (host/plugins.Set), or an error when it is down.
@@ -71,7 +74,9 @@ type Options struct {
 	SweepInterval   time.Duration // job sweeper period; default 1s
 	OrphanAfter     time.Duration // a running run with no lease and no open job this long is executed again; default 30s
 	CallbackBaseURL string        // base of the callback URLs given to external executors
-	HostID          string        // identifies this host in claims; default a random id
+	// HostID identifies this host across restarts (kept in DATA_DIR): its claims are named
+	// HostID/<claim>, so at start it takes back what its previous life held. Default a random id.
+	HostID string
 	// Policies override the job policies per type (tests); missing types use Policies.
 	Policies map[string]JobPolicy
 }
@@ -94,13 +99,19 @@ type Service struct {
 	opts Options
 
 	mu      sync.Mutex
-	active  map[string]context.CancelFunc // run id -> cancel of its execution here
+	active  map[string]*execution      // run id -> its execution on this host
 	waiters map[string][]chan struct{}    // job id -> WaitJob callers
 	hooks   []func(context.Context, *store.Run)
 	wake    chan struct{}
 
 	exec  *lifecycle
 	sweep *lifecycle
+	// life names this start of the host (HostID/<random>): the holder of the jobs whose work it
+	// does itself, renewed while it lives.
+	life string
+	// slots bounds the runs that compute at once (Options.Workers); a run awaiting a job gives
+	// its slot back meanwhile. admit bounds the runs held by this host at all.
+	slots, admit chan struct{}
 }
 
 var _ engine.Host = (*Service)(nil)
@@ -132,8 +143,10 @@ func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
 		Store: st, Manifests: reg, opts: opts, Notifier: events.Discard{},
 		InProcess: map[string]engine.Engine{},
 		Log:       slog.New(slog.DiscardHandler),
-		active:    map[string]context.CancelFunc{}, waiters: map[string][]chan struct{}{},
+		active:    map[string]*execution{}, waiters: map[string][]chan struct{}{},
 		wake: make(chan struct{}, 1),
+		life: opts.HostID + "/" + uuid.NewString()[:8],
+		slots: make(chan struct{}, opts.Workers), admit: make(chan struct{}, opts.Workers*maxWaitingPerSlot),
 	}
 }
 
@@ -302,10 +315,10 @@ func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) 
 		return nil, fmt.Errorf("runs: cancel: %w", err)
 	}
 	s.mu.Lock()
-	stop := s.active[id]
+	ex := s.active[id]
 	s.mu.Unlock()
-	if stop != nil {
-		stop()
+	if ex != nil {
+		ex.cancel()
 	}
 	jobIDs := s.failJobs(ctx, id, true, &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
 	if eng, _, _ := s.route(r.Engine); eng != nil {

@@ -112,6 +112,17 @@ type Job struct {
 	TimeoutAt    time.Time       `json:"timeout_at"`
 	DispatchedAt *time.Time      `json:"dispatched_at"`
 	ResolvedAt   *time.Time      `json:"resolved_at"`
+	// HeldBy names the host life doing the job's work itself (a local render); "" for a job handed
+	// to an external executor, which may call back whatever happens to the host that sent it.
+	HeldBy string `json:"held_by"`
+	// LeaseUntil is when HeldBy's hold runs out unless renewed: past it, the work was interrupted.
+	LeaseUntil *time.Time `json:"lease_until"`
+}
+
+// Abandoned reports whether the job is unresolved and held by a host whose lease ran out at now:
+// its work stopped with that host, and no callback will come.
+func (j *Job) Abandoned(now time.Time) bool {
+	return !j.Resolved() && j.HeldBy != "" && (j.LeaseUntil == nil || j.LeaseUntil.Before(now))
 }
 
 // Resolved reports whether the job reached an end state.
@@ -153,6 +164,10 @@ type Runs interface {
 	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*Run, error)
 	// RenewLease extends owner's lease of a running run; ErrStale when owner no longer holds it.
 	RenewLease(ctx context.Context, id, owner string, lease time.Duration) error
+	// TakeBackRuns ends at once the leases of the pending and running runs claimed by host's
+	// executors (claims named host + "/..."), so the next ClaimRun takes them over as recoveries. A
+	// host calls it at start, before it claims anything: those claims are its previous life's.
+	TakeBackRuns(ctx context.Context, host string) (int64, error)
 	// UpdateRun moves the run from one of from to u.Status in one guarded UPDATE and returns it.
 	UpdateRun(ctx context.Context, id string, from []string, u RunUpdate) (*Run, error)
 	// ListOrphanRuns lists running runs that nothing drives: no lease, no unresolved job, and no
@@ -176,8 +191,16 @@ type Runs interface {
 	// ResolveJob moves a pending or running job to status (completed, failed, timeout) with its
 	// result or error; ErrStale when it was resolved already.
 	ResolveJob(ctx context.Context, id, status string, result, errObj json.RawMessage) (*Job, error)
-	// MarkJobDispatched sets a pending job running.
-	MarkJobDispatched(ctx context.Context, id string) error
+	// MarkJobDispatched sets a pending job running. A holder other than "" does the job's work
+	// itself and holds it until now+lease (renewed with RenewJobLeases).
+	MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error
+	// RenewJobLeases extends the leases of the unresolved jobs holder holds.
+	RenewJobLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
+	// TakeBackJobs ends at once the leases of the unresolved jobs held by host's lives (holders
+	// named host + "/..."); a host calls it at start, before it dispatches anything.
+	TakeBackJobs(ctx context.Context, host string) (int64, error)
+	// ListAbandonedJobs lists unresolved held jobs whose lease ran out before now.
+	ListAbandonedJobs(ctx context.Context, now time.Time, limit int) ([]Job, error)
 	// RetryJob gives a timed-out (still unresolved) job another attempt until timeoutAt; ErrStale
 	// when another sweeper did first or it was resolved.
 	RetryJob(ctx context.Context, id string, timeoutAt time.Time) (*Job, error)

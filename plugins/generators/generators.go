@@ -174,6 +174,12 @@ func (d *Dispatcher) URL(jobType string) string {
 	return ""
 }
 
+// Local reports whether jobs of jobType are worked on here (no external generator configured):
+// they live and die with this process.
+func (d *Dispatcher) Local(jobType string) bool {
+	return d.URL(jobType) == ""
+}
+
 // failureCode is the catalogue code of a failed job of jobType.
 func failureCode(jobType string) errcode.Code {
 	switch jobType {

@@ -151,6 +151,15 @@ func (db *DB) RenewLease(ctx context.Context, id, owner string, lease time.Durat
 	return nil
 }
 
+// TakeBackRuns implements store.Runs. Pending runs with a claim (claimed, not yet started) and
+// running runs under a lease are both ended at now; a running run without a lease awaits a callback
+// and stays as it is.
+func (db *DB) TakeBackRuns(ctx context.Context, host string) (int64, error) {
+	prefix := host + "/"
+	return db.Exec(ctx, `UPDATE runs SET lease_until = $3 WHERE claimed_by <> '' AND substr(claimed_by, 1, $2) = $1
+		AND status IN ('pending', 'running') AND lease_until IS NOT NULL`, prefix, len(prefix), db.T(db.Now().Add(-time.Millisecond)))
+}
+
 // UpdateRun implements store.Runs.
 func (db *DB) UpdateRun(ctx context.Context, id string, from []string, u store.RunUpdate) (*store.Run, error) {
 	now := db.Now()
@@ -340,14 +349,14 @@ func (db *DB) ListTraceSteps(ctx context.Context, runID string) ([]store.TraceSt
 }
 
 const jobCols = `job_id, run_id, step_id, type, status, request, callback, result, error, retry_count, max_retries,
-	created_at, updated_at, timeout_at, dispatched_at, resolved_at`
+	created_at, updated_at, timeout_at, dispatched_at, resolved_at, held_by, lease_until`
 
 func scanJob(r Row) (*store.Job, error) {
 	var j store.Job
 	var req, cb, res, er json.RawMessage
 	if err := r.Scan(&j.ID, &j.RunID, &j.StepID, &j.Type, &j.Status, JSON(&req), JSON(&cb), JSON(&res), JSON(&er),
 		&j.RetryCount, &j.MaxRetries, Time(&j.CreatedAt), Time(&j.UpdatedAt), Time(&j.TimeoutAt),
-		NullTime(&j.DispatchedAt), NullTime(&j.ResolvedAt)); err != nil {
+		NullTime(&j.DispatchedAt), NullTime(&j.ResolvedAt), &j.HeldBy, NullTime(&j.LeaseUntil)); err != nil {
 		return nil, err
 	}
 	j.Request, j.Callback, j.Result, j.Error = req, cb, res, er
@@ -410,11 +419,40 @@ func (db *DB) ResolveJob(ctx context.Context, id, status string, result, errObj 
 }
 
 // MarkJobDispatched implements store.Runs.
-func (db *DB) MarkJobDispatched(ctx context.Context, id string) error {
+func (db *DB) MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error {
 	now := db.Now()
-	_, err := db.Exec(ctx, `UPDATE jobs SET status = 'running', dispatched_at = $2, updated_at = $2
-		WHERE job_id = $1 AND status IN ('pending', 'running')`, id, db.T(now))
+	var until any
+	if holder != "" {
+		until = db.T(now.Add(lease))
+	}
+	_, err := db.Exec(ctx, `UPDATE jobs SET status = 'running', dispatched_at = $2, updated_at = $2, held_by = $3, lease_until = $4
+		WHERE job_id = $1 AND status IN ('pending', 'running')`, id, db.T(now), holder, until)
 	return err
+}
+
+// RenewJobLeases implements store.Runs.
+func (db *DB) RenewJobLeases(ctx context.Context, holder string, lease time.Duration) (int64, error) {
+	if holder == "" {
+		return 0, nil
+	}
+	return db.Exec(ctx, `UPDATE jobs SET lease_until = $2 WHERE held_by = $1 AND status IN ('pending', 'running')`,
+		holder, db.T(db.Now().Add(lease)))
+}
+
+// TakeBackJobs implements store.Runs.
+func (db *DB) TakeBackJobs(ctx context.Context, host string) (int64, error) {
+	prefix := host + "/"
+	return db.Exec(ctx, `UPDATE jobs SET lease_until = $3 WHERE held_by <> '' AND substr(held_by, 1, $2) = $1
+		AND status IN ('pending', 'running')`, prefix, len(prefix), db.T(db.Now().Add(-time.Millisecond)))
+}
+
+// ListAbandonedJobs implements store.Runs.
+func (db *DB) ListAbandonedJobs(ctx context.Context, now time.Time, limit int) ([]store.Job, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	return db.queryJobs(ctx, `SELECT `+jobCols+` FROM jobs WHERE held_by <> '' AND status IN ('pending', 'running')
+		AND (lease_until IS NULL OR lease_until < $1) ORDER BY lease_until, job_id LIMIT $2`, db.T(now), limit)
 }
 
 // RetryJob implements store.Runs.

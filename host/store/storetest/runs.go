@@ -225,7 +225,7 @@ func testJobs(t *testing.T, open Opener) {
 	if err := d.CreateJob(ctx, j); err != nil {
 		t.Fatalf("CreateJob: %v", err)
 	}
-	if err := d.MarkJobDispatched(ctx, j.ID); err != nil {
+	if err := d.MarkJobDispatched(ctx, j.ID, "", 0); err != nil {
 		t.Fatalf("MarkJobDispatched: %v", err)
 	}
 	due, err := d.ListDueJobs(ctx, d.Now(), 10)
@@ -465,5 +465,83 @@ func testTraceConcurrentSteps(t *testing.T, open Opener) {
 	}
 	if err := d.UpsertTraceStep(ctx, &store.TraceStep{RunID: uuid.NewString(), StepID: "s", Status: "running"}); err == nil {
 		t.Errorf("UpsertTraceStep of an unknown run = nil, want an error")
+	}
+}
+
+// testRunsTakeBack: a host takes back its previous life's claims and held jobs at once (by its
+// host id, not another's whose name it prefixes), and held jobs are renewed while their holder
+// lives and listed as abandoned once their lease runs out.
+func testRunsTakeBack(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	mine := newRun(t, d, u.ID, "voiceover")
+	if _, err := d.ClaimRun(ctx, "h1/a", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.UpdateRun(ctx, mine.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Owner: "h1/a", Started: true}); err != nil {
+		t.Fatal(err)
+	}
+	other := newRun(t, d, u.ID, "voiceover")
+	if _, err := d.ClaimRun(ctx, "h10/b", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.TakeBackRuns(ctx, "h1"); err != nil || n != 1 {
+		t.Fatalf("TakeBackRuns(h1) = %d, %v; want 1", n, err)
+	}
+	c, err := d.ClaimRun(ctx, "h1/c", time.Hour)
+	if err != nil || c.ID != mine.ID || c.Recoveries != 1 {
+		t.Fatalf("ClaimRun after the take-back = %+v, %v; want h1's run, as a recovery", c, err)
+	}
+	if _, err := d.ClaimRun(ctx, "h1/d", time.Hour); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClaimRun of h10's run = %v, want ErrNotFound (h1 takes back only its own)", err)
+	}
+	_ = other
+
+	job := func(holder string, lease time.Duration) *store.Job {
+		j := &store.Job{ID: uuid.NewString(), RunID: mine.ID, Type: "videogen", Request: json.RawMessage(`{}`), TimeoutAt: time.Now().Add(time.Hour)}
+		if err := d.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.MarkJobDispatched(ctx, j.ID, holder, lease); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	held := job("h1/life1", time.Hour)
+	external := job("", time.Hour)
+	short := job("h2/life", -time.Second)
+	got, err := d.GetJob(ctx, held.ID)
+	if err != nil || got.HeldBy != "h1/life1" || got.LeaseUntil == nil || got.Abandoned(time.Now()) {
+		t.Fatalf("held job = %+v, %v; want held by h1/life1 under a lease", got, err)
+	}
+	abandoned := func() []string {
+		jobs, err := d.ListAbandonedJobs(ctx, time.Now(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, j := range jobs {
+			ids = append(ids, j.ID)
+		}
+		return ids
+	}
+	if diff := cmp.Diff([]string{short.ID}, abandoned()); diff != "" {
+		t.Errorf("abandoned jobs (-want +got):\n%s", diff)
+	}
+	if n, err := d.RenewJobLeases(ctx, "h2/life", time.Hour); err != nil || n != 1 {
+		t.Errorf("RenewJobLeases(h2/life) = %d, %v; want 1", n, err)
+	}
+	if got := abandoned(); len(got) != 0 {
+		t.Errorf("abandoned after renewal = %v, want none", got)
+	}
+	if n, err := d.TakeBackJobs(ctx, "h1"); err != nil || n != 1 {
+		t.Errorf("TakeBackJobs(h1) = %d, %v; want 1", n, err)
+	}
+	if diff := cmp.Diff([]string{held.ID}, abandoned()); diff != "" {
+		t.Errorf("abandoned after h1's take-back (-want +got):\n%s", diff)
+	}
+	if j, _ := d.GetJob(ctx, external.ID); j.HeldBy != "" || j.LeaseUntil != nil {
+		t.Errorf("external job = %+v, want held by nobody", j)
 	}
 }

@@ -37,6 +37,7 @@ var suites = []struct {
 	{"runs", testRuns},
 	{"run_quota_concurrent_starts", testRunQuotaConcurrentStarts},
 	{"runs_orphan_claim", testRunsOrphanClaim},
+	{"runs_take_back", testRunsTakeBack},
 	{"trace_concurrent_steps", testTraceConcurrentSteps},
 	{"jobs", testJobs},
 	{"knowledge_sources", testKnowledgeSources},
