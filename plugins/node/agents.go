@@ -143,14 +143,48 @@ func asNumber(v any) (float64, bool) {
 	return 0, false
 }
 
-// generateText asks the host's model. ok is false when no model is configured; a failed call is an
-// AGENT_TOOL_FAILED error (retried).
-func generateText(ctx context.Context, sc *stepCtx, system, prompt string, maxTokens int) (*engine.GenerateResult, error) {
+// generateText asks the host's model. It returns the answer, or nil and why the step falls back
+// to its template: NoModel when no model is configured, or the reason the call failed or gave
+// nothing usable (a slow answer past the step's deadline, an error, an empty answer, a refusal).
+func generateText(ctx context.Context, sc *stepCtx, system, prompt string, maxTokens int) (*engine.GenerateResult, string) {
 	res, err := sc.h.Generate(ctx, &engine.GenerateRequest{System: system, Prompt: prompt, MaxTokens: maxTokens})
-	if err != nil {
-		return nil, toolError("node."+sc.step.Agent, "language model call failed", err)
+	switch {
+	case err != nil:
+		msg := err.Error()
+		if e := errcode.As(err); e != nil {
+			msg = e.Message()
+		}
+		return nil, "language model failed (" + clip(msg, 200) + "): template output"
+	case res == nil || !res.OK:
+		return nil, NoModel
+	case strings.TrimSpace(res.Text) == "":
+		return nil, "language model gave an empty answer: template output"
+	case refusal(res.Text):
+		return nil, "language model refused (" + clip(res.Text, 120) + "): template output"
 	}
-	return res, nil
+	return res, ""
+}
+
+// refusal reports whether a model's answer declines the task instead of doing it.
+func refusal(text string) bool {
+	t := strings.ToLower(strings.TrimSpace(text))
+	if len([]rune(t)) > 300 {
+		return false // a long answer did the work, whatever it opens with
+	}
+	for _, p := range []string{"i'm sorry", "i am sorry", "sorry, i can", "i can't", "i cannot", "i can not",
+		"i won't", "i will not", "as an ai", "i'm unable", "i am unable", "抱歉", "对不起", "我无法", "我不能"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// templateResult marks outputs written without the model: source "template" and, in note, why.
+func templateResult(out map[string]any, why string) *result {
+	out["source"] = "template"
+	out["note"] = why
+	return &result{outputs: out}
 }
 
 // toolError keeps the catalogue code of a host error and makes any other an AGENT_TOOL_FAILED error
@@ -182,6 +216,9 @@ func scriptInputs(sc *stepCtx) map[string]any {
 		"style":    firstNonEmpty(sc.param("style"), sc.input("style")),
 		"language": sc.input("language"),
 	}
+	if c := sc.input("characters"); c != "" {
+		in["characters"] = c
+	}
 	if d, ok := asNumber(sc.req.Inputs["duration"]); ok && d > 0 {
 		in["duration"] = d
 	}
@@ -192,7 +229,7 @@ func scriptInputs(sc *stepCtx) map[string]any {
 		in["prompt"] = p
 	}
 	if accept, _ := sc.with["accept_script"].(bool); accept {
-		if s := sc.input("script"); s != "" {
+		if s := sc.input("script", "text"); s != "" {
 			in["script"] = s
 		}
 	}
@@ -221,13 +258,11 @@ func formatOf(sc *stepCtx) string {
 func writeScript(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
 	b := newBrief(in)
 	if s := asString(in["script"]); s != "" {
-		return &result{outputs: map[string]any{"script": s, "title": b.title(), "format": b.format, "source": "input"}}, nil
+		return &result{outputs: map[string]any{"script": s, "title": b.title(), "format": b.format, "source": "input",
+			"note": "the creator's script, used as is"}}, nil
 	}
-	g, err := generateText(ctx, sc, scriptSystem, b.modelPrompt(), 900)
-	if err != nil {
-		return nil, err
-	}
-	if g.OK && strings.TrimSpace(g.Text) != "" {
+	g, why := generateText(ctx, sc, scriptSystem, b.modelPrompt(), 900)
+	if g != nil {
 		out := map[string]any{"script": strings.TrimSpace(g.Text), "title": b.title(), "format": b.format}
 		if b.format == "music" {
 			out["prompt"] = b.musicPrompt()
@@ -235,23 +270,35 @@ func writeScript(ctx context.Context, sc *stepCtx, in map[string]any) (*result, 
 		return modelResult(out, g), nil
 	}
 	out := b.template()
-	out["source"] = "template"
-	return &result{outputs: out}, nil
+	return templateResult(out, why), nil
 }
 
 // ---------------------------------------------------------------- rewriter
 
 func rewriteInputs(sc *stepCtx) map[string]any {
-	script := sc.latestString("script")
+	script, mode := sc.latestString("script"), "rewrite"
 	if script == "" {
-		// Parsed content (videoparse) or the run's own text.
+		// Parsed content (videoparse) or the run's own text: the step repurposes it into a script.
 		script = firstNonEmpty(sc.latestString("text", "transcript", "description", "content"),
 			sc.input("script", "content", "text", "summary", "topic"))
+		mode = "repurpose"
 	}
 	in := map[string]any{
 		"script":   script,
+		"mode":     mode,
 		"style":    firstNonEmpty(sc.param("style"), sc.latestString("style"), sc.input("style"), "concise"),
 		"platform": sc.input("platform"),
+	}
+	for _, k := range []string{"topic", "language"} {
+		if v := sc.input(k); v != "" {
+			in[k] = v
+		}
+	}
+	if d, ok := asNumber(sc.req.Inputs["duration"]); ok && d > 0 {
+		in["duration"] = d
+	}
+	if sc.latestString("source") == "input" {
+		in["given"] = true // the creator's own script
 	}
 	if n := sc.latestString("notes", "feedback", "comment"); n != "" {
 		in["notes"] = n
@@ -260,28 +307,61 @@ func rewriteInputs(sc *stepCtx) map[string]any {
 }
 
 func rewrite(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
-	script, style := asString(in["script"]), asString(in["style"])
+	script, style, notes := asString(in["script"]), asString(in["style"]), asString(in["notes"])
 	if script == "" {
 		return nil, errcode.New(errcode.Validation, "nothing to rewrite: give a script, content or summary")
 	}
-	prompt := fmt.Sprintf("Rewrite this short-video script in a %s style", style)
+	repurpose := asString(in["mode"]) == "repurpose"
+	if given, _ := in["given"].(bool); given && notes == "" {
+		return &result{outputs: map[string]any{"script": script, "style": style, "source": "input",
+			"note": "the creator's script, used as is"}}, nil
+	}
+	var prompt string
+	if repurpose {
+		prompt = fmt.Sprintf("Turn this content into a short-video script in a %s style", style)
+	} else {
+		prompt = fmt.Sprintf("Rewrite this short-video script in a %s style", style)
+	}
 	if p := asString(in["platform"]); p != "" {
 		prompt += " for " + p
 	}
-	prompt += ". Keep its structure (hook, beats, call to action) and its length."
-	if n := asString(in["notes"]); n != "" {
-		prompt += "\nApply the reviewer's notes: " + n
+	if repurpose {
+		prompt += ". Keep its facts; give a hook, three beats and a call to action, one per line."
+	} else {
+		prompt += ". Keep its structure (hook, beats, call to action) and its length."
+	}
+	if l := asString(in["language"]); l != "" {
+		prompt += " Write in the language " + l + "."
+	}
+	if notes != "" {
+		prompt += "\nApply the reviewer's notes: " + notes
 	}
 	prompt += "\n\nScript:\n" + script
-	g, err := generateText(ctx, sc, scriptSystem, prompt, 900)
-	if err != nil {
-		return nil, err
+	g, why := generateText(ctx, sc, scriptSystem, prompt, 900)
+	if g != nil {
+		out := map[string]any{"script": strings.TrimSpace(g.Text), "style": style}
+		if notes != "" {
+			out["notes_applied"] = true
+		}
+		return modelResult(out, g), nil
 	}
-	if g.OK && strings.TrimSpace(g.Text) != "" {
-		return modelResult(map[string]any{"script": strings.TrimSpace(g.Text), "style": style}, g), nil
+	if repurpose {
+		// Without a model the content cannot be rewritten; the template builds a script from its
+		// own sentences and says so.
+		b := newBrief(map[string]any{"format": "video", "summary": script, "topic": in["topic"], "platform": in["platform"],
+			"language": in["language"], "duration": in["duration"], "style": style})
+		out := b.template()
+		out["repurposed"] = false
+		return templateResult(out, why+"; content not repurposed: the script is built from the source's own sentences"), nil
 	}
 	text, rules := rewriteTemplate(script, style)
-	return &result{outputs: map[string]any{"script": text, "style": style, "rules": rules, "source": "template"}}, nil
+	out := map[string]any{"script": text, "style": style, "rules": rules, "rewritten": false}
+	why += fmt.Sprintf("; not rewritten to the %s style, only fixed rules applied", style)
+	if notes != "" {
+		out["notes_applied"] = false
+		why += "; reviewer notes not applied: " + clip(notes, 300)
+	}
+	return templateResult(out, why), nil
 }
 
 // ---------------------------------------------------------------- kb_lookup
@@ -339,36 +419,37 @@ func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 	}
 	hits := sc.hits()
 	if len(hits) == 0 {
-		return &result{outputs: map[string]any{"answer": noBasis, "citations": []any{}, "source": "template"}}, nil
+		return &result{outputs: map[string]any{"answer": noBasis, "citations": []any{}, "source": "template",
+			"note": "no citable basis in the knowledge base"}}, nil
 	}
 	citations := make([]any, len(hits))
 	var frags strings.Builder
 	for i, h := range hits {
 		text := asString(h["text"])
 		citations[i] = map[string]any{
-			"chunk_id": h["chunk_id"], "source": h["source"], "document": h["document"], "excerpt": clip(text, 240),
+			"number": i + 1, "chunk_id": h["chunk_id"], "source": h["source"], "document": h["document"], "excerpt": clip(text, 240),
 		}
-		fmt.Fprintf(&frags, "[%d] %s\n", i+1, text)
+		fmt.Fprintf(&frags, "%s %s\n", citeMarker(i+1), text)
 	}
-	prompt := "Answer the question using only the numbered fragments below, and cite them as #1, #2, ... " +
+	prompt := "Answer the question using only the numbered fragments below, and cite them as [#1], [#2], ... " +
 		"If they do not answer it, say so.\n\nFragments:\n" + frags.String() + "\nQuestion: " + question
-	g, err := generateText(ctx, sc, "You answer questions from a knowledge base, citing your sources.", prompt, 600)
-	if err != nil {
-		return nil, err
-	}
-	if g.OK && strings.TrimSpace(g.Text) != "" {
+	g, why := generateText(ctx, sc, "You answer questions from a knowledge base, citing your sources.", prompt, 600)
+	if g != nil {
 		return modelResult(map[string]any{"answer": strings.TrimSpace(g.Text), "citations": citations}, g), nil
 	}
-	var b strings.Builder
-	b.WriteString("From the knowledge base:")
+	var parts []string
 	for i, h := range hits {
 		if i == 3 {
 			break
 		}
-		fmt.Fprintf(&b, " %s (#%d)", firstSentences(asString(h["text"]), 2), i+1)
+		parts = append(parts, firstSentences(asString(h["text"]), 2)+" "+citeMarker(i+1))
 	}
-	return &result{outputs: map[string]any{"answer": b.String(), "citations": citations, "source": "template"}}, nil
+	return templateResult(map[string]any{"answer": strings.Join(parts, " "), "citations": citations[:min(3, len(citations))]}, why), nil
 }
+
+// citeMarker is the citation marker of fragment n, the one format of ask, chat and workflow
+// outputs: [#n].
+func citeMarker(n int) string { return fmt.Sprintf("[#%d]", n) }
 
 // ---------------------------------------------------------------- generator
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/reelforge/reelforge/plugins/internal/sentence"
 )
 
 // scriptSystem is the system prompt of the writing agents.
@@ -14,7 +16,7 @@ const scriptSystem = "You write scripts for short videos on platforms such as Do
 
 // brief is what the writing agents work from.
 type brief struct {
-	format, topic, summary, platform, style, language, prompt string
+	format, topic, summary, platform, style, language, prompt, characters string
 	duration, days                                            int
 	knowledge                                                 []string
 }
@@ -23,7 +25,7 @@ func newBrief(in map[string]any) brief {
 	b := brief{
 		format: asString(in["format"]), topic: asString(in["topic"]), summary: asString(in["summary"]),
 		platform: asString(in["platform"]), style: asString(in["style"]), language: asString(in["language"]),
-		prompt: asString(in["prompt"]), duration: 30, days: 7,
+		prompt: asString(in["prompt"]), characters: asString(in["characters"]), duration: 30, days: 7,
 	}
 	if d, ok := asNumber(in["duration"]); ok && d >= 1 {
 		b.duration = int(d)
@@ -49,7 +51,8 @@ func newBrief(in map[string]any) brief {
 
 // zh reports whether the output should be Chinese: asked for, or a Chinese brief.
 func (b brief) zh() bool {
-	if strings.HasPrefix(strings.ToLower(b.language), "zh") {
+	switch l := strings.ToLower(b.language); {
+	case strings.HasPrefix(l, "zh"), l == "cn", l == "chinese", l == "中文", l == "汉语", l == "普通话":
 		return true
 	}
 	if b.language != "" {
@@ -99,6 +102,9 @@ func (b brief) modelPrompt() string {
 	if b.prompt != "" {
 		fmt.Fprintf(&p, "\nNotes: %s", b.prompt)
 	}
+	if b.characters != "" {
+		fmt.Fprintf(&p, "\nCharacters: %s", b.characters)
+	}
 	if b.language != "" {
 		fmt.Fprintf(&p, "\nLanguage: %s", b.language)
 	}
@@ -120,86 +126,338 @@ func (b brief) musicPrompt() string {
 	return p
 }
 
-// template writes the brief's text without a language model: deterministic, built from the inputs.
+// NoModel is what a step's outputs (and so its trace) say when it wrote its text from templates
+// because no language model is configured.
+const NoModel = "no language model: template output"
+
+// Speech rates the templates size a script by: about 2.5 English words or 4 Chinese characters a
+// second of narration.
+const (
+	wordsPerSecond = 2.5
+	hanPerSecond   = 4
+)
+
+// spokenLength is how long text is to say: Han characters plus Latin words (section markers such
+// as [Hook] and speaker names are not counted by the caller, which measures the spoken lines).
+func spokenLength(text string) int {
+	n, inWord := 0, false
+	for _, r := range text {
+		switch {
+		case unicode.Is(unicode.Han, r):
+			n++
+			inWord = false
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'':
+			if !inWord {
+				n++
+			}
+			inWord = true
+		default:
+			inWord = false
+		}
+	}
+	return n
+}
+
+// target is the spoken length the brief's duration asks for.
+func (b brief) target() int {
+	if b.zh() {
+		return b.duration * hanPerSecond
+	}
+	return int(float64(b.duration) * wordsPerSecond)
+}
+
+// sectionLabels are the section names of each format, English then Chinese: opening, beat (with
+// %d), closing.
+var sectionLabels = map[string][2][3]string{
+	"video":   {{"Hook", "Beat %d", "Call to action"}, {"开场", "要点%d", "结尾"}},
+	"live":    {{"Opening", "Segment %d", "Closing"}, {"开场", "环节%d", "收尾"}},
+	"drama":   {{"Cold open", "Scene %d", "Cliffhanger"}, {"开场", "第%d场", "悬念"}},
+	"graphic": {{"Title", "Point %d", "Caption"}, {"标题", "要点%d", "文案"}},
+}
+
+// template writes the brief's text without a language model: deterministic, built from the inputs
+// in the brief's language and sized to its duration. The caller marks it source "template".
 func (b brief) template() map[string]any {
 	switch b.format {
 	case "music":
-		prompt := b.musicPrompt()
-		script := fmt.Sprintf("Mood: %s\nLength: %d seconds\nStructure: soft intro (%ds), main theme, gentle outro\nFor: %s",
-			firstNonEmpty(b.style, "warm, upbeat"), b.duration, max(b.duration/5, 2), b.topic)
-		return map[string]any{"script": script, "title": b.title(), "format": b.format, "prompt": prompt}
+		return b.musicTemplate()
 	case "plan":
 		return b.planTemplate()
 	}
-	hook, beats, cta := b.hook(), b.beats(), b.cta()
-	labels := map[string][]string{
-		"video":     {"Hook", "Beat 1", "Beat 2", "Beat 3", "Call to action"},
-		"voiceover": {"Hook", "Beat 1", "Beat 2", "Beat 3", "Call to action"},
-		"live":      {"Opening", "Segment 1", "Segment 2", "Segment 3", "Closing"},
-		"drama":     {"Cold open", "Scene 1", "Scene 2", "Scene 3", "Cliffhanger"},
-		"graphic":   {"Title", "Point 1", "Point 2", "Point 3", "Caption"},
-	}[b.format]
-	if labels == nil {
-		labels = []string{"Hook", "Beat 1", "Beat 2", "Beat 3", "Call to action"}
-	}
+	zh := b.zh()
+	hook, cta := b.hook(), b.cta()
 	if b.format == "graphic" {
 		hook = b.title()
 	}
-	lines := []string{hook, beats[0], beats[1], beats[2], cta}
+	budget := b.target() - spokenLength(hook) - spokenLength(cta)
+	if b.format == "graphic" {
+		budget = min(budget, 120)
+	}
+	body := b.body(budget)
+	beats := group(body, 3)
+	out := map[string]any{"title": b.title(), "format": b.format, "hook": hook, "cta": cta, "language": map[bool]string{false: "en", true: "zh"}[zh]}
+	if b.style != "" {
+		out["style"] = b.style
+	}
 	var s strings.Builder
-	for i, l := range lines {
-		fmt.Fprintf(&s, "[%s] %s\n", labels[i], l)
+	switch b.format {
+	case "voiceover": // narration only: every line is read aloud
+		s.WriteString(hook + "\n")
+		for _, bt := range beats {
+			s.WriteString(joinSentences(bt, zh) + "\n")
+		}
+		s.WriteString(cta)
+	case "drama":
+		cast := b.cast()
+		out["characters"] = anySlice(cast)
+		labels := sectionLabels["drama"][boolIndex(zh)]
+		fmt.Fprintf(&s, "[%s]\n%s: %s\n", labels[0], cast[0], hook)
+		line := 1
+		for i, bt := range beats {
+			fmt.Fprintf(&s, "[%s]\n", fmt.Sprintf(labels[1], i+1))
+			for _, sen := range bt {
+				fmt.Fprintf(&s, "%s: %s\n", cast[line%len(cast)], sen)
+				line++
+			}
+		}
+		fmt.Fprintf(&s, "[%s]\n%s: %s", labels[2], cast[line%len(cast)], b.cliffhanger())
+	default:
+		labels, ok := sectionLabels[b.format]
+		if !ok {
+			labels = sectionLabels["video"]
+		}
+		l := labels[boolIndex(zh)]
+		fmt.Fprintf(&s, "[%s] %s\n", l[0], hook)
+		for i, bt := range beats {
+			fmt.Fprintf(&s, "[%s] %s\n", fmt.Sprintf(l[1], i+1), joinSentences(bt, zh))
+		}
+		fmt.Fprintf(&s, "[%s] %s", l[2], cta)
 	}
-	out := map[string]any{
-		"script": strings.TrimSpace(s.String()), "title": b.title(), "format": b.format,
-		"hook": hook, "beats": []any{beats[0], beats[1], beats[2]}, "cta": cta,
+	beatTexts := make([]any, len(beats))
+	for i, bt := range beats {
+		beatTexts[i] = joinSentences(bt, zh)
 	}
+	out["beats"] = beatTexts
+	out["script"] = strings.TrimSpace(s.String())
 	if b.format == "graphic" {
 		out["hashtags"] = b.hashtags()
+	} else {
+		out["target_seconds"] = b.duration
 	}
 	return out
 }
 
-func (b brief) hook() string {
-	if b.zh() {
-		return fmt.Sprintf("关于%s，很多人都做错了！%d秒带你搞懂。", b.topic, b.duration)
+func boolIndex(b bool) int {
+	if b {
+		return 1
 	}
-	return fmt.Sprintf("Most people get %s wrong. Here is how to get it right in %d seconds.", b.topic, b.duration)
+	return 0
 }
 
-// beats are three points: sentences of the brief, then facts from the knowledge base, then
-// generic but topic-specific steps.
-func (b brief) beats() []string {
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func joinSentences(ss []string, zh bool) string {
+	if zh {
+		return strings.Join(ss, "")
+	}
+	return strings.Join(ss, " ")
+}
+
+// group splits ss into at most n consecutive groups of nearly equal size.
+func group(ss []string, n int) [][]string {
+	n = min(n, len(ss))
+	out := make([][]string, 0, n)
+	for i := range n {
+		lo, hi := i*len(ss)/n, (i+1)*len(ss)/n
+		out = append(out, ss[lo:hi])
+	}
+	return out
+}
+
+// body picks the sentences of the script's middle until they fill budget (spoken length): the
+// brief's own sentences first, then the knowledge base's, then topic-specific general advice.
+// Only sentences in the script's language are used; at least one is always taken.
+func (b brief) body(budget int) []string {
+	zh := b.zh()
 	var cands []string
-	for _, s := range splitSentences(b.summary) {
+	for _, s := range sentence.Split(b.summary, sentence.Ends) {
 		if s != b.topic {
 			cands = append(cands, s)
 		}
 	}
 	for _, k := range b.knowledge {
-		cands = append(cands, clip(firstSentences(k, 1), 160))
+		cands = append(cands, sentence.Split(k, sentence.Ends)...)
 	}
-	if b.zh() {
-		cands = append(cands, "先说最关键的一点："+b.topic+"的核心是什么。",
-			"再用一个真实的例子演示"+b.topic+"。", "最后总结效果，以及你马上可以做的一步。")
-	} else {
-		cands = append(cands, "Start with the one thing that matters most about "+b.topic+".",
-			"Show it in action with a quick, concrete example of "+b.topic+".",
-			"Wrap up with the result and one step viewers can take today.")
+	pool := genericEN
+	if zh {
+		pool = genericZH
 	}
-	var beats []string
+	for _, g := range pool {
+		if strings.Contains(g, "%s") {
+			g = fmt.Sprintf(g, b.topic)
+		}
+		cands = append(cands, g)
+	}
+	var out []string
+	used := 0
 	seen := map[string]bool{}
 	for _, c := range cands {
-		if c = strings.TrimSpace(c); c != "" && !seen[c] {
-			seen[c] = true
-			beats = append(beats, c)
+		c = strings.TrimSpace(c)
+		if c == "" || seen[c] || hasHan(c) != zh || !endsSentence(c) {
+			continue
 		}
-		if len(beats) == 3 {
+		n := spokenLength(c)
+		if len(out) > 0 && used+n > budget+budget/10 {
+			continue
+		}
+		seen[c] = true
+		out = append(out, c)
+		used += n
+		if used >= budget-budget/10 {
 			break
 		}
 	}
-	return beats
+	return out
 }
+
+// endsSentence reports whether s is a whole sentence (ends in sentence punctuation), so a fragment
+// of a table or a heading is not narrated.
+func endsSentence(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return strings.ContainsRune(sentence.Ends+"…", r)
+}
+
+func hasHan(s string) bool {
+	for _, r := range s {
+		if unicode.Is(unicode.Han, r) {
+			return true
+		}
+	}
+	return false
+}
+
+var genericEN = []string{
+	"Start with the one thing that matters most about %s.",
+	"Show it in action with a quick, concrete example.",
+	"Keep it simple: one change at a time is enough.",
+	"The most common slip is trying to do everything at once.",
+	"Give it a few tries before you judge the result.",
+	"Write down what worked, so the next round is faster.",
+	"If a step feels hard, split it into two smaller ones.",
+	"Small, steady changes beat one big push.",
+	"Ask yourself how you would explain %s to a friend who is just starting.",
+	"Compare where you started with where you are after a week.",
+}
+
+var genericZH = []string{
+	"先说最关键的一点：%s的核心是什么。",
+	"再用一个真实的例子演示一下。",
+	"一次只改一个地方，就够了。",
+	"最常见的误区，是一下子想做太多。",
+	"多试几次，再判断效果好不好。",
+	"把有效的做法记下来，下次会更快。",
+	"如果某一步太难，就把它拆成两小步。",
+	"小而稳定的改变，胜过一次用力过猛。",
+	"想一想，你会怎么把%s讲给刚入门的朋友听。",
+	"一周之后，对比一下起点和现在。",
+}
+
+// stylePrefix opens the hook in the brief's style.
+func (b brief) stylePrefix() string {
+	st := strings.ToLower(b.style)
+	has := func(keys ...string) bool {
+		for _, k := range keys {
+			if strings.Contains(st, k) {
+				return true
+			}
+		}
+		return false
+	}
+	zh := b.zh()
+	switch {
+	case st == "":
+		return ""
+	case has("casual", "friendly", "轻松", "口语"):
+		return map[bool]string{false: "Hey friends! ", true: "嘿，朋友们！"}[zh]
+	case has("energetic", "punchy", "hype", "激情", "燃"):
+		return map[bool]string{false: "Okay, listen up! ", true: "注意了！"}[zh]
+	case has("humor", "funny", "幽默", "搞笑"):
+		return map[bool]string{false: "Confession time: ", true: "说个大实话："}[zh]
+	case has("emotion", "heart", "情感", "走心"):
+		return map[bool]string{false: "This one matters to me. ", true: "这件事，我想认真地讲给你听。"}[zh]
+	case has("story", "narrat", "故事"):
+		return map[bool]string{false: "Let me tell you how this started. ", true: "给你讲个故事。"}[zh]
+	}
+	return ""
+}
+
+func (b brief) hook() string {
+	var h string
+	if b.zh() {
+		switch b.format {
+		case "voiceover":
+			h = fmt.Sprintf("今天聊聊%s。", b.topic)
+		case "live":
+			h = fmt.Sprintf("欢迎来到直播间！今天我们聊%s，边聊边回答大家的问题。", b.topic)
+		case "drama":
+			h = fmt.Sprintf("我一直以为自己很懂%s，直到那天。", b.topic)
+		default:
+			h = fmt.Sprintf("%d秒讲清楚%s。", b.duration, b.topic)
+		}
+	} else {
+		switch b.format {
+		case "voiceover":
+			h = fmt.Sprintf("Let's talk about %s.", b.topic)
+		case "live":
+			h = fmt.Sprintf("Welcome in! Today we are talking about %s, and I will take your questions as we go.", b.topic)
+		case "drama":
+			h = fmt.Sprintf("I thought I knew everything about %s. Then that day happened.", b.topic)
+		default:
+			h = fmt.Sprintf("Here is %s in %d seconds.", b.topic, b.duration)
+		}
+	}
+	return b.stylePrefix() + h
+}
+
+func (b brief) cliffhanger() string {
+	if b.zh() {
+		return fmt.Sprintf("等等，关于%s，最关键的那件事你还不知道？", b.topic)
+	}
+	return fmt.Sprintf("Wait. Nobody told you the last part about %s?", b.topic)
+}
+
+// cast is the drama's characters: the names of the `characters` input (split at commas, 、 and
+// line breaks, a description after a colon or dash dropped), else two generic roles.
+func (b brief) cast() []string {
+	var out []string
+	for _, part := range castSplit.Split(b.characters, -1) {
+		name := strings.TrimSpace(castDesc.Split(part, 2)[0])
+		if name != "" && utf8.RuneCountInString(name) <= 30 {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		if b.zh() {
+			return []string{"主角", "朋友"}
+		}
+		return []string{"Lead", "Friend"}
+	}
+	if len(out) == 1 {
+		out = append(out, map[bool]string{false: "Friend", true: "朋友"}[b.zh()])
+	}
+	return out
+}
+
+var (
+	castSplit = regexp.MustCompile(`[,，、;；\n]+|\band\b|和`)
+	castDesc  = regexp.MustCompile(`[:：(（]| - | – `)
+)
 
 func (b brief) cta() string {
 	p := strings.ToLower(b.platform)
@@ -210,6 +468,9 @@ func (b brief) cta() string {
 		case "bilibili":
 			return "一键三连，我们下期见！"
 		}
+		if b.format == "live" {
+			return "喜欢今天的内容就点个关注，我们下次直播见！"
+		}
 		return "关注我，评论区告诉我你怎么看" + b.topic + "！"
 	}
 	switch p {
@@ -219,6 +480,9 @@ func (b brief) cta() string {
 		return "Save this note and share your own " + b.topic + " tips below!"
 	case "bilibili":
 		return "Like, coin and follow if this helped, and see you in the next one!"
+	}
+	if b.format == "live" {
+		return "Follow so you do not miss the next live, and thanks for joining!"
 	}
 	return "Follow for more on " + b.topic + ", and share this with a friend who needs it!"
 }
@@ -241,24 +505,66 @@ func (b brief) hashtags() []any {
 	return tags
 }
 
-var planAngles = []string{"Myth vs fact", "Beginner's guide", "Behind the scenes", "Common mistakes",
-	"Quick tip", "Story time", "Questions answered"}
+func (b brief) musicTemplate() map[string]any {
+	prompt := b.musicPrompt()
+	var script string
+	if b.zh() {
+		script = fmt.Sprintf("风格：%s\n时长：%d秒\n结构：轻柔前奏（%d秒）、主旋律、温和收尾\n用于：%s",
+			firstNonEmpty(b.style, "温暖、轻快"), b.duration, max(b.duration/5, 2), b.topic)
+	} else {
+		script = fmt.Sprintf("Mood: %s\nLength: %d seconds\nStructure: soft intro (%ds), main theme, gentle outro\nFor: %s",
+			firstNonEmpty(b.style, "warm, upbeat"), b.duration, max(b.duration/5, 2), b.topic)
+	}
+	if b.prompt != "" {
+		script += map[bool]string{false: "\nBrief: ", true: "\n要求："}[b.zh()] + b.prompt
+	}
+	return map[string]any{"script": script, "title": b.title(), "format": b.format, "prompt": prompt}
+}
+
+var (
+	planAngles   = []string{"Myth vs fact", "Beginner's guide", "Behind the scenes", "Common mistakes", "Quick tip", "Story time", "Questions answered"}
+	planAnglesZH = []string{"误区与真相", "新手指南", "幕后花絮", "常见错误", "快速技巧", "故事时间", "问题解答"}
+)
 
 func (b brief) planTemplate() map[string]any {
+	zh := b.zh()
 	plan := make([]any, b.days)
 	var s strings.Builder
+	var facts []string
+	for _, k := range b.knowledge {
+		for _, sen := range sentence.Split(k, sentence.Ends) {
+			if hasHan(sen) == zh && endsSentence(sen) {
+				facts = append(facts, sen)
+				break
+			}
+		}
+	}
 	for d := range b.days {
-		angle := planAngles[d%len(planAngles)]
-		idea := fmt.Sprintf("%s: %s", angle, b.topic)
-		hook := fmt.Sprintf("%s about %s you will want to know.", angle, b.topic)
-		if d < len(b.knowledge) {
-			hook = clip(firstSentences(b.knowledge[d], 1), 160)
+		var angle, idea, hook string
+		if zh {
+			angle = planAnglesZH[d%len(planAnglesZH)]
+			idea = fmt.Sprintf("%s：%s", angle, b.topic)
+			hook = fmt.Sprintf("关于%s的%s，你一定想知道。", b.topic, angle)
+		} else {
+			angle = planAngles[d%len(planAngles)]
+			idea = fmt.Sprintf("%s: %s", angle, b.topic)
+			hook = fmt.Sprintf("%s about %s you will want to know.", angle, b.topic)
+		}
+		if d < len(facts) {
+			hook = clip(facts[d], 160)
 		}
 		plan[d] = map[string]any{"day": d + 1, "angle": angle, "idea": idea, "hook": hook, "platform": b.platform}
-		fmt.Fprintf(&s, "Day %d: %s (hook: %s)\n", d+1, idea, hook)
+		if zh {
+			fmt.Fprintf(&s, "第%d天：%s（开场：%s）\n", d+1, idea, hook)
+		} else {
+			fmt.Fprintf(&s, "Day %d: %s (hook: %s)\n", d+1, idea, hook)
+		}
 	}
-	return map[string]any{"script": strings.TrimSpace(s.String()), "title": "Content plan: " + b.topic,
-		"format": b.format, "plan": plan}
+	title := "Content plan: " + b.topic
+	if zh {
+		title = "内容计划：" + b.topic
+	}
+	return map[string]any{"script": strings.TrimSpace(s.String()), "title": title, "format": b.format, "plan": plan}
 }
 
 // ---------------------------------------------------------------- rewriting rules
@@ -328,23 +634,9 @@ func capitalise(s string) string {
 
 // ---------------------------------------------------------------- text helpers
 
-var sentenceEnd = regexp.MustCompile(`([.!?。！？])\s*`)
-
-// splitSentences splits text after sentence punctuation (Latin and Chinese).
-func splitSentences(text string) []string {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return nil
-	}
-	marked := sentenceEnd.ReplaceAllString(text, "$1\x00")
-	var out []string
-	for _, s := range strings.Split(marked, "\x00") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+// splitSentences splits text into sentences (Latin and Chinese), never inside a number, an address
+// or an abbreviation.
+func splitSentences(text string) []string { return sentence.Split(text, sentence.Ends) }
 
 func firstSentences(text string, n int) string {
 	ss := splitSentences(text)
