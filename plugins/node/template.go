@@ -17,8 +17,8 @@ const scriptSystem = "You write scripts for short videos on platforms such as Do
 // brief is what the writing agents work from.
 type brief struct {
 	format, topic, summary, platform, style, language, prompt, characters string
-	duration, days                                            int
-	knowledge                                                 []string
+	duration, days                                                        int
+	knowledge                                                             []string
 }
 
 func newBrief(in map[string]any) brief {
