@@ -110,5 +110,9 @@ func (s *Server) rewrite(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"rewrittenScript": out, "style": style, "source": source})
+	res := fiber.Map{"rewrittenScript": out, "style": style, "source": source}
+	if source == "template" {
+		res["note"] = content.RewriteNote(style)
+	}
+	return ok(c, fiber.StatusOK, res)
 }

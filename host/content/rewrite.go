@@ -104,6 +104,12 @@ func capFirst(s string) string {
 	return string(r)
 }
 
+// RewriteNote says what a template rewrite did: without a language model the script's own sentences
+// are kept and only framed (or trimmed) by the style's fixed phrases.
+func RewriteNote(style string) string {
+	return NoModel + "; not rewritten to the " + style + " style: the script's own sentences, framed by the style's fixed phrases"
+}
+
 // RewriteTemplate is the rule-based rewrite used without a language model.
 func RewriteTemplate(content, style string) string {
 	zh := hasHan(content)

@@ -47,8 +47,16 @@ type Report struct {
 	Cadence         Cadence  `json:"cadence"`
 	Recommendations []string `json:"recommendations"`
 	Answers         []Answer `json:"answers"`
-	Source          string   `json:"source"` // template or model
+	Source          string   `json:"source"`                // template or model
+	Note            string   `json:"note,omitempty"`        // why the report is a template, when it is
+	Assumptions     []string `json:"assumptions,omitempty"` // what the blueprint assumed that the answers did not say
+
+	planPlatform string // the blueprint's platform: the first of Platforms, else the assumed one
+	planPPW      int    // the blueprint's posts a week: Cadence.PostsPerWeek, else the assumed one
 }
+
+// NoModel is what a report or rewrite made from templates says (no language model configured).
+const NoModel = "no language model: template output"
 
 // BlueprintDay is one dated strategy task of the 30-day plan.
 type BlueprintDay struct {
@@ -127,74 +135,98 @@ func (s *Service) Diagnose(ctx context.Context, answers []Answer, project *store
 }
 
 var (
-	reQuestionAudience = regexp.MustCompile(`(?i)audience|who |viewer|follower|target|受众|用户|人群|粉丝`)
+	reQuestionAudience = regexp.MustCompile(`(?i)audience|who |viewer|follower|target|受众|用户|人群|粉丝|观众`)
 	reQuestionPlatform = regexp.MustCompile(`(?i)platform|channel|where|平台|渠道`)
-	reQuestionCadence  = regexp.MustCompile(`(?i)often|frequency|cadence|how many|per week|频率|多久|更新`)
+	reQuestionCadence  = regexp.MustCompile(`(?i)often|frequency|cadence|how many|per week|频率|多久|更新|几次|几条`)
 	reQuestionGoal     = regexp.MustCompile(`(?i)goal|aim|objective|want to achieve|目标|目的`)
 	reQuestionNiche    = regexp.MustCompile(`(?i)niche|topic|field|industry|what .*(do|make|create)|about|领域|行业|内容|定位|赛道`)
-	reAudience         = regexp.MustCompile(`(?i)\baged?\b|\d+\s*-\s*\d+|years old|students?|workers?|parents?|moms?|mothers?|professionals?|beginners?|women|men\b|岁|学生|白领|宝妈|上班族|女性|男性|年轻人`)
+	reAudience         = regexp.MustCompile(`(?i)\baged?\b|\d+\s*[-–~到至]\s*\d+\s*(岁|years?)|years old|students?|workers?|parents?|moms?|mothers?|professionals?|beginners?|women|men\b|岁|学生|白领|宝妈|上班族|女性|男性|年轻人`)
 	reGoal             = regexp.MustCompile(`(?i)grow|followers|sell|sales|brand|leads|revenue|monetiz|traffic|awareness|涨粉|变现|带货|品牌|引流|销量`)
-	reCadenceNum       = regexp.MustCompile(`(?i)(\d+|one|two|three|four|five|six|seven|once|twice)\s*(?:videos?|posts?|times?|clips?|episodes?|条|次|个|期)?\s*(?:a|per|each|every|/|一)?\s*(week|wk|周|星期|day|天)`)
-	reCadenceZH        = regexp.MustCompile(`每(周|天|日)\s*(\d+|[一二三四五六七两])?`)
-	reDaily            = regexp.MustCompile(`(?i)daily|every ?day|每天|每日|日更`)
+	// A count and its period: "3 posts a week", "three videos per week", "twice weekly", "2 a day".
+	reCadenceNum = regexp.MustCompile(`(?i)\b(\d+|one|two|three|four|five|six|seven|once|twice)\b\s*(?:[-–~]\s*\d+\s*)?(?:(?:new\s+)?(?:videos?|posts?|times?|clips?|episodes?|uploads?|pieces?)\s*)?(?:a|per|each|every|/)?\s*(weekly|week|wk|daily|day)\b`)
+	// 每周能更新3次, 每周三条, 一周2更, 每天1条: a period, at most a few characters, then a count.
+	reCadenceZH = regexp.MustCompile(`(?:每|一)(周|星期|礼拜|天|日)[^\d一二三四五六七八九十两\n。，,]{0,6}(\d+|[一二三四五六七八九十两])?`)
+	reDaily     = regexp.MustCompile(`(?i)\bdaily\b|every ?day|每天|每日|日更`)
+	// What a creator says before the niche itself: "I run a cooking channel about", "我是做…的".
+	reNichePrefix = regexp.MustCompile(`(?i)^(?:i\s*(?:'m| am)\s+(?:a|an)\s+|i\s+(?:run|have|make|do|create|post|share)\s+(?:a|an|some)?\s*|my\s+(?:channel|account|content)\s+is\s+(?:about\s+)?|我(?:是|在|主要)?(?:做|分享|拍|运营)?(?:一个)?)`)
+	reNicheAbout  = regexp.MustCompile(`(?i)\b(?:about|on|covering|focused on)\s+(.+)$`)
+	reNicheSuffix = regexp.MustCompile(`(?:的)?(?:博主|账号|频道|内容|创作者|up主|UP主)$|(?i)\s+(?:creator|channel|account|videos?|content)$`)
 )
 
 var wordNum = map[string]int{"one": 1, "once": 1, "two": 2, "twice": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-	"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7}
+	"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 
 var platformWords = []struct {
 	re       *regexp.Regexp
 	platform string
 }{
 	{regexp.MustCompile(`(?i)douyin|抖音|tiktok`), PlatformDouyin},
-	{regexp.MustCompile(`(?i)xiaohongshu|小红书|rednote|\bred\b`), PlatformXiaohongshu},
+	{regexp.MustCompile(`(?i)xiaohongshu|小红书|rednote`), PlatformXiaohongshu},
 	{regexp.MustCompile(`(?i)bilibili|b站|哔哩`), PlatformBilibili},
 	{regexp.MustCompile(`(?i)weibo|微博`), PlatformWeibo},
 	{regexp.MustCompile(`(?i)kuaishou|快手`), PlatformKuaishou},
-	{regexp.MustCompile(`(?i)youtube|shorts`), "youtube"},
-	{regexp.MustCompile(`(?i)instagram|reels`), "instagram"},
+	{regexp.MustCompile(`(?i)youtube|油管`), "youtube"},
+	{regexp.MustCompile(`(?i)instagram|\bins\b|\breels\b`), "instagram"},
 }
 
-// postsPerWeek reads a publishing cadence from text; 0 when none is said.
+// postsPerWeek reads a publishing cadence from text; 0 when none is said (never a guess).
 func postsPerWeek(text string) int {
-	if reDaily.MatchString(text) {
-		return 7
+	count := func(s string) int {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+		return wordNum[strings.ToLower(s)]
 	}
 	if m := reCadenceZH.FindStringSubmatch(text); m != nil {
-		n := 1
+		n := 1 // 每周更新: once a week
 		if m[2] != "" {
-			if v, err := strconv.Atoi(m[2]); err == nil {
-				n = v
-			} else {
-				n = wordNum[m[2]]
-			}
+			n = count(m[2])
 		}
-		if m[1] != "周" {
+		if m[1] == "天" || m[1] == "日" {
 			n *= 7
 		}
-		return min(max(n, 1), 14)
+		if n > 0 {
+			return min(n, 14)
+		}
 	}
-	if m := reCadenceNum.FindStringSubmatch(strings.ToLower(text)); m != nil {
-		n, err := strconv.Atoi(m[1])
-		if err != nil {
-			n = wordNum[m[1]]
-		}
-		if m[2] == "day" || m[2] == "天" {
+	if m := reCadenceNum.FindStringSubmatch(text); m != nil {
+		n := count(m[1])
+		if p := strings.ToLower(m[2]); p == "day" || p == "daily" {
 			n *= 7
 		}
-		return min(max(n, 1), 14)
+		if n > 0 {
+			return min(n, 14)
+		}
+	}
+	if reDaily.MatchString(text) {
+		return 7
 	}
 	return 0
 }
 
+// nicheOf is the niche an answer names, without what the creator says around it ("I run a cooking
+// channel about quick vegan dinners" is "quick vegan dinners").
+func nicheOf(answer string) string {
+	s := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(answer), ".。!！"))
+	if m := reNicheAbout.FindStringSubmatch(s); m != nil {
+		s = m[1]
+	} else {
+		s = reNichePrefix.ReplaceAllString(s, "")
+	}
+	s = strings.TrimSpace(reNicheSuffix.ReplaceAllString(strings.TrimSpace(s), ""))
+	if s == "" {
+		return strings.TrimSpace(answer)
+	}
+	return s
+}
+
 func templateReport(answers []Answer) *Report {
-	zh := false
 	var all []string
 	for _, a := range answers {
 		all = append(all, a.Answer)
-		zh = zh || hasHan(a.Answer)
 	}
 	text := strings.Join(all, "\n")
+	zh := mostlyChinese(text)
 	used := map[int]bool{}
 	pick := func(qre, are *regexp.Regexp) string {
 		for i, a := range answers {
@@ -214,13 +246,16 @@ func templateReport(answers []Answer) *Report {
 		}
 		return ""
 	}
-	r := &Report{Answers: answers, Source: "template"}
-	r.Audience = pick(reQuestionAudience, reAudience)
-	r.Goal = pick(reQuestionGoal, reGoal)
+	r := &Report{Answers: answers, Source: "template", Platforms: []string{}}
 	cadenceAns := pick(reQuestionCadence, reCadenceNum)
+	if cadenceAns == "" {
+		cadenceAns = pick(reQuestionCadence, reCadenceZH)
+	}
 	if cadenceAns == "" {
 		cadenceAns = pick(reQuestionCadence, reDaily)
 	}
+	r.Audience = pick(reQuestionAudience, reAudience)
+	r.Goal = pick(reQuestionGoal, reGoal)
 	platformAns := pick(reQuestionPlatform, nil)
 	for _, pw := range platformWords {
 		if pw.re.MatchString(platformAns + "\n" + text) {
@@ -236,55 +271,103 @@ func templateReport(answers []Answer) *Report {
 			}
 		}
 	}
-	if len(r.Platforms) == 0 {
-		r.Platforms = []string{PlatformDouyin}
-	}
-	r.Niche = pick(reQuestionNiche, nil)
-	if r.Niche == "" {
+	niche := pick(reQuestionNiche, nil)
+	if niche == "" {
 		for i, a := range answers {
 			if !used[i] {
 				used[i] = true
-				r.Niche = a.Answer
+				niche = a.Answer
 				break
 			}
 		}
 	}
-	if r.Niche == "" {
-		r.Niche = answers[0].Answer
+	if niche == "" {
+		niche = answers[0].Answer
 	}
-	if r.Audience == "" {
-		r.Audience = map[bool]string{false: "viewers interested in " + r.Niche, true: "对" + r.Niche + "感兴趣的用户"}[zh]
+	r.Niche = nicheOf(niche)
+	audience, goal := r.Audience, r.Goal
+	if audience == "" {
+		audience = map[bool]string{false: "viewers interested in " + r.Niche, true: "对" + r.Niche + "感兴趣的用户"}[zh]
 	}
-	if r.Goal == "" {
-		r.Goal = map[bool]string{false: "grow an engaged following", true: "积累精准粉丝"}[zh]
+	if goal == "" {
+		goal = map[bool]string{false: "grow an engaged following", true: "积累精准粉丝"}[zh]
+		r.Goal = goal
 	}
 	ppw := postsPerWeek(cadenceAns)
 	if ppw == 0 {
 		ppw = postsPerWeek(text)
 	}
-	if ppw == 0 {
-		ppw = 3
+	// What the answers did not say stays unset in the report (0 posts a week, no platforms); the
+	// blueprint plans with a stated assumption instead.
+	r.Cadence = Cadence{PostsPerWeek: ppw, BestTimes: []string{"12:00-13:00", "19:00-22:00"}}
+	planPPW, platform := ppw, "douyin"
+	if planPPW == 0 {
+		planPPW = 3
+		r.Assumptions = append(r.Assumptions, map[bool]string{false: "posting frequency not given: the blueprint assumes 3 posts a week",
+			true: "未给出更新频率：日程按每周3条安排"}[zh])
 	}
+	if len(r.Platforms) > 0 {
+		platform = r.Platforms[0]
+	} else {
+		r.Assumptions = append(r.Assumptions, map[bool]string{false: "platform not given: the blueprint plans for douyin",
+			true: "未给出平台：日程按抖音安排"}[zh])
+	}
+	r.planPlatform, r.planPPW = platform, planPPW
 	r.ContentPillars = pillarsFor(r.Niche, zh)
-	platform := r.Platforms[0]
 	if zh {
-		r.Positioning = fmt.Sprintf("面向%s的%s创作者：在%s上用稳定的系列内容实现“%s”。", r.Audience, r.Niche, platform, r.Goal)
-		r.Cadence = Cadence{PostsPerWeek: ppw, BestTimes: []string{"12:00-13:00", "19:00-22:00"},
-			Description: fmt.Sprintf("每周发布%d条，固定时间发布，每周复盘一次数据。", ppw)}
+		r.Audience = audience
+		r.Positioning = fmt.Sprintf("面向%s，专注%s：在%s上用稳定的系列内容%s。", audience, r.Niche, platformName(platform, zh), goal)
+		r.Cadence.Description = fmt.Sprintf("每周发布%d条，固定时间发布，每周复盘一次数据。", planPPW)
 		r.Recommendations = []string{"前三秒直接给出结果或冲突", "每条视频只讲一个观点，结尾给出行动指引",
 			"把表现最好的选题做成系列", "每周复盘完播率、互动率和涨粉数据"}
-		r.Summary = fmt.Sprintf("定位：%s。受众：%s。主平台：%s，每周%d条，围绕%d个内容支柱。", r.Niche, r.Audience, platform, ppw, len(r.ContentPillars))
+		r.Summary = fmt.Sprintf("定位：%s。受众：%s。主平台：%s，每周%d条，围绕%d个内容支柱。", r.Niche, audience, platformName(platform, zh), planPPW, len(r.ContentPillars))
 	} else {
-		r.Positioning = fmt.Sprintf("A %s creator for %s, using a steady series on %s to %s.", r.Niche, r.Audience, platform, strings.ToLower(r.Goal))
-		r.Cadence = Cadence{PostsPerWeek: ppw, BestTimes: []string{"12:00-13:00", "19:00-22:00"},
-			Description: fmt.Sprintf("%d posts a week at fixed times, reviewed weekly.", ppw)}
+		r.Audience = audience
+		r.Positioning = fmt.Sprintf("Content about %s for %s: a steady series on %s to %s.", r.Niche, audience, platformName(platform, zh), strings.ToLower(goal))
+		r.Cadence.Description = fmt.Sprintf("%d posts a week at fixed times, reviewed weekly.", planPPW)
 		r.Recommendations = []string{"Show the payoff or the conflict in the first three seconds",
 			"One idea per video, ending with a clear call to action", "Turn the best-performing topic into a series",
 			"Review completion rate, engagement and follower growth every week"}
 		r.Summary = fmt.Sprintf("Niche: %s. Audience: %s. Main platform: %s, %d posts a week across %d content pillars.",
-			r.Niche, r.Audience, platform, ppw, len(r.ContentPillars))
+			r.Niche, audience, platformName(platform, zh), planPPW, len(r.ContentPillars))
 	}
+	r.Note = NoModel
 	return r
+}
+
+// mostlyChinese reports whether text has at least as many Han characters as Latin words, so a
+// report follows the language most of the answers are in.
+func mostlyChinese(text string) bool {
+	han, words, inWord := 0, 0, false
+	for _, r := range text {
+		switch {
+		case r >= 0x4E00 && r <= 0x9FFF:
+			han++
+			inWord = false
+		case (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'):
+			if !inWord {
+				words++
+			}
+			inWord = true
+		default:
+			inWord = false
+		}
+	}
+	return han > 0 && han >= words
+}
+
+// platformName is how a platform is named in the report's prose.
+func platformName(p string, zh bool) string {
+	names := map[string][2]string{PlatformDouyin: {"Douyin", "抖音"}, PlatformXiaohongshu: {"Xiaohongshu", "小红书"},
+		PlatformBilibili: {"Bilibili", "B站"}, PlatformWeibo: {"Weibo", "微博"}, PlatformKuaishou: {"Kuaishou", "快手"},
+		"youtube": {"YouTube", "YouTube"}, "instagram": {"Instagram", "Instagram"}}
+	if n, ok := names[p]; ok {
+		if zh {
+			return n[1]
+		}
+		return n[0]
+	}
+	return p
 }
 
 var nicheWorkflows = []struct {
@@ -337,15 +420,15 @@ func postingDays(n int) map[int]bool {
 
 func buildBlueprint(r *Report, now time.Time) *Blueprint {
 	start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	platform := r.Platforms[0]
+	platform := r.planPlatform
 	zh := hasHan(r.Niche + r.Audience)
 	bp := &Blueprint{Version: 1, GeneratedAt: now.Format(time.RFC3339), StartDate: start.Format("2006-01-02"),
 		EndDate: start.AddDate(0, 0, BlueprintDays-1).Format("2006-01-02"), Platform: platform,
-		PostsPerWeek: r.Cadence.PostsPerWeek, Source: r.Source, Days: []BlueprintDay{}}
+		PostsPerWeek: r.planPPW, Source: r.Source, Days: []BlueprintDay{}}
 	for _, p := range r.ContentPillars {
 		bp.Pillars = append(bp.Pillars, p.Name)
 	}
-	posting := postingDays(r.Cadence.PostsPerWeek)
+	posting := postingDays(r.planPPW)
 	post := 0
 	for i := 0; i < BlueprintDays; i++ {
 		date := start.AddDate(0, 0, i)
@@ -399,11 +482,13 @@ func (s *Service) modelReport(ctx context.Context, answers []Answer, r *Report) 
 	out, err := s.llm.Chat(ctx, s.model, msgs)
 	if err != nil {
 		s.log.Warn("diagnosis: language model failed, using templates", "err", err.Error())
+		r.Note = "language model failed (" + clip(err.Error(), 200) + "): template output"
 		return
 	}
 	var m Report
 	if err := json.Unmarshal([]byte(jsonObject(out)), &m); err != nil {
 		s.log.Warn("diagnosis: model answer is not JSON, using templates")
+		r.Note = "language model answer was not the report asked for: template output"
 		return
 	}
 	set := func(dst *string, v string) {
@@ -432,7 +517,7 @@ func (s *Service) modelReport(ctx context.Context, answers []Answer, r *Report) 
 	if len(m.Recommendations) > 0 {
 		r.Recommendations = m.Recommendations[:min(len(m.Recommendations), 10)]
 	}
-	r.Source = "model"
+	r.Source, r.Note = "model", ""
 }
 
 func validWorkflow(id string) bool {

@@ -11,14 +11,23 @@ import (
 func TestPostsPerWeek(t *testing.T) {
 	t.Parallel()
 	tests := map[string]int{
-		"three videos a week": 3,
-		"3 posts per week":    3,
-		"twice a week":        2,
-		"daily":               7,
-		"one video every day": 7,
-		"每周3条":                3,
-		"每天更新":                7,
-		"whenever I can":      0,
+		"three videos a week":         3,
+		"3 posts per week":            3,
+		"twice a week":                2,
+		"daily":                       7,
+		"one video every day":         7,
+		"每周3条":                        3,
+		"每天更新":                        7,
+		"whenever I can":              0,
+		"每周能更新3次":                     3,
+		"一周三更":                        3,
+		"每周更新两次":                      2,
+		"I can post 4 times per week": 4,
+		"twice weekly":                2,
+		"2 videos a day":              14,
+		"3-4 times a week":            3,
+		"I have 3 kids":               0,
+		"students aged 18-24":         0,
 	}
 	for in, want := range tests {
 		if got := postsPerWeek(in); got != want {
@@ -66,6 +75,59 @@ func TestDiagnoseTemplates(t *testing.T) {
 	}
 	if _, _, err := s.Diagnose(context.Background(), []Answer{{Question: "q"}}, nil); err == nil {
 		t.Errorf("Diagnose(no answers) succeeded")
+	}
+}
+
+func TestDiagnoseReadsAnswersOrLeavesThemUnset(t *testing.T) {
+	t.Parallel()
+	s := New(Config{Now: func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }})
+	tests := map[string]struct {
+		answers             []Answer
+		niche, audience     string
+		ppw                 int
+		platforms           []string
+		positioningHas      []string
+		positioningHasNot   []string
+		assumptions, planPP int
+	}{
+		"english sentence": {answers: []Answer{{Answer: "I run a cooking channel about quick vegan dinners"}, {Question: "Who is your audience?", Answer: "students"},
+			{Answer: "每周能更新3次"}}, niche: "quick vegan dinners", audience: "students", ppw: 3, platforms: []string{},
+			positioningHas: []string{"quick vegan dinners for students"}, positioningHasNot: []string{"A I run"}, assumptions: 1, planPP: 3},
+		"chinese": {answers: []Answer{{Question: "你做什么内容？", Answer: "我是做家常菜的博主"}, {Question: "主要在哪个平台？", Answer: "小红书和B站"},
+			{Question: "更新频率？", Answer: "每周能更新2次"}}, niche: "家常菜", ppw: 2, platforms: []string{PlatformXiaohongshu, PlatformBilibili},
+			positioningHas: []string{"小红书"}, planPP: 2},
+		"nothing said": {answers: []Answer{{Answer: "I like red peppers and wearing shorts"}}, ppw: 0, platforms: []string{}, assumptions: 2, planPP: 3},
+	}
+	for name, tt := range tests {
+		rep, bp, err := s.Diagnose(context.Background(), tt.answers, nil)
+		if err != nil {
+			t.Fatalf("%s: Diagnose = %v", name, err)
+		}
+		if tt.niche != "" && rep.Niche != tt.niche {
+			t.Errorf("%s: niche = %q, want %q", name, rep.Niche, tt.niche)
+		}
+		if tt.audience != "" && rep.Audience != tt.audience {
+			t.Errorf("%s: audience = %q, want %q", name, rep.Audience, tt.audience)
+		}
+		if rep.Cadence.PostsPerWeek != tt.ppw || bp.PostsPerWeek != tt.planPP {
+			t.Errorf("%s: posts a week = %d (blueprint %d), want %d (%d)", name, rep.Cadence.PostsPerWeek, bp.PostsPerWeek, tt.ppw, tt.planPP)
+		}
+		if strings.Join(rep.Platforms, ",") != strings.Join(tt.platforms, ",") {
+			t.Errorf("%s: platforms = %v, want %v", name, rep.Platforms, tt.platforms)
+		}
+		for _, w := range tt.positioningHas {
+			if !strings.Contains(rep.Positioning, w) {
+				t.Errorf("%s: positioning %q lacks %q", name, rep.Positioning, w)
+			}
+		}
+		for _, w := range tt.positioningHasNot {
+			if strings.Contains(rep.Positioning, w) {
+				t.Errorf("%s: positioning %q holds %q", name, rep.Positioning, w)
+			}
+		}
+		if len(rep.Assumptions) != tt.assumptions || rep.Note != NoModel || rep.Source != "template" {
+			t.Errorf("%s: assumptions %v note %q source %q", name, rep.Assumptions, rep.Note, rep.Source)
+		}
 	}
 }
 

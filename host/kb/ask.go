@@ -17,6 +17,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 	kbdemo "github.com/reelforge/reelforge/testdata/kb-demo"
 )
@@ -96,6 +97,7 @@ func (s *Service) Ask(ctx context.Context, p SearchParams) (*Answer, error) {
 			raw = llm.Extractive{}.Answer(p.Query, frags)
 			ans.Model = "extractive"
 		}
+		raw = engine.NormalizeCitations(raw, len(hits))
 		clean, cited := llm.CheckCitations(raw, len(hits))
 		ans.Answer = clean
 		for _, n := range cited {

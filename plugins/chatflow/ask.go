@@ -90,6 +90,7 @@ func Ask(ctx context.Context, opts Options, question, chatflowID string, search 
 	default:
 		a, err := predict(ctx, opts, question, chatflowID)
 		if err == nil {
+			a.Text = engine.NormalizeCitations(a.Text, len(a.Citations))
 			return a, false, nil
 		}
 		if ctx.Err() != nil {
@@ -106,6 +107,7 @@ func Ask(ctx context.Context, opts Options, question, chatflowID string, search 
 		return Answer{}, true, err
 	}
 	a.Degraded = reason
+	a.Text = engine.NormalizeCitations(a.Text, len(a.Citations))
 	return a, true, nil
 }
 
@@ -190,7 +192,7 @@ func fallback(ctx context.Context, opts Options, question string, search SearchF
 }
 
 const systemPrompt = "You answer questions for a short-video content team using only the numbered knowledge-base " +
-	"fragments you are given. Cite every claim with the fragment number in brackets, like [1]. If the fragments " +
+	"fragments you are given. Cite every claim with its fragment number, like [#1]. If the fragments " +
 	"do not contain the answer, say that no citable basis was found and that the answer is uncertain. Never add " +
 	"facts that are not in the fragments."
 
@@ -198,7 +200,7 @@ func prompt(question string, hits []engine.SearchHit) string {
 	var b strings.Builder
 	b.WriteString("Fragments:\n")
 	for i, h := range hits {
-		fmt.Fprintf(&b, "[%d] (%s) %s\n", i+1, h.SourceName, strings.TrimSpace(h.ChunkText))
+		fmt.Fprintf(&b, "[#%d] (%s) %s\n", i+1, h.SourceName, strings.TrimSpace(h.ChunkText))
 	}
 	b.WriteString("\nQuestion: ")
 	b.WriteString(question)
@@ -228,7 +230,7 @@ func extractive(question string, hits []engine.SearchHit) string {
 			}
 		}
 		if best != "" {
-			parts = append(parts, fmt.Sprintf("%s [%d]", best, i+1))
+			parts = append(parts, best+" "+engine.CiteMarker(i+1))
 		}
 	}
 	if len(parts) == 0 {

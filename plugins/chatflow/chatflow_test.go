@@ -73,7 +73,7 @@ func TestAskThroughTheTool(t *testing.T) {
 	if err != nil || degraded {
 		t.Fatalf("Ask() degraded = %v, error = %v; want the tool's answer", degraded, err)
 	}
-	want := chatflow.Answer{Text: "Cold brew steeps 12 hours [1]", Engine: "chatflow",
+	want := chatflow.Answer{Text: "Cold brew steeps 12 hours [#1]", Engine: "chatflow",
 		Citations: []chatflow.Citation{{ChunkID: "c-1", Source: "coffee.md", Document: "coffee.md", Excerpt: "Cold brew steeps for 12 to 24 hours."}}}
 	if diff := cmp.Diff(want, a); diff != "" {
 		t.Errorf("Ask() mismatch (-want +got):\n%s", diff)
@@ -97,11 +97,11 @@ func TestAskDegrades(t *testing.T) {
 		want    string
 		cites   int
 	}{
-		"down":           {url: downURL(t), id: "kb", hits: hits, want: "Cold brew steeps for twelve hours in cold water. [1]", cites: 2},
-		"answers 503":    {url: url503, id: "kb", hits: hits, want: "[1]", cites: 2},
-		"answers 400":    {url: url400, id: "kb", hits: hits, want: "[1]", cites: 2},
-		"not configured": {url: "", id: "kb", hits: hits, want: "[1]", cites: 2},
-		"no chatflow id": {url: url503, id: "", hits: hits, want: "[1]", cites: 2},
+		"down":           {url: downURL(t), id: "kb", hits: hits, want: "Cold brew steeps for twelve hours in cold water. [#1]", cites: 2},
+		"answers 503":    {url: url503, id: "kb", hits: hits, want: "[#1]", cites: 2},
+		"answers 400":    {url: url400, id: "kb", hits: hits, want: "[#1]", cites: 2},
+		"not configured": {url: "", id: "kb", hits: hits, want: "[#1]", cites: 2},
+		"no chatflow id": {url: url503, id: "", hits: hits, want: "[#1]", cites: 2},
 		"no hits":        {url: url503, id: "kb", hits: nil, want: chatflow.NoBasis, cites: 0},
 	}
 	for name, tt := range tests {
@@ -143,10 +143,10 @@ func TestAskFallbackUsesTheModel(t *testing.T) {
 		return &engine.GenerateResult{OK: true, Text: "Twelve hours [1].", TokensUsed: 40}, nil
 	}
 	a, degraded, err := chatflow.Ask(t.Context(), chatflow.Options{GenerateFunc: gen}, "cold brew?", "kb", searchHits(hits))
-	if err != nil || !degraded || a.Text != "Twelve hours [1]." || a.TokensUsed != 40 {
+	if err != nil || !degraded || a.Text != "Twelve hours [#1]." || a.TokensUsed != 40 {
 		t.Fatalf("Ask() = %+v, %v, %v", a, degraded, err)
 	}
-	if !strings.Contains(prompt, "[1] (coffee) Espresso") || !strings.Contains(prompt, "[2] (coffee) Green tea") {
+	if !strings.Contains(prompt, "[#1] (coffee) Espresso") || !strings.Contains(prompt, "[#2] (coffee) Green tea") {
 		t.Errorf("prompt = %q, want numbered fragments", prompt)
 	}
 }

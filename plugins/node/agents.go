@@ -429,27 +429,23 @@ func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 		citations[i] = map[string]any{
 			"number": i + 1, "chunk_id": h["chunk_id"], "source": h["source"], "document": h["document"], "excerpt": clip(text, 240),
 		}
-		fmt.Fprintf(&frags, "%s %s\n", citeMarker(i+1), text)
+		fmt.Fprintf(&frags, "%s %s\n", engine.CiteMarker(i+1), text)
 	}
 	prompt := "Answer the question using only the numbered fragments below, and cite them as [#1], [#2], ... " +
 		"If they do not answer it, say so.\n\nFragments:\n" + frags.String() + "\nQuestion: " + question
 	g, why := generateText(ctx, sc, "You answer questions from a knowledge base, citing your sources.", prompt, 600)
 	if g != nil {
-		return modelResult(map[string]any{"answer": strings.TrimSpace(g.Text), "citations": citations}, g), nil
+		return modelResult(map[string]any{"answer": engine.NormalizeCitations(strings.TrimSpace(g.Text), len(citations)), "citations": citations}, g), nil
 	}
 	var parts []string
 	for i, h := range hits {
 		if i == 3 {
 			break
 		}
-		parts = append(parts, firstSentences(asString(h["text"]), 2)+" "+citeMarker(i+1))
+		parts = append(parts, firstSentences(asString(h["text"]), 2)+" "+engine.CiteMarker(i+1))
 	}
 	return templateResult(map[string]any{"answer": strings.Join(parts, " "), "citations": citations[:min(3, len(citations))]}, why), nil
 }
-
-// citeMarker is the citation marker of fragment n, the one format of ask, chat and workflow
-// outputs: [#n].
-func citeMarker(n int) string { return fmt.Sprintf("[#%d]", n) }
 
 // ---------------------------------------------------------------- generator
 
