@@ -38,7 +38,7 @@ func TestChat(t *testing.T) {
 
 	s := New(Config{Chatflow: tool(up.URL)})
 	ans, err := s.Chat(context.Background(), ChatInput{Message: "What makes a good hook?", ChatflowType: "kb", ProjectID: "p1"})
-	if err != nil || ans.Degraded || ans.Response != "Hooks matter [1]" || len(ans.Citations) != 1 || ans.Citations[0].Source != "guide.md" {
+	if err != nil || ans.Degraded || ans.Response != "Hooks matter [#1]" || len(ans.Citations) != 1 || ans.Citations[0].Source != "guide.md" {
 		t.Errorf("Chat(up) = %+v, %v", ans, err)
 	}
 	if gotPath != "/prediction/kb-id" || gotQuestion != "What makes a good hook?" || gotOverride == nil {
