@@ -25,6 +25,11 @@ type Store interface {
 	// Open returns the object's bytes and its size, or ErrNotFound. The caller closes the reader;
 	// ctx must stay live while it is read.
 	Open(ctx context.Context, key string) (io.ReadCloser, int64, error)
+	// Size returns the object's size in bytes, or ErrNotFound.
+	Size(ctx context.Context, key string) (int64, error)
+	// OpenRange returns n bytes of the object from offset off (off+n must not pass its size), or
+	// ErrNotFound. It serves HTTP range requests; the caller closes the reader.
+	OpenRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
 	// Delete removes the object; a missing one is not an error.
 	Delete(ctx context.Context, key string) error
 	// Kind names the store for logs and asset metadata: "local" or "s3".

@@ -40,6 +40,26 @@ func TestStores(t *testing.T) {
 			if err != nil || size != int64(len(data)) || !bytes.Equal(got, data) {
 				t.Errorf("Open() read %d bytes (size %d), %v; want the %d bytes put", len(got), size, err, len(data))
 			}
+			if n, err := st.Size(ctx, key); err != nil || n != int64(len(data)) {
+				t.Errorf("Size() = %d, %v; want %d", n, err, len(data))
+			}
+			for _, r := range [][2]int64{{0, 1}, {5, 100}, {int64(len(data)) - 7, 7}, {3, 0}} {
+				rc, err := st.OpenRange(ctx, key, r[0], r[1])
+				if err != nil {
+					t.Fatalf("OpenRange(%d, %d) = %v", r[0], r[1], err)
+				}
+				got, err := io.ReadAll(rc)
+				rc.Close()
+				if want := data[r[0] : r[0]+r[1]]; err != nil || !bytes.Equal(got, want) {
+					t.Errorf("OpenRange(%d, %d) = %q, %v; want %q", r[0], r[1], got, err, want)
+				}
+			}
+			if _, err := st.Size(ctx, "assets/u-1/missing.png"); !errors.Is(err, blob.ErrNotFound) {
+				t.Errorf("Size(missing) = %v, want ErrNotFound", err)
+			}
+			if _, err := st.OpenRange(ctx, "assets/u-1/missing.png", 0, 1); !errors.Is(err, blob.ErrNotFound) {
+				t.Errorf("OpenRange(missing) = %v, want ErrNotFound", err)
+			}
 			if _, _, err := st.Open(ctx, "assets/u-1/missing.png"); !errors.Is(err, blob.ErrNotFound) {
 				t.Errorf("Open(missing) = %v, want ErrNotFound", err)
 			}

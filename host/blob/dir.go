@@ -73,6 +73,35 @@ func (d *Dir) Open(_ context.Context, key string) (io.ReadCloser, int64, error) 
 	return f, st.Size(), nil
 }
 
+// Size implements Store.
+func (d *Dir) Size(_ context.Context, key string) (int64, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return 0, err
+	}
+	st, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) || err == nil && !st.Mode().IsRegular() {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("blob: stat %s: %w", key, err)
+	}
+	return st.Size(), nil
+}
+
+// OpenRange implements Store.
+func (d *Dir) OpenRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	rc, _, err := d.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	f := rc.(*os.File)
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.NewSectionReader(f, off, n), f}, nil
+}
+
 // Delete implements Store.
 func (d *Dir) Delete(_ context.Context, key string) error {
 	p, err := d.path(key)

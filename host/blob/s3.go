@@ -117,6 +117,50 @@ func (s *S3) Open(ctx context.Context, key string) (io.ReadCloser, int64, error)
 	return out.Body, aws.ToInt64(out.ContentLength), nil
 }
 
+// Size implements Store.
+func (s *S3) Size(ctx context.Context, key string) (int64, error) {
+	if !ValidKey(key) {
+		return 0, errKey(key)
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		if notFound(err) {
+			return 0, ErrNotFound
+		}
+		return 0, fmt.Errorf("blob: head %s: %w", key, err)
+	}
+	return aws.ToInt64(out.ContentLength), nil
+}
+
+// OpenRange implements Store: one GET with a Range header.
+func (s *S3) OpenRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if !ValidKey(key) {
+		return nil, errKey(key)
+	}
+	if n <= 0 {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
+	if err != nil {
+		if notFound(err) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("blob: get %s bytes %d+%d: %w", key, off, n, err)
+	}
+	// A store that ignores Range answers the whole object: skip to off and stop after n bytes.
+	if out.ContentRange == nil {
+		if _, err := io.CopyN(io.Discard, out.Body, off); err != nil {
+			out.Body.Close()
+			return nil, fmt.Errorf("blob: get %s: %w", key, err)
+		}
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(out.Body, n), out.Body}, nil
+}
+
 // Delete implements Store.
 func (s *S3) Delete(ctx context.Context, key string) error {
 	if !ValidKey(key) {

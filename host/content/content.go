@@ -62,6 +62,7 @@ type Config struct {
 // Service implements the content routes. It is safe for concurrent use.
 type Service struct {
 	st             store.Driver
+	dataDir        string // where local generators write the files of runs
 	blobs          blob.Store
 	limit          int64
 	fetch          *Fetcher
@@ -78,7 +79,7 @@ type Service struct {
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{st: cfg.Store, blobs: cfg.Blobs, limit: cfg.UploadLimit, fetch: cfg.Fetcher, notify: cfg.Notifier,
+	s := &Service{st: cfg.Store, dataDir: cfg.DataDir, blobs: cfg.Blobs, limit: cfg.UploadLimit, fetch: cfg.Fetcher, notify: cfg.Notifier,
 		llm: cfg.LLM, model: cfg.Model, chatflow: cfg.Chatflow, kb: cfg.KB, log: cfg.Log, syncBP: cfg.SyncBlueprint, now: cfg.Now}
 	if s.limit <= 0 {
 		s.limit = 50 << 20
@@ -662,30 +663,6 @@ func (s *Service) DeleteAssets(ctx context.Context, userID string, ids []string)
 		s.notify.Notify(ctx, events.Frame{UserID: userID, Type: events.FrameAssetSync, Data: map[string]any{"assetId": id, "action": "deleted"}})
 	}
 	return len(deleted), nil
-}
-
-// AssetFile returns the caller's live asset with its bytes and their size; 404 for anything else.
-// The caller closes the reader. The store is read without the request's cancellation, because the
-// response is streamed after the handler returns.
-func (s *Service) AssetFile(ctx context.Context, userID, id string) (*store.Asset, io.ReadCloser, int64, error) {
-	a, err := s.st.GetAsset(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.IsDeleted || a.UserID != userID)) {
-		return nil, nil, 0, errcode.New(errcode.NotFound, "Asset not found")
-	}
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	if !blob.ValidKey(a.FilePath) {
-		return nil, nil, 0, errcode.New(errcode.NotFound, "Asset file not found")
-	}
-	body, size, err := s.blobs.Open(context.WithoutCancel(ctx), a.FilePath)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, nil, 0, errcode.New(errcode.NotFound, "Asset file not found")
-	}
-	if err != nil {
-		return nil, nil, 0, s.storeErr("content.asset_file", "The file could not be read", err)
-	}
-	return a, body, size, nil
 }
 
 // storeErr is a failure of the blob store: EXTERNAL_SERVICE_ERROR (502) for an object store, whose

@@ -7,6 +7,7 @@ package launch
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/reelforge/reelforge/host/auth"
 )
@@ -18,6 +19,21 @@ const (
 	TriggerWebhook   = "webhook"
 	TriggerAPI       = "api"
 )
+
+// taskPrefix marks the runs of project tasks: their TriggeredBy is "task:<task id>".
+const taskPrefix = "task:"
+
+// TriggeredByTask is the TriggeredBy of the run of task id.
+func TriggeredByTask(id string) string { return taskPrefix + id }
+
+// TaskOf returns the task id of a run's TriggeredBy, or "" for a run of no task.
+func TaskOf(triggeredBy string) string {
+	id, _ := strings.CutPrefix(triggeredBy, taskPrefix)
+	if id == triggeredBy {
+		return ""
+	}
+	return id
+}
 
 // Params start one run.
 type Params struct {

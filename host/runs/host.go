@@ -237,6 +237,13 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 		}
 		return nil, false
 	}
+	if status == store.JobCompleted && s.Assets != nil {
+		// Before the step awaiting the job goes on: the file is an asset by the time a run's
+		// result names it.
+		if r, err := s.Store.GetRun(ctx, j.RunID); err == nil {
+			s.recordFiles(ctx, r, result)
+		}
+	}
 	s.wakeJob(jobID)
 	return j, true
 }

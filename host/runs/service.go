@@ -60,6 +60,12 @@ type JobDispatcher interface {
 	Local(jobType string) bool
 }
 
+// AssetRecorder records the files a run made (named in a job's result or the run's outputs) as
+// assets of the run's owner, once each, with task.asset.uploaded. host/content satisfies it.
+type AssetRecorder interface {
+	RecordRunFiles(ctx context.Context, r *store.Run, result json.RawMessage) ([]store.Asset, error)
+}
+
 // Engines gives the live plugin engine of a name (host/plugins.Set), or an error when it is down.
 type Engines interface {
 	Engine(name string) (engine.Engine, error)
@@ -91,6 +97,7 @@ type Service struct {
 	Searcher   Searcher      // nil: no knowledge base, searches find nothing
 	LLM        LLM           // nil: Generate answers OK=false
 	Dispatcher JobDispatcher // nil: generator jobs fail with EXTERNAL_SERVICE_ERROR
+	Assets     AssetRecorder // nil: the files runs make are not recorded as assets
 	Log        *slog.Logger
 	// Leader reports whether this host is the leader (the advisory lock on PostgreSQL); the job
 	// sweeper works only on the leader. nil: always.
@@ -393,8 +400,12 @@ func (s *Service) status(ctx context.Context, id string) string {
 	return "gone"
 }
 
-// finished calls the OnFinish hooks for a run that just reached a terminal state.
+// finished records the files a completed run's outputs name, then calls the OnFinish hooks for a
+// run that just reached a terminal state.
 func (s *Service) finished(ctx context.Context, r *store.Run) {
+	if r.Status == store.RunCompleted {
+		s.recordFiles(ctx, r, r.Outputs)
+	}
 	s.notifyStatus(ctx, r)
 	s.mu.Lock()
 	hooks := append([]func(context.Context, *store.Run){}, s.hooks...)
@@ -410,6 +421,17 @@ func (s *Service) notifyStatus(ctx context.Context, r *store.Run) {
 	}
 	s.Notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskStatus,
 		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "status": r.Status, "workflow": r.WorkflowID}})
+}
+
+// recordFiles records the files result names as assets of run r. A file that cannot be recorded
+// is logged: the run's outcome stands, and its result still names the file.
+func (s *Service) recordFiles(ctx context.Context, r *store.Run, result json.RawMessage) {
+	if s.Assets == nil || len(result) == 0 {
+		return
+	}
+	if _, err := s.Assets.RecordRunFiles(context.WithoutCancel(ctx), r, result); err != nil {
+		s.Log.Warn("runs: the run's files were not all recorded as assets", "run_id", r.ID, "err", err)
+	}
 }
 
 // kick wakes an idle executor worker.

@@ -95,6 +95,7 @@ type Asset struct {
 	OriginalName    string          `json:"original_name"`
 	Metadata        json.RawMessage `json:"metadata"`
 	SourceTaskID    string          `json:"source_task_id"`
+	SourceRunID     string          `json:"source_run_id"` // the workflow run that made the file
 	RelatedCorpusID string          `json:"related_corpus_id"`
 	Tags            []string        `json:"tags"`
 	CreatedAt       time.Time       `json:"created_at"`
@@ -133,6 +134,10 @@ type Content interface {
 	CreateAsset(ctx context.Context, a *Asset) error
 	// GetAsset returns the asset even when soft-deleted.
 	GetAsset(ctx context.Context, id string) (*Asset, error)
+	// GetAssetByPath returns userID's newest live asset whose file_path is filePath, or ErrNotFound.
+	GetAssetByPath(ctx context.Context, userID, filePath string) (*Asset, error)
+	// ListRunAssets returns the assets a workflow run made (deleted ones too), oldest first.
+	ListRunAssets(ctx context.Context, runID string) ([]Asset, error)
 	ListAssets(ctx context.Context, p ListAssetsParams) ([]Asset, int, error)
 	// SoftDeleteAssets marks the live assets of userID among ids deleted and returns their ids.
 	SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)

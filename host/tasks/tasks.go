@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"strings"
 	"sync"
 	"time"
@@ -32,9 +31,6 @@ const DefaultWorkflow = "video"
 // orphanAfter is how long a task may stay RUNNING without a run before the worker takes it back
 // (the host that moved it died before its run was stored).
 const orphanAfter = 2 * time.Minute
-
-// triggeredByPrefix marks the runs of tasks: TriggeredBy is "task:<task id>".
-const triggeredByPrefix = "task:"
 
 // Options configure a Service; zero values take the defaults.
 type Options struct {
@@ -277,7 +273,7 @@ func (s *Service) launch(ctx context.Context, t *store.Task) {
 		inputs = map[string]any{}
 	}
 	runID, err := s.opt.Runner.Start(ctx, launch.Params{Workflow: s.WorkflowFor(t.Type), Inputs: inputs, User: user,
-		ProjectID: t.ProjectID, Trigger: launch.TriggerAPI, TriggeredBy: triggeredByPrefix + t.ID})
+		ProjectID: t.ProjectID, Trigger: launch.TriggerAPI, TriggeredBy: launch.TriggeredByTask(t.ID)})
 	if err != nil {
 		s.failed(ctx, t.ID, errcode.Of(err), errcode.As(err).Message())
 		return
@@ -294,12 +290,13 @@ func (s *Service) launch(ctx context.Context, t *store.Task) {
 	}
 }
 
-// RunEnded finishes the task whose run ended: completed -> SUCCESS (output_data and assets),
+// RunEnded finishes the task whose run ended: completed -> SUCCESS (output_data; host/runs has
+// recorded the run's files as assets of the task),
 // failed -> QUEUED for a retry (network errors and time-outs while retries are left) or FAILED,
 // cancelled -> CANCELLED. Runs of no task are ignored.
 func (s *Service) RunEnded(ctx context.Context, e launch.Ended) {
-	id, ok := strings.CutPrefix(e.TriggeredBy, triggeredByPrefix)
-	if !ok || id == "" {
+	id := launch.TaskOf(e.TriggeredBy)
+	if id == "" {
 		return
 	}
 	var err error
@@ -327,18 +324,14 @@ func (s *Service) RunEnded(ctx context.Context, e launch.Ended) {
 }
 
 func (s *Service) succeeded(ctx context.Context, id string, e launch.Ended) error {
-	t, err := s.st.GetTask(ctx, id)
-	if err != nil {
-		return err
-	}
 	out := e.Outputs
 	if len(out) == 0 {
 		out = json.RawMessage("{}")
 	}
 	runID := e.RunID
 	empty := ""
-	_, err = s.transition(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskRunning}, To: store.TaskSuccess,
-		OutputData: out, RunID: &runID, ErrorMessage: &empty, Completed: true, Assets: Assets(t, out)})
+	_, err := s.transition(ctx, store.TaskUpdate{ID: id, From: []string{store.TaskRunning}, To: store.TaskSuccess,
+		OutputData: out, RunID: &runID, ErrorMessage: &empty, Completed: true})
 	return err
 }
 
@@ -389,9 +382,13 @@ func (s *Service) transition(ctx context.Context, u store.TaskUpdate) (*store.Ta
 		}
 		switch t.Status {
 		case store.TaskSuccess:
+			made, err := tx.ListTaskAssets(ctx, t.ID)
+			if err != nil {
+				return err
+			}
 			return events.Emit(ctx, tx, events.Event{Name: events.TaskCompleted, UserID: t.UserID, ProjectID: t.ProjectID,
 				Data: map[string]any{"taskId": t.ID, "projectId": t.ProjectID, "userId": t.UserID, "type": t.Type,
-					"runId": t.RunID, "result": t.OutputData, "assets": len(u.Assets)}})
+					"runId": t.RunID, "result": t.OutputData, "assets": len(made)}})
 		case store.TaskFailed:
 			return events.Emit(ctx, tx, events.Event{Name: events.JobFailed, UserID: t.UserID, ProjectID: t.ProjectID,
 				Data: map[string]any{"taskId": t.ID, "projectId": t.ProjectID, "userId": t.UserID, "type": t.Type,
@@ -418,77 +415,4 @@ func (s *Service) announce(ctx context.Context, t *store.Task) { s.notify(ctx, t
 func (s *Service) notify(ctx context.Context, t *store.Task) {
 	s.opt.Notifier.Notify(ctx, events.Frame{ProjectID: t.ProjectID, UserID: t.UserID, Type: events.FrameTaskStatus,
 		Data: map[string]any{"taskId": t.ID, "status": t.Status, "projectId": t.ProjectID}})
-}
-
-// Assets returns one asset record per generated file or URL in a run's outputs: string values
-// under keys that name a file (…_url, url, …_path, file…) or that end in a media extension.
-func Assets(t *store.Task, outputs json.RawMessage) []store.Asset {
-	var v any
-	if err := json.Unmarshal(outputs, &v); err != nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	var out []store.Asset
-	var walk func(key string, v any)
-	walk = func(key string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				walk(k, e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(key, e)
-			}
-		case string:
-			kind := fileKind(key, x)
-			if kind == "" || seen[x] {
-				return
-			}
-			seen[x] = true
-			a := store.Asset{ID: uuid.NewString(), UserID: t.UserID, ProjectID: t.ProjectID, FilePath: x, FileType: kind,
-				OriginalName: path.Base(x), SourceTaskID: t.ID, Metadata: json.RawMessage(fmt.Sprintf(`{"output_key":%q}`, key))}
-			if strings.HasPrefix(x, "http://") || strings.HasPrefix(x, "https://") {
-				a.FileURL = x
-			}
-			out = append(out, a)
-		}
-	}
-	walk("", v)
-	return out
-}
-
-var extKinds = map[string]string{
-	".mp4": "video", ".mov": "video", ".webm": "video", ".mkv": "video", ".avi": "video",
-	".mp3": "audio", ".wav": "audio", ".ogg": "audio", ".m4a": "audio", ".aac": "audio", ".flac": "audio",
-	".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".webp": "image",
-}
-
-// fileKind returns video, audio or image for an output that names a file, or "".
-func fileKind(key, val string) string {
-	if val == "" || strings.ContainsAny(val, "\n ") && !strings.HasPrefix(val, "http") {
-		return ""
-	}
-	isRef := strings.HasPrefix(val, "http://") || strings.HasPrefix(val, "https://") || strings.HasPrefix(val, "/") ||
-		strings.HasPrefix(val, "file://")
-	u := strings.ToLower(val)
-	if i := strings.IndexAny(u, "?#"); i >= 0 {
-		u = u[:i]
-	}
-	if kind, ok := extKinds[path.Ext(u)]; ok && isRef {
-		return kind
-	}
-	k := strings.ToLower(key)
-	if !isRef || !(strings.HasSuffix(k, "url") || strings.HasSuffix(k, "path") || strings.HasPrefix(k, "file")) {
-		return ""
-	}
-	switch {
-	case strings.Contains(k, "video"):
-		return "video"
-	case strings.Contains(k, "audio"), strings.Contains(k, "music"), strings.Contains(k, "speech"), strings.Contains(k, "voice"):
-		return "audio"
-	case strings.Contains(k, "image"), strings.Contains(k, "cover"), strings.Contains(k, "thumb"), strings.Contains(k, "graphic"):
-		return "image"
-	}
-	return ""
 }

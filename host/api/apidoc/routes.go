@@ -266,7 +266,9 @@ func Ops() []Op {
 			Query: listQ(q("type", "", enum("video", "image", "audio")), q("tag", "", str(""))), Resp: ref("Asset")},
 		{Method: "POST", Path: "/api/materials/batch-delete", Tag: "Content", Summary: "Delete materials (soft)", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("ids!", M{"type": "array", "items": uuid, "minItems": 1, "maxItems": 100}), Resp: obj("deletedCount!", integer(""))},
-		{Method: "GET", Path: "/api/materials/:id/file", Tag: "Content", Summary: "A material's file", Sec: Bearer, Status: 200, Kind: Raw,
+		{Method: "GET", Path: "/api/materials/:id/file", Tag: "Content", Summary: "An asset's file by the asset's id (uploaded or made by a run); Range requests give 206", Sec: Bearer, Status: 200, Kind: Raw,
+			Resp: M{"type": "string", "contentMediaType": "application/octet-stream"}, Errors: []int{404}},
+		{Method: "GET", Path: "/api/assets/files/*", Tag: "Content", Summary: "An asset's file by its storage key (the file_url of files runs make); Range requests give 206", Sec: Bearer, Status: 200, Kind: Raw,
 			Resp: M{"type": "string", "contentMediaType": "application/octet-stream"}, Errors: []int{404}},
 
 		// Strategy

@@ -229,13 +229,13 @@ func (db *DB) GetCaptureTask(ctx context.Context, id string) (*store.CaptureTask
 }
 
 const assetCols = `id, user_id, project_id, file_path, file_type, mime_type, file_size, file_url, original_name, metadata,
-	source_task_id, related_corpus_id, tags, created_at, is_deleted`
+	source_task_id, related_corpus_id, tags, created_at, is_deleted, source_run_id`
 
 func scanAsset(r Row) (*store.Asset, error) {
 	var a store.Asset
 	var meta, tags json.RawMessage
 	if err := r.Scan(&a.ID, &a.UserID, &a.ProjectID, &a.FilePath, &a.FileType, &a.MimeType, &a.FileSize, &a.FileURL,
-		&a.OriginalName, JSON(&meta), &a.SourceTaskID, &a.RelatedCorpusID, JSON(&tags), Time(&a.CreatedAt), &a.IsDeleted); err != nil {
+		&a.OriginalName, JSON(&meta), &a.SourceTaskID, &a.RelatedCorpusID, JSON(&tags), Time(&a.CreatedAt), &a.IsDeleted, &a.SourceRunID); err != nil {
 		return nil, err
 	}
 	if len(meta) == 0 {
@@ -254,10 +254,34 @@ func (db *DB) CreateAsset(ctx context.Context, a *store.Asset) error {
 	if len(a.Metadata) == 0 {
 		a.Metadata = json.RawMessage("{}")
 	}
-	_, err := db.Exec(ctx, `INSERT INTO assets (`+assetCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, FALSE)`,
+	_, err := db.Exec(ctx, `INSERT INTO assets (`+assetCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, FALSE, $15)`,
 		a.ID, a.UserID, a.ProjectID, a.FilePath, a.FileType, a.MimeType, a.FileSize, a.FileURL, a.OriginalName,
-		JOr(a.Metadata, "{}"), a.SourceTaskID, a.RelatedCorpusID, strList(a.Tags), db.T(a.CreatedAt))
+		JOr(a.Metadata, "{}"), a.SourceTaskID, a.RelatedCorpusID, strList(a.Tags), db.T(a.CreatedAt), a.SourceRunID)
 	return err
+}
+
+// GetAssetByPath implements store.Content.
+func (db *DB) GetAssetByPath(ctx context.Context, userID, filePath string) (*store.Asset, error) {
+	return scanAsset(db.QueryRow(ctx, `SELECT `+assetCols+` FROM assets
+		WHERE file_path = $1 AND user_id = $2 AND is_deleted = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`, filePath, userID))
+}
+
+// ListRunAssets implements store.Content.
+func (db *DB) ListRunAssets(ctx context.Context, runID string) ([]store.Asset, error) {
+	rows, err := db.Query(ctx, `SELECT `+assetCols+` FROM assets WHERE source_run_id = $1 ORDER BY created_at, id`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []store.Asset{}
+	for rows.Next() {
+		a, err := scanAsset(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, rows.Err()
 }
 
 // GetAsset implements store.Content.

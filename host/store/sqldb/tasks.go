@@ -128,15 +128,7 @@ func (db *DB) UpdateTask(ctx context.Context, u store.TaskUpdate) (*store.Task, 
 	return got, err
 }
 
-func (db *DB) insertAsset(ctx context.Context, a *store.Asset) error {
-	a.CreatedAt = db.Now()
-	_, err := db.Exec(ctx, `INSERT INTO assets (id, user_id, project_id, file_path, file_type, mime_type, file_size, file_url,
-		original_name, metadata, source_task_id, related_corpus_id, tags, created_at, is_deleted)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', '[]', $12, FALSE)`,
-		a.ID, a.UserID, a.ProjectID, a.FilePath, a.FileType, a.MimeType, a.FileSize, a.FileURL, a.OriginalName,
-		JOr(a.Metadata, "{}"), a.SourceTaskID, db.T(a.CreatedAt))
-	return err
-}
+func (db *DB) insertAsset(ctx context.Context, a *store.Asset) error { return db.CreateAsset(ctx, a) }
 
 // ListTaskAssets implements store.Tasks.
 func (db *DB) ListTaskAssets(ctx context.Context, taskID string) ([]store.Asset, error) {

@@ -238,6 +238,35 @@ func testAssets(t *testing.T, open Opener) {
 	if err != nil || counts.Asset != 1 {
 		t.Errorf("CountCorpus = %+v, %v; want asset 1", counts, err)
 	}
+
+	// A run's files: listed by run, found by key for their owner only, a deleted one no longer.
+	runID := uuid.NewString()
+	made := []*store.Asset{
+		{ID: uuid.NewString(), UserID: me.ID, FilePath: "assets/" + me.ID + "/speech/j1.wav", FileType: store.AssetAudio, SourceRunID: runID},
+		{ID: uuid.NewString(), UserID: me.ID, FilePath: "assets/" + me.ID + "/video/j2.mp4", FileType: store.AssetVideo, SourceRunID: runID},
+	}
+	for _, a := range made {
+		if err := d.CreateAsset(ctx, a); err != nil {
+			t.Fatalf("CreateAsset: %v", err)
+		}
+		clockStep(d)
+	}
+	runAssets, err := d.ListRunAssets(ctx, runID)
+	if diff := cmp.Diff([]string{made[0].ID, made[1].ID}, assetIDs(runAssets)); err != nil || diff != "" {
+		t.Errorf("ListRunAssets = %v (-want +got):\n%s", err, diff)
+	}
+	if got, err := d.GetAssetByPath(ctx, me.ID, made[1].FilePath); err != nil || got.ID != made[1].ID || got.SourceRunID != runID {
+		t.Errorf("GetAssetByPath = %+v, %v", got, err)
+	}
+	if _, err := d.GetAssetByPath(ctx, other.ID, made[1].FilePath); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAssetByPath(another user) = %v, want ErrNotFound", err)
+	}
+	if _, err := d.SoftDeleteAssets(ctx, me.ID, []string{made[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.GetAssetByPath(ctx, me.ID, made[1].FilePath); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAssetByPath(deleted) = %v, want ErrNotFound", err)
+	}
 }
 
 func testBatches(t *testing.T, open Opener) {

@@ -1,0 +1,209 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// freshDatabase makes an empty PostgreSQL database next to TEST_DATABASE_URL's for one host
+// (the host migrates the public schema of its database), dropped when the test ends.
+func freshDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("set TEST_DATABASE_URL to run PostgreSQL tests")
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "reelforge_app_" + strings.ReplaceAll(uuid.NewString()[:12], "-", "")
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(base)
+	u.Path = "/" + name
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)")
+		admin.Close(context.Background())
+	})
+	return u.String()
+}
+
+// hostHarness is a wired host (plugins off, local generators) served through app.Test.
+type hostHarness struct {
+	t     *testing.T
+	h     *Host
+	token string
+}
+
+func startHost(t *testing.T, databaseURL string) *hostHarness {
+	t.Helper()
+	env := map[string]string{"DATA_DIR": t.TempDir(), "MANIFEST_DIR": "../../manifests", "PLUGINS_ENABLED": "false",
+		"DATABASE_URL": databaseURL}
+	cfg, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok && v != "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Runs.StartExecutor(ctx)
+	h.Runs.StartSweeper(ctx)
+	if err := h.Tasks.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		h.Runs.StopSweeper()
+		h.Runs.StopExecutor()
+		h.dispatcher.Stop()
+		h.Tasks.Stop()
+		h.Store.Close()
+	})
+	sess, err := h.Server.Auth.Register(ctx, "creator-"+uuid.NewString()[:8]+"@example.com", "password-123", "creator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &hostHarness{t: t, h: h, token: sess.Token}
+}
+
+func (hh *hostHarness) call(method, path string, body any) (int, map[string]any, http.Header, []byte) {
+	hh.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+hh.token)
+	res, err := hh.h.Server.App().Test(req, -1)
+	if err != nil {
+		hh.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return res.StatusCode, out, res.Header, raw
+}
+
+// TestRunFilesOnEveryStartPath: however a run is started (workflow start, a task, dispatch-task,
+// the orchestrator, a scheduler trigger), the speech file its local generator makes is an asset of
+// the run and its project, with a file_url its owner downloads, announced once by
+// task.asset.uploaded. On SQLite and on PostgreSQL.
+func TestRunFilesOnEveryStartPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng")
+	}
+	if _, err := exec.LookPath("espeak-ng"); err != nil {
+		t.Skip("espeak-ng is not installed")
+	}
+	t.Parallel()
+	for name, dbURL := range map[string]func(t *testing.T) string{
+		"sqlite":   func(*testing.T) string { return "" },
+		"postgres": freshDatabase,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			hh := startHost(t, dbURL(t))
+			_, body, _, _ := hh.call("POST", "/api/projects", map[string]any{"name": "films"})
+			pid := body["data"].(map[string]any)["project"].(map[string]any)["id"].(string)
+			inputs := map[string]any{"topic": "morning light over the harbour", "language": "en"}
+			task := map[string]any{"projectId": pid, "type": "voiceover", "inputParams": inputs}
+			paths := map[string]struct {
+				path string
+				body map[string]any
+			}{
+				"workflow start": {"/api/workflow/start", map[string]any{"workflow": "voiceover", "project_id": pid, "inputs": inputs}},
+				"tasks":          {"/api/tasks", task},
+				"dispatch-task":  {"/api/project/dispatch-task", task},
+				"orchestrator":   {"/api/orchestrator/run", map[string]any{"workflow_id": "voiceover", "project_id": pid, "inputs": inputs}},
+				"scheduler":      {"/api/scheduler/trigger", map[string]any{"workflow_id": "voiceover", "project_id": pid, "inputs": inputs}},
+			}
+			for how, p := range paths {
+				status, body, _, raw := hh.call("POST", p.path, p.body)
+				if status >= 300 {
+					t.Fatalf("%s: %d %s", how, status, raw)
+				}
+				runID, taskID := hh.runOf(how, body)
+				assets, err := hh.h.Store.ListRunAssets(context.Background(), runID)
+				if err != nil || len(assets) != 1 {
+					t.Fatalf("%s: run assets = %+v, %v; want the speech file", how, assets, err)
+				}
+				a := assets[0]
+				var meta map[string]any
+				_ = json.Unmarshal(a.Metadata, &meta)
+				if a.FileType != store.AssetAudio || a.ProjectID != pid || a.FileSize < 1000 || a.SourceTaskID != taskID ||
+					meta["duration"] == nil || meta["run_id"] != runID {
+					t.Errorf("%s: asset = %+v (metadata %v)", how, a, meta)
+				}
+				status, _, hdr, got := hh.call("GET", a.FileURL, nil)
+				if status != 200 || hdr.Get("Content-Type") != "audio/wav" || int64(len(got)) != a.FileSize {
+					t.Errorf("%s: GET %s = %d %s, %d bytes; want the %d-byte WAV", how, a.FileURL, status, hdr.Get("Content-Type"), len(got), a.FileSize)
+				}
+			}
+		})
+	}
+}
+
+// runOf waits for the run a start path made to complete and returns its id (and its task's).
+func (hh *hostHarness) runOf(how string, body map[string]any) (runID, taskID string) {
+	hh.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	if d, ok := body["data"].(map[string]any); ok {
+		if task, ok := d["task"].(map[string]any); ok {
+			taskID = task["id"].(string)
+		} else {
+			runID, _ = d["run_id"].(string)
+		}
+	}
+	if runID == "" && taskID == "" {
+		runID, _ = body["run_id"].(string)
+	}
+	for time.Now().Before(deadline) {
+		if taskID != "" {
+			_, tb, _, _ := hh.call("GET", "/api/tasks/"+taskID, nil)
+			task := tb["data"].(map[string]any)["task"].(map[string]any)
+			if task["status"] == store.TaskFailed || task["status"] == store.TaskCancelled {
+				hh.t.Fatalf("%s: task %v", how, task)
+			}
+			if task["status"] != store.TaskSuccess {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			runID = task["run_id"].(string)
+		}
+		_, rb, _, raw := hh.call("GET", "/api/workflow/status/"+runID, nil)
+		switch rb["status"] {
+		case "completed":
+			return runID, taskID
+		case "failed", "cancelled":
+			hh.t.Fatalf("%s: run %s", how, raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hh.t.Fatalf("%s: the run did not complete within 60 s", how)
+	return "", ""
+}

@@ -1,0 +1,325 @@
+package content
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/blob"
+	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/launch"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// FilesURL is the route that serves a stored file by its key: the URL of key "assets/<rest>" is
+// FilesURL + "/<rest>". Local generators hand back their files' URLs under it.
+const FilesURL = "/api/assets/files"
+
+// KeyOfURL returns the storage key a URL under FilesURL names ("" for any other URL).
+func KeyOfURL(u string) string {
+	rest, ok := strings.CutPrefix(u, FilesURL+"/")
+	if !ok || !blob.ValidKey(rest) {
+		return ""
+	}
+	return "assets/" + rest
+}
+
+// URLOfKey is the FilesURL address of a storage key "assets/...".
+func URLOfKey(key string) string { return FilesURL + "/" + strings.TrimPrefix(key, "assets/") }
+
+// RecordRunFiles stores an asset for every file named in result (a job's result or a run's
+// outputs) that run r has not recorded yet, each with task.asset.uploaded in its transaction and
+// an asset:sync frame. A file is named by a string under a key that says so (…_url, …_path, url,
+// file…) or ending in a media extension:
+//
+//   - a file the host keeps (a URL under FilesURL, or its key "assets/<owner>/...") of r's owner:
+//     its size and type come from its bytes, and with an object store it is copied into the bucket,
+//     so every store serves it;
+//   - an http(s) URL of an external generator: recorded as that URL.
+//
+// Files of other users, and paths that name no stored file, are skipped (logged): a run never
+// gains a way to another user's bytes. A file already recorded as an asset (an upload the run
+// used, or the same file of an earlier job) is not recorded again.
+func (s *Service) RecordRunFiles(ctx context.Context, r *store.Run, result json.RawMessage) ([]store.Asset, error) {
+	refs := fileRefs(result)
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	have, err := s.st.ListRunAssets(ctx, r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("content: run assets: %w", err)
+	}
+	known := map[string]bool{}
+	for _, a := range have {
+		known[a.FilePath] = true
+	}
+	var out []store.Asset
+	var errs []error
+	for _, ref := range refs {
+		a, err := s.runAsset(ctx, r, ref)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if a == nil || known[a.FilePath] {
+			continue
+		}
+		known[a.FilePath] = true
+		if err := s.st.InTx(ctx, func(tx store.Driver) error {
+			if err := tx.CreateAsset(ctx, a); err != nil {
+				return err
+			}
+			return events.Emit(ctx, tx, assetEvent(a))
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("content: record %s: %w", a.FilePath, err))
+			continue
+		}
+		s.notifyAsset(ctx, a, "created")
+		out = append(out, *a)
+	}
+	return out, errors.Join(errs...)
+}
+
+// fileRef is one file a result names, with what the result says about it.
+type fileRef struct {
+	key, value string         // the JSON key naming it and its value
+	kind       string         // video, audio, image (a guess from the key or extension)
+	siblings   map[string]any // the object holding it (duration, width, height, ...)
+}
+
+// fileRefs walks a result for the files it names, each once (a file_path and a video_url of the
+// same file count once).
+func fileRefs(raw json.RawMessage) []fileRef {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []fileRef
+	var walk func(key string, v any, parent map[string]any)
+	walk = func(key string, v any, parent map[string]any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(k, e, x)
+			}
+		case []any:
+			for _, e := range x {
+				walk(key, e, parent)
+			}
+		case string:
+			kind := fileKind(key, x)
+			if kind == "" {
+				return
+			}
+			id := x
+			if k := KeyOfURL(x); k != "" {
+				id = k
+			}
+			if seen[id] {
+				return
+			}
+			seen[id] = true
+			out = append(out, fileRef{key: key, value: x, kind: kind, siblings: parent})
+		}
+	}
+	walk("", v, nil)
+	return out
+}
+
+// runAsset makes the asset record of one file of run r (not yet stored), or nil when the file is
+// not one to record.
+func (s *Service) runAsset(ctx context.Context, r *store.Run, ref fileRef) (*store.Asset, error) {
+	meta := map[string]any{"output_key": ref.key, "run_id": r.ID}
+	for _, k := range []string{"duration", "width", "height", "format", "job_id", "tool"} {
+		if v, ok := ref.siblings[k]; ok && v != nil {
+			meta[k] = v
+		}
+	}
+	a := &store.Asset{ID: uuid.NewString(), UserID: r.UserID, ProjectID: r.ProjectID, FileType: ref.kind,
+		SourceRunID: r.ID, SourceTaskID: launch.TaskOf(r.TriggeredBy)}
+	if strings.HasPrefix(ref.value, "http://") || strings.HasPrefix(ref.value, "https://") {
+		a.FilePath, a.FileURL, a.OriginalName = ref.value, ref.value, path.Base(strings.SplitN(ref.value, "?", 2)[0])
+		a.MimeType = mime.TypeByExtension(path.Ext(a.OriginalName))
+		meta["storage"] = "external"
+		a.Metadata, _ = json.Marshal(meta)
+		return a, nil
+	}
+	key := KeyOfURL(ref.value)
+	if key == "" && blob.ValidKey(ref.value) && strings.HasPrefix(ref.value, "assets/") {
+		key = ref.value
+	}
+	if key == "" {
+		return nil, nil // a path no route serves: not a file of the run's
+	}
+	if owner := strings.SplitN(key, "/", 3); len(owner) < 3 || owner[1] != r.UserID {
+		s.log.Warn("content: a run named another user's file; not recorded", "run_id", r.ID, "key", key)
+		return nil, nil
+	}
+	if prev, err := s.st.GetAssetByPath(ctx, r.UserID, key); err == nil && prev.SourceRunID != r.ID {
+		return nil, nil // an upload or an earlier run's file: it has its record
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("content: look up %s: %w", key, err)
+	}
+	media, size, err := s.keepRunFile(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	a.FilePath, a.FileURL, a.OriginalName = key, URLOfKey(key), path.Base(key)
+	a.FileType, a.MimeType, a.FileSize = media.FileType, media.MIME, size
+	meta["storage"] = s.blobs.Kind()
+	a.Metadata, _ = json.Marshal(meta)
+	return a, nil
+}
+
+// keepRunFile finds the bytes of a generated file (written by a local generator under
+// dataDir/<key>), classifies them, and copies them into an object store when one is used.
+func (s *Service) keepRunFile(ctx context.Context, key string) (Media, int64, error) {
+	local := filepath.Join(s.dataDir, filepath.FromSlash(key))
+	f, err := os.Open(local)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && s.blobs.Kind() != "local" {
+			// Already only in the bucket (put by another host): classify it from there.
+			return s.sniffStored(ctx, key)
+		}
+		return Media{}, 0, fmt.Errorf("content: generated file %s: %w", key, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return Media{}, 0, fmt.Errorf("content: generated file %s is not a regular file", key)
+	}
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	media, ok := Sniff(head[:n])
+	if !ok {
+		return Media{}, 0, fmt.Errorf("content: generated file %s is not image, video or audio", key)
+	}
+	if s.blobs.Kind() == "local" {
+		return media, st.Size(), nil // the folder store is rooted at the data directory: same file
+	}
+	if size, err := s.blobs.Size(ctx, key); err == nil && size == st.Size() {
+		return media, size, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return Media{}, 0, fmt.Errorf("content: rewind %s: %w", key, err)
+	}
+	if err := s.blobs.Put(ctx, key, f, st.Size(), media.MIME); err != nil {
+		return Media{}, 0, s.storeErr("content.run_file", "The generated file could not be stored", err)
+	}
+	return media, st.Size(), nil
+}
+
+func (s *Service) sniffStored(ctx context.Context, key string) (Media, int64, error) {
+	size, err := s.blobs.Size(ctx, key)
+	if err != nil {
+		return Media{}, 0, fmt.Errorf("content: generated file %s: %w", key, err)
+	}
+	rc, err := s.blobs.OpenRange(ctx, key, 0, min(size, 512))
+	if err != nil {
+		return Media{}, 0, fmt.Errorf("content: generated file %s: %w", key, err)
+	}
+	defer rc.Close()
+	head, _ := io.ReadAll(rc)
+	media, ok := Sniff(head)
+	if !ok {
+		return Media{}, 0, fmt.Errorf("content: generated file %s is not image, video or audio", key)
+	}
+	return media, size, nil
+}
+
+// AssetAtKey returns userID's live asset stored under key (the file route's lookup); 404 otherwise.
+func (s *Service) AssetAtKey(ctx context.Context, userID, key string) (*store.Asset, error) {
+	if !blob.ValidKey(key) {
+		return nil, errcode.New(errcode.NotFound, "Asset not found")
+	}
+	a, err := s.st.GetAssetByPath(ctx, userID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errcode.New(errcode.NotFound, "Asset not found")
+	}
+	return a, err
+}
+
+// OwnAsset returns userID's live asset id; 404 for another user's, a deleted or an unknown one.
+func (s *Service) OwnAsset(ctx context.Context, userID, id string) (*store.Asset, error) {
+	a, err := s.st.GetAsset(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.IsDeleted || a.UserID != userID)) {
+		return nil, errcode.New(errcode.NotFound, "Asset not found")
+	}
+	return a, err
+}
+
+// FileSize is the size of an asset's stored bytes (404 when the store holds none).
+func (s *Service) FileSize(ctx context.Context, a *store.Asset) (int64, error) {
+	if !blob.ValidKey(a.FilePath) {
+		return 0, errcode.New(errcode.NotFound, "Asset file not found")
+	}
+	size, err := s.blobs.Size(ctx, a.FilePath)
+	if errors.Is(err, blob.ErrNotFound) {
+		return 0, errcode.New(errcode.NotFound, "Asset file not found")
+	}
+	if err != nil {
+		return 0, s.storeErr("content.asset_file", "The file could not be read", err)
+	}
+	return size, nil
+}
+
+// OpenFile opens n bytes of an asset's file from offset off; ctx must stay live while it is read.
+func (s *Service) OpenFile(ctx context.Context, a *store.Asset, off, n int64) (io.ReadCloser, error) {
+	body, err := s.blobs.OpenRange(ctx, a.FilePath, off, n)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, errcode.New(errcode.NotFound, "Asset file not found")
+	}
+	if err != nil {
+		return nil, s.storeErr("content.asset_file", "The file could not be read", err)
+	}
+	return body, nil
+}
+
+var extKinds = map[string]string{
+	".mp4": "video", ".mov": "video", ".webm": "video", ".mkv": "video", ".avi": "video",
+	".mp3": "audio", ".wav": "audio", ".ogg": "audio", ".m4a": "audio", ".aac": "audio", ".flac": "audio",
+	".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".webp": "image",
+}
+
+// fileKind returns video, audio or image for a value that names a file, or "".
+func fileKind(key, val string) string {
+	if val == "" || strings.ContainsAny(val, "\n ") {
+		return ""
+	}
+	isRef := strings.HasPrefix(val, "http://") || strings.HasPrefix(val, "https://") || strings.HasPrefix(val, "/") ||
+		strings.HasPrefix(val, "assets/")
+	if !isRef {
+		return ""
+	}
+	u := strings.ToLower(val)
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	if kind, ok := extKinds[path.Ext(u)]; ok {
+		return kind
+	}
+	k := strings.ToLower(key)
+	if !(strings.HasSuffix(k, "url") || strings.HasSuffix(k, "path") || strings.HasPrefix(k, "file")) {
+		return ""
+	}
+	switch {
+	case strings.Contains(k, "video"):
+		return "video"
+	case strings.Contains(k, "audio"), strings.Contains(k, "music"), strings.Contains(k, "speech"), strings.Contains(k, "voice"):
+		return "audio"
+	case strings.Contains(k, "image"), strings.Contains(k, "cover"), strings.Contains(k, "thumb"), strings.Contains(k, "graphic"):
+		return "image"
+	}
+	return ""
+}
