@@ -224,7 +224,8 @@ func (s *Server) idempotency(c *fiber.Ctx) error {
 	sum := sha256.New()
 	sum.Write([]byte(c.Method() + " " + c.OriginalURL() + "\n"))
 	sum.Write(c.Body())
-	rec := &store.IdempotentResponse{UserID: p.UserID, Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil))}
+	rec := &store.IdempotentResponse{UserID: p.UserID, Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil)),
+		HeldBy: s.Holder, Lease: s.Config.Lease}
 	ctx := s.ctx(c)
 	old, err := s.Store.ReserveIdempotencyKey(ctx, rec, time.Now().Add(-idempotencyTTL))
 	if errors.Is(err, store.ErrConflict) {

@@ -51,6 +51,9 @@ type Server struct {
 	// Tasks and Scheduler serve the project tasks and the scheduler API (nil: 503).
 	Tasks     *tasks.Service
 	Scheduler *scheduler.Scheduler
+	// Holder names this host life in the reservations of Idempotency-Keys it serves (renewed by
+	// the host every third of Config.Lease); empty: a reservation lasts until it expires.
+	Holder string
 
 	started time.Time
 	limits  *limiters

@@ -55,9 +55,11 @@ type Host struct {
 	Plugins *plugins.Set
 
 	dispatcher interface{ Stop() } // generator jobs (plugins/generators)
-	// HostID names this host in its leases (hostIdentity); unlock gives up DATA_DIR/host.lock.
-	HostID string
-	unlock func()
+	// HostID names this host in its leases (hostIdentity); Life this start of it, the holder of
+	// the jobs, ingests and Idempotency-Keys it works on (holds.go). unlock gives up
+	// DATA_DIR/host.lock.
+	HostID, Life string
+	unlock       func()
 
 	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
 	Events    *events.Worker    // outbound event delivery
@@ -89,8 +91,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 		st.Close()
 		return nil, err
 	}
-	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log}
-	h.Server.KB = newKB(cfg, st, log)
+	h.Life = h.HostID + "/" + randomHex(4)
+	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log, Holder: h.Life}
+	h.Server.KB = newKB(cfg, st, log, h.Life)
 	h.wireEvents()
 	if err := h.wireRuns(cfg, log); err != nil {
 		st.Close()
@@ -143,7 +146,7 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 		reg = manifest.NewRegistry()
 	}
 	svc := runs.New(h.Store, reg, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL,
-		HostID: h.HostID, Lease: cfg.Lease})
+		HostID: h.HostID, Life: h.Life, Lease: cfg.Lease})
 	svc.Log = log.With("component", "runs")
 	if h.Hub != nil {
 		svc.Notifier = h.Hub
@@ -222,6 +225,7 @@ func (h *Host) Run(ctx context.Context) error {
 			h.Log.Warn("some engine plugins did not start: their workflows run on the in-process node engine", "err", perr)
 		}
 	}
+	stopHolds := h.keepHolds(ctx)
 	h.Runs.StartExecutor(ctx)
 	h.Runs.StartSweeper(ctx)
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
@@ -245,6 +249,7 @@ func (h *Host) Run(ctx context.Context) error {
 	h.Runs.StopSweeper()
 	h.Runs.StopExecutor()
 	h.dispatcher.Stop()
+	stopHolds()
 	if h.Plugins != nil {
 		h.Plugins.Stop()
 	}

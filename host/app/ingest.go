@@ -35,7 +35,7 @@ type FileIngester interface {
 // NewFileIngester builds the knowledge ingester of `reelforge kb ingest` over st: the same
 // knowledge service (embedder, chunking, de-duplication by hash per source) the API uses.
 func NewFileIngester(ctx context.Context, cfg *config.Config, st store.Driver, log *slog.Logger) (FileIngester, error) {
-	return kbIngester{newKB(cfg, st, log)}, nil
+	return kbIngester{newKB(cfg, st, log, "")}, nil // no holder: a killed command's document is freed by store.IngestStale
 }
 
 type kbIngester struct{ kb *kb.Service }

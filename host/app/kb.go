@@ -16,9 +16,9 @@ import (
 // newKB builds the knowledge base: the local embedder and the extractive answerer by default; an
 // OpenAI-compatible embedder when LLM_BASE_URL and EMBEDDING_MODEL are set, and the chat model
 // (asks, rerank) when LLM_BASE_URL is set.
-func newKB(cfg *config.Config, st store.Driver, log *slog.Logger) *kb.Service {
+func newKB(cfg *config.Config, st store.Driver, log *slog.Logger, holder string) *kb.Service {
 	opt := kb.Options{AskModel: cfg.KBAskModel, RerankOn: cfg.KBRerankOn, RerankModel: cfg.KBRerankModel,
-		MinScore: cfg.KBMinScore, Logger: log}
+		MinScore: cfg.KBMinScore, Logger: log, Holder: holder, Lease: cfg.Lease}
 	if cfg.LLMBaseURL != "" {
 		opt.Chat = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
 		if cfg.EmbeddingModel != "" {

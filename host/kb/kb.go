@@ -45,6 +45,11 @@ type Options struct {
 	MinScore      float64        // KB_MIN_SCORE: vector floor of hits sharing no term (at least rank.Floor)
 	Candidates    int            // per leg of the in-memory path; 0: 100
 	Logger        *slog.Logger
+	// Holder names the host life that ingests (documents it adds are held by it under a lease of
+	// Lease, which the host renews: see store.Knowledge.RenewDocumentLeases). Empty: documents are
+	// held by nobody and only IngestStale frees one whose ingest died.
+	Holder string
+	Lease  time.Duration
 }
 
 // Service is the knowledge base: ingest, search, ask, audit, eval and facts. It is safe for
@@ -330,6 +335,10 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 		// The content is in hand: the document starts in parsing, one commit fewer than
 		// uploading and then parsing (a document taken over by a retry starts in uploading).
 		ParseStatus: store.DocParsing}
+	if s.opt.Holder != "" {
+		until := time.Now().Add(s.opt.Lease)
+		doc.HeldBy, doc.LeaseUntil = s.opt.Holder, &until
+	}
 	added, err := s.st.AddDocument(ctx, store.NewSourceParams{ID: uuid.NewString(), CreatedBy: p.UserID, ProjectID: p.ProjectID,
 		Name: p.SourceName, Visibility: p.Visibility}, doc)
 	if err != nil {
@@ -337,6 +346,13 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 	}
 	res := &IngestResult{Document: added.Document, Source: added.Source, Duplicate: added.Duplicate}
 	if added.Duplicate {
+		if added.Document.ParseStatus != store.DocIndexed {
+			// Not a duplicate of something searchable: the earlier ingest of the same content is
+			// still at work (its host lives and renews its lease). Say so rather than answer as if
+			// the write were done.
+			return nil, errcode.Newf(errcode.Validation, "the same content is still being indexed as document %s (%s): retry when it is indexed",
+				added.Document.ID, added.Document.ParseStatus).WithStatus(409)
+		}
 		res.ChunksCount = added.Document.ChunkCount
 		return res, nil
 	}

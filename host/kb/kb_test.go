@@ -233,10 +233,11 @@ func TestIngestRetriesUnfinished(t *testing.T) {
 			}
 			p := kb.IngestParams{UserID: u.ID, SourceName: "retry", Visibility: store.VisibilityPrivate, Text: text}
 			if status != store.DocFailed {
-				// Still fresh: its ingest may be running, so this upload is a duplicate.
-				res := ingest(t, s, p)
-				if !res.Duplicate || res.Document.ID != doc.ID || res.Document.ParseStatus != status {
-					t.Errorf("%s (fresh): duplicate %v, document %+v; want a duplicate of %s", status, res.Duplicate, res.Document, doc.ID)
+				// Still fresh: its ingest may be running, so this upload is refused with a 409 that
+				// says so (a duplicate answer would claim a write that is not searchable).
+				_, err := s.Ingest(ctx, p)
+				if e := errcode.As(err); e == nil || e.HTTPStatus() != 409 || !strings.Contains(e.Message(), "still being indexed") {
+					t.Errorf("%s (fresh): Ingest = %v; want 409 still being indexed", status, err)
 				}
 				old := time.Now().Add(-2 * store.IngestStale).UTC()
 				var at any = old
@@ -581,6 +582,53 @@ func TestIngestBatch(t *testing.T) {
 		}
 		if d.ParallelWrites() != w.overlapped() {
 			t.Errorf("writes of the batch in flight at once: %v; want %v (ParallelWrites)", w.overlapped(), d.ParallelWrites())
+		}
+	})
+}
+
+// TestIngestTakesOverDeadHolder: a document whose ingest's host stopped renewing its lease is
+// ingested again in place by the next upload at once (no 15-minute wait), and one failed by
+// FailAbandonedDocuments carries the reason until then.
+func TestIngestTakesOverDeadHolder(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		live := kb.New(d, kb.Options{Holder: "h2/live", Lease: time.Hour})
+		text := "A document whose ingest died with its host, about wombat lanterns."
+		sum := sha256.Sum256([]byte(text))
+		doc := &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "text.txt", FileHash: hex.EncodeToString(sum[:]),
+			ParseStatus: store.DocParsing, HeldBy: "h1/dead"}
+		past := time.Now().Add(-time.Second)
+		doc.LeaseUntil = &past
+		if _, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "held", Visibility: store.VisibilityPrivate}, doc); err != nil {
+			t.Fatal(err)
+		}
+		p := kb.IngestParams{UserID: u.ID, SourceName: "held", Visibility: store.VisibilityPrivate, Text: text}
+		res := ingest(t, live, p)
+		if res.Duplicate || res.Document.ID != doc.ID || res.Document.ParseStatus != store.DocIndexed {
+			t.Errorf("upload over a dead holder's document: duplicate %v, document %+v; want %s indexed in place", res.Duplicate, res.Document, doc.ID)
+		}
+
+		// A document held by a live holder is refused as still being indexed; once its holder's
+		// host is known dead (its own restart), it is failed with the reason.
+		text2 := "Another document, about capybara kites, caught mid-ingest."
+		sum2 := sha256.Sum256([]byte(text2))
+		future := time.Now().Add(time.Hour)
+		doc2 := &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "text.txt", FileHash: hex.EncodeToString(sum2[:]),
+			ParseStatus: store.DocParsing, HeldBy: "h3/life1", LeaseUntil: &future}
+		if _, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "held", Visibility: store.VisibilityPrivate}, doc2); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := d.FailAbandonedDocuments(ctx, "", "interrupted"); err != nil || n != 0 {
+			t.Errorf("FailAbandonedDocuments(any) = %d, %v; want 0 (the lease is live)", n, err)
+		}
+		if n, err := d.FailAbandonedDocuments(ctx, "h3", "interrupted: host stopped"); err != nil || n != 1 {
+			t.Errorf("FailAbandonedDocuments(h3) = %d, %v; want 1", n, err)
+		}
+		got, err := d.GetDocument(ctx, doc2.ID)
+		if err != nil || got.ParseStatus != store.DocFailed || got.ErrorMessage != "interrupted: host stopped" {
+			t.Errorf("document after its host's restart = %+v, %v; want failed with the reason", got, err)
 		}
 	})
 }

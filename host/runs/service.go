@@ -83,6 +83,9 @@ type Options struct {
 	// HostID identifies this host across restarts (kept in DATA_DIR): its claims are named
 	// HostID/<claim>, so at start it takes back what its previous life held. Default a random id.
 	HostID string
+	// Life names this start of the host, HostID/<something> (the holder of the jobs it works on
+	// itself); default HostID/<random>.
+	Life string
 	// Policies override the job policies per type (tests); missing types use Policies.
 	Policies map[string]JobPolicy
 }
@@ -146,13 +149,16 @@ func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
 	if opts.HostID == "" {
 		opts.HostID = "host-" + uuid.NewString()[:8]
 	}
+	if opts.Life == "" {
+		opts.Life = opts.HostID + "/" + uuid.NewString()[:8]
+	}
 	return &Service{
 		Store: st, Manifests: reg, opts: opts, Notifier: events.Discard{},
 		InProcess: map[string]engine.Engine{},
 		Log:       slog.New(slog.DiscardHandler),
 		active:    map[string]*execution{}, waiters: map[string][]chan struct{}{},
 		wake: make(chan struct{}, 1),
-		life: opts.HostID + "/" + uuid.NewString()[:8],
+		life: opts.Life,
 		slots: make(chan struct{}, opts.Workers), admit: make(chan struct{}, opts.Workers*maxWaitingPerSlot),
 	}
 }

@@ -14,6 +14,11 @@ type IdempotentResponse struct {
 	Body        []byte
 	ContentType string
 	CreatedAt   time.Time
+	// HeldBy names the host life serving the first request, and Lease how long its reservation
+	// lasts without renewal (RenewIdempotencyLeases): a reservation whose holder died is released
+	// by the next request with the key. Empty HeldBy: held until the record expires.
+	HeldBy string
+	Lease  time.Duration
 }
 
 // Idempotency remembers answers to requests with an Idempotency-Key.
@@ -24,5 +29,10 @@ type Idempotency interface {
 	CompleteIdempotencyKey(ctx context.Context, r *IdempotentResponse) error
 	// ReleaseIdempotencyKey forgets a reservation whose request failed before answering.
 	ReleaseIdempotencyKey(ctx context.Context, userID, key string) error
+	// RenewIdempotencyLeases extends the reservations holder holds (requests still in flight).
+	RenewIdempotencyLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
+	// ReleaseIdempotencyKeysOf forgets the reservations held by any life of host (requests that
+	// life never answered); a host calls it at start, before it serves anything.
+	ReleaseIdempotencyKeysOf(ctx context.Context, host string) (int64, error)
 	PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
 }

@@ -59,6 +59,11 @@ type KnowledgeDocument struct {
 	Metadata     json.RawMessage `json:"metadata"`
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
+	// HeldBy and LeaseUntil, set by the ingest that adds the document, name the host life
+	// ingesting it and how long its hold lasts without renewal (RenewDocumentLeases). Written by
+	// AddDocument only, never read back.
+	HeldBy     string     `json:"-"`
+	LeaseUntil *time.Time `json:"-"`
 }
 
 // KnowledgeChunk is one piece of a document with its embedding.
@@ -125,11 +130,10 @@ type AddDocumentResult struct {
 	Retry bool
 }
 
-// IngestStale is how long a document may stay uploading or parsing before a new upload of the
-// same file takes it over: far longer than an ingest takes (seconds for the largest text with the
-// local embedder, minutes with a slow remote one), so only a document whose ingest died (a host
-// killed mid-ingest) is taken over. Should a slow ingest still finish, the document is indexed
-// once: WriteChunks refuses a document already indexed.
+// IngestStale is how long a document written without a lease (before migration 0290) may stay
+// uploading or parsing before a new upload of the same file takes it over. A document with a lease
+// is taken over as soon as its lease runs out. Should a slow ingest still finish, the document is
+// indexed once: WriteChunks refuses a document already indexed.
 const IngestStale = 15 * time.Minute
 
 // WriteChunksParams is a document's chunks and embeddings, written in one transaction.
@@ -201,6 +205,12 @@ type Knowledge interface {
 	// (Duplicate) and nothing changes, unless that document is failed or abandoned: then doc
 	// takes it over (Retry, see AddDocumentResult) and doc.ID becomes its id.
 	AddDocument(ctx context.Context, src NewSourceParams, doc *KnowledgeDocument) (*AddDocumentResult, error)
+	// RenewDocumentLeases extends the leases of the documents holder is ingesting.
+	RenewDocumentLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
+	// FailAbandonedDocuments fails, with reason, the documents left uploading or parsing by a
+	// holder whose lease ran out, and (host not "") those held by any life of host: a host calls it
+	// with its own id at start, before it ingests anything.
+	FailAbandonedDocuments(ctx context.Context, host, reason string) (int64, error)
 	// SetDocumentStatus moves a document to status (with an error message for failed); an
 	// indexed document is not moved (ErrConflict).
 	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error

@@ -18,14 +18,22 @@ const reserveAttempts = 8
 func (db *DB) ReserveIdempotencyKey(ctx context.Context, r *store.IdempotentResponse, since time.Time) (*store.IdempotentResponse, error) {
 	var got *store.IdempotentResponse
 	err := db.WithTx(ctx, func(tx *DB) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND created_at < $3`,
-			r.UserID, r.Key, tx.T(since)); err != nil {
+		r.CreatedAt = tx.Now()
+		// An expired record goes, and so does a reservation whose holder stopped renewing it: the
+		// request it stood for died with its host and will never be answered.
+		if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2
+			AND (created_at < $3 OR (status_code = 0 AND lease_until < $4))`,
+			r.UserID, r.Key, tx.T(since), tx.T(r.CreatedAt)); err != nil {
 			return err
 		}
-		r.CreatedAt = tx.Now()
+		var until any
+		if r.HeldBy != "" {
+			until = tx.T(r.CreatedAt.Add(r.Lease))
+		}
 		for range reserveAttempts {
-			n, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status_code, created_at)
-				VALUES ($1, $2, $3, 0, $4) ON CONFLICT (user_id, key) DO NOTHING`, r.UserID, r.Key, r.RequestHash, tx.T(r.CreatedAt))
+			n, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status_code, created_at, held_by, lease_until)
+				VALUES ($1, $2, $3, 0, $4, $5, $6) ON CONFLICT (user_id, key) DO NOTHING`, r.UserID, r.Key, r.RequestHash, tx.T(r.CreatedAt),
+				r.HeldBy, until)
 			if err != nil || n == 1 {
 				return err
 			}
@@ -66,6 +74,22 @@ func (db *DB) CompleteIdempotencyKey(ctx context.Context, r *store.IdempotentRes
 func (db *DB) ReleaseIdempotencyKey(ctx context.Context, userID, key string) error {
 	_, err := db.Exec(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status_code = 0`, userID, key)
 	return err
+}
+
+// RenewIdempotencyLeases implements store.Idempotency.
+func (db *DB) RenewIdempotencyLeases(ctx context.Context, holder string, lease time.Duration) (int64, error) {
+	if holder == "" {
+		return 0, nil
+	}
+	return db.Exec(ctx, `UPDATE idempotency_keys SET lease_until = $2 WHERE held_by = $1 AND status_code = 0`,
+		holder, db.T(db.Now().Add(lease)))
+}
+
+// ReleaseIdempotencyKeysOf implements store.Idempotency.
+func (db *DB) ReleaseIdempotencyKeysOf(ctx context.Context, host string) (int64, error) {
+	prefix := host + "/"
+	return db.Exec(ctx, `DELETE FROM idempotency_keys WHERE status_code = 0 AND held_by <> '' AND substr(held_by, 1, $2) = $1`,
+		prefix, len(prefix))
 }
 
 // PurgeIdempotencyKeys implements store.Idempotency.

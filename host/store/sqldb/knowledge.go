@@ -134,10 +134,10 @@ func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *s
 			doc.ParseStatus = store.DocUploading
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_documents (id, source_id, user_id, title, filename, file_hash, file_size,
-			file_url, mime_type, parse_status, error_message, chunk_count, metadata, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13)`,
+			file_url, mime_type, parse_status, error_message, chunk_count, metadata, created_at, updated_at, held_by, lease_until)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13, $14, $15)`,
 			doc.ID, doc.SourceID, doc.UserID, doc.Title, doc.Filename, doc.FileHash, doc.FileSize, doc.FileURL, doc.MimeType,
-			doc.ParseStatus, doc.ErrorMessage, JOr(doc.Metadata, "{}"), tx.T(now)); err != nil {
+			doc.ParseStatus, doc.ErrorMessage, JOr(doc.Metadata, "{}"), tx.T(now), doc.HeldBy, tx.TP(doc.LeaseUntil)); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE knowledge_sources SET version = version + 1, updated_at = $2 WHERE id = $1`, s.ID, tx.T(now)); err != nil {
@@ -155,31 +155,53 @@ func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *s
 }
 
 // retryDocument claims the existing document d of the same hash for a new ingest when d is not
-// indexed and no ingest is working on it: failed, or left uploading or parsing for longer than
-// store.IngestStale (a host killed mid-ingest). The claim is one conditional UPDATE, so two
-// uploads racing for it cannot both win; doc takes d's id and creation time and the new upload's
-// other fields. It reports false when d stays as it is (a duplicate).
+// indexed and no ingest is working on it: failed, or left uploading or parsing by a holder whose
+// lease ran out (a host killed mid-ingest; a document written without a lease: for longer than
+// store.IngestStale). The claim is one conditional UPDATE, so two uploads racing for it cannot
+// both win; doc takes d's id and creation time and the new upload's other fields. It reports false
+// when d stays as it is (a duplicate).
 func (db *DB) retryDocument(ctx context.Context, d, doc *store.KnowledgeDocument, now time.Time) (bool, error) {
 	switch d.ParseStatus {
-	case store.DocFailed:
-	case store.DocUploading, store.DocParsing:
-		if now.Sub(d.UpdatedAt) < store.IngestStale {
-			return false, nil
-		}
+	case store.DocFailed, store.DocUploading, store.DocParsing:
 	default:
 		return false, nil
 	}
 	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET user_id = $2, title = $3, filename = $4, file_size = $5, file_url = $6,
-		mime_type = $7, parse_status = $8, error_message = '', chunk_count = 0, metadata = $9, updated_at = $10
-		WHERE id = $1 AND (parse_status = $11 OR (parse_status IN ($12, $13) AND updated_at < $14))`,
+		mime_type = $7, parse_status = $8, error_message = '', chunk_count = 0, metadata = $9, updated_at = $10,
+		held_by = $15, lease_until = $16
+		WHERE id = $1 AND (parse_status = $11 OR (parse_status IN ($12, $13)
+			AND (lease_until < $10 OR (lease_until IS NULL AND updated_at < $14))))`,
 		d.ID, doc.UserID, doc.Title, doc.Filename, doc.FileSize, doc.FileURL, doc.MimeType, store.DocUploading,
-		JOr(doc.Metadata, "{}"), db.T(now), store.DocFailed, store.DocUploading, store.DocParsing, db.T(now.Add(-store.IngestStale)))
+		JOr(doc.Metadata, "{}"), db.T(now), store.DocFailed, store.DocUploading, store.DocParsing, db.T(now.Add(-store.IngestStale)),
+		doc.HeldBy, db.TP(doc.LeaseUntil))
 	if err != nil || n == 0 {
 		return false, err
 	}
 	doc.ID, doc.SourceID, doc.CreatedAt, doc.UpdatedAt = d.ID, d.SourceID, d.CreatedAt, now
 	doc.ParseStatus, doc.ErrorMessage, doc.ChunkCount = store.DocUploading, "", 0
 	return true, nil
+}
+
+// RenewDocumentLeases implements store.Knowledge.
+func (db *DB) RenewDocumentLeases(ctx context.Context, holder string, lease time.Duration) (int64, error) {
+	if holder == "" {
+		return 0, nil
+	}
+	return db.Exec(ctx, `UPDATE knowledge_documents SET lease_until = $2 WHERE held_by = $1 AND parse_status IN ($3, $4)`,
+		holder, db.T(db.Now().Add(lease)), store.DocUploading, store.DocParsing)
+}
+
+// FailAbandonedDocuments implements store.Knowledge.
+func (db *DB) FailAbandonedDocuments(ctx context.Context, host, reason string) (int64, error) {
+	now := db.T(db.Now())
+	cond := `lease_until < $2`
+	args := []any{reason, now, store.DocFailed, store.DocUploading, store.DocParsing}
+	if host != "" {
+		args = append(args, host+"/", len(host)+1)
+		cond = `(lease_until < $2 OR substr(held_by, 1, $7) = $6)`
+	}
+	return db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $3, error_message = $1, updated_at = $2, held_by = ''
+		WHERE held_by <> '' AND parse_status IN ($4, $5) AND `+cond, args...)
 }
 
 // SetDocumentStatus implements store.Knowledge. An indexed document keeps its state

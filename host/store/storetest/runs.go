@@ -545,3 +545,42 @@ func testRunsTakeBack(t *testing.T, open Opener) {
 		t.Errorf("external job = %+v, want held by nobody", j)
 	}
 }
+
+// testIdempotencyDeadHolder: a reservation whose holder stopped renewing it (its host died with
+// the request) is released to the next request with the key; a live one is not; a host's restart
+// releases its previous life's reservations at once.
+func testIdempotencyDeadHolder(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	since := time.Now().Add(-24 * time.Hour)
+	reserve := func(key, holder string, lease time.Duration) error {
+		_, err := d.ReserveIdempotencyKey(ctx, &store.IdempotentResponse{UserID: u.ID, Key: key, RequestHash: "h", HeldBy: holder, Lease: lease}, since)
+		return err
+	}
+	dead, live, mine := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	if err := reserve(dead, "h1/a", -time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := reserve(live, "h2/a", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := reserve(mine, "h3/a", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := reserve(dead, "h2/a", time.Hour); err != nil {
+		t.Errorf("Reserve over a dead holder's key = %v, want it taken", err)
+	}
+	if err := reserve(live, "h1/b", time.Hour); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("Reserve over a live holder's key = %v, want ErrConflict", err)
+	}
+	if n, err := d.RenewIdempotencyLeases(ctx, "h2/a", time.Hour); err != nil || n != 2 {
+		t.Errorf("RenewIdempotencyLeases(h2/a) = %d, %v; want 2", n, err)
+	}
+	if n, err := d.ReleaseIdempotencyKeysOf(ctx, "h3"); err != nil || n != 1 {
+		t.Errorf("ReleaseIdempotencyKeysOf(h3) = %d, %v; want 1", n, err)
+	}
+	if err := reserve(mine, "h3/b", time.Hour); err != nil {
+		t.Errorf("Reserve after the holder's restart = %v, want it taken", err)
+	}
+}

@@ -30,6 +30,7 @@ var suites = []struct {
 	{"project_listing_follows_writes", testProjectListingFollowsWrites},
 	{"idempotency", testIdempotency},
 	{"idempotency_concurrent_release", testIdempotencyConcurrentRelease},
+	{"idempotency_dead_holder", testIdempotencyDeadHolder},
 	{"transactions", testTransactions},
 	{"corpus", testCorpus},
 	{"assets", testAssets},

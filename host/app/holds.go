@@ -1,0 +1,57 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// interruptedIngest is the reason kept on a document whose ingest died with its host.
+const interruptedIngest = "interrupted: the host ingesting it stopped before it finished; upload it again to ingest it"
+
+// keepHolds takes back what this host's previous life held in the request path (documents being
+// ingested, Idempotency-Keys of requests it never answered), then, until the returned stop is
+// called, renews the leases of what this life holds and fails the ingests of hosts whose leases
+// ran out. Runs and jobs are the runs service's (runs.Service.TakeBack).
+func (h *Host) keepHolds(ctx context.Context) (stop func()) {
+	if n, err := h.Store.FailAbandonedDocuments(ctx, h.HostID, interruptedIngest); err != nil {
+		h.Log.Warn("holds: fail the ingests of this host's previous life", "err", err)
+	} else if n > 0 {
+		h.Log.Warn("holds: ingests of this host's previous life failed as interrupted", "documents", n)
+	}
+	if n, err := h.Store.ReleaseIdempotencyKeysOf(ctx, h.HostID); err != nil {
+		h.Log.Warn("holds: release the Idempotency-Keys of this host's previous life", "err", err)
+	} else if n > 0 {
+		h.Log.Warn("holds: Idempotency-Keys of requests this host's previous life never answered released", "keys", n)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(h.Config.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := h.Store.RenewDocumentLeases(ctx, h.Life, h.Config.Lease); err != nil && ctx.Err() == nil {
+				h.Log.Warn("holds: renew ingest leases", "err", err)
+			}
+			if _, err := h.Store.RenewIdempotencyLeases(ctx, h.Life, h.Config.Lease); err != nil && ctx.Err() == nil {
+				h.Log.Warn("holds: renew Idempotency-Key leases", "err", err)
+			}
+			if n, err := h.Store.FailAbandonedDocuments(ctx, "", interruptedIngest); err != nil && ctx.Err() == nil {
+				h.Log.Warn("holds: fail abandoned ingests", "err", err)
+			} else if n > 0 {
+				h.Log.Warn("holds: ingests whose host stopped failed as interrupted", "documents", n)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
