@@ -124,8 +124,8 @@ node -e '
   const [out, secret] = process.argv.slice(1);
   require("fs").writeFileSync(out, JSON.stringify([
     { id: "rfCallbackSecret", name: "Reelforge callback secret", type: "crypto", data: { hmacSecret: secret } },
-    { id: "rfApiToken000001", name: "Reelforge API token", type: "httpHeaderAuth",
-      data: { name: "Authorization", value: "Bearer e2e-not-a-token" } },
+    { id: "rfApiToken000001", name: "Reelforge automation key", type: "httpHeaderAuth",
+      data: { name: "Authorization", value: "Bearer rfk_e2e-not-a-key" } },
   ]));' "$WORK/credentials.json" "$E2E_SECRET"
 log "import:credentials (throw-away test values)"
 run_n8n "import credentials" import:credentials --input="$WORK/credentials.json" | sed 's/^/    /'

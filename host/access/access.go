@@ -32,8 +32,8 @@ type Getter interface {
 // Forbidden returns the 403 error of an inaccessible project.
 func Forbidden() *errcode.Error { return errcode.New(errcode.Authorization, ForbiddenProject) }
 
-// Project returns the project when p may use it: it exists, is not deleted, and p owns it or is
-// an admin. Otherwise the error is 403 Forbidden (or 404 for a missing project InPath).
+// Project returns the project when p may use it: it exists, is not deleted, and p owns it, is an
+// admin or is the automation tool (an automation key, which reaches only the scheduler routes). Otherwise the error is 403 Forbidden (or 404 for a missing project InPath).
 func Project(ctx context.Context, st Getter, p *auth.Principal, id string, where Where) (*store.Project, error) {
 	if p == nil {
 		return nil, errcode.New(errcode.Authentication, "")
@@ -48,7 +48,7 @@ func Project(ctx context.Context, st Getter, p *auth.Principal, id string, where
 		}
 		return nil, fmt.Errorf("access: load project: %w", err)
 	}
-	if proj.IsDeleted || (proj.UserID != p.UserID && !p.IsAdmin()) {
+	if proj.IsDeleted || (proj.UserID != p.UserID && !p.ActsForAll()) {
 		return nil, Forbidden()
 	}
 	return proj, nil

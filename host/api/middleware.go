@@ -107,12 +107,34 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if !found || strings.TrimSpace(tok) == "" {
 		return errcode.New(errcode.Authentication, "Missing bearer token")
 	}
-	p, err := s.Auth.Verify(strings.TrimSpace(tok))
+	tok = strings.TrimSpace(tok)
+	if auth.IsKey(tok) {
+		p, err := s.Auth.VerifyKey(s.ctx(c), tok)
+		if err != nil {
+			return err
+		}
+		if p.IsAutomation() && !automationRoute(c.Path()) {
+			return errcode.New(errcode.Authorization, "An automation key may call only the scheduler API, the orchestrator and the notification routes")
+		}
+		c.Locals(localPrincipal, p)
+		return c.Next()
+	}
+	p, err := s.Auth.Verify(tok)
 	if err != nil {
 		return err
 	}
 	c.Locals(localPrincipal, p)
 	return c.Next()
+}
+
+// automationRoute reports whether an automation-scope key may call path: the scheduler API, the
+// orchestrator and the event test routes (DECISIONS.md has no wider service role).
+func automationRoute(path string) bool {
+	switch path {
+	case "/api/orchestrator/run", "/api/webhooks/test-notification", "/api/webhooks/notification-status":
+		return true
+	}
+	return strings.HasPrefix(path, "/api/scheduler/")
 }
 
 func principal(c *fiber.Ctx) *auth.Principal {
@@ -194,7 +216,7 @@ func rateLimited(retryAfter int) error {
 }
 
 func (s *Server) userRateLimit(c *fiber.Ctx) error {
-	if ra := s.limits.user.take(principal(c).UserID, time.Now()); ra > 0 {
+	if ra := s.limits.user.take(principal(c).RateKey(), time.Now()); ra > 0 {
 		return rateLimited(ra)
 	}
 	return c.Next()

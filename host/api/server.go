@@ -106,6 +106,7 @@ func (s *Server) App() *fiber.App {
 	s.notificationRoutes(api)
 	s.taskRoutes(api)
 	s.schedulerRoutes(api)
+	s.apiKeyRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	return app

@@ -31,15 +31,34 @@ const (
 	RefreshTTL = 30 * 24 * time.Hour
 )
 
-// Principal is the authenticated caller of a request.
+// Principal is the authenticated caller of a request: a user with an access token, or a service
+// credential (API key: Scope and KeyName set). An automation key has no UserID.
 type Principal struct {
 	UserID   string
 	Role     string
 	Username string
+	Scope    string // "" for an access token, else the API key's scope (store.ScopeAutomation, ScopeAdmin)
+	KeyID    string
+	KeyName  string
 }
 
 // IsAdmin reports whether the caller is an admin.
 func (p *Principal) IsAdmin() bool { return p != nil && p.Role == store.RoleAdmin }
+
+// IsAutomation reports whether the caller is an automation-scope API key.
+func (p *Principal) IsAutomation() bool { return p != nil && p.Scope == store.ScopeAutomation }
+
+// ActsForAll reports whether the caller acts for every user: an admin, or the automation tool
+// (the scheduler API lists and starts every user's tasks for it).
+func (p *Principal) ActsForAll() bool { return p.IsAdmin() || p.IsAutomation() }
+
+// RateKey is the caller's key of the per-user rate limit.
+func (p *Principal) RateKey() string {
+	if p.KeyID != "" {
+		return "key:" + p.KeyID
+	}
+	return p.UserID
+}
 
 // Store is what auth needs of the database.
 type Store interface {

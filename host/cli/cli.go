@@ -1,5 +1,5 @@
 // Package cli is the command line of bin/reelforge: serve (the default), migrate, user create,
-// plugins check and kb ingest. host/main.go only hands it the arguments and exits with its code.
+// token create/list/revoke, plugins check and kb ingest. host/main.go only hands it the arguments and exits with its code.
 package cli
 
 import (
@@ -30,6 +30,11 @@ commands:
   user create --email E [--password P] [--username U] [--admin | --role R]
                                  create an account (without --password, the first line of
                                  standard input is the password)
+  token create --name N --scope automation|admin [--user EMAIL]
+                                 issue a long-lived API key (printed once on stdout; an admin
+                                 key acts as the admin account --user names)
+  token list                     every API key with its scope, last use and revocation
+  token revoke ID|NAME           revoke a key: its next request is refused
   plugins check                  load every manifest of MANIFEST_DIR, start each engine's plugin
                                  from PLUGIN_DIR and print its version, sha256 and health
   kb ingest DIR --user EMAIL [--source NAME] [--project ID] [--visibility V] [--every N]
@@ -95,6 +100,12 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.migrate(ctx)
 	case cmd == "user" && sub == "create":
 		return e.userCreate(ctx, rest[1:])
+	case cmd == "token" && sub == "create":
+		return e.tokenCreate(ctx, rest[1:])
+	case cmd == "token" && sub == "list":
+		return e.tokenList(ctx, rest[1:])
+	case cmd == "token" && sub == "revoke":
+		return e.tokenRevoke(ctx, rest[1:])
 	case cmd == "plugins" && sub == "check":
 		return e.pluginsCheck(ctx, rest[1:])
 	case cmd == "kb" && sub == "ingest":

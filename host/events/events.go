@@ -29,6 +29,9 @@ const (
 	TaskAssetUploaded    = "task.asset.uploaded"
 	SubscriptionExpiring = "subscription.expiring"
 	UserDailySummary     = "user.daily.summary"
+	// SchedulerTaskSkipped is the host's own: a due strategy task the scheduler did not start
+	// (data: project_id, strategy_task_id, workflow_id, reason, code, retry_after_seconds).
+	SchedulerTaskSkipped = "scheduler.task.skipped"
 )
 
 // Version is meta.version of every event payload.

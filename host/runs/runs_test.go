@@ -424,8 +424,11 @@ func TestConcurrentStartsKeepTheQuota(t *testing.T) {
 	if started != 3 || refused != n-3 {
 		t.Errorf("%d concurrent starts with a quota of 3: %d started, %d refused; want 3, %d", n, started, refused, n-3)
 	}
-	if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: free, Trigger: runs.TriggerScheduler}); err != nil {
-		t.Errorf("scheduler Start over the quota = %v, want a run", err)
+	// Every run counts, whatever started it: a scheduler run over the quota is refused too, with
+	// the seconds until the quota's day ends.
+	_, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: free, Trigger: runs.TriggerScheduler})
+	if e := errcode.As(err); e == nil || e.Code != errcode.QuotaExceeded || e.RetryAfter < 1 || e.RetryAfter > 86400 {
+		t.Errorf("scheduler Start over the quota = %v, want QUOTA_EXCEEDED with RetryAfter in 1..86400", err)
 	}
 	for range 4 {
 		if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: paid}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"sync"
 	"time"
 
@@ -180,16 +181,22 @@ type StartParams struct {
 	StrategyTaskID string
 	Trigger        string
 	TriggeredBy    string
-	// SkipQuota starts the run without counting it against the daily quota (scheduler runs).
-	SkipQuota bool
 }
 
 // Start checks and stores a pending run, and wakes the executor. Errors: WORKFLOW_NOT_FOUND (404),
 // VALIDATION_ERROR (400), AUTHORIZATION_ERROR for a project that is not the user's (403),
-// QUOTA_EXCEEDED for a free user over the daily run quota (429).
+// QUOTA_EXCEEDED for a free user over the daily run quota (429, Retry-After until midnight UTC).
+//
+// A run belongs to its project's owner whoever starts it: a run an admin or an automation key
+// starts for someone's project is that owner's (their lists, status, events and quota), and
+// records who started it in triggered_by (a key's name). Every run counts toward its owner's daily
+// quota, whatever started it.
 func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) {
 	if p.User == nil {
 		return nil, errcode.New(errcode.Authentication, "")
+	}
+	if p.User.IsAutomation() && p.ProjectID == "" {
+		return nil, errcode.Invalid("project_id", "is required with an automation key (the run belongs to the project's owner)")
 	}
 	if p.Workflow == "" {
 		return nil, errcode.Invalid("workflow", "is required")
@@ -214,8 +221,13 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 			p.ProjectName = proj.Name
 		}
 		pctx, _ = json.Marshal(engine.ProjectContext{ProjectID: proj.ID, ProjectName: p.ProjectName, StrategyTaskID: p.StrategyTaskID})
+		if proj.UserID != p.User.UserID {
+			if p.User, err = s.onBehalf(ctx, &p, proj); err != nil {
+				return nil, err
+			}
+		}
 	}
-	quota := p.User.Role == store.RoleFreeUser && !p.SkipQuota && p.Trigger != TriggerScheduler
+	quota := p.User.Role == store.RoleFreeUser
 	if p.Trigger == "" {
 		p.Trigger = TriggerAPI
 	}
@@ -234,7 +246,9 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 		err = s.Store.CreateRunInQuota(ctx, r, store.RunQuota{Since: day, Limit: s.opts.FreeRunsPerDay})
 		switch {
 		case errors.Is(err, store.ErrQuotaExceeded):
-			return nil, errcode.Newf(errcode.QuotaExceeded, "Free users may start %d runs a day", s.opts.FreeRunsPerDay)
+			e := errcode.Newf(errcode.QuotaExceeded, "Free users may start %d runs a day", s.opts.FreeRunsPerDay)
+			e.RetryAfter = max(int(math.Ceil(day.Add(24*time.Hour).Sub(now).Seconds())), 1)
+			return nil, e
 		case errors.Is(err, store.ErrNotFound): // the token names a user that is gone
 			return nil, errcode.New(errcode.Authentication, "")
 		}
@@ -247,6 +261,26 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 	s.notifyStatus(ctx, r)
 	s.kick()
 	return r, nil
+}
+
+// onBehalf returns the principal a run started by someone other than the project's owner (an
+// admin or an automation key) belongs to: the owner. A key's run is a scheduler run named after
+// the key; an admin's keeps its trigger and names the admin when nothing else does.
+func (s *Service) onBehalf(ctx context.Context, p *StartParams, proj *store.Project) (*auth.Principal, error) {
+	owner, err := s.Store.GetUser(ctx, proj.UserID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, access.Forbidden()
+		}
+		return nil, fmt.Errorf("runs: load project owner: %w", err)
+	}
+	switch {
+	case p.User.KeyName != "":
+		p.Trigger, p.TriggeredBy = TriggerScheduler, p.User.KeyName
+	case p.TriggeredBy == "":
+		p.TriggeredBy = "admin:" + p.User.Username
+	}
+	return &auth.Principal{UserID: owner.ID, Role: owner.Role, Username: owner.Username}, nil
 }
 
 // Get returns the run when p may see it (its owner, or an admin); else 404 NOT_FOUND.

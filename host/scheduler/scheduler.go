@@ -23,6 +23,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/launch"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -72,7 +73,8 @@ type Scheduler struct {
 	started  time.Time // when watching began: the fallback counts from here until the tool calls
 	lastCall time.Time // the last pending-tasks call this host saw
 	fallback bool
-	forced   bool // the deprecated Start turned the timer on
+	forced   bool    // the deprecated Start turned the timer on
+	last     *Report // the last tick's report
 	lock     store.LeaderLock
 	cron     *cron.Cron
 	tickMu   sync.Mutex // one tick at a time on this host
@@ -120,6 +122,8 @@ type Status struct {
 	Timestamp          string     `json:"timestamp"`
 	FallbackActive     bool       `json:"fallback_active"`
 	LastAutomationCall *time.Time `json:"last_automation_call"`
+	// LastTick is what this host's last timer tick did (null before the first).
+	LastTick *Report `json:"last_tick"`
 }
 
 // Status describes the mode, the limits and the fallback.
@@ -139,8 +143,18 @@ func (s *Scheduler) Status(ctx context.Context) Status {
 		MaxProjectsPerTick: MaxProjectsPerTick, MaxRunsPerProject: MaxRunsPerProject,
 		ValidWorkflows: append([]string(nil), ValidWorkflows...),
 		Timestamp:      s.opt.Clock().UTC().Format(time.RFC3339Nano),
-		FallbackActive: s.FallbackActive(), LastAutomationCall: last,
+		FallbackActive: s.FallbackActive(), LastAutomationCall: last, LastTick: s.lastTick(),
 	}
+}
+
+func (s *Scheduler) lastTick() *Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		return nil
+	}
+	r := *s.last
+	return &r
 }
 
 // FallbackActive reports whether the built-in timer has taken over from a silent automation tool
@@ -221,13 +235,15 @@ type PendingTask struct {
 	Priority       string         `json:"priority"`
 }
 
-// PendingTasks lists up to limit due strategy tasks of the projects user may see (an admin: all)
-// that have no running or completed auto_run, by priority then due date. It records the call of
-// the automation tool.
+// PendingTasks lists up to limit due strategy tasks that have no running or completed auto_run,
+// by priority then due date. The automation tool (an automation key) and admins get every user's
+// tasks, and their call is the automation tool's heartbeat (it ends a fallback); anyone else gets
+// their own projects' tasks and moves nothing.
 func (s *Scheduler) PendingTasks(ctx context.Context, user *auth.Principal, limit int) ([]PendingTask, error) {
-	s.RecordAutomationCall(ctx)
 	p := store.DueStrategyTasksParams{Today: s.today(), Limit: limit}
-	if !user.IsAdmin() {
+	if user.ActsForAll() {
+		s.RecordAutomationCall(ctx)
+	} else {
 		p.UserID = user.UserID
 	}
 	due, err := s.st.ListDueStrategyTasks(ctx, p)
@@ -348,10 +364,23 @@ func (s *Scheduler) RunEnded(ctx context.Context, e launch.Ended) {
 
 // Report says what one tick did.
 type Report struct {
-	Due      int      `json:"due"`      // due tasks considered
-	Started  []string `json:"started"`  // run ids
-	Projects int      `json:"projects"` // projects that got a run
-	Failed   int      `json:"failed"`   // triggers refused or failed (the task stays due)
+	At       time.Time `json:"at"`
+	Due      int       `json:"due"`      // due tasks considered
+	Started  []string  `json:"started"`  // run ids
+	Projects int       `json:"projects"` // projects that got a run
+	Failed   int       `json:"failed"`   // triggers refused or failed (the task stays due)
+	Skipped  []Skip    `json:"skipped"`  // due tasks not started for a reason of their owner's (quota)
+}
+
+// Skip is a due task a tick did not start; it stays due.
+type Skip struct {
+	ProjectID      string `json:"project_id"`
+	StrategyTaskID string `json:"strategy_task_id"`
+	WorkflowID     string `json:"workflow_id"`
+	UserID         string `json:"user_id"`
+	Code           string `json:"code"`
+	Reason         string `json:"reason"`
+	RetryAfter     int    `json:"retry_after_seconds,omitempty"`
 }
 
 // TickNow triggers due strategy tasks: at most MaxProjectsPerTick projects and
@@ -361,10 +390,17 @@ func (s *Scheduler) TickNow(ctx context.Context) (Report, error) {
 	return s.tick(ctx, "")
 }
 
-func (s *Scheduler) tick(ctx context.Context, onlyProject string) (Report, error) {
+func (s *Scheduler) tick(ctx context.Context, onlyProject string) (rep Report, err error) {
 	s.tickMu.Lock()
 	defer s.tickMu.Unlock()
-	var rep Report
+	rep = Report{At: s.opt.Clock().UTC(), Started: []string{}, Skipped: []Skip{}}
+	defer func() {
+		if err == nil {
+			s.mu.Lock()
+			s.last = &rep
+			s.mu.Unlock()
+		}
+	}()
 	// The first projects in task order (priority, due date) that have a free run slot, then
 	// their due tasks.
 	p := store.DueStrategyTasksParams{Today: s.today(), Limit: MaxProjectsPerTick * MaxRunsPerProject * 10}
@@ -412,6 +448,11 @@ func (s *Scheduler) tick(ctx context.Context, onlyProject string) (Report, error
 		}
 		res, err := s.Trigger(ctx, TriggerParams{WorkflowID: t.WorkflowID, ProjectID: t.ProjectID, StrategyTaskID: t.TaskID,
 			Inputs: inputsOf(&t), Source: "scheduler-tick", User: user})
+		if e := errcode.As(err); e != nil && e.Code == errcode.QuotaExceeded {
+			s.skipped(ctx, &rep, Skip{ProjectID: t.ProjectID, StrategyTaskID: t.TaskID, WorkflowID: t.WorkflowID,
+				UserID: t.UserID, Code: string(e.Code), Reason: e.Message(), RetryAfter: e.RetryAfter})
+			continue
+		}
 		if err != nil {
 			rep.Failed++
 			s.opt.Log.Warn("scheduler: tick trigger", "project_id", t.ProjectID, "strategy_task_id", t.TaskID, "error", err)
@@ -423,10 +464,26 @@ func (s *Scheduler) tick(ctx context.Context, onlyProject string) (Report, error
 		started[t.ProjectID] = n + 1
 		rep.Started = append(rep.Started, res.RunID)
 	}
-	if len(rep.Started) > 0 || rep.Failed > 0 {
-		s.opt.Log.Info("scheduler: tick", "due", rep.Due, "started", len(rep.Started), "projects", rep.Projects, "failed", rep.Failed)
+	if len(rep.Started) > 0 || rep.Failed > 0 || len(rep.Skipped) > 0 {
+		s.opt.Log.Info("scheduler: tick", "due", rep.Due, "started", len(rep.Started), "projects", rep.Projects,
+			"failed", rep.Failed, "skipped", len(rep.Skipped))
 	}
 	return rep, nil
+}
+
+// skipped records a due task the tick did not start: in the report (and so in the status) and as
+// a scheduler.task.skipped event of the task's owner, once per task and day.
+func (s *Scheduler) skipped(ctx context.Context, rep *Report, sk Skip) {
+	rep.Skipped = append(rep.Skipped, sk)
+	s.opt.Log.Info("scheduler: due task skipped", "project_id", sk.ProjectID, "strategy_task_id", sk.StrategyTaskID,
+		"code", sk.Code, "reason", sk.Reason)
+	id := uuid.NewSHA1(uuid.NameSpaceOID, []byte("skip:"+sk.ProjectID+":"+sk.StrategyTaskID+":"+s.today())).String()
+	err := events.Emit(ctx, s.st, events.Event{ID: id, Name: events.SchedulerTaskSkipped, UserID: sk.UserID, ProjectID: sk.ProjectID,
+		Data: map[string]any{"project_id": sk.ProjectID, "strategy_task_id": sk.StrategyTaskID, "workflow_id": sk.WorkflowID,
+			"userId": sk.UserID, "code": sk.Code, "reason": sk.Reason, "retry_after_seconds": sk.RetryAfter}})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		s.opt.Log.Warn("scheduler: emit skipped event", "project_id", sk.ProjectID, "error", err)
+	}
 }
 
 // Leader reports whether this host holds the leader lock, taking it when free. A lock whose

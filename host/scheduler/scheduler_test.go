@@ -266,25 +266,27 @@ func TestFallbackSwitchesByItself(t *testing.T) {
 	b := setup(t)
 	b.project(t, 1, "2026-03-10")
 	interval := 15 * time.Minute
-	user := &auth.Principal{UserID: b.user.ID}
+	tool := &auth.Principal{Scope: store.ScopeAutomation, KeyID: "k1", KeyName: "n8n"}
+	owner := &auth.Principal{UserID: b.user.ID, Role: store.RoleFreeUser}
 	steps := []struct {
 		name     string
 		advance  time.Duration
-		call     bool
+		caller   *auth.Principal // calls pending-tasks
 		fallback bool
 		ticked   bool
 	}{
-		{"just started", 0, false, false, false},
-		{"one interval of silence", interval, false, false, false},
-		{"two intervals of silence", interval, false, true, true},
-		{"the tool returns", time.Minute, true, false, false},
-		{"one interval after the call", interval, false, false, false},
-		{"two intervals after the call", interval + time.Minute, false, true, true},
+		{"just started", 0, nil, false, false},
+		{"one interval of silence", interval, nil, false, false},
+		{"two intervals of silence", interval, nil, true, true},
+		{"an ordinary user calls", time.Minute, owner, true, true},
+		{"the tool returns", time.Minute, tool, false, false},
+		{"one interval after the call", interval, nil, false, false},
+		{"two intervals after the call", interval + time.Minute, nil, true, true},
 	}
 	for _, s := range steps {
 		b.clock.Add(s.advance)
-		if s.call {
-			if _, err := b.sched.PendingTasks(ctx, user, 10); err != nil {
+		if s.caller != nil {
+			if _, err := b.sched.PendingTasks(ctx, s.caller, 10); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -442,5 +444,44 @@ func TestParseBlueprint(t *testing.T) {
 				t.Errorf("ParseBlueprint(%s) (-want +got):\n%s", tc.in, diff)
 			}
 		})
+	}
+}
+
+// TestTickSkipsOverQuota: a due task whose owner is over the daily quota is not started by the
+// timer: the tick lists it in skipped with the reason (and so the status does), emits one
+// scheduler.task.skipped event of the owner however often it is skipped that day, and leaves the
+// task due.
+func TestTickSkipsOverQuota(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	p := b.project(t, 1, "2026-03-10")
+	over := errcode.New(errcode.QuotaExceeded, "Free users may start 20 runs a day")
+	over.RetryAfter = 3600
+	b.runner.err = over
+	for range 2 {
+		rep, err := b.sched.TickNow(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []scheduler.Skip{{ProjectID: p.ID, StrategyTaskID: "t0", WorkflowID: "video", UserID: b.user.ID,
+			Code: "QUOTA_EXCEEDED", Reason: "Free users may start 20 runs a day", RetryAfter: 3600}}
+		if diff := cmp.Diff(want, rep.Skipped); diff != "" || len(rep.Started) != 0 || rep.Failed != 0 {
+			t.Errorf("tick over quota: skipped (-want +got):\n%s started %v failed %d", diff, rep.Started, rep.Failed)
+		}
+	}
+	if st := b.sched.Status(ctx); st.LastTick == nil || len(st.LastTick.Skipped) != 1 || st.LastTick.Skipped[0].Code != "QUOTA_EXCEEDED" {
+		t.Errorf("Status().LastTick = %+v, want the skipped task", st.LastTick)
+	}
+	evs, err := b.st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 10, Token: uuid.NewString(), LeaseUntil: b.clock.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Event != "scheduler.task.skipped" || evs[0].UserID != b.user.ID || evs[0].ProjectID != p.ID {
+		t.Errorf("outbox after two skipping ticks = %d events (%+v), want one scheduler.task.skipped of the owner", len(evs), evs)
+	}
+	b.runner.err = nil
+	if rep, err := b.sched.TickNow(ctx); err != nil || len(rep.Started) != 1 {
+		t.Errorf("tick once the quota allows = %+v, %v; want the task started", rep, err)
 	}
 }

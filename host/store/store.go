@@ -40,6 +40,7 @@ type Driver interface {
 	ParallelWrites() bool
 
 	Users
+	APIKeys
 	Projects
 	Idempotency
 	Tasks

@@ -20,6 +20,7 @@ var tags = []M{
 	{"name": "Callbacks", "description": "Inbound callbacks of external executors, authenticated by signature."},
 	{"name": "Scheduler"}, {"name": "Knowledge"}, {"name": "Content"}, {"name": "Strategy"},
 	{"name": "Events", "description": "Outbound event notifications and the WebSocket."},
+	{"name": "Admin", "description": "Service credentials (API keys), for admins."},
 }
 
 var paramPattern = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
@@ -260,7 +261,7 @@ func standardHeaders() M {
 func securitySchemes() M {
 	return M{
 		"bearerAuth": M{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
-			"description": "Access token from register, login or refresh: `Authorization: Bearer <token>`; 7 days."},
+			"description": "Access token from register, login or refresh: `Authorization: Bearer <token>`; 7 days. Or an API key (`rfk_...`, from `reelforge token create` or POST /api/admin/api-keys): long-lived until revoked; an automation key reaches only the scheduler API, the orchestrator and the notification routes (403 elsewhere)."},
 		"callbackSignature": M{"type": "apiKey", "in": "header", "name": "X-Signature",
 			"description": "`sha256=<hex HMAC-SHA256 of the raw request body with CALLBACK_SECRET>`; missing or wrong: 401 CALLBACK_VERIFICATION_FAILED (4006)."},
 		"metricsToken": M{"type": "http", "scheme": "bearer",

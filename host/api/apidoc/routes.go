@@ -179,7 +179,21 @@ func Ops() []Op {
 		{Method: "GET", Path: "/api/scheduler/status", Tag: "Scheduler", Summary: "Scheduler mode and limits", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("mode!", enum("automation_managed", "cron"), "description", str(""), "interval_ms", integer(""), "interval_minutes", num(""),
 				"max_projects_per_tick", integer(""), "max_runs_per_project", integer(""), "valid_workflows", arr(str("")), "timestamp", when,
-				"fallback_active", boolean(""), "last_automation_call", nullable(when))},
+				"fallback_active", boolean(""), "last_automation_call", nullable(when),
+				"last_tick", nullable(obj("at", when, "due", integer(""), "started", arr(uuid), "projects", integer(""), "failed", integer(""),
+					"skipped", arr(obj("project_id", uuid, "strategy_task_id", str(""), "workflow_id", str(""), "user_id", uuid,
+						"code", str(""), "reason", str(""), "retry_after_seconds", integer("")))))),
+			Desc: "last_tick is this host's last timer tick: due tasks over their owner's quota are listed in skipped (and emitted as scheduler.task.skipped) and stay due."},
+
+		// Service credentials
+		{Method: "POST", Path: "/api/admin/api-keys", Tag: "Admin", Summary: "Issue an API key (shown once)", Sec: Bearer, Status: 201, Kind: Data,
+			Body: obj("name!", M{"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}, "scope!", enum("automation", "admin")),
+			Resp: obj("key!", str("rfk_...: send as Authorization: Bearer; shown only in this answer"), "api_key!", ref("APIKey")), Errors: []int{403, 409},
+			Desc: "Admins only. An automation key reaches the scheduler API, the orchestrator and the notification routes; runs it starts belong to the project's owner (trigger scheduler, triggered_by the key's name). An admin key acts as the admin who issued it."},
+		{Method: "GET", Path: "/api/admin/api-keys", Tag: "Admin", Summary: "Every API key with its last use", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("api_keys!", arr(ref("APIKey")), "total!", integer("")), Errors: []int{403}},
+		{Method: "DELETE", Path: "/api/admin/api-keys/:id", Tag: "Admin", Summary: "Revoke an API key (by id or name)", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("api_key!", ref("APIKey")), Errors: []int{403, 404}},
 
 		// Knowledge
 		{Method: "POST", Path: "/api/knowledge/upload", Tag: "Knowledge", Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)", Sec: Bearer, Status: 201, Kind: Data,

@@ -26,6 +26,7 @@ var suites = []struct {
 }{
 	{"users", testUsers},
 	{"refresh_tokens", testRefreshTokens},
+	{"api_keys", testAPIKeys},
 	{"projects", testProjects},
 	{"project_listing_follows_writes", testProjectListingFollowsWrites},
 	{"idempotency", testIdempotency},
