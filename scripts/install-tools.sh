@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, the programs the tests and the local
 # generators use: espeak-ng (speech), ffmpeg (video), poppler-utils (pdftotext),
-# protobuf-compiler (protoc, for `make proto`), python3.
+# protobuf-compiler (protoc, for `make proto`), prometheus (promtool, which lints
+# GET /metrics in the tests), python3.
 # Idempotent: when every package is installed it exits without touching apt.
 # Runs `apt-get update` once, and only when something is missing.
 set -euo pipefail
 
-packages=(espeak-ng ffmpeg poppler-utils protobuf-compiler python3)
+packages=(espeak-ng ffmpeg poppler-utils protobuf-compiler prometheus python3)
 # A command that, when on PATH, stands for the package (python3 may come from pyenv).
 declare -A provides=([espeak-ng]=espeak-ng [ffmpeg]=ffmpeg [poppler-utils]=pdftotext
-	[protobuf-compiler]=protoc [python3]=python3)
+	[protobuf-compiler]=protoc [prometheus]=promtool [python3]=python3)
 
 log() { echo "install-tools: $*" >&2; }
 

@@ -34,12 +34,37 @@ func (s *Server) countRequests(c *fiber.Ctx) error {
 	if err != nil {
 		status = toCoded(err).HTTPStatus()
 	}
-	route := c.Route().Path
-	if err == errNoRoute || (route == "/" && c.Path() != "/") {
-		route = routeUnmatched
-	}
-	s.Metrics.ObserveRequest(c.Method(), route, status, time.Since(start))
+	s.Metrics.ObserveRequest(methodLabel(c.Method()), s.routeLabel(c, err), status, time.Since(start))
 	return err
+}
+
+// methodLabel returns the method as one of the constant strings of the known methods, or
+// "other". Never the request's own string: Fiber's c.Method() shares memory with a buffer the
+// next request on the connection overwrites, which once turned GET into GETCH in the labels.
+func methodLabel(m string) string {
+	for _, known := range []string{fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete,
+		fiber.MethodOptions, fiber.MethodPatch, fiber.MethodTrace, fiber.MethodConnect} {
+		if m == known {
+			return known
+		}
+	}
+	return "other"
+}
+
+// routeLabel returns the request's route template: a registered route's path, "<group>/*" for a
+// request a group's middleware ended before routing (a 401 under /api is "/api/*"), or
+// "unmatched".
+func (s *Server) routeLabel(c *fiber.Ctx, err error) string {
+	r := c.Route()
+	switch {
+	case err == errNoRoute:
+		return routeUnmatched
+	case s.routes[r.Path]:
+		return r.Path
+	case r.Path != "/" && s.groups[r.Path]:
+		return r.Path + "/*"
+	}
+	return routeUnmatched
 }
 
 // serveMetrics answers GET /metrics in the Prometheus text format. With METRICS_TOKEN set, only

@@ -1,11 +1,15 @@
 package api_test
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -157,5 +161,98 @@ func TestMetricsEngines(t *testing.T) {
 		if !strings.Contains(r.raw, line+"\n") {
 			t.Errorf("scrape lacks %q", line)
 		}
+	}
+}
+
+// TestMetricsLabelsEveryMethod sends every HTTP method (and one no server knows) on one kept-alive
+// connection, the way a client reusing connections does, and checks the scrape: each method label
+// is a known method or "other", each route label a registered template or "unmatched", the counts
+// add up, and promtool (when installed; CI installs it) finds nothing to lint.
+func TestMetricsLabelsEveryMethod(t *testing.T) {
+	t.Parallel()
+	cfg := config.Defaults()
+	cfg.JWTSecret = "test-secret-test-secret-test-secret"
+	cfg.DataDir = t.TempDir()
+	st := drivers()[0].open(t)
+	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
+	app := s.App()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln) //nolint:errcheck // ends with Shutdown below
+	t.Cleanup(func() { _ = app.Shutdown() })
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	methods := []string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH", "PURGE"}
+	paths := []string{"/health", "/api/projects", "/api/projects/11111111-1111-1111-1111-111111111111", "/no/such/path"}
+	for _, m := range methods {
+		for _, p := range paths {
+			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n", m, p)
+			res, err := http.ReadResponse(br, &http.Request{Method: m})
+			if err != nil {
+				t.Fatalf("%s %s: %v", m, p, err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}
+	res, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse exposition: %v", err)
+	}
+	known := map[string]bool{"other": true}
+	for _, m := range methods[:len(methods)-1] {
+		known[m] = true
+	}
+	routes := map[string]bool{"unmatched": true, "/api/*": true}
+	for _, r := range app.GetRoutes(true) {
+		routes[r.Path] = true
+	}
+	perMethod := map[string]float64{}
+	for _, m := range mfs["reelforge_http_requests_total"].GetMetric() {
+		var method, route string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "method":
+				method = l.GetValue()
+			case "route":
+				route = l.GetValue()
+			}
+		}
+		if !known[method] || !routes[route] {
+			t.Errorf("http_requests_total has method %q route %q: not a known method and route template", method, route)
+		}
+		perMethod[method] += m.GetCounter().GetValue()
+	}
+	for _, m := range methods[:len(methods)-1] { // Fiber answers an unknown method (PURGE) 501 before any handler
+		want, label := float64(len(paths)), m
+		if perMethod[label] != want {
+			t.Errorf("requests counted under %s = %v, want %v (all: %v)", label, perMethod[label], want, perMethod)
+		}
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not installed (scripts/install-tools.sh installs Debian's prometheus)")
+		}
+		t.Skip("promtool not installed: scripts/install-tools.sh installs it")
+	}
+	cmd := exec.CommandContext(t.Context(), promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }

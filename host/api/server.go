@@ -57,6 +57,9 @@ type Server struct {
 
 	started time.Time
 	limits  *limiters
+	// routes and groups are the registered route templates and middleware prefixes, the only
+	// values the metrics' route label takes (besides "unmatched").
+	routes, groups map[string]bool
 }
 
 // App builds the Fiber application with every route.
@@ -109,6 +112,15 @@ func (s *Server) App() *fiber.App {
 	s.apiKeyRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
+	s.routes, s.groups = map[string]bool{}, map[string]bool{}
+	for _, r := range app.GetRoutes(true) {
+		s.routes[r.Path] = true
+	}
+	for _, r := range app.GetRoutes(false) {
+		if !s.routes[r.Path] {
+			s.groups[r.Path] = true
+		}
+	}
 	return app
 }
 

@@ -161,7 +161,7 @@ var (
 		[]string{"engine", "state"}, nil)
 	descEngineRestarts = prometheus.NewDesc(Namespace+"_engine_restarts_total",
 		"Plugin restarts of each engine since the host started.", []string{"engine"}, nil)
-	descKB = prometheus.NewDesc(Namespace+"_kb_query_latency_seconds",
+	descKB = prometheus.NewDesc(Namespace+"_knowledge_query_latency_seconds",
 		"Latency of the most recent knowledge queries (window of 200) by mode (search, ask).",
 		[]string{"mode"}, nil)
 	descPoolMax = prometheus.NewDesc(Namespace+"_db_pool_max_connections",

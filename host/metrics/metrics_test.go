@@ -118,7 +118,7 @@ func TestScrapeFakeSources(t *testing.T) {
 		"engine state": {"reelforge_engine_state", map[string]float64{
 			"engine=graph,state=ready": 0, "engine=graph,state=degraded": 1, "engine=graph,state=disabled": 0}},
 		"restarts": {"reelforge_engine_restarts_total", map[string]float64{"engine=graph": 4}},
-		"kb":       {"reelforge_kb_query_latency_seconds", map[string]float64{"mode=ask": 3, "mode=search": 0}},
+		"kb":       {"reelforge_knowledge_query_latency_seconds", map[string]float64{"mode=ask": 3, "mode=search": 0}},
 		"pool max": {"reelforge_db_pool_max_connections", map[string]float64{"driver=sqlite": 8}},
 		"pool":     {"reelforge_db_pool_connections", map[string]float64{"driver=sqlite,state=in_use": 2, "driver=sqlite,state=idle": 1}},
 		"waits":    {"reelforge_db_pool_wait_seconds_total", map[string]float64{"driver=sqlite": 1.5}},
@@ -131,7 +131,7 @@ func TestScrapeFakeSources(t *testing.T) {
 			}
 		})
 	}
-	ask := mfs["reelforge_kb_query_latency_seconds"]
+	ask := mfs["reelforge_knowledge_query_latency_seconds"]
 	for _, mt := range ask.GetMetric() {
 		if mt.GetLabel()[0].GetValue() != "ask" {
 			continue
@@ -255,7 +255,7 @@ func TestScrapeStore(t *testing.T) {
 				"reelforge_runs":                     {"engine=node,status=completed": 2, "engine=graph,status=failed": 1},
 				"reelforge_jobs":                     {"status=timeout,type=graph": 1},
 				"reelforge_outbox_events":            {"status=pending": 1, "status=failed": 1, "status=dead": 1, "status=delivered": 1},
-				"reelforge_kb_query_latency_seconds": {"mode=search": 3, "mode=ask": 0},
+				"reelforge_knowledge_query_latency_seconds": {"mode=search": 3, "mode=ask": 0},
 			}
 			for fam, want := range checks {
 				if diff := cmp.Diff(want, series(mfs[fam])); diff != "" {
