@@ -87,6 +87,10 @@ func (s *Server) App() *fiber.App {
 		s.Metrics = s.defaultMetrics()
 	}
 	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests)
+	if len(s.Config.CORSAllowOrigins) > 0 {
+		// Before every route and group, so a preflight is answered without a token.
+		app.Use(s.cors())
+	}
 	app.Get("/health", s.health)
 	app.Get("/metrics", s.serveMetrics)
 	s.wsRoutes(app)

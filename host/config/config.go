@@ -86,10 +86,13 @@ type Config struct {
 	// Lease is how long work a host holds (a run executing, a job it renders, a document it
 	// ingests, an event batch it delivers) stays its own without renewal (LEASE_MS): after a
 	// crash, other hosts take it over this long after the last renewal.
-	Lease           time.Duration
-	MetricsToken    string // bearer token for GET /metrics; empty: only loopback callers
-	Version         string
-	LogFormat       string // json or text; empty: json unless on a terminal
+	Lease        time.Duration
+	MetricsToken string // bearer token for GET /metrics; empty: only loopback callers
+	// CORSAllowOrigins are the browser origins (scheme://host[:port]) allowed to call the API
+	// with credentials (CORS_ALLOW_ORIGINS); empty: no CORS headers at all.
+	CORSAllowOrigins []string
+	Version          string
+	LogFormat        string // json or text; empty: json unless on a terminal
 }
 
 // Defaults returns the configuration used when no variable is set.
@@ -184,6 +187,7 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.str("HOST_ID", &c.HostID)
 	r.millis("LEASE_MS", &c.Lease)
 	r.str("METRICS_TOKEN", &c.MetricsToken)
+	r.list("CORS_ALLOW_ORIGINS", &c.CORSAllowOrigins)
 	r.str("LOG_FORMAT", &c.LogFormat)
 	if r.err != nil {
 		return nil, r.err
@@ -218,6 +222,12 @@ func (c *Config) Validate() error {
 	}
 	if c.HostID != "" && strings.ContainsAny(c.HostID, "/ \t\n") {
 		errs = append(errs, fmt.Errorf("HOST_ID: %q must not hold '/' or spaces", c.HostID))
+	}
+	for _, o := range c.CORSAllowOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			strings.Contains(u.Host, "*") || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("CORS_ALLOW_ORIGINS: %q is not an origin (scheme://host[:port]; no wildcard, since credentials are allowed)", o))
+		}
 	}
 	if c.RateLimitUser < 1 || c.RateLimitAuth < 1 {
 		errs = append(errs, fmt.Errorf("rate limits must be at least 1 a minute"))

@@ -36,3 +36,19 @@ func TestS3Settings(t *testing.T) {
 		}
 	}
 }
+
+func TestCORSAllowOrigins(t *testing.T) {
+	t.Parallel()
+	c, err := LoadFrom(lookup(map[string]string{"CORS_ALLOW_ORIGINS": "https://app.example.com, http://localhost:5173"}))
+	if err != nil || len(c.CORSAllowOrigins) != 2 || c.CORSAllowOrigins[1] != "http://localhost:5173" {
+		t.Fatalf("CORS_ALLOW_ORIGINS = %q, %v", c.CORSAllowOrigins, err)
+	}
+	if c, err := LoadFrom(lookup(nil)); err != nil || len(c.CORSAllowOrigins) != 0 {
+		t.Errorf("default CORS_ALLOW_ORIGINS = %q, %v; want none", c.CORSAllowOrigins, err)
+	}
+	for _, bad := range []string{"*", "https://*.example.com", "app.example.com", "https://app.example.com/path", "ftp://x"} {
+		if _, err := LoadFrom(lookup(map[string]string{"CORS_ALLOW_ORIGINS": bad})); err == nil || !strings.Contains(err.Error(), "CORS_ALLOW_ORIGINS") {
+			t.Errorf("CORS_ALLOW_ORIGINS=%q: LoadFrom = %v, want an error naming it", bad, err)
+		}
+	}
+}
