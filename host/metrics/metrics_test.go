@@ -252,9 +252,9 @@ func TestScrapeStore(t *testing.T) {
 			}
 			mfs := scrape(t, metrics.New(metrics.Sources{}.FromStore(d)))
 			checks := map[string]map[string]float64{
-				"reelforge_runs":                     {"engine=node,status=completed": 2, "engine=graph,status=failed": 1},
-				"reelforge_jobs":                     {"status=timeout,type=graph": 1},
-				"reelforge_outbox_events":            {"status=pending": 1, "status=failed": 1, "status=dead": 1, "status=delivered": 1},
+				"reelforge_runs":                            {"engine=node,status=completed": 2, "engine=graph,status=failed": 1},
+				"reelforge_jobs":                            {"status=timeout,type=graph": 1},
+				"reelforge_outbox_events":                   {"status=pending": 1, "status=failed": 1, "status=dead": 1, "status=delivered": 1},
 				"reelforge_knowledge_query_latency_seconds": {"mode=search": 3, "mode=ask": 0},
 			}
 			for fam, want := range checks {
