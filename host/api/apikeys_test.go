@@ -34,6 +34,10 @@ func (l runsLauncher) Start(ctx context.Context, p launch.Params) (string, error
 	return r.ID, nil
 }
 
+func (l runsLauncher) Check(_ context.Context, workflow string, inputs map[string]any) error {
+	return l.s.Check(workflow, inputs)
+}
+
 func (l runsLauncher) Cancel(ctx context.Context, id string) error {
 	_, err := l.s.CancelRun(ctx, id)
 	return err

@@ -38,6 +38,8 @@ func (r *schedRunner) Start(context.Context, launch.Params) (string, error) {
 	return uuid.NewString(), nil
 }
 
+func (*schedRunner) Check(context.Context, string, map[string]any) error { return nil }
+
 func (r *schedRunner) Cancel(context.Context, string) error { return nil }
 
 type schedEnv struct {

@@ -235,7 +235,7 @@ func TestFreeUserQuota(t *testing.T) {
 	e := newEnv(t, 2, nil)
 	u := e.user("q@example.com")
 	for i := range 3 {
-		st, body := e.do(u, "POST", "/api/workflow/start", map[string]any{"workflow": "graphic", "inputs": map[string]any{}})
+		st, body := e.do(u, "POST", "/api/workflow/start", map[string]any{"workflow": "graphic", "inputs": map[string]any{"topic": "tea"}})
 		if i < 2 && st != 200 {
 			t.Fatalf("run %d = %d %v", i+1, st, body)
 		}

@@ -21,6 +21,10 @@ func (l launcher) Start(ctx context.Context, p launch.Params) (string, error) {
 	return r.ID, nil
 }
 
+func (l launcher) Check(_ context.Context, workflow string, inputs map[string]any) error {
+	return l.s.Check(workflow, inputs)
+}
+
 func (l launcher) Cancel(ctx context.Context, runID string) error {
 	_, err := l.s.CancelRun(ctx, runID)
 	return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -206,4 +207,81 @@ func (hh *hostHarness) runOf(how string, body map[string]any) (runID, taskID str
 	}
 	hh.t.Fatalf("%s: the run did not complete within 60 s", how)
 	return "", ""
+}
+
+// TestNonsenseRefused: on every start path an unknown workflow or task type is refused (404
+// WORKFLOW_NOT_FOUND where a workflow is named, 400 for a task type), and so are inputs the
+// manifest refuses, with the field named, before anything runs. On SQLite and on PostgreSQL.
+func TestNonsenseRefused(t *testing.T) {
+	t.Parallel()
+	for name, dbURL := range map[string]func(t *testing.T) string{
+		"sqlite":   func(*testing.T) string { return "" },
+		"postgres": freshDatabase,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			hh := startHost(t, dbURL(t))
+			_, body, _, _ := hh.call("POST", "/api/projects", map[string]any{"name": "films"})
+			pid := body["data"].(map[string]any)["project"].(map[string]any)["id"].(string)
+			// Each start path with a workflow (or type) and inputs.
+			paths := map[string]func(wf string, in map[string]any) (string, map[string]any){
+				"workflow start": func(wf string, in map[string]any) (string, map[string]any) {
+					return "/api/workflow/start", map[string]any{"workflow": wf, "project_id": pid, "inputs": in}
+				},
+				"tasks": func(wf string, in map[string]any) (string, map[string]any) {
+					return "/api/tasks", map[string]any{"projectId": pid, "type": wf, "inputParams": in}
+				},
+				"dispatch-task": func(wf string, in map[string]any) (string, map[string]any) {
+					return "/api/project/dispatch-task", map[string]any{"projectId": pid, "type": wf, "inputParams": in}
+				},
+				"orchestrator": func(wf string, in map[string]any) (string, map[string]any) {
+					return "/api/orchestrator/run", map[string]any{"workflow_id": wf, "project_id": pid, "inputs": in}
+				},
+				"scheduler": func(wf string, in map[string]any) (string, map[string]any) {
+					return "/api/scheduler/trigger", map[string]any{"workflow_id": wf, "project_id": pid, "inputs": in}
+				},
+			}
+			cases := map[string]struct {
+				wf         string
+				in         map[string]any
+				wantStatus int // tasks: 400 where the others say 404
+				wantField  string
+			}{
+				"unknown workflow":   {"nonsense", map[string]any{"topic": "x"}, 404, "type"},
+				"nothing to make":    {"voiceover_video", map[string]any{}, 400, "topic"},
+				"blank topic":        {"voiceover_video", map[string]any{"topic": "  ", "platform": "douyin"}, 400, "topic"},
+				"wrong type":         {"voiceover_video", map[string]any{"topic": 5}, 400, "topic"},
+				"too long":           {"graphic", map[string]any{"topic": strings.Repeat("x", 201)}, 400, "topic"},
+				"duration as string": {"video", map[string]any{"topic": "x", "duration": "long"}, 400, "duration"},
+			}
+			for how, mk := range paths {
+				for name, tc := range cases {
+					path, req := mk(tc.wf, tc.in)
+					status, body, _, raw := hh.call("POST", path, req)
+					want, code := tc.wantStatus, "VALIDATION_ERROR"
+					if want == 404 {
+						code = "WORKFLOW_NOT_FOUND"
+						if strings.Contains(path, "task") {
+							want, code = 400, "VALIDATION_ERROR"
+						}
+					}
+					e, _ := body["error"].(map[string]any)
+					if status != want || e["code"] != code {
+						t.Errorf("%s, %s: %d %s; want %d %s", how, name, status, raw, want, code)
+						continue
+					}
+					if code == "VALIDATION_ERROR" && !strings.Contains(fmt.Sprint(e["message"], e["details"]), tc.wantField) {
+						t.Errorf("%s, %s: %s does not name %q", how, name, raw, tc.wantField)
+					}
+				}
+			}
+			// Nothing was started or stored by any of them.
+			if _, body, _, raw := hh.call("GET", "/api/projects/"+pid+"/tasks", nil); len(body["data"].(map[string]any)["tasks"].([]any)) != 0 {
+				t.Errorf("tasks stored: %s", raw)
+			}
+			if runs, _, err := hh.h.Store.ListRuns(context.Background(), store.ListRunsParams{Limit: 10}); err != nil || len(runs) != 0 {
+				t.Errorf("runs stored: %d, %v", len(runs), err)
+			}
+		})
+	}
 }

@@ -49,6 +49,9 @@ type Params struct {
 // Runner starts and cancels workflow runs. Start stores the run and returns its id before the run
 // executes; errors are *errcode.Error (404 WORKFLOW_NOT_FOUND, 403 project, ...).
 type Runner interface {
+	// Check answers whether Start would accept a run of workflow with inputs (404
+	// WORKFLOW_NOT_FOUND, 400 VALIDATION_ERROR naming the field), without starting one.
+	Check(ctx context.Context, workflow string, inputs map[string]any) error
 	Start(ctx context.Context, p Params) (runID string, err error)
 	Cancel(ctx context.Context, runID string) error
 }

@@ -77,6 +77,7 @@ type file struct {
 	Schedulable bool           `yaml:"schedulable"`
 	Settings    map[string]any `yaml:"settings"`
 	Inputs      []Field        `yaml:"inputs"`
+	RequiredAny []string       `yaml:"required_any"`
 	Timeout     string         `yaml:"timeout"`
 	Steps       []fileStep     `yaml:"steps"`
 }
@@ -170,7 +171,7 @@ func (v *validator) add(field, format string, args ...any) {
 func (v *validator) manifest(f *file) *Manifest {
 	m := &Manifest{
 		ID: f.ID, Name: f.Name, Description: f.Description, Version: f.Version, Engine: f.Engine,
-		Fallback: f.Fallback, Schedulable: f.Schedulable, Settings: f.Settings, Inputs: f.Inputs, File: v.file,
+		Fallback: f.Fallback, Schedulable: f.Schedulable, Settings: f.Settings, Inputs: f.Inputs, RequiredAny: f.RequiredAny, File: v.file,
 	}
 	switch {
 	case f.ID == "":
@@ -186,6 +187,11 @@ func (v *validator) manifest(f *file) *Manifest {
 	}
 	v.engine(m, f)
 	v.inputs(f.Inputs)
+	for i, name := range f.RequiredAny {
+		if !slices.ContainsFunc(f.Inputs, func(in Field) bool { return in.Name == name }) {
+			v.add(fmt.Sprintf("required_any[%d]", i), "%q is not a declared input", name)
+		}
+	}
 	m.Timeout = DefaultTimeout
 	if f.Timeout != "" {
 		d, err := time.ParseDuration(f.Timeout)

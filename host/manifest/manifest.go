@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -48,6 +49,9 @@ type Manifest struct {
 	Schedulable bool   // the scheduler may trigger it
 	Settings    map[string]any
 	Inputs      []Field
+	// RequiredAny names declared inputs of which a run must give at least one (what the content
+	// is about: a topic, a brief, a script, ...); empty: no such rule.
+	RequiredAny []string
 	Timeout     time.Duration
 	Steps       []engine.Step
 	File        string // the file it was read from
@@ -64,14 +68,15 @@ type Field struct {
 
 // Summary is the public description of a manifest, as GET /api/workflow/manifests lists it.
 type Summary struct {
-	ID          string  `json:"id"`
-	Name        string  `json:"name"`
-	Description string  `json:"description,omitempty"`
-	Version     string  `json:"version"`
-	Engine      string  `json:"engine"`
-	Fallback    string  `json:"fallback"`
-	Schedulable bool    `json:"schedulable"`
-	Inputs      []Field `json:"inputs"`
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Version     string   `json:"version"`
+	Engine      string   `json:"engine"`
+	Fallback    string   `json:"fallback"`
+	Schedulable bool     `json:"schedulable"`
+	Inputs      []Field  `json:"inputs"`
+	RequiredAny []string `json:"required_any,omitempty"`
 }
 
 // Summary returns the public description of m.
@@ -83,6 +88,7 @@ func (m *Manifest) Summary() Summary {
 	return Summary{
 		ID: m.ID, Name: m.Name, Description: m.Description, Version: m.Version,
 		Engine: m.Engine, Fallback: m.Fallback, Schedulable: m.Schedulable, Inputs: inputs,
+		RequiredAny: slices.Clone(m.RequiredAny),
 	}
 }
 
@@ -125,7 +131,7 @@ func (m *Manifest) ValidateInputs(inputs map[string]any) error {
 	var problems []errcode.FieldError
 	for _, f := range m.Inputs {
 		v, ok := inputs[f.Name]
-		if !ok || v == nil {
+		if !ok || v == nil || blank(v) {
 			if f.Required {
 				problems = append(problems, errcode.FieldError{Field: f.Name, Problem: "is required"})
 			}
@@ -135,6 +141,13 @@ func (m *Manifest) ValidateInputs(inputs map[string]any) error {
 			problems = append(problems, errcode.FieldError{Field: f.Name, Problem: p})
 		}
 	}
+	if len(m.RequiredAny) > 0 && !slices.ContainsFunc(m.RequiredAny, func(name string) bool {
+		v, ok := inputs[name]
+		return ok && v != nil && !blank(v)
+	}) {
+		problems = append(problems, errcode.FieldError{Field: m.RequiredAny[0],
+			Problem: "is required: give " + strings.Join(m.RequiredAny, ", or ") + " (what the content is about)"})
+	}
 	if len(problems) == 0 {
 		return nil
 	}
@@ -143,6 +156,12 @@ func (m *Manifest) ValidateInputs(inputs map[string]any) error {
 		msg += fmt.Sprintf(" (and %d more)", len(problems)-1)
 	}
 	return errcode.New(errcode.Validation, msg).WithDetails(problems)
+}
+
+// blank reports whether v is a string of white space only (a required input it does not give).
+func blank(v any) bool {
+	s, ok := v.(string)
+	return ok && strings.TrimSpace(s) == ""
 }
 
 // check returns the problem with value v, or "".

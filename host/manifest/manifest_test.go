@@ -124,6 +124,32 @@ func TestWorkflow(t *testing.T) {
 	}
 }
 
+func TestRequiredAny(t *testing.T) {
+	t.Parallel()
+	y := strings.Replace(valid, "steps:", "required_any: [topic, meta]\nsteps:", 1)
+	y = strings.Replace(y, "required: true", "required: false", 1)
+	m, err := manifest.Parse("f.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []errcode.FieldError{{Field: "topic", Problem: "is required: give topic, or meta (what the content is about)"}}
+	for name, in := range map[string]map[string]any{"none": {"duration": 3}, "blank": {"topic": " "}, "null": {"topic": nil}} {
+		e := errcode.As(m.ValidateInputs(in))
+		if e == nil || cmp.Diff(want, e.Details) != "" {
+			t.Errorf("%s: ValidateInputs(%v) = %v, want %v", name, in, e, want)
+		}
+	}
+	for _, in := range []map[string]any{{"topic": "tea"}, {"meta": map[string]any{}}} {
+		if err := m.ValidateInputs(in); err != nil {
+			t.Errorf("ValidateInputs(%v) = %v, want nil", in, err)
+		}
+	}
+	bad := strings.Replace(valid, "steps:", "required_any: [topic, nope]\nsteps:", 1)
+	if _, err := manifest.Parse("f.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), `required_any[1]: "nope" is not a declared input`) {
+		t.Errorf("Parse(required_any of an undeclared input) = %v", err)
+	}
+}
+
 func TestValidateInputs(t *testing.T) {
 	t.Parallel()
 	m, err := manifest.Parse("f.yaml", []byte(valid))
@@ -139,6 +165,7 @@ func TestValidateInputs(t *testing.T) {
 		"int number":     {in: map[string]any{"summary": "s", "duration": 15}},
 		"missing":        {in: map[string]any{"topic": "x"}, want: []errcode.FieldError{{Field: "summary", Problem: "is required"}}},
 		"null required":  {in: map[string]any{"summary": nil}, want: []errcode.FieldError{{Field: "summary", Problem: "is required"}}},
+		"blank required": {in: map[string]any{"summary": " \t"}, want: []errcode.FieldError{{Field: "summary", Problem: "is required"}}},
 		"too long":       {in: map[string]any{"summary": "s", "topic": "咖啡咖啡咖啡咖啡咖啡咖"}, want: []errcode.FieldError{{Field: "topic", Problem: "must be at most 10 characters"}}},
 		"chinese fits":   {in: map[string]any{"summary": "s", "topic": "咖啡咖啡咖啡咖啡咖啡"}},
 		"wrong types": {in: map[string]any{"summary": 3, "duration": "15", "draft": "yes", "meta": []any{}}, want: []errcode.FieldError{

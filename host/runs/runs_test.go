@@ -409,7 +409,9 @@ func TestConcurrentStartsKeepTheQuota(t *testing.T) {
 	free.Role = store.RoleFreeUser
 	const n = 10
 	errs := make([]error, n)
-	storetest.Together(n, func(i int) { _, errs[i] = s.Start(ctx, runs.StartParams{Workflow: "graphic", User: free}) })
+	storetest.Together(n, func(i int) {
+		_, errs[i] = s.Start(ctx, runs.StartParams{Workflow: "graphic", Inputs: map[string]any{"topic": "tea"}, User: free})
+	})
 	started, refused := 0, 0
 	for _, err := range errs {
 		switch {
@@ -426,17 +428,17 @@ func TestConcurrentStartsKeepTheQuota(t *testing.T) {
 	}
 	// Every run counts, whatever started it: a scheduler run over the quota is refused too, with
 	// the seconds until the quota's day ends.
-	_, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: free, Trigger: runs.TriggerScheduler})
+	_, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", Inputs: map[string]any{"topic": "tea"}, User: free, Trigger: runs.TriggerScheduler})
 	if e := errcode.As(err); e == nil || e.Code != errcode.QuotaExceeded || e.RetryAfter < 1 || e.RetryAfter > 86400 {
 		t.Errorf("scheduler Start over the quota = %v, want QUOTA_EXCEEDED with RetryAfter in 1..86400", err)
 	}
 	for range 4 {
-		if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: paid}); err != nil {
+		if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", Inputs: map[string]any{"topic": "tea"}, User: paid}); err != nil {
 			t.Fatalf("paid user Start = %v, want a run", err)
 		}
 	}
 	gone := &auth.Principal{UserID: uuid.NewString(), Role: store.RoleFreeUser}
-	if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: gone}); !errcode.Is(err, errcode.Authentication) {
+	if _, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", Inputs: map[string]any{"topic": "tea"}, User: gone}); !errcode.Is(err, errcode.Authentication) {
 		t.Errorf("Start by a user with no row = %v, want AUTHENTICATION_ERROR", err)
 	}
 }

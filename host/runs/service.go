@@ -111,7 +111,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	active  map[string]*execution      // run id -> its execution on this host
-	waiters map[string][]chan struct{}    // job id -> WaitJob callers
+	waiters map[string][]chan struct{} // job id -> WaitJob callers
 	hooks   []func(context.Context, *store.Run)
 	wake    chan struct{}
 
@@ -158,8 +158,8 @@ func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
 		InProcess: map[string]engine.Engine{},
 		Log:       slog.New(slog.DiscardHandler),
 		active:    map[string]*execution{}, waiters: map[string][]chan struct{}{},
-		wake: make(chan struct{}, 1),
-		life: opts.Life,
+		wake:  make(chan struct{}, 1),
+		life:  opts.Life,
 		slots: make(chan struct{}, opts.Workers), admit: make(chan struct{}, opts.Workers*maxWaitingPerSlot),
 	}
 }
@@ -198,17 +198,11 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 	if p.User.IsAutomation() && p.ProjectID == "" {
 		return nil, errcode.Invalid("project_id", "is required with an automation key (the run belongs to the project's owner)")
 	}
-	if p.Workflow == "" {
-		return nil, errcode.Invalid("workflow", "is required")
-	}
-	m, ok := s.Manifests.Get(p.Workflow)
-	if !ok {
-		return nil, errcode.Newf(errcode.WorkflowNotFound, "Workflow %q not found", p.Workflow)
-	}
 	if p.Inputs == nil {
 		p.Inputs = map[string]any{}
 	}
-	if err := m.ValidateInputs(p.Inputs); err != nil {
+	m, err := s.check(p.Workflow, p.Inputs)
+	if err != nil {
 		return nil, err
 	}
 	var pctx json.RawMessage
@@ -231,8 +225,8 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 	if p.Trigger == "" {
 		p.Trigger = TriggerAPI
 	}
-	in, err := json.Marshal(p.Inputs)
-	if err != nil {
+	in, jerr := json.Marshal(p.Inputs)
+	if jerr != nil {
 		return nil, errcode.Invalid("inputs", "must be a JSON object")
 	}
 	uc, _ := json.Marshal(engine.UserContext{UserID: p.User.UserID, Username: p.User.Username, Role: p.User.Role})
@@ -281,6 +275,33 @@ func (s *Service) onBehalf(ctx context.Context, p *StartParams, proj *store.Proj
 		p.TriggeredBy = "admin:" + p.User.Username
 	}
 	return &auth.Principal{UserID: owner.ID, Role: owner.Role, Username: owner.Username}, nil
+}
+
+// Check answers whether a run of workflow with inputs would be accepted: 404 WORKFLOW_NOT_FOUND
+// for an unknown workflow, 400 VALIDATION_ERROR naming the field for inputs its manifest refuses
+// (a required input missing, a wrong type or length). Start checks the same way; the task worker,
+// which starts its runs later, checks at task creation with it.
+func (s *Service) Check(workflow string, inputs map[string]any) error {
+	_, err := s.check(workflow, inputs)
+	return err
+}
+
+// check is the one place a run's workflow and inputs are judged.
+func (s *Service) check(workflow string, inputs map[string]any) (*manifest.Manifest, error) {
+	if workflow == "" {
+		return nil, errcode.Invalid("workflow", "is required")
+	}
+	m, ok := s.Manifests.Get(workflow)
+	if !ok {
+		return nil, errcode.Newf(errcode.WorkflowNotFound, "Workflow %q not found", workflow)
+	}
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	if err := m.ValidateInputs(inputs); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Get returns the run when p may see it (its owner, or an admin); else 404 NOT_FOUND.

@@ -59,6 +59,8 @@ func (r *fakeRunner) Start(_ context.Context, p launch.Params) (string, error) {
 	return id, nil
 }
 
+func (*fakeRunner) Check(context.Context, string, map[string]any) error { return nil }
+
 func (r *fakeRunner) Cancel(context.Context, string) error { return nil }
 
 func (r *fakeRunner) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.started) }

@@ -25,9 +25,6 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// DefaultWorkflow runs tasks whose type names no workflow.
-const DefaultWorkflow = "video"
-
 // orphanAfter is how long a task may stay RUNNING without a run before the worker takes it back
 // (the host that moved it died before its run was stored).
 const orphanAfter = 2 * time.Minute
@@ -78,8 +75,28 @@ type CreateParams struct {
 	InputParams json.RawMessage // an object; empty is {}
 }
 
-// Create stores a new task in PENDING and wakes the worker.
+// Create stores a new task in PENDING and wakes the worker. The task's run is checked now, as
+// the runner will check it when the worker starts it: a type that names no workflow is 400
+// VALIDATION_ERROR, and so are inputs the workflow refuses (naming the field).
 func (s *Service) Create(ctx context.Context, p CreateParams) (*store.Task, error) {
+	wf := s.WorkflowFor(p.Type)
+	if wf == "" {
+		return nil, errcode.Invalid("type", fmt.Sprintf("%q is not a task type: use a workflow id (GET /api/workflow/manifests)", p.Type))
+	}
+	if s.opt.Runner != nil {
+		inputs := map[string]any{}
+		if len(p.InputParams) > 0 && string(p.InputParams) != "null" {
+			if err := json.Unmarshal(p.InputParams, &inputs); err != nil {
+				return nil, errcode.Invalid("inputParams", "must be an object")
+			}
+		}
+		if err := s.opt.Runner.Check(ctx, wf, inputs); err != nil {
+			if errcode.Is(err, errcode.WorkflowNotFound) {
+				return nil, errcode.Invalid("type", fmt.Sprintf("%q is not a task type: its workflow is not installed", p.Type))
+			}
+			return nil, err
+		}
+	}
 	t := &store.Task{ID: uuid.NewString(), ProjectID: p.ProjectID, UserID: p.User.UserID, Type: p.Type,
 		Status: store.TaskPending, InputParams: p.InputParams, MaxRetries: 3}
 	if len(t.InputParams) == 0 || string(t.InputParams) == "null" {
@@ -147,7 +164,8 @@ func (s *Service) cancelRun(ctx context.Context, runID string) {
 	}
 }
 
-// WorkflowFor maps a task type to the workflow that produces it.
+// WorkflowFor maps a task type to the workflow that produces it ("" for a type that names none):
+// a task's type is its workflow's id.
 func (s *Service) WorkflowFor(taskType string) string {
 	switch taskType {
 	case "video", "voiceover", "music", "graphic":
@@ -156,7 +174,7 @@ func (s *Service) WorkflowFor(taskType string) string {
 	if s.opt.Known != nil && s.opt.Known(taskType) {
 		return taskType
 	}
-	return DefaultWorkflow
+	return ""
 }
 
 // Wake asks the worker for a pass now.

@@ -40,6 +40,8 @@ func (r *fakeRunner) Start(_ context.Context, p launch.Params) (string, error) {
 	return id, nil
 }
 
+func (*fakeRunner) Check(context.Context, string, map[string]any) error { return nil }
+
 func (r *fakeRunner) Cancel(_ context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -266,7 +268,7 @@ func TestWorkflowFor(t *testing.T) {
 	t.Parallel()
 	svc := tasks.New(nil, tasks.Options{Known: func(id string) bool { return id == "live" }})
 	for in, want := range map[string]string{"video": "video", "voiceover": "voiceover", "music": "music", "graphic": "graphic",
-		"live": "live", "shoot": tasks.DefaultWorkflow} {
+		"live": "live", "shoot": "", "nonsense": ""} {
 		if got := svc.WorkflowFor(in); got != want {
 			t.Errorf("WorkflowFor(%q) = %q, want %q", in, got, want)
 		}

@@ -20,6 +20,7 @@ import (
 type nopRunner struct{}
 
 func (nopRunner) Start(context.Context, launch.Params) (string, error) { return uuid.NewString(), nil }
+func (nopRunner) Check(context.Context, string, map[string]any) error  { return nil }
 func (nopRunner) Cancel(context.Context, string) error                 { return nil }
 
 // benchScheduler times one scheduler tick over 10,000 projects with due strategy tasks on SQLite
