@@ -39,12 +39,16 @@ func listing(c *fiber.Ctx, items any, total, page, limit int) error {
 	return c.JSON(fiber.Map{"success": true, "data": items, "total": total, "page": page, "limit": limit})
 }
 
-// paging reads page (from 1) and limit (1 to 100, default 20) from the query.
+// maxPage bounds page so that its offset (at most maxPage*100 rows) fits every driver's integers:
+// SQLite wrapped 2^63-1 round to the first page, PostgreSQL answered 500.
+const maxPage = 1_000_000
+
+// paging reads page (1 to maxPage) and limit (1 to 100, default 20) from the query.
 func paging(c *fiber.Ctx) (page, limit, offset int, err error) {
 	page, limit = 1, 20
 	if v := c.Query("page"); v != "" {
-		if page, err = strconv.Atoi(v); err != nil || page < 1 {
-			return 0, 0, 0, errcode.Invalid("page", "must be a whole number from 1")
+		if page, err = strconv.Atoi(v); err != nil || page < 1 || page > maxPage {
+			return 0, 0, 0, errcode.Invalid("page", fmt.Sprintf("must be a whole number from 1 to %d", maxPage))
 		}
 	}
 	if v := c.Query("limit"); v != "" {
@@ -71,8 +75,9 @@ func decode(c *fiber.Ctx, v any) error {
 		}
 		return errcode.New(errcode.Validation, "Malformed JSON body")
 	}
-	if dec.More() {
-		return errcode.New(errcode.Validation, "Malformed JSON body")
+	// Anything after the value but white space (`{"a":1}}x`) is a malformed body, not ignored.
+	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
+		return errcode.New(errcode.Validation, "Malformed JSON body: data after the JSON value")
 	}
 	return nil
 }

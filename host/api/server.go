@@ -7,6 +7,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -60,6 +61,8 @@ type Server struct {
 	// routes and groups are the registered route templates and middleware prefixes, the only
 	// values the metrics' route label takes (besides "unmatched").
 	routes, groups map[string]bool
+	wsMu           sync.Mutex
+	wsConns        map[string]int // open WebSocket connections per user
 }
 
 // App builds the Fiber application with every route.
@@ -91,6 +94,7 @@ func (s *Server) App() *fiber.App {
 		// Before every route and group, so a preflight is answered without a token.
 		app.Use(s.cors())
 	}
+	app.Use(s.cleanInput)
 	app.Get("/health", s.health)
 	app.Get("/metrics", s.serveMetrics)
 	s.wsRoutes(app)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -54,6 +55,30 @@ func (s *Server) wsAuthenticate(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// wsAdmit counts a new connection of user, or reports false when the user holds
+// Config.WSConnectionsPerUser already (each costs a goroutine pair, a queue and the hub's fan-out).
+func (s *Server) wsAdmit(user string) bool {
+	s.wsMu.Lock()
+	defer s.wsMu.Unlock()
+	if s.wsConns == nil {
+		s.wsConns = map[string]int{}
+	}
+	if limit := s.Config.WSConnectionsPerUser; limit > 0 && s.wsConns[user] >= limit {
+		return false
+	}
+	s.wsConns[user]++
+	return true
+}
+
+// wsLeave uncounts a connection wsAdmit admitted.
+func (s *Server) wsLeave(user string) {
+	s.wsMu.Lock()
+	defer s.wsMu.Unlock()
+	if s.wsConns[user]--; s.wsConns[user] <= 0 {
+		delete(s.wsConns, user)
+	}
+}
+
 // wsIn is a client message.
 type wsIn struct {
 	Type string `json:"type"`
@@ -73,6 +98,16 @@ func (s *Server) wsServe(conn *fws.Conn) {
 	if p == nil {
 		return
 	}
+	if !s.wsAdmit(p.UserID) {
+		// Refused after the upgrade, so that the client reads why in the close frame (a browser
+		// sees no body of a refused handshake).
+		limit := s.Config.WSConnectionsPerUser
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation,
+			fmt.Sprintf("too many connections: at most %d WebSocket connections per user", limit)), time.Now().Add(wsWriteWait))
+		_ = conn.Close()
+		return
+	}
+	defer s.wsLeave(p.UserID)
 	cl := s.Hub.Register(p.UserID)
 	defer s.Hub.Unregister(cl)
 	writerDone := make(chan struct{})

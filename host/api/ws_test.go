@@ -3,12 +3,14 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,5 +277,31 @@ func TestWebSocketFanOut1000(t *testing.T) {
 	}
 	if f, err := readFrame(t, other, 500*time.Millisecond); err == nil {
 		t.Errorf("the other user's client received %+v, want nothing", f)
+	}
+}
+
+// A user past WS_MAX_CONNECTIONS_PER_USER gets the next connection closed with 1008 and the
+// reason; another user is not affected.
+func TestWSConnectionsPerUserCapped(t *testing.T) {
+	t.Parallel()
+	b := setupWS(t)
+	_, tok := b.user(t)
+	limit := config.Defaults().WSConnectionsPerUser
+	for range limit {
+		c := b.dial(t, tok)
+		t.Cleanup(func() { c.Close() })
+	}
+	over := b.dial(t, tok)
+	defer over.Close()
+	_, err := readFrame(t, over, 5*time.Second)
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "too many connections") {
+		t.Fatalf("connection %d of one user: read = %v, want close 1008 saying too many connections", limit+1, err)
+	}
+	_, other := b.user(t)
+	c := b.dial(t, other)
+	defer c.Close()
+	if err := c.WriteJSON(map[string]any{"type": "ping"}); err != nil {
+		t.Errorf("another user's connection: %v", err)
 	}
 }

@@ -86,8 +86,11 @@ type Config struct {
 	// Lease is how long work a host holds (a run executing, a job it renders, a document it
 	// ingests, an event batch it delivers) stays its own without renewal (LEASE_MS): after a
 	// crash, other hosts take it over this long after the last renewal.
-	Lease        time.Duration
-	MetricsToken string // bearer token for GET /metrics; empty: only loopback callers
+	Lease time.Duration
+	// WSConnectionsPerUser caps the WebSocket connections one user holds open on this host
+	// (WS_MAX_CONNECTIONS_PER_USER); past it a new one is closed with code 1008 and the reason.
+	WSConnectionsPerUser int
+	MetricsToken         string // bearer token for GET /metrics; empty: only loopback callers
 	// CORSAllowOrigins are the browser origins (scheme://host[:port]) allowed to call the API
 	// with credentials (CORS_ALLOW_ORIGINS); empty: no CORS headers at all.
 	CORSAllowOrigins []string
@@ -98,32 +101,33 @@ type Config struct {
 // Defaults returns the configuration used when no variable is set.
 func Defaults() Config {
 	return Config{
-		Port:                3001,
-		DataDir:             "./data",
-		VectorSearch:        "auto",
-		KBMinScore:          0.2,
-		EmbeddingModel:      "",
-		KBAskModel:          "gpt-4o-mini",
-		KBRerankModel:       "gpt-4o-mini",
-		ChatflowKBID:        "",
-		PluginDir:           "./bin/plugins",
-		PluginsEnabled:      true,
-		ManifestDir:         "./manifests",
-		S3Region:            "us-east-1",
-		S3UsePathStyle:      true,
-		SchedulerMode:       "automation_managed",
-		SchedulerInterval:   15 * time.Minute,
-		NotificationTimeout: 5 * time.Second,
-		BatchSize:           10,
-		BatchInterval:       5 * time.Second,
-		BodyLimit:           1 << 20,
-		UploadLimit:         50 << 20,
-		RateLimitUser:       600,
-		RateLimitAuth:       20,
-		FreeRunsPerDay:      20,
-		ShutdownTimeout:     15 * time.Second,
-		Lease:               30 * time.Second,
-		Version:             "0.1.0",
+		Port:                 3001,
+		DataDir:              "./data",
+		VectorSearch:         "auto",
+		KBMinScore:           0.2,
+		EmbeddingModel:       "",
+		KBAskModel:           "gpt-4o-mini",
+		KBRerankModel:        "gpt-4o-mini",
+		ChatflowKBID:         "",
+		PluginDir:            "./bin/plugins",
+		PluginsEnabled:       true,
+		ManifestDir:          "./manifests",
+		S3Region:             "us-east-1",
+		S3UsePathStyle:       true,
+		SchedulerMode:        "automation_managed",
+		SchedulerInterval:    15 * time.Minute,
+		NotificationTimeout:  5 * time.Second,
+		BatchSize:            10,
+		BatchInterval:        5 * time.Second,
+		BodyLimit:            1 << 20,
+		UploadLimit:          50 << 20,
+		RateLimitUser:        600,
+		RateLimitAuth:        20,
+		FreeRunsPerDay:       20,
+		ShutdownTimeout:      15 * time.Second,
+		Lease:                30 * time.Second,
+		WSConnectionsPerUser: 16,
+		Version:              "0.1.0",
 	}
 }
 
@@ -186,6 +190,7 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.millis("SHUTDOWN_TIMEOUT_MS", &c.ShutdownTimeout)
 	r.str("HOST_ID", &c.HostID)
 	r.millis("LEASE_MS", &c.Lease)
+	r.int("WS_MAX_CONNECTIONS_PER_USER", &c.WSConnectionsPerUser)
 	r.str("METRICS_TOKEN", &c.MetricsToken)
 	r.list("CORS_ALLOW_ORIGINS", &c.CORSAllowOrigins)
 	r.str("LOG_FORMAT", &c.LogFormat)
@@ -216,6 +221,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BodyLimit < 1024 || c.UploadLimit < 1024 {
 		errs = append(errs, fmt.Errorf("BODY_LIMIT_BYTES and UPLOAD_LIMIT_BYTES: must be at least 1024"))
+	}
+	if c.WSConnectionsPerUser < 1 {
+		errs = append(errs, fmt.Errorf("WS_MAX_CONNECTIONS_PER_USER: must be at least 1"))
 	}
 	if c.Lease < 3*time.Second {
 		errs = append(errs, fmt.Errorf("LEASE_MS: must be at least 3000 (leases are renewed every third of it)"))

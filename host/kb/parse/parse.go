@@ -66,7 +66,10 @@ func Text(filename string, data []byte) (string, error) {
 	case ".pdf":
 		s, err = pdfText(data)
 	case ".docx":
+		// At most two archives inflate at once, so uploads at once cannot add up past the caps.
+		archiveSlots <- struct{}{}
 		s, err = docxText(data)
+		<-archiveSlots
 	default:
 		name := e
 		if name == "" {
@@ -299,28 +302,94 @@ func popplerText(bin string, data []byte) (string, error) {
 	return s, nil
 }
 
-// docxText reads the paragraphs of word/document.xml (text runs w:t, tabs and breaks), also
-// inside tables, with Heading styles as Markdown headings.
-func docxText(data []byte) (string, error) {
+// Caps of archive-based formats (docx): a small file may inflate to gigabytes (a zip bomb), so
+// an archive is read only within them, streaming, and refused past any of them.
+const (
+	// MaxArchiveEntries bounds the files an archive lists (a docx has a few dozen).
+	MaxArchiveEntries = 2000
+	// MaxInflated bounds the bytes one entry inflates to, read or declared (word/document.xml of
+	// a 500-page report is about 10 MB).
+	MaxInflated = 64 << 20
+	// MaxRatio bounds how many times an entry of more than a megabyte inflates its stored size
+	// (XML compresses about 10 to 30 times; bombs a thousand times and more).
+	MaxRatio = 200
+)
+
+// archiveSlots bounds the archives inflating at once (each within MaxInflated).
+var archiveSlots = make(chan struct{}, 2)
+
+// openEntry opens the entry name of the zip archive in data within the caps above: the reader
+// it gives fails once more than MaxInflated bytes came out, whatever the entry declared. The
+// errors are VALIDATION_ERRORs that say which cap was hit.
+func openEntry(data []byte, kind, name string) (io.ReadCloser, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var doc *zip.File
-	for _, f := range zr.File {
-		if f.Name == "word/document.xml" {
-			doc = f
+	if len(zr.File) > MaxArchiveEntries {
+		return nil, tooBig(kind, fmt.Sprintf("lists %d files, more than the %d allowed", len(zr.File), MaxArchiveEntries))
+	}
+	var f *zip.File
+	for _, zf := range zr.File {
+		if zf.Name == name {
+			f = zf
 		}
 	}
-	if doc == nil {
-		return "", fmt.Errorf("no word/document.xml")
+	if f == nil {
+		return nil, fmt.Errorf("no %s", name)
 	}
-	rc, err := doc.Open()
+	if f.UncompressedSize64 > MaxInflated {
+		return nil, tooBig(kind, fmt.Sprintf("%s inflates to %d MB, more than the %d MB allowed", name, f.UncompressedSize64>>20, MaxInflated>>20))
+	}
+	if f.UncompressedSize64 > 1<<20 && f.UncompressedSize64 > MaxRatio*max(f.CompressedSize64, 1) {
+		return nil, tooBig(kind, fmt.Sprintf("%s inflates %d times its stored size, more than the %d allowed", name,
+			f.UncompressedSize64/max(f.CompressedSize64, 1), MaxRatio))
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	return &cappedReader{rc: rc, left: MaxInflated, err: tooBig(kind, fmt.Sprintf("%s inflates past the %d MB allowed", name, MaxInflated>>20))}, nil
+}
+
+// cappedReader fails with err once more than left bytes were read (LimitReader would stop
+// silently and leave a cut document looking whole).
+type cappedReader struct {
+	rc   io.ReadCloser
+	left int64
+	err  error
+}
+
+func (r *cappedReader) Read(p []byte) (int, error) {
+	if r.left < 0 {
+		return 0, r.err
+	}
+	if int64(len(p)) > r.left+1 {
+		p = p[:r.left+1]
+	}
+	n, err := r.rc.Read(p)
+	r.left -= int64(n)
+	if r.left < 0 {
+		return 0, r.err
+	}
+	return n, err
+}
+
+func (r *cappedReader) Close() error { return r.rc.Close() }
+
+func tooBig(kind, what string) error {
+	return errcode.New(errcode.Validation, fmt.Sprintf("the %s file %s: refused (it may be a zip bomb)", kind, what))
+}
+
+// docxText reads the paragraphs of word/document.xml (text runs w:t, tabs and breaks), also
+// inside tables, with Heading styles as Markdown headings, streaming within the archive caps.
+func docxText(data []byte) (string, error) {
+	rc, err := openEntry(data, "docx", "word/document.xml")
 	if err != nil {
 		return "", err
 	}
 	defer rc.Close()
-	dec := xml.NewDecoder(io.LimitReader(rc, 256<<20))
+	dec := xml.NewDecoder(rc)
 	var b, para strings.Builder
 	heading := 0
 	inText := false

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -173,5 +174,64 @@ func TestPDFInflateBudget(t *testing.T) {
 	s, _ := extractPDF(data, int64(len(first)))
 	if !strings.Contains(s, "first") || strings.Contains(s, "second") {
 		t.Fatalf("budget of the first stream: text %q, want the first stream's only", s)
+	}
+}
+
+// zipOf builds a zip archive of the named entries; a size of n writes n bytes of c.
+func zipOf(t *testing.T, entries map[string]int, c byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, n := range entries {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := bytes.Repeat([]byte{c}, 1<<20)
+		for left := n; left > 0; left -= len(chunk) {
+			if _, err := w.Write(chunk[:min(left, len(chunk))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Archives over a cap are refused with a VALIDATION_ERROR saying which, without inflating them.
+func TestDocxBombs(t *testing.T) {
+	t.Parallel()
+	many := map[string]int{"word/document.xml": 10}
+	for i := range MaxArchiveEntries + 1 {
+		many[fmt.Sprintf("f%d", i)] = 0
+	}
+	tests := map[string]struct {
+		data []byte
+		want string
+	}{
+		"inflates past the cap":     {zipOf(t, map[string]int{"word/document.xml": MaxInflated + 1}, ' '), "MB allowed"},
+		"inflates a thousand times": {zipOf(t, map[string]int{"word/document.xml": 8 << 20}, ' '), "times its stored size"},
+		"too many entries":          {zipOf(t, many, 'a'), "files, more than"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Text("bomb.docx", tc.data)
+			if e := errcode.As(err); e == nil || e.Code != errcode.Validation || !strings.Contains(e.Message(), tc.want) {
+				t.Errorf("Text(bomb.docx) = %v, want VALIDATION_ERROR containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// An entry that declares a small size and inflates more is cut off with an error, not read whole.
+func TestCappedReader(t *testing.T) {
+	t.Parallel()
+	r := &cappedReader{rc: io.NopCloser(strings.NewReader(strings.Repeat("x", 100))), left: 10, err: fmt.Errorf("over")}
+	b, err := io.ReadAll(r)
+	if err == nil || err.Error() != "over" || len(b) > 10 {
+		t.Errorf("ReadAll(capped at 10 of 100) = %d bytes, %v; want at most 10 and the cap's error", len(b), err)
 	}
 }
