@@ -34,8 +34,9 @@ type wsBundle struct {
 	http string
 }
 
-// setupWS serves the API on a real port (WebSocket needs one) over SQLite.
-func setupWS(t *testing.T) *wsBundle {
+// setupWS serves the API on a real port (WebSocket needs one) over SQLite; tweak adjusts the
+// configuration.
+func setupWS(t *testing.T, tweak ...func(*config.Config)) *wsBundle {
 	t.Helper()
 	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlitestore.Options{})
 	if err != nil {
@@ -44,6 +45,9 @@ func setupWS(t *testing.T) *wsBundle {
 	t.Cleanup(func() { st.Close() })
 	cfg := config.Defaults()
 	cfg.JWTSecret = "test-secret-test-secret-test-secret"
+	for _, f := range tweak {
+		f(&cfg)
+	}
 	hub := events.NewHub(events.HubOptions{QueueSize: 64})
 	s := &Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 4), Log: slog.New(slog.DiscardHandler),
 		Hub: hub, Notifier: hub}
@@ -213,11 +217,11 @@ func TestWebSocketFanOut1000(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 connections: skipped under -short")
 	}
-	b := setupWS(t)
+	const n, frames = 1000, 3
+	b := setupWS(t, func(c *config.Config) { c.WSConnectionsPerUser = n }) // one user's 1,000 clients
 	owner, tok := b.user(t)
 	_, otherTok := b.user(t)
 	p := storetest.NewProject(t, b.st, owner.ID)
-	const n, frames = 1000, 3
 	conns := make([]*websocket.Conn, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
