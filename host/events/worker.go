@@ -313,9 +313,9 @@ func (w *Worker) setLastErr(s string) {
 type Status struct {
 	Enabled         bool     `json:"enabled"`
 	Target          string   `json:"target"`
-	Pending         int      `json:"pending"`
+	Pending         int      `json:"pending"`   // not delivered yet: new, or waiting for a retry
 	Delivered       int      `json:"delivered"` // kept for Retention (7 days), then pruned
-	Failed          int      `json:"failed"`    // pending after at least one failed attempt
+	Failed          int      `json:"failed"`    // of pending, those waiting for a retry after a failed attempt
 	Dead            int      `json:"dead"`
 	Skipped         int      `json:"skipped"` // filtered out by AUTOMATION_ENABLED_EVENTS
 	LastError       *string  `json:"last_error"`
@@ -332,7 +332,7 @@ func (w *Worker) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Status{Enabled: w.Active(), Target: w.cfg.URL, Pending: c.Pending, Delivered: c.Delivered, Failed: c.Failed,
+	s := &Status{Enabled: w.Active(), Target: w.cfg.URL, Pending: c.Pending + c.Failed, Delivered: c.Delivered, Failed: c.Failed,
 		Dead: c.Dead, Skipped: c.Skipped, BatchSize: w.cfg.BatchSize, BatchIntervalMS: w.cfg.Interval.Milliseconds(),
 		TimeoutMS: w.cfg.Timeout.Milliseconds(), EnabledEvents: append([]string{}, w.cfg.EnabledEvents...)}
 	if c.LastError != "" {

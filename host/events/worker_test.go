@@ -269,3 +269,29 @@ func TestWorkerFilterDeadStatusAndTest(t *testing.T) {
 		t.Errorf("Test(no target) = %+v, want an error", res)
 	}
 }
+
+// TestStatusCountsEventsAwaitingRetry: an event whose delivery failed and waits for its retry is
+// still pending (and failed tells how many of the pending failed once), not hidden from pending.
+func TestStatusCountsEventsAwaitingRetry(t *testing.T) {
+	t.Parallel()
+	d := openStore(t)
+	rec, srv := newReceiver(t, secret)
+	cfg := fastConfig(srv.URL)
+	cfg.MinBackoff, cfg.MaxBackoff = time.Hour, time.Hour // the retry waits while we look
+	w := events.NewWorker(d, cfg)
+	rec.mode.Store("down")
+	emit(t, d, events.JobCompleted)
+	emit(t, d, events.JobFailed)
+	if _, err := w.RunBatch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	emit(t, d, events.JobStatusChanged) // new, never attempted
+	st, err := w.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pending != 3 || st.Failed != 2 || st.Delivered != 0 || st.Dead != 0 || st.LastError == nil {
+		b, _ := json.Marshal(st)
+		t.Errorf("Status with two events awaiting a retry and one new = %s, want pending 3, failed 2, a last_error", b)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,8 +59,21 @@ func (s *Service) ReportProgress(ctx context.Context, runID string, progress flo
 	return nil
 }
 
+// notifyProgress sends a task:progress frame when the run's progress or current step changed
+// since the last frame of the run.
 func (s *Service) notifyProgress(ctx context.Context, r *store.Run, progress float64) {
 	if s.Notifier == nil {
+		return
+	}
+	key := strconv.FormatFloat(progress, 'g', -1, 64) + "|" + r.CurrentStep
+	s.mu.Lock()
+	if s.progressSent == nil {
+		s.progressSent = map[string]string{}
+	}
+	same := s.progressSent[r.ID] == key
+	s.progressSent[r.ID] = key
+	s.mu.Unlock()
+	if same {
 		return
 	}
 	s.Notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskProgress,
@@ -173,8 +187,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 		if err := tx.CreateJob(ctx, j); err != nil {
 			return err
 		}
-		return events.Emit(ctx, tx, events.Event{Name: events.JobStatusChanged, Data: map[string]any{
-			"jobId": j.ID, "runId": j.RunID, "type": j.Type, "status": j.Status}})
+		return events.Emit(ctx, tx, jobEvent(ctx, tx, events.JobStatusChanged, j, nil))
 	}); err != nil {
 		return nil, fmt.Errorf("runs: store job: %w", err)
 	}
@@ -225,11 +238,7 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 		if j, err = tx.ResolveJob(ctx, jobID, status, result, errObj); err != nil {
 			return err
 		}
-		data := map[string]any{"jobId": j.ID, "runId": j.RunID, "type": j.Type, "status": j.Status}
-		if e != nil {
-			data["error"] = e
-		}
-		return events.Emit(ctx, tx, events.Event{Name: events.JobStatusChanged, Data: data})
+		return emitJobEnd(ctx, tx, j, e)
 	})
 	if err != nil {
 		if !errors.Is(err, store.ErrStale) {
@@ -246,6 +255,40 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 	}
 	s.wakeJob(jobID)
 	return j, true
+}
+
+// emitJobEnd emits, in the transaction that resolved j, job.status.changed and the job's end:
+// job.completed, or job.failed (failed or timed out, with the error). ResolveJob's guard makes it
+// once per job.
+func emitJobEnd(ctx context.Context, tx store.Driver, j *store.Job, e *engine.RunError) error {
+	if err := events.Emit(ctx, tx, jobEvent(ctx, tx, events.JobStatusChanged, j, e)); err != nil {
+		return err
+	}
+	if j.Status == store.JobCompleted {
+		ev := jobEvent(ctx, tx, events.JobCompleted, j, nil)
+		if len(j.Result) > 0 {
+			ev.Data["result"] = j.Result
+		}
+		return events.Emit(ctx, tx, ev)
+	}
+	return events.Emit(ctx, tx, jobEvent(ctx, tx, events.JobFailed, j, e))
+}
+
+// jobEvent is an event about j, as an event of its run's owner and project (SPEC.md's job.completed
+// example carries userId and projectId).
+func jobEvent(ctx context.Context, tx store.Driver, name string, j *store.Job, e *engine.RunError) events.Event {
+	ev := events.Event{Name: name, Data: map[string]any{"jobId": j.ID, "runId": j.RunID, "type": j.Type, "status": j.Status}}
+	if r, err := tx.GetRun(ctx, j.RunID); err == nil {
+		ev.UserID, ev.ProjectID = r.UserID, r.ProjectID
+		ev.Data["userId"] = r.UserID
+		if r.ProjectID != "" {
+			ev.Data["projectId"] = r.ProjectID
+		}
+	}
+	if e != nil {
+		ev.Data["error"] = e
+	}
+	return ev
 }
 
 func (s *Service) wakeJob(jobID string) {

@@ -237,6 +237,18 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 	if len(counts) != 3 || counts[0] != 0 || counts[2] != 2 {
 		t.Errorf("retry counts = %v, want [0 1 2]", counts)
 	}
+	// Each timed-out job ended once: job.failed for each, job.completed for none.
+	evs, err := st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 1000, Token: uuid.NewString(), LeaseUntil: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]int{}
+	for _, e := range evs {
+		byName[e.Event]++
+	}
+	if byName["job.failed"] != 3 || byName["job.completed"] != 0 || byName["job.status.changed"] != 6 {
+		t.Errorf("job events of three timed-out jobs = %v, want 3 job.failed, 6 job.status.changed", byName)
+	}
 }
 
 // Cancel reaches the engine's context, the engine's Cancel and the run's jobs.

@@ -113,6 +113,10 @@ type Service struct {
 	active  map[string]*execution      // run id -> its execution on this host
 	waiters map[string][]chan struct{} // job id -> WaitJob callers
 	hooks   []func(context.Context, *store.Run)
+	// progressSent is the last task:progress frame sent per run ("<progress>|<step>"), so that
+	// the same progress reported twice (a step's start and end, the engine's 100 and the run's
+	// completion) makes one frame.
+	progressSent map[string]string
 	wake    chan struct{}
 
 	exec  *lifecycle
@@ -470,6 +474,7 @@ func (s *Service) finished(ctx context.Context, r *store.Run) {
 	s.notifyStatus(ctx, r)
 	s.mu.Lock()
 	hooks := append([]func(context.Context, *store.Run){}, s.hooks...)
+	delete(s.progressSent, r.ID)
 	s.mu.Unlock()
 	for _, h := range hooks {
 		h(context.WithoutCancel(ctx), r)
