@@ -286,7 +286,11 @@ func TestRetryFromFailedStep(t *testing.T) {
 		{ID: "write", Name: "Write", Agent: "script_writer", With: json.RawMessage(`{"format":"music"}`)},
 		{ID: "song", Name: "Song", Agent: "generator", DependsOn: []string{"write"}, With: json.RawMessage(`{"job_type":"music"}`), Retries: &zero},
 	}}
-	e := newEnv(t, 20, manifest.NewRegistry(m))
+	engines, err := manifest.LoadEngines("../../manifests/engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, 20, manifest.NewRegistryWith(engines, m))
 	d := &toggleDispatcher{env: e}
 	u := e.user("r@example.com")
 	_, body := e.do(u, "POST", "/api/workflow/start", map[string]any{"workflow": "music_test", "inputs": map[string]any{"topic": "rain"}})

@@ -30,7 +30,6 @@ import (
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/tasks"
 	"github.com/reelforge/reelforge/plugins/chatflow"
-	"github.com/reelforge/reelforge/plugins/node"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -151,11 +150,16 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 	if h.Hub != nil {
 		svc.Notifier = h.Hub
 	}
-	svc.InProcess = map[string]engine.Engine{"node": node.New(node.Options{Logger: log.With("engine", "node")})}
+	h.dispatcher = wireEngines(svc, reg, cfg, log)
 	if cfg.PluginsEnabled {
 		var cfgs []plugins.Config
-		for _, name := range reg.Engines() {
-			cfgs = append(cfgs, plugins.Config{Name: name, Dir: cfg.PluginDir, Host: svc, Logger: log})
+		for _, e := range reg.EngineList() {
+			if !e.Enabled {
+				log.Info("engine disabled in its manifest: its workflows run on their fallback", "engine", e.Name, "file", e.File)
+				continue
+			}
+			cfgs = append(cfgs, plugins.Config{Name: e.Name, Dir: cfg.PluginDir, Binary: e.Plugin, SHA256: e.SHA256,
+				Env: []string{engine.SettingsEnvValue(EngineSettings(e, cfg))}, Host: svc, Logger: log})
 		}
 		set, err := plugins.NewSet(cfgs...)
 		if err != nil {
@@ -164,7 +168,6 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 		h.Plugins, svc.Plugins = set, set
 	}
 	h.Runs = svc
-	h.dispatcher = wireEngines(svc, cfg, log)
 	if cfg.LLMBaseURL != "" {
 		svc.LLM = runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey}), Model: cfg.KBAskModel}
 	}
@@ -176,16 +179,16 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 	return nil
 }
 
-// engineStates reports /health's engines: the supervisors' states, or with plugins off the
-// in-process node engine ready and the others disabled.
+// engineStates reports /health's engines: the supervisors' states, disabled for the registry's
+// disabled engines, or with plugins off the in-process node engine ready and the others disabled.
 type engineStates struct{ h *Host }
 
 func (e engineStates) EngineStates() map[string]string {
 	out := map[string]string{}
+	for _, name := range e.h.Runs.Manifests.Engines() {
+		out[name] = string(plugins.StateDisabled)
+	}
 	if e.h.Plugins == nil {
-		for _, name := range e.h.Runs.Manifests.Engines() {
-			out[name] = string(plugins.StateDisabled)
-		}
 		out["node"] = string(plugins.StateReady)
 		return out
 	}

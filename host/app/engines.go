@@ -2,21 +2,64 @@ package app
 
 import (
 	"log/slog"
+	"maps"
 
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/plugins/automation"
 	"github.com/reelforge/reelforge/plugins/chatflow"
 	"github.com/reelforge/reelforge/plugins/generators"
 	"github.com/reelforge/reelforge/plugins/graph"
+	"github.com/reelforge/reelforge/plugins/node"
+	"github.com/reelforge/reelforge/sdk/engine"
 )
 
-// wireEngines registers the external-tool engines in process (they answer callbacks of runs whose
-// plugin is down) and the generator dispatcher (local espeak-ng/ffmpeg work or external generators).
-func wireEngines(svc *runs.Service, cfg *config.Config, log *slog.Logger) *generators.Dispatcher {
-	svc.InProcess["graph"] = graph.New(graph.Options{RunnerURL: cfg.RunnerURL, CallbackBaseURL: cfg.CallbackBaseURL, Logger: log})
-	svc.InProcess["automation"] = automation.New(automation.Options{WebhookURL: cfg.AutomationURL, CallbackBaseURL: cfg.CallbackBaseURL, Logger: log})
-	svc.InProcess["chatflow"] = chatflow.New(chatflow.Options{URL: cfg.ChatflowURL, DefaultChatflowID: cfg.ChatflowKBID, Logger: log})
+// inProcessEngines are the engines the host can also run in its own process, by registry name: node
+// (every workflow's fallback) and the external-tool adapters, which answer the callbacks of runs
+// whose plugin is down. Each is built from its registry entry's settings, as its plugin's main
+// builds it. Every other fact about an engine is in its entry (manifests/engines/<name>.yaml); an
+// engine that only runs as a plugin needs nothing here.
+func inProcessEngines() map[string]func(settings map[string]string, log *slog.Logger) engine.Engine {
+	return map[string]func(map[string]string, *slog.Logger) engine.Engine{
+		"node": func(_ map[string]string, log *slog.Logger) engine.Engine { return node.New(node.Options{Logger: log}) },
+		"graph": func(s map[string]string, log *slog.Logger) engine.Engine {
+			return graph.New(graph.OptionsFrom(s, log))
+		},
+		"automation": func(s map[string]string, log *slog.Logger) engine.Engine {
+			return automation.New(automation.OptionsFrom(s, log))
+		},
+		"chatflow": func(s map[string]string, log *slog.Logger) engine.Engine {
+			return chatflow.New(chatflow.OptionsFrom(s, log))
+		},
+	}
+}
+
+// EngineSettings resolves the settings of engine entry e against the host's environment; every
+// engine also gets callback_base_url (CALLBACK_BASE_URL, or the host's own address) unless its
+// entry sets it.
+func EngineSettings(e *manifest.Engine, cfg *config.Config) map[string]string {
+	out := map[string]string{}
+	if e != nil {
+		maps.Copy(out, e.Resolve(cfg.Getenv))
+	}
+	if out["callback_base_url"] == "" {
+		out["callback_base_url"] = cfg.CallbackBaseURL
+	}
+	return out
+}
+
+// wireEngines builds the in-process engines of the registry (node always) and the generator
+// dispatcher (local espeak-ng/ffmpeg work or external generators).
+func wireEngines(svc *runs.Service, reg *manifest.Registry, cfg *config.Config, log *slog.Logger) *generators.Dispatcher {
+	svc.InProcess = map[string]engine.Engine{}
+	for name, build := range inProcessEngines() {
+		e, ok := reg.Engine(name)
+		if !ok && name != manifest.EngineNode {
+			continue
+		}
+		svc.InProcess[name] = build(EngineSettings(e, cfg), log.With("engine", name))
+	}
 	d := generators.NewDispatcher(generators.Options{MusicURL: cfg.MusicAPIURL, VideogenURL: cfg.VideogenAPIURL,
 		SpeechURL: cfg.SpeechAPIURL, VideoparseURL: cfg.VideoparseAPIURL, DataDir: cfg.DataDir, FetchAllow: cfg.ContentFetchAllow,
 		CompleteFunc: svc.CompleteJob, OwnerFunc: svc.RunOwner, Logger: log})

@@ -234,15 +234,21 @@ func TestPluginsCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	good := t.TempDir()
 	copyManifest(t, good, "voiceover.yaml") // engine node
+	copyManifest(t, good, "engines/node.yaml")
 	bad := t.TempDir()
 	copyManifest(t, bad, "voiceover.yaml")
+	copyManifest(t, bad, "engines/node.yaml")
 	copyManifest(t, bad, "live.yaml") // engine graph: no graph-plugin here
+	copyManifest(t, bad, "engines/graph.yaml")
 
 	cfg := testConfig(t)
 	cfg.PluginDir, cfg.ManifestDir = plugins, good
@@ -260,6 +266,24 @@ func TestPluginsCheck(t *testing.T) {
 	code, out, _ = run(t, cfg2, "", "plugins", "check")
 	if code != 1 || !strings.Contains(out, "missing: "+filepath.Join(plugins, "graph-plugin")) {
 		t.Errorf("plugins check with graph missing = %d, want 1:\n%s", code, out)
+	}
+
+	// A disabled engine is reported, not a problem; an engine without an entry is refused.
+	off := t.TempDir()
+	copyManifest(t, off, "voiceover.yaml")
+	copyManifest(t, off, "engines/node.yaml")
+	copyManifest(t, off, "live.yaml")
+	write(t, filepath.Join(off, "engines", "graph.yaml"), []byte("name: graph\nenabled: false\nworkflow_settings: [graph_id]\n"))
+	cfg4 := testConfig(t)
+	cfg4.PluginDir, cfg4.ManifestDir = plugins, off
+	if code, out, errs := run(t, cfg4, "", "plugins", "check"); code != 0 || !strings.Contains(out, "disabled in "+filepath.Join(off, "engines", "graph.yaml")) {
+		t.Errorf("plugins check with graph disabled = %d, want 0:\n%s%s", code, out, errs)
+	}
+	if err := os.Remove(filepath.Join(off, "engines", "graph.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := run(t, cfg4, "", "plugins", "check"); code != 1 || !strings.Contains(errs, filepath.Join(off, "live.yaml")+`: engine: unknown engine "graph"`) {
+		t.Errorf("plugins check without graph's entry = %d %s, want 1", code, errs)
 	}
 
 	// An empty manifest folder is a failure.

@@ -15,14 +15,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/reelforge/reelforge/host/app"
+	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
-
-// inProcess are the engines the host also runs in process: a missing plugin binary is not a
-// problem for them.
-var inProcess = map[string]bool{"node": true}
 
 // pluginReport is one line of plugins check.
 type pluginReport struct {
@@ -56,7 +54,8 @@ func (e *env) pluginsCheck(ctx context.Context, args []string) error {
 	var reports []pluginReport
 	problems := 0
 	for _, name := range reg.Engines() {
-		r := checkPlugin(ctx, e.cfg.PluginDir, name, *timeout)
+		entry, _ := reg.Engine(name) // nil: node without an entry, in process only
+		r := checkPlugin(ctx, e.cfg, entry, name, *timeout)
 		r.workflows = workflows[name]
 		if r.problem {
 			problems++
@@ -64,8 +63,12 @@ func (e *env) pluginsCheck(ctx context.Context, args []string) error {
 		reports = append(reports, r)
 	}
 	writeReports(e.stdout, reports)
-	for _, extra := range unusedPlugins(e.cfg.PluginDir, reg.Engines()) {
-		fmt.Fprintf(e.stdout, "note: %s is in the plugin folder but no manifest names its engine\n", extra)
+	var binaries []string
+	for _, en := range reg.EngineList() {
+		binaries = append(binaries, en.Plugin)
+	}
+	for _, extra := range unusedPlugins(e.cfg.PluginDir, binaries) {
+		fmt.Fprintf(e.stdout, "note: %s is in the plugin folder but no engine entry (%s/%s) names it\n", extra, e.cfg.ManifestDir, manifest.EnginesDir)
 	}
 	if problems > 0 {
 		return fmt.Errorf("plugins check: %d of %d engines have a problem", problems, len(reports))
@@ -74,14 +77,22 @@ func (e *env) pluginsCheck(ctx context.Context, args []string) error {
 	return nil
 }
 
-// checkPlugin starts one engine's plugin binary with its sha256 pinned, asks Info and Health, and
-// stops it.
-func checkPlugin(ctx context.Context, dir, name string, timeout time.Duration) pluginReport {
+// checkPlugin starts the plugin binary of engine entry en (nil: node without an entry) with its
+// sha256 pinned and its settings, asks Info and Health, and stops it.
+func checkPlugin(ctx context.Context, cfg *config.Config, en *manifest.Engine, name string, timeout time.Duration) pluginReport {
 	r := pluginReport{engine: name, version: "-", api: "-", sum: "-"}
-	path := filepath.Join(dir, name+"-plugin")
+	if en == nil {
+		r.health = "no engine entry (runs in process)"
+		return r
+	}
+	if !en.Enabled {
+		r.health = "disabled in " + en.File + " (workflows run on their fallback)"
+		return r
+	}
+	path := filepath.Join(cfg.PluginDir, en.Plugin)
 	sum, err := fileSHA256(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && inProcess[name] {
+		if errors.Is(err, os.ErrNotExist) && name == manifest.EngineNode {
 			r.health = "no plugin binary (runs in process)"
 			return r
 		}
@@ -92,7 +103,12 @@ func checkPlugin(ctx context.Context, dir, name string, timeout time.Duration) p
 		return r
 	}
 	r.sum = sum
-	c, err := engine.NewClient(engine.ClientConfig{Name: "engine." + name, Path: path, SHA256: sum, StartTimeout: timeout})
+	if en.SHA256 != "" && en.SHA256 != sum {
+		r.health, r.problem = fmt.Sprintf("sha256 %s, but %s pins %s", sum, en.File, en.SHA256), true
+		return r
+	}
+	c, err := engine.NewClient(engine.ClientConfig{Name: "engine." + name, Path: path, SHA256: sum, StartTimeout: timeout,
+		Env: []string{engine.SettingsEnvValue(app.EngineSettings(en, cfg))}})
 	if err != nil {
 		r.health, r.problem = "does not start: "+cause(err), true
 		return r
@@ -139,16 +155,15 @@ func writeReports(w io.Writer, rs []pluginReport) {
 	tw.Flush()
 }
 
-// unusedPlugins lists *-plugin files of dir whose engine no manifest names.
-func unusedPlugins(dir string, engines []string) []string {
+// unusedPlugins lists *-plugin files of dir that no engine entry names.
+func unusedPlugins(dir string, binaries []string) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), "-plugin")
-		if ok && !e.IsDir() && !slices.Contains(engines, name) {
+		if strings.HasSuffix(e.Name(), "-plugin") && !e.IsDir() && !slices.Contains(binaries, e.Name()) {
 			out = append(out, e.Name())
 		}
 	}

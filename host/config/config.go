@@ -96,6 +96,23 @@ type Config struct {
 	CORSAllowOrigins []string
 	Version          string
 	LogFormat        string // json or text; empty: json unless on a terminal
+
+	lookup func(string) (string, bool) // the environment LoadFrom read
+}
+
+// Getenv looks up an environment variable the way the configuration was read (the environment,
+// then the .env file; NAME_FILE names a file holding it): the engine registry's settings refer to
+// variables by name. A Config not made by LoadFrom reads the process environment.
+func (c *Config) Getenv(name string) (string, bool) {
+	r := reader{lookup: c.lookup}
+	if r.lookup == nil {
+		r.lookup = os.LookupEnv
+	}
+	v, ok := r.get(name)
+	if r.err != nil {
+		return "", false
+	}
+	return v, ok
 }
 
 // Defaults returns the configuration used when no variable is set.
@@ -140,6 +157,7 @@ func Load() (*Config, error) {
 // LoadFrom builds a Config from a lookup function (os.LookupEnv in production, a map in tests).
 func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	c := Defaults()
+	c.lookup = lookup
 	r := reader{lookup: lookup}
 	r.int("PORT", &c.Port)
 	r.str("DATA_DIR", &c.DataDir)

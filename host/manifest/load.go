@@ -26,14 +26,6 @@ var (
 	stepIDPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 )
 
-// engineSettings lists, per engine, the settings a manifest of that engine must carry.
-var engineSettings = map[string][]string{
-	EngineNode:       nil,
-	EngineGraph:      {"graph_id"},
-	EngineAutomation: {"webhook_path"},
-	EngineChatflow:   {"chatflow_id"},
-}
-
 // agents are the agents of the node engine (plugins/node). A step naming another agent is refused.
 var agents = map[string]bool{
 	"script_writer": true, "rewriter": true, "kb_lookup": true, "generator": true,
@@ -91,13 +83,23 @@ type fileStep struct {
 	Retries   *int           `yaml:"retries"`
 }
 
-// Load reads every *.yaml and *.yml file of dir (not its subfolders) and validates each. When any
-// file is invalid, or two files share an id, it returns no registry and an error joining one
-// *Error per problem, each naming the file and the field.
+// Load reads the engine registry (dir/engines/*.yaml) and every *.yaml and *.yml workflow
+// manifest of dir (not its subfolders) and validates each, and each workflow's engine against the
+// registry. When any file is invalid, two files share an id, or a workflow names an engine the
+// registry does not hold, it returns no registry and an error joining one *Error per problem, each
+// naming the file and the field.
 func Load(dir string) (*Registry, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: read folder: %w", err)
+	}
+	engines, err := LoadEngines(filepath.Join(dir, EnginesDir))
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*Engine{}
+	for _, e := range engines {
+		byName[e.Name] = e
 	}
 	var (
 		errs []error
@@ -120,6 +122,10 @@ func Load(dir string) (*Registry, error) {
 			continue
 		}
 		seen[m.ID] = path
+		if err := CheckEngine(m, byName); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		ms = append(ms, m)
 	}
 	if len(errs) > 0 {
@@ -128,7 +134,35 @@ func Load(dir string) (*Registry, error) {
 	if len(ms) == 0 {
 		return nil, fmt.Errorf("manifest: no *.yaml manifests in %s", dir)
 	}
-	return NewRegistry(ms...), nil
+	return NewRegistryWith(engines, ms...), nil
+}
+
+// CheckEngine checks that the engine m names is node or an entry of engines, and that m carries
+// the settings that entry requires of its workflows. A disabled engine is no error: its workflows
+// run on their fallback.
+func CheckEngine(m *Manifest, engines map[string]*Engine) error {
+	if m.Engine == EngineNode {
+		return nil
+	}
+	e, ok := engines[m.Engine]
+	if !ok {
+		names := []string{EngineNode}
+		for n := range engines {
+			if n != EngineNode {
+				names = append(names, n)
+			}
+		}
+		slices.Sort(names[1:])
+		return &Error{File: m.File, Field: "engine", Problem: fmt.Sprintf("unknown engine %q: it needs an entry %s/%s.yaml in the engine registry (known: %s)",
+			m.Engine, EnginesDir, m.Engine, strings.Join(names, ", "))}
+	}
+	var errs []error
+	for _, key := range e.WorkflowSettings {
+		if s, _ := m.Settings[key].(string); strings.TrimSpace(s) == "" {
+			errs = append(errs, &Error{File: m.File, Field: "settings." + key, Problem: fmt.Sprintf("is required for engine %s (%s)", m.Engine, e.File)})
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ReadFile reads and validates one manifest file.
@@ -214,15 +248,8 @@ func (v *validator) manifest(f *file) *Manifest {
 func (v *validator) engine(m *Manifest, f *file) {
 	if f.Engine == "" {
 		m.Engine = EngineNode
-	}
-	need, ok := engineSettings[m.Engine]
-	if !ok {
-		v.add("engine", "unknown engine %q (want node, graph, automation or chatflow)", f.Engine)
-	}
-	for _, key := range need {
-		if s, _ := f.Settings[key].(string); strings.TrimSpace(s) == "" {
-			v.add("settings."+key, "is required for engine %s", m.Engine)
-		}
+	} else if !engineNamePattern.MatchString(f.Engine) {
+		v.add("engine", "%q must match %s", f.Engine, engineNamePattern)
 	}
 	if f.Fallback == "" {
 		m.Fallback = EngineNode

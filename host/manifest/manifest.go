@@ -1,9 +1,13 @@
 // Package manifest reads and validates the workflow manifests (manifests/*.yaml).
 //
-// A manifest names a workflow: its id, version, the engine that runs it (node, graph, automation or
-// chatflow), the engine used while that one is down (fallback, always node today), engine-specific
+// A manifest names a workflow: its id, version, the engine that runs it (an engine of the engine
+// registry), the engine used while that one is down (fallback, always node today), engine-specific
 // settings, a small input schema, a timeout and the node `steps`: the DAG the node engine executes,
 // for node workflows and when another engine degrades to node.
+//
+// The engine registry is the folder engines/ of the manifest folder, one file per engine
+// (engine.go): its plugin binary, pinned sha256, enabled, settings, callback kind, outage codes and
+// job policies. Every fact the host knows about an engine is there.
 //
 // Load reads a folder into a Registry and refuses the first start with an error naming the file and
 // the field of every problem. A Registry is read-only after Load and safe for concurrent use.
@@ -22,13 +26,9 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// Engine names a manifest may use.
-const (
-	EngineNode       = "node"
-	EngineGraph      = "graph"
-	EngineAutomation = "automation"
-	EngineChatflow   = "chatflow"
-)
+// EngineNode is the host's own engine: it runs in process (and, with an engine entry, also as a
+// plugin), and it is the fallback of every workflow.
+const EngineNode = "node"
 
 // Input field types of an input schema.
 const (
@@ -193,19 +193,58 @@ func (f Field) check(v any) string {
 	return ""
 }
 
-// Registry holds the manifests of a folder. It is read-only and safe for concurrent use.
+// Registry holds the workflow manifests and the engine registry of a folder. It is read-only and
+// safe for concurrent use.
 type Registry struct {
-	byID map[string]*Manifest
+	byID    map[string]*Manifest
+	engines map[string]*Engine
+	jobs    map[string]*Engine // job type -> the engine whose entry declares its policy
 }
 
-// NewRegistry builds a Registry from already validated manifests (for tests and embedders).
-// Later manifests with the same id replace earlier ones.
+// NewRegistry builds a Registry from already validated manifests (for tests and embedders), with
+// no engine entries. Later manifests with the same id replace earlier ones.
 func NewRegistry(ms ...*Manifest) *Registry {
-	r := &Registry{byID: make(map[string]*Manifest, len(ms))}
+	return NewRegistryWith(nil, ms...)
+}
+
+// NewRegistryWith builds a Registry from already validated engine entries and manifests.
+func NewRegistryWith(engines []*Engine, ms ...*Manifest) *Registry {
+	r := &Registry{byID: make(map[string]*Manifest, len(ms)), engines: map[string]*Engine{}, jobs: map[string]*Engine{}}
 	for _, m := range ms {
 		r.byID[m.ID] = m
 	}
+	for _, e := range engines {
+		r.engines[e.Name] = e
+		for t := range e.Jobs {
+			r.jobs[t] = e
+		}
+	}
 	return r
+}
+
+// Engine returns the registry entry of the engine name.
+func (r *Registry) Engine(name string) (*Engine, bool) {
+	e, ok := r.engines[name]
+	return e, ok
+}
+
+// EngineList returns every engine entry, sorted by name.
+func (r *Registry) EngineList() []*Engine {
+	names := slices.Sorted(maps.Keys(r.engines))
+	out := make([]*Engine, len(names))
+	for i, n := range names {
+		out[i] = r.engines[n]
+	}
+	return out
+}
+
+// Job returns the policy of job type typ and the engine whose entry declares it.
+func (r *Registry) Job(typ string) (JobPolicy, *Engine, bool) {
+	e, ok := r.jobs[typ]
+	if !ok {
+		return JobPolicy{}, nil, false
+	}
+	return e.Jobs[typ], e, true
 }
 
 // Get returns the manifest with id.
@@ -234,9 +273,13 @@ func (r *Registry) Summaries() []Summary {
 	return out
 }
 
-// Engines returns the engines the manifests name (primary and fallback), sorted and unique.
+// Engines returns the names of the engines of the registry and of those the manifests name
+// (primary and fallback), sorted and unique.
 func (r *Registry) Engines() []string {
 	set := map[string]bool{}
+	for n := range r.engines {
+		set[n] = true
+	}
 	for _, m := range r.byID {
 		set[m.Engine] = true
 		if m.Fallback != "" {

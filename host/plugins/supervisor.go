@@ -38,9 +38,12 @@ const (
 // Config configures a Supervisor. Name and Dir are required; zero durations take the defaults
 // shown.
 type Config struct {
-	// Name is the engine's name; the binary is Dir/<Name>-plugin.
-	Name string
-	Dir  string
+	// Name is the engine's name; the binary is Dir/Binary (default Dir/<Name>-plugin).
+	Name   string
+	Dir    string
+	Binary string
+	// Env is added to the plugin's environment (the engine's settings, engine.SettingsEnvValue).
+	Env []string
 	// SHA256 is the binary's hex sha256 from the manifest. Empty: the supervisor computes it from
 	// the file when Start runs and pins it, so a binary replaced while the host runs is refused at
 	// its next restart. engine.SkipChecksum ("skip") turns the check off: only when configured so.
@@ -110,9 +113,13 @@ type Supervisor struct {
 // New returns a Supervisor for cfg; nothing runs before Start.
 func New(cfg Config) *Supervisor {
 	cfg.setDefaults()
+	bin := cfg.Binary
+	if bin == "" {
+		bin = cfg.Name + "-plugin"
+	}
 	return &Supervisor{
 		cfg:   cfg,
-		path:  filepath.Join(cfg.Dir, cfg.Name+"-plugin"),
+		path:  filepath.Join(cfg.Dir, bin),
 		log:   cfg.Logger.With("engine", cfg.Name),
 		state: StateDisabled,
 	}
@@ -214,6 +221,7 @@ func (s *Supervisor) launch(restart bool) bool {
 	c, err := engine.NewClient(engine.ClientConfig{
 		Name:         "engine." + s.cfg.Name,
 		Path:         s.path,
+		Env:          s.cfg.Env,
 		SHA256:       s.cfg.SHA256,
 		Host:         s.cfg.Host,
 		Logger:       newHCLog(s.log, ""), // go-plugin's and the plugin's own lines carry engine=<name>

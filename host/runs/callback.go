@@ -63,7 +63,7 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 	}
 	if b.Status == "running" || b.Status == "pending" || b.Status == "accepted" {
 		// Progress only: the job stays open; the engine may record steps and progress.
-		if !isGenerator(j.Type) && kind != KindAI {
+		if s.takesCallbacks(j.Type) && kind != KindAI {
 			res := s.engineCallback(ctx, kind, j, raw, &b)
 			if res != nil && res.Status != engine.StatusCompleted {
 				s.apply(context.WithoutCancel(ctx), j.RunID, "", res)
@@ -76,7 +76,7 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 	switch b.Status {
 	case "failed", "error", "timeout":
 		status = store.JobFailed
-		jerr = &engine.RunError{Code: string(jobErrorCode(j.Type)), Message: "the external executor reported failure"}
+		jerr = &engine.RunError{Code: string(s.jobErrorCode(j.Type)), Message: "the external executor reported failure"}
 		var e engine.RunError
 		if len(b.Error) > 0 && json.Unmarshal(b.Error, &e) == nil && e.Message != "" {
 			jerr.Message = e.Message
@@ -105,7 +105,7 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 		return dup, nil
 	}
 	out := &CallbackResult{JobID: j.ID, RunID: j.RunID, Status: resolved.Status}
-	if isGenerator(j.Type) || kind == KindAI {
+	if !s.takesCallbacks(j.Type) || kind == KindAI {
 		return out, nil // the step awaiting it (WaitJob) takes it from here
 	}
 	res := s.engineCallback(ctx, kind, resolved, raw, &b)
@@ -120,11 +120,12 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 // plugin, else its in-process engine, else the host reads the SPEC.md fields itself.
 func (s *Service) engineCallback(ctx context.Context, kind string, j *store.Job, raw []byte, b *callbackBody) *engine.RunResult {
 	var eng engine.Engine
+	name := s.jobEngine(j.Type)
 	if s.Plugins != nil {
-		eng, _ = s.Plugins.Engine(j.Type)
+		eng, _ = s.Plugins.Engine(name)
 	}
 	if eng == nil {
-		eng = s.InProcess[j.Type]
+		eng = s.InProcess[name]
 	}
 	if eng != nil {
 		res, err := eng.Callback(ctx, s, &engine.CallbackRequest{RunID: j.RunID, Job: *toEngineJob(j), Kind: kind, Payload: raw})
@@ -179,11 +180,11 @@ func (s *Service) genericCallback(ctx context.Context, j *store.Job, b *callback
 		var e engine.RunError
 		if len(b.Error) > 0 && json.Unmarshal(b.Error, &e) == nil && e.Message != "" {
 			if !errcode.Known(errcode.Code(e.Code)) {
-				e.Code = string(jobErrorCode(j.Type))
+				e.Code = string(s.jobErrorCode(j.Type))
 			}
 			return &engine.RunResult{Status: engine.StatusFailed, Error: &e}
 		}
-		return &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: string(jobErrorCode(j.Type)),
+		return &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: string(s.jobErrorCode(j.Type)),
 			Message: fmt.Sprintf("the %s executor reported failure", j.Type)}}
 	case "paused":
 		out := map[string]any{}
@@ -219,20 +220,28 @@ func (s *Service) genericCallback(ctx context.Context, j *store.Job, b *callback
 	return &engine.RunResult{Status: engine.StatusCompleted, Outputs: out}
 }
 
-func jobErrorCode(typ string) errcode.Code {
-	switch typ {
-	case engine.JobGraph:
-		return errcode.GraphRunner
-	case engine.JobAutomation:
-		return errcode.AutomationWebhookFailed
-	case engine.JobChatflow:
-		return errcode.Chatflow
-	case engine.JobMusic:
-		return errcode.MusicAPI
-	case engine.JobVideogen:
-		return errcode.VideoGen
+// jobErrorCode is the code of a job of type typ that failed at its executor (its policy's).
+func (s *Service) jobErrorCode(typ string) errcode.Code {
+	if p, _, ok := s.policy(typ); ok && p.ErrorCode != "" {
+		return p.ErrorCode
 	}
 	return errcode.ExternalService
+}
+
+// jobEngine is the name of the engine whose registry entry declares job type typ (typ itself when
+// none does: engines name their jobs after themselves).
+func (s *Service) jobEngine(typ string) string {
+	if _, e, ok := s.Manifests.Job(typ); ok {
+		return e.Name
+	}
+	return typ
+}
+
+// takesCallbacks reports whether the callbacks of job type typ go to its engine's Callback (its
+// entry's callback kind is graph or automation); otherwise the step awaiting the job goes on.
+func (s *Service) takesCallbacks(typ string) bool {
+	_, e, ok := s.Manifests.Job(typ)
+	return ok && e.TakesCallbacks()
 }
 
 // StartSweeper starts the job sweeper: jobs past timeout_at are retried with their type's back-off
@@ -305,15 +314,15 @@ func (s *Service) Sweep(ctx context.Context) {
 }
 
 func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
-	p, _ := s.policy(j.Type)
+	p, _, _ := s.policy(j.Type)
 	if j.RetryCount < j.MaxRetries && isGenerator(j.Type) && s.Dispatcher != nil {
-		next := now.Add(p.backoff(j.RetryCount+1) + p.Timeout)
+		next := now.Add(p.BackoffFor(j.RetryCount+1) + p.Timeout)
 		rj, err := s.Store.RetryJob(ctx, j.ID, next)
 		if err != nil {
 			return
 		}
 		go func() {
-			time.Sleep(p.backoff(rj.RetryCount))
+			time.Sleep(p.BackoffFor(rj.RetryCount))
 			s.dispatch(context.WithoutCancel(ctx), rj)
 		}()
 		return
@@ -328,7 +337,7 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 	if j.RetryCount < j.MaxRetries {
 		// An engine job: execute the run again after the back-off; the engine makes a new job,
 		// which carries the retry count on.
-		at := now.Add(p.backoff(j.RetryCount + 1))
+		at := now.Add(p.BackoffFor(j.RetryCount + 1))
 		_, err := s.Store.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at, Unclaim: true})
 		if err != nil {
 			s.Log.Warn("runs: hand a timed-out run back for a retry", "run_id", j.RunID, "err", err)

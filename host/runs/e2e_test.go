@@ -55,7 +55,7 @@ func TestPluginKilledWithRunsInFlight(t *testing.T) {
 			{ID: "write", Name: "Write", Agent: "script_writer"},
 			{ID: "speak", Name: "Speak", Agent: "generator", DependsOn: []string{"write"}, With: json.RawMessage(`{"job_type":"speech"}`)},
 		}}
-	s := newService(t, st, manifest.NewRegistry(m), runs.Options{Workers: 8})
+	s := newService(t, st, testRegistry(t, m), runs.Options{Workers: 8})
 	s.Dispatcher = &slowDispatcher{s: s, delay: 500 * time.Millisecond}
 	set, err := plugins.NewSet(plugins.Config{Name: "node", Dir: dir, Host: s, BackoffMin: 50 * time.Millisecond,
 		HealthInterval: 200 * time.Millisecond})

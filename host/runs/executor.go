@@ -124,7 +124,7 @@ func (s *Service) interruptAbandoned(ctx context.Context) {
 // again when its run is taken over, orders the work anew.
 func (s *Service) interrupt(ctx context.Context, j *store.Job) {
 	msg := fmt.Sprintf("interrupted: the host doing this %s job (%s) stopped before it finished", j.Type, hostOf(j.HeldBy))
-	if _, ok := s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(jobErrorCode(j.Type)),
+	if _, ok := s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)),
 		Message: msg, StepID: j.StepID}); ok {
 		s.Log.Warn("runs: job interrupted by the stop of its host", "job_id", j.ID, "run_id", j.RunID, "holder", j.HeldBy)
 	}
@@ -259,6 +259,9 @@ func (s *Service) route(name string) (engine.Engine, string, string) {
 // runEngine picks the engine that executes a run of manifest engine name: the live plugin, else
 // the in-process node engine with the manifest's steps.
 func (s *Service) runEngine(name string) (engine.Engine, string, string) {
+	if e, ok := s.Manifests.Engine(name); ok && !e.Enabled && name != "node" {
+		return s.InProcess["node"], "node", fmt.Sprintf("engine %s is disabled (%s: enabled: false): runs on the in-process node engine", name, e.File)
+	}
 	if s.Plugins != nil {
 		if e, err := s.Plugins.Engine(name); err == nil {
 			return e, name, ""
@@ -354,7 +357,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		return
 	}
 	res, err := eng.Run(runCtx, s, req)
-	if err != nil && degraded == "" && external(err) && (name != "node" || s.Plugins != nil) &&
+	if err != nil && degraded == "" && s.outage(m.Engine, err) && (name != "node" || s.Plugins != nil) &&
 		ctx.Err() == nil && runCtx.Err() == nil {
 		// The plugin died during the run, or the engine's external tool is down: finish the run on
 		// the in-process node engine, from the steps it completed.
@@ -479,13 +482,14 @@ func (s *Service) fail(ctx context.Context, runID, owner string, e *engine.RunEr
 	}
 }
 
-// external reports whether err says an engine's plugin or external tool is unavailable.
-func external(err error) bool {
-	switch errcode.Of(err) {
-	case errcode.ExternalService, errcode.GraphRunner, errcode.AutomationWebhookFailed, errcode.Chatflow:
-		return true
+// outage reports whether err says engine name's plugin or external tool is unavailable: its
+// registry entry's outage codes, or EXTERNAL_SERVICE_ERROR (a plugin that died).
+func (s *Service) outage(name string, err error) bool {
+	code := errcode.Of(err)
+	if e, ok := s.Manifests.Engine(name); ok {
+		return e.Outage(code)
 	}
-	return false
+	return code == errcode.ExternalService
 }
 
 // failJobs fails the unresolved jobs of a run; without generators, it leaves generator jobs in

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -80,42 +81,23 @@ func (s *Service) notifyProgress(ctx context.Context, r *store.Run, progress flo
 		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "progress": progress, "current_step": r.CurrentStep}})
 }
 
-// JobPolicy is the time-out and retry policy of a job type (SPEC.md Limits).
-type JobPolicy struct {
-	MaxRetries  int
-	Timeout     time.Duration
-	Exponential bool          // back-off doubles per retry; else fixed
-	Backoff     time.Duration // first back-off
-}
-
-// Policies per job type. speech and videoparse are not in SPEC.md: one retry, 120 s and 60 s.
-var Policies = map[string]JobPolicy{
-	engine.JobAutomation: {MaxRetries: 3, Timeout: 60 * time.Second, Exponential: true, Backoff: time.Second},
-	engine.JobGraph:      {MaxRetries: 2, Timeout: 120 * time.Second, Exponential: true, Backoff: time.Second},
-	engine.JobChatflow:   {MaxRetries: 2, Timeout: 30 * time.Second, Backoff: time.Second},
-	engine.JobMusic:      {MaxRetries: 0, Timeout: 300 * time.Second},
-	engine.JobVideogen:   {MaxRetries: 0, Timeout: 600 * time.Second},
-	engine.JobSpeech:     {MaxRetries: 1, Timeout: 120 * time.Second, Exponential: true, Backoff: time.Second},
-	engine.JobVideoparse: {MaxRetries: 1, Timeout: 60 * time.Second, Exponential: true, Backoff: time.Second},
-}
-
-func (s *Service) policy(typ string) (JobPolicy, bool) {
+// policy is the time-out and retry policy of job type typ (the engine registry's, or the
+// Options' override in tests) and the engine whose registry entry declares it (nil with an override).
+func (s *Service) policy(typ string) (manifest.JobPolicy, *manifest.Engine, bool) {
 	if p, ok := s.opts.Policies[typ]; ok {
-		return p, true
+		_, e, _ := s.Manifests.Job(typ)
+		return p, e, true
 	}
-	p, ok := Policies[typ]
-	return p, ok
+	return s.Manifests.Job(typ)
 }
 
-// backoff is the wait before retry number n (1 for the first retry).
-func (p JobPolicy) backoff(n int) time.Duration {
-	d := p.Backoff
-	if p.Exponential {
-		for i := 1; i < n; i++ {
-			d *= 2
-		}
+// callbackPath is the route an external executor of a job type calls back: that of the callback
+// kind of the engine that declares the job type.
+func (s *Service) callbackPath(typ string) string {
+	if _, e, ok := s.Manifests.Job(typ); ok {
+		return manifest.CallbackPath(e.Callback)
 	}
-	return d
+	return manifest.CallbackPath(manifest.CallbackAI)
 }
 
 func isGenerator(typ string) bool {
@@ -126,23 +108,12 @@ func isGenerator(typ string) bool {
 	return false
 }
 
-// CallbackPath is the route an external executor of a job type calls back.
-func CallbackPath(typ string) string {
-	switch typ {
-	case engine.JobGraph:
-		return "/api/webhooks/graph-callback"
-	case engine.JobAutomation:
-		return "/api/webhooks/automation-callback"
-	}
-	return "/api/webhooks/ai-callback"
-}
-
 // CreateJob implements engine.Host: it stores the job with timeout_at and max_retries of its type,
 // and with Dispatch submits a generator job to the Dispatcher.
 func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engine.Job, error) {
-	p, ok := s.policy(req.Type)
+	p, _, ok := s.policy(req.Type)
 	if !ok {
-		return nil, errcode.Invalid("type", fmt.Sprintf("unknown job type %q", req.Type))
+		return nil, errcode.Invalid("type", fmt.Sprintf("unknown job type %q: no engine of the registry declares it", req.Type))
 	}
 	if _, err := s.Store.GetRun(ctx, req.RunID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -176,7 +147,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 			}
 		}
 	}
-	cbURL := s.opts.CallbackBaseURL + CallbackPath(req.Type)
+	cbURL := s.opts.CallbackBaseURL + s.callbackPath(req.Type)
 	cb, _ := json.Marshal(map[string]any{"url": cbURL, "signature": "sha256 HMAC of the body with CALLBACK_SECRET in X-Signature"})
 	j := &store.Job{ID: uuid.NewString(), RunID: req.RunID, StepID: req.StepID, Type: req.Type, Request: req.Request,
 		Callback: cb, RetryCount: retries, MaxRetries: p.MaxRetries, TimeoutAt: s.Store.Now().Add(p.Timeout)}
@@ -216,7 +187,7 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 	if err := s.Store.MarkJobDispatched(ctx, j.ID, holder, s.opts.Lease); err != nil {
 		s.Log.Warn("runs: mark job dispatched", "job_id", j.ID, "err", err)
 	}
-	if err := s.Dispatcher.Dispatch(ctx, toEngineJob(j), s.opts.CallbackBaseURL+CallbackPath(j.Type)); err != nil {
+	if err := s.Dispatcher.Dispatch(ctx, toEngineJob(j), s.opts.CallbackBaseURL+s.callbackPath(j.Type)); err != nil {
 		e := errcode.As(err)
 		re := &engine.RunError{Code: string(errcode.ExternalService), Message: err.Error()}
 		if e != nil {

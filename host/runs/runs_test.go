@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,6 +50,16 @@ func newService(t *testing.T, st store.Driver, reg *manifest.Registry, opts runs
 	s := runs.New(st, reg, opts)
 	s.InProcess["node"] = node.New(node.Options{RetryBackoff: time.Millisecond})
 	return s
+}
+
+// testRegistry holds ms and the repository's engine registry (manifests/engines).
+func testRegistry(t *testing.T, ms ...*manifest.Manifest) *manifest.Registry {
+	t.Helper()
+	engines, err := manifest.LoadEngines("../../manifests/engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return manifest.NewRegistryWith(engines, ms...)
 }
 
 // registry loads the repository's workflow manifests.
@@ -184,7 +195,7 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	eng := &waitingEngine{}
-	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{Policies: map[string]runs.JobPolicy{
+	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{Policies: map[string]manifest.JobPolicy{
 		engine.JobGraph: {MaxRetries: 2, Timeout: 100 * time.Millisecond, Exponential: true, Backoff: 10 * time.Millisecond}}})
 	s.Plugins = fakePlugins{eng}
 	var logs syncBuf
@@ -257,7 +268,7 @@ func TestCancelReachesEngineAndJobs(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	eng := &waitingEngine{block: true}
-	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{})
+	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
 	s.Plugins = fakePlugins{eng}
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
@@ -310,7 +321,7 @@ func TestDegradation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			st := openStore(t)
-			s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{})
+			s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
 			s.Plugins = plugins
 			s.StartExecutor(ctx)
 			defer s.StopExecutor()
@@ -329,6 +340,39 @@ func TestDegradation(t *testing.T) {
 				t.Errorf("trace step = %+v, want engine node and a degraded reason", ts)
 			}
 		})
+	}
+}
+
+// A workflow whose engine is disabled in the registry runs on the node engine although the plugin
+// is up, and the trace names the engine entry that disabled it.
+func TestDisabledEngineRunsOnFallback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	off, err := manifest.ParseEngine("engines/graph.yaml", []byte("name: graph\nenabled: false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newService(t, st, manifest.NewRegistryWith([]*manifest.Engine{off}, graphManifest()), runs.Options{})
+	live := &waitingEngine{}
+	s.Plugins = fakePlugins{live}
+	s.StartExecutor(ctx)
+	defer s.StopExecutor()
+	r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitStatus(t, st, r.ID, store.RunCompleted, store.RunFailed)
+	const want = "engine graph is disabled (engines/graph.yaml: enabled: false)"
+	if got.Status != store.RunCompleted || got.Engine != "node" || !strings.Contains(got.Degraded, want) || live.runs.Load() != 0 {
+		t.Fatalf("run = %s on %s (degraded %q), plugin runs %d; want completed on node, %q, no plugin run",
+			got.Status, got.Engine, got.Degraded, live.runs.Load(), want)
+	}
+	steps, _ := st.ListTraceSteps(ctx, r.ID)
+	var ts engine.TraceStep
+	_ = json.Unmarshal(steps[0].Step, &ts)
+	if ts.Engine != "node" || !strings.Contains(ts.Degraded, want) {
+		t.Errorf("trace step = %+v, want engine node and %q", ts, want)
 	}
 }
 
@@ -354,7 +398,7 @@ func TestTooManyRecoveriesFails(t *testing.T) {
 		}
 		time.Sleep(3 * time.Millisecond)
 	}
-	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{})
+	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
 	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
@@ -376,7 +420,7 @@ func TestOrphanRunsEndFailed(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	eng := &idleEngine{}
-	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{OrphanAfter: 30 * time.Millisecond})
+	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{OrphanAfter: 30 * time.Millisecond})
 	s.Plugins = fakePlugins{eng}
 	s.StartExecutor(ctx)
 	s.StartSweeper(ctx)

@@ -87,8 +87,8 @@ type Options struct {
 	// Life names this start of the host, HostID/<something> (the holder of the jobs it works on
 	// itself); default HostID/<random>.
 	Life string
-	// Policies override the job policies per type (tests); missing types use Policies.
-	Policies map[string]JobPolicy
+	// Policies override the engine registry's job policies per type (tests).
+	Policies map[string]manifest.JobPolicy
 }
 
 // Service runs workflows. Set the exported fields, then call Start on the executor (StartWorkers).

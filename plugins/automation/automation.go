@@ -65,6 +65,13 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
+// OptionsFrom reads the settings of the automation engine's registry entry
+// (manifests/engines/automation.yaml: webhook_url, callback_base_url): the plugin's main and the
+// host's in-process copy both use it.
+func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
+	return Options{WebhookURL: settings["webhook_url"], CallbackBaseURL: settings["callback_base_url"], Logger: log}
+}
+
 // New returns an automation engine with opts.
 func New(opts Options) *Engine {
 	if opts.HTTPClient == nil {

@@ -105,6 +105,13 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
+// OptionsFrom reads the settings of the chatflow engine's registry entry
+// (manifests/engines/chatflow.yaml: url, kb_chatflow_id): the plugin's main and the host's
+// in-process copy both use it.
+func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
+	return Options{URL: settings["url"], DefaultChatflowID: settings["kb_chatflow_id"], Logger: log}
+}
+
 // New returns a chatflow engine with opts.
 func New(opts Options) *Engine { return &Engine{opts: opts.withDefaults()} }
 

@@ -74,6 +74,12 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
+// OptionsFrom reads the settings of the graph engine's registry entry (manifests/engines/graph.yaml:
+// runner_url, callback_base_url): the plugin's main and the host's in-process copy both use it.
+func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
+	return Options{RunnerURL: settings["runner_url"], CallbackBaseURL: settings["callback_base_url"], Logger: log}
+}
+
 // New returns a graph engine with opts.
 func New(opts Options) *Engine {
 	if opts.HTTPClient == nil {

@@ -1,5 +1,6 @@
-// Command automation-plugin serves the automation engine as a Reelforge plugin. It reads
-// AUTOMATION_WEBHOOK_URL and CALLBACK_BASE_URL from its environment.
+// Command automation-plugin serves the automation engine as a Reelforge plugin. Its settings
+// (webhook_url, callback_base_url) come from its engine entry, manifests/engines/automation.yaml,
+// through the host.
 package main
 
 import (
@@ -13,6 +14,6 @@ import (
 func main() {
 	// go-plugin forwards the plugin's stderr into the host's log; stdout belongs to the handshake.
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	opts := automation.Options{WebhookURL: os.Getenv("AUTOMATION_WEBHOOK_URL"), CallbackBaseURL: os.Getenv("CALLBACK_BASE_URL"), Logger: logger}
+	opts := automation.OptionsFrom(engine.Settings(), logger)
 	engine.Serve(func() engine.Engine { return automation.New(opts) })
 }

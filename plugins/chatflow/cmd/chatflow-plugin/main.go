@@ -1,5 +1,5 @@
-// Command chatflow-plugin serves the chatflow engine as a Reelforge plugin. It reads CHATFLOW_URL
-// and CHATFLOW_KB_ID from its environment.
+// Command chatflow-plugin serves the chatflow engine as a Reelforge plugin. Its settings (url,
+// kb_chatflow_id) come from its engine entry, manifests/engines/chatflow.yaml, through the host.
 package main
 
 import (
@@ -13,6 +13,6 @@ import (
 func main() {
 	// go-plugin forwards the plugin's stderr into the host's log; stdout belongs to the handshake.
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	opts := chatflow.Options{URL: os.Getenv("CHATFLOW_URL"), DefaultChatflowID: os.Getenv("CHATFLOW_KB_ID"), Logger: logger}
+	opts := chatflow.OptionsFrom(engine.Settings(), logger)
 	engine.Serve(func() engine.Engine { return chatflow.New(opts) })
 }

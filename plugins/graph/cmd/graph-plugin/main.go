@@ -1,5 +1,5 @@
-// Command graph-plugin serves the graph engine as a Reelforge plugin. It reads RUNNER_URL and
-// CALLBACK_BASE_URL from its environment (the host passes its own environment to plugins).
+// Command graph-plugin serves the graph engine as a Reelforge plugin. Its settings (runner_url,
+// callback_base_url) come from its engine entry, manifests/engines/graph.yaml, through the host.
 package main
 
 import (
@@ -13,6 +13,6 @@ import (
 func main() {
 	// go-plugin forwards the plugin's stderr into the host's log; stdout belongs to the handshake.
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	opts := graph.Options{RunnerURL: os.Getenv("RUNNER_URL"), CallbackBaseURL: os.Getenv("CALLBACK_BASE_URL"), Logger: logger}
+	opts := graph.OptionsFrom(engine.Settings(), logger)
 	engine.Serve(func() engine.Engine { return graph.New(opts) })
 }
