@@ -38,6 +38,12 @@ func (s *Server) health(c *fiber.Ctx) error {
 		"database": fiber.Map{"driver": s.Store.Name(), "ok": dbOK, "search_path": searchPath},
 		"engines":  engines,
 	}
+	// Why each engine that is not ready is not (the handshake's refusal, a crash, its entry).
+	if r, ok := s.Engines.(interface{ EngineReasons() map[string]string }); ok {
+		if reasons := r.EngineReasons(); len(reasons) > 0 {
+			body["engine_reasons"] = reasons
+		}
+	}
 	if s.Scheduler != nil {
 		body["scheduler"] = fiber.Map{"mode": s.Scheduler.Mode(), "fallback_active": s.Scheduler.FallbackActive()}
 	}

@@ -25,7 +25,9 @@ import (
 	"github.com/reelforge/reelforge/host/tasks"
 )
 
-// EngineHealth reports the state of each workflow engine: ready, degraded or disabled.
+// EngineHealth reports the state of each workflow engine: ready, degraded or disabled. An
+// implementation may also have EngineReasons() map[string]string: why each engine that is not
+// ready is not (/health shows it as engine_reasons).
 type EngineHealth interface {
 	EngineStates() map[string]string
 }

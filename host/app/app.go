@@ -198,6 +198,28 @@ func (e engineStates) EngineStates() map[string]string {
 	return out
 }
 
+// EngineReasons says why each engine that is not ready is not, for /health's engine_reasons.
+func (e engineStates) EngineReasons() map[string]string {
+	out := map[string]string{}
+	for _, en := range e.h.Runs.Manifests.EngineList() {
+		if !en.Enabled {
+			out[en.Name] = "disabled in " + en.File + ": its workflows run on their fallback"
+		}
+	}
+	if e.h.Plugins == nil {
+		for _, name := range e.h.Runs.Manifests.Engines() {
+			if _, set := out[name]; !set && name != manifest.EngineNode {
+				out[name] = "plugins are switched off (PLUGINS_ENABLED=false): its workflows run on the in-process node engine"
+			}
+		}
+		return out
+	}
+	for name, reason := range e.h.Plugins.Reasons() {
+		out[name] = reason
+	}
+	return out
+}
+
 // knownWorkflows reports the workflow ids of the manifests in MANIFEST_DIR (nil when they cannot
 // be read: the scheduler then knows its valid_workflows only).
 func knownWorkflows(cfg *config.Config, log *slog.Logger) func(string) bool {

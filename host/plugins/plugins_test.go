@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -212,4 +213,92 @@ func alive(pid int) bool {
 	}
 	fields := strings.Fields(string(b))
 	return len(fields) > 2 && fields[2] != "Z" && fields[2] != "X"
+}
+
+// The handshake refuses a plugin that reports another engine name or another contract version:
+// the engine is disabled with the reason, and the plugin is not restarted.
+func TestHandshakeRefusesWrongPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and launches the echo plugin")
+	}
+	t.Parallel()
+	dir := buildEcho(t)
+	tests := map[string]struct {
+		settings map[string]string
+		want     string
+	}{
+		"other name":     {settings: map[string]string{"name": "impostor"}, want: `reports engine "impostor", want "echo"`},
+		"other contract": {settings: map[string]string{"api_version": "99"}, want: "speaks engine contract version 99, this host speaks 1"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sup := New(Config{Name: "echo", Dir: dir, Env: []string{engine.SettingsEnvValue(tt.settings)}, Logger: testLogger(t),
+				BackoffMin: 10 * time.Millisecond})
+			if err := sup.Start(t.Context()); err != nil {
+				t.Fatalf("Start() error = %v", err)
+			}
+			t.Cleanup(sup.Stop)
+			if st := sup.State(); st != StateDisabled {
+				t.Fatalf("State() = %s, want disabled", st)
+			}
+			if r := sup.Reason(); !strings.Contains(r, tt.want) {
+				t.Errorf("Reason() = %q, want it to contain %q", r, tt.want)
+			}
+			if _, err := sup.Engine(); errcode.Of(err) != errcode.ExternalService {
+				t.Errorf("Engine() error = %v, want EXTERNAL_SERVICE_ERROR", err)
+			}
+			time.Sleep(100 * time.Millisecond) // ten back-offs: a restart would have happened
+			if n, pid := sup.Restarts(), sup.PID(); n != 0 || pid != 0 {
+				t.Errorf("Restarts(), PID() = %d, %d, want 0, 0: a refused plugin is not restarted", n, pid)
+			}
+		})
+	}
+}
+
+// countingEngine counts the Callback and Cancel calls that reach it.
+type countingEngine struct {
+	engine.Base
+	callbacks, cancels int
+}
+
+func (c *countingEngine) Info(context.Context) (*engine.Info, error) { return &engine.Info{}, nil }
+func (c *countingEngine) Run(context.Context, engine.Host, *engine.RunRequest) (*engine.RunResult, error) {
+	return &engine.RunResult{Status: engine.StatusCompleted}, nil
+}
+func (c *countingEngine) Callback(context.Context, engine.Host, *engine.CallbackRequest) (*engine.RunResult, error) {
+	c.callbacks++
+	return &engine.RunResult{Status: engine.StatusCompleted}, nil
+}
+func (c *countingEngine) Cancel(context.Context, *engine.CancelRequest) error { c.cancels++; return nil }
+
+// Callback and Cancel reach a plugin only when its Info declares them.
+func TestDeclaredCapabilities(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		caps                    []string
+		wantCallbacks, wantCanc int
+	}{
+		"none":     {caps: nil},
+		"cancel":   {caps: []string{engine.CapCancel}, wantCanc: 1},
+		"callback": {caps: []string{engine.CapCallbacks}, wantCallbacks: 1},
+		"both":     {caps: []string{engine.CapCallbacks, engine.CapCancel}, wantCallbacks: 1, wantCanc: 1},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			impl := &countingEngine{}
+			eng := declared(impl, &engine.Info{Capabilities: tt.caps})
+			_, err := eng.Callback(t.Context(), nil, &engine.CallbackRequest{RunID: "r"})
+			if tt.wantCallbacks == 0 && errcode.Of(err) != errcode.WorkflowInvalidState {
+				t.Errorf("Callback() on an engine without callbacks = %v, want WORKFLOW_INVALID_STATE", err)
+			}
+			if err := eng.Cancel(t.Context(), &engine.CancelRequest{RunID: "r"}); err != nil {
+				t.Errorf("Cancel() = %v", err)
+			}
+			if impl.callbacks != tt.wantCallbacks || impl.cancels != tt.wantCanc {
+				t.Errorf("calls reaching the engine: callbacks %d, cancels %d, want %d, %d", impl.callbacks, impl.cancels, tt.wantCallbacks, tt.wantCanc)
+			}
+		})
+	}
 }

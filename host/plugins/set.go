@@ -87,3 +87,16 @@ func (s *Set) States() map[string]State {
 	}
 	return out
 }
+
+// Reasons says why each engine that is not ready is not (engines that are ready are left out).
+func (s *Set) Reasons() map[string]string {
+	out := map[string]string{}
+	for n, sup := range s.sups {
+		if r := sup.Reason(); r != "" {
+			out[n] = r
+		} else if st := sup.State(); st != StateReady {
+			out[n] = "engine plugin is " + string(st)
+		}
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -99,6 +100,9 @@ type Supervisor struct {
 
 	mu         sync.Mutex
 	client     *engine.Client
+	eng        engine.Engine // client's Engine, calling only what the plugin's Info declares
+	info       *engine.Info
+	refused    bool // the handshake refused the plugin: no restart until the binary is replaced
 	state      State
 	restarts   int
 	failures   int
@@ -138,14 +142,21 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.mu.Unlock()
+	var failed error
 	if s.cfg.SHA256 == "" {
 		sum, err := fileSHA256(s.path)
 		if err != nil {
-			return errcode.E(op, errcode.ExternalService, fmt.Sprintf("engine %s plugin binary unreadable", s.cfg.Name), err)
+			failed = errcode.E(op, errcode.ExternalService, fmt.Sprintf("engine %s plugin binary unreadable", s.cfg.Name), err)
 		}
 		s.cfg.SHA256 = sum
 	} else if _, err := os.Stat(s.path); err != nil {
-		return errcode.E(op, errcode.ExternalService, fmt.Sprintf("engine %s plugin binary missing", s.cfg.Name), err)
+		failed = errcode.E(op, errcode.ExternalService, fmt.Sprintf("engine %s plugin binary missing", s.cfg.Name), err)
+	}
+	if failed != nil {
+		s.mu.Lock()
+		s.lastErr = failed
+		s.mu.Unlock()
+		return failed
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
@@ -186,7 +197,28 @@ func (s *Supervisor) Engine() (engine.Engine, error) {
 		return nil, errcode.E("plugins.Engine", errcode.ExternalService,
 			fmt.Sprintf("engine %s plugin is %s", s.cfg.Name, s.state), s.lastErr)
 	}
-	return s.client.Engine(), nil
+	return s.eng, nil
+}
+
+// Reason says why the engine is not ready ("" when it is): the handshake's refusal, the last
+// failure of its plugin, or why it could not start.
+func (s *Supervisor) Reason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateReady || s.lastErr == nil {
+		return ""
+	}
+	if e := errcode.As(s.lastErr); e != nil && e.Err != nil {
+		return e.Message() + ": " + e.Err.Error()
+	}
+	return s.lastErr.Error()
+}
+
+// Info returns what the running plugin said of itself at launch (nil before its first launch).
+func (s *Supervisor) Info() *engine.Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.info
 }
 
 // Name returns the engine's name.
@@ -227,10 +259,19 @@ func (s *Supervisor) launch(restart bool) bool {
 		Logger:       newHCLog(s.log, ""), // go-plugin's and the plugin's own lines carry engine=<name>
 		StartTimeout: s.cfg.StartTimeout,
 	})
+	var info *engine.Info
+	if err == nil {
+		info, err = s.handshake(c)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if restart {
 		s.restarts++
+	}
+	if errors.Is(err, errRefused) {
+		s.refused, s.state, s.lastErr = true, StateDisabled, err
+		s.log.Error("engine plugin refused: disabled until its binary is replaced and the host restarted", "reason", err.Error())
+		return false
 	}
 	if err != nil {
 		s.failures++
@@ -239,8 +280,34 @@ func (s *Supervisor) launch(restart bool) bool {
 		return false
 	}
 	s.client, s.state, s.readySince, s.lastErr = c, StateReady, time.Now(), nil
-	s.log.Info("engine plugin started", "pid", c.PID(), "restarts", s.restarts)
+	s.info, s.eng = info, declared(c.Engine(), info)
+	s.log.Info("engine plugin started", "pid", c.PID(), "restarts", s.restarts, "version", info.Version, "capabilities", info.Capabilities)
 	return true
+}
+
+// errRefused marks a plugin the handshake refused.
+var errRefused = errors.New("refused")
+
+// handshake asks a freshly launched plugin's Info and refuses (errRefused, the plugin killed) one
+// that reports another engine name or another contract version; a plugin that does not answer is
+// killed and counts as a failure to start.
+func (s *Supervisor) handshake(c *engine.Client) (*engine.Info, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StartTimeout)
+	defer cancel()
+	info, err := c.Engine().Info(ctx)
+	switch {
+	case err != nil:
+		c.Kill()
+		return nil, fmt.Errorf("plugins: engine %s plugin did not answer Info: %w", s.cfg.Name, err)
+	case info.Name != s.cfg.Name:
+		c.Kill()
+		return nil, fmt.Errorf("%w: %s reports engine %q, want %q", errRefused, s.path, info.Name, s.cfg.Name)
+	case info.APIVersion != engine.APIVersion:
+		c.Kill()
+		return nil, fmt.Errorf("%w: %s speaks engine contract version %d, this host speaks %d (rebuild it with this host's sdk)",
+			errRefused, s.path, info.APIVersion, engine.APIVersion)
+	}
+	return info, nil
 }
 
 // down records a failure of the running plugin and kills it.
@@ -280,6 +347,13 @@ func (s *Supervisor) loop(ctx context.Context) {
 		c, failures := s.client, s.failures
 		s.mu.Unlock()
 
+		s.mu.Lock()
+		refused := s.refused
+		s.mu.Unlock()
+		if refused { // a wrong binary stays wrong: nothing to restart
+			<-ctx.Done()
+			return
+		}
 		if c == nil { // down: wait, then relaunch (half-open after the circuit opened)
 			wait := s.backoff(failures)
 			if failures >= s.cfg.FailureThreshold {
@@ -353,4 +427,42 @@ func fileSHA256(path string) (string, error) {
 		return "", fmt.Errorf("plugins: hash %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// capped is a plugin's Engine that calls Callback and Cancel only when the plugin's Info declared
+// them (engine.CapCallbacks, engine.CapCancel): an engine built on engine.Base need not answer them.
+type capped struct {
+	engine.Engine
+	callbacks, cancel bool
+}
+
+// declared wraps e by the capabilities info declares.
+func declared(e engine.Engine, info *engine.Info) engine.Engine {
+	c := capped{Engine: e}
+	for _, cp := range info.Capabilities {
+		switch cp {
+		case engine.CapCallbacks:
+			c.callbacks = true
+		case engine.CapCancel:
+			c.cancel = true
+		}
+	}
+	if c.callbacks && c.cancel {
+		return e
+	}
+	return c
+}
+
+func (c capped) Callback(ctx context.Context, h engine.Host, req *engine.CallbackRequest) (*engine.RunResult, error) {
+	if !c.callbacks {
+		return nil, errcode.New(errcode.WorkflowInvalidState, "the engine declares no callbacks")
+	}
+	return c.Engine.Callback(ctx, h, req)
+}
+
+func (c capped) Cancel(ctx context.Context, req *engine.CancelRequest) error {
+	if !c.cancel {
+		return nil // the run's Run call is cancelled through its context
+	}
+	return c.Engine.Cancel(ctx, req)
 }

@@ -92,7 +92,7 @@ func New(opts Options) *Engine {
 
 // Info describes the automation engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
-	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{"callbacks"}}, nil
+	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{engine.CapCallbacks}}, nil
 }
 
 // Health answers nil: whether the tool is reachable shows per run (AUTOMATION_WEBHOOK_FAILED).

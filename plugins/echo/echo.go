@@ -5,10 +5,15 @@
 // cancelled), "fail_code" (Run fails with that catalogue code), "generate" (each step asks the
 // host's language model once, a call back into the host), and "ping_host" (Run only asks the
 // host's language model once and returns: one round trip with one callback, for benchmarks).
+//
+// Settings (engine.Settings, from the engine entry) make it misbehave on purpose, for the host's
+// handshake tests: "name" is the engine name its Info reports (default echo), "api_version" the
+// contract version (default engine.APIVersion).
 package echo
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -18,17 +23,30 @@ import (
 // Version is the engine's version.
 const Version = "0.1.0"
 
-// Engine is the echo engine. It has no state and is safe for concurrent use.
-type Engine struct{}
+// Engine is the echo engine. It is read-only after New and safe for concurrent use.
+type Engine struct {
+	name string
+	api  int
+}
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns an echo engine, for engine.Serve.
-func New() engine.Engine { return &Engine{} }
+// New returns an echo engine, for engine.Serve, configured by the plugin's settings.
+func New() engine.Engine {
+	e := &Engine{name: "echo", api: engine.APIVersion}
+	set := engine.Settings()
+	if n := set["name"]; n != "" {
+		e.name = n
+	}
+	if v, err := strconv.Atoi(set["api_version"]); err == nil {
+		e.api = v
+	}
+	return e
+}
 
 // Info describes the echo engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
-	return &engine.Info{Name: "echo", Version: Version, APIVersion: engine.APIVersion}, nil
+	return &engine.Info{Name: e.name, Version: Version, APIVersion: e.api, Capabilities: []string{engine.CapCancel}}, nil
 }
 
 // Run echoes the inputs through every step of the workflow (one step "echo" when it has none).

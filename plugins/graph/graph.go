@@ -101,7 +101,7 @@ func New(opts Options) *Engine {
 // Info describes the graph engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
 	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion,
-		Capabilities: []string{"callbacks", "resume", "cancel"}}, nil
+		Capabilities: []string{engine.CapCallbacks, "resume", engine.CapCancel}}, nil
 }
 
 // Health answers nil: the plugin process is fine. Whether the runner is reachable shows per run

@@ -104,7 +104,7 @@ func (e *Engine) Info(ctx context.Context) (*engine.Info, error) {
 		Name:       Name,
 		Version:    Version,
 		APIVersion: engine.APIVersion,
-		Capabilities: []string{"steps", "human_input", "resume", "retry_from_step",
+		Capabilities: []string{engine.CapCancel, "steps", "human_input", "resume", "retry_from_step",
 			"agent:script_writer", "agent:rewriter", "agent:kb_lookup", "agent:answer",
 			"agent:generator", "agent:human_input", "agent:assemble"},
 	}, nil

@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// Capabilities an engine may declare in Info.Capabilities. The host calls Callback and Cancel only
+// on engines that declare them, so an engine without them may leave those methods to Base.
+const (
+	// CapCallbacks: the engine's Callback interprets the callbacks of its jobs (its engine entry's
+	// callback kind is graph or automation).
+	CapCallbacks = "callbacks"
+	// CapCancel: the engine's Cancel stops work it started outside a Run call.
+	CapCancel = "cancel"
+	// CapToolHealth: the engine's Health checks its external tool; a failing check means the tool
+	// is down (the host then reports the engine degraded), not that the plugin is.
+	CapToolHealth = "tool_health"
+)
+
+// Base gives an engine the methods it does not need: embed it and write Info and Run only.
+// Callback answers WORKFLOW_INVALID_STATE (an engine that takes callbacks must declare
+// CapCallbacks and implement it), Cancel does nothing (Run's context is cancelled anyway), and
+// Health answers nil.
+type Base struct{}
+
+// Callback refuses: this engine takes no callbacks.
+func (Base) Callback(context.Context, Host, *CallbackRequest) (*RunResult, error) {
+	return nil, errcode.New(errcode.WorkflowInvalidState, "this engine takes no callbacks")
+}
+
+// Cancel does nothing: a run's work ends with its Run call's context.
+func (Base) Cancel(context.Context, *CancelRequest) error { return nil }
+
+// Health answers nil: the engine is up when its process answers.
+func (Base) Health(context.Context) error { return nil }
