@@ -270,7 +270,10 @@ func (c *countingEngine) Callback(context.Context, engine.Host, *engine.Callback
 	c.callbacks++
 	return &engine.RunResult{Status: engine.StatusCompleted}, nil
 }
-func (c *countingEngine) Cancel(context.Context, *engine.CancelRequest) error { c.cancels++; return nil }
+func (c *countingEngine) Cancel(context.Context, *engine.CancelRequest) error {
+	c.cancels++
+	return nil
+}
 
 // Callback and Cancel reach a plugin only when its Info declares them.
 func TestDeclaredCapabilities(t *testing.T) {

@@ -88,7 +88,7 @@ func TestRestartTakesBackItsOwnWorkAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := newService(t, st, manifest.NewRegistry(renderManifest()), runs.Options{HostID: "h1", Lease: time.Hour})
+	s := newService(t, st, testRegistry(t, renderManifest()), runs.Options{HostID: "h1", Lease: time.Hour})
 	d := &localDispatcher{s: s, complete: true, local: true}
 	s.Dispatcher = d
 	s.StartExecutor(ctx)
@@ -122,7 +122,7 @@ func TestAwaitingRunsDoNotHoldSlots(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	p := newUser(t, st)
-	s := newService(t, st, manifest.NewRegistry(renderManifest(), quickManifest()), runs.Options{Workers: 1})
+	s := newService(t, st, testRegistry(t, renderManifest(), quickManifest()), runs.Options{Workers: 1})
 	s.Dispatcher = &localDispatcher{s: s}
 	s.StartExecutor(ctx)
 	t.Cleanup(s.StopExecutor)
