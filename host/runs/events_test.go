@@ -52,7 +52,7 @@ func TestJobEndEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
-	s := newService(t, st, manifest.NewRegistry(graphManifest()), runs.Options{})
+	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
 	owner := newUser(t, st)
 	proj := &store.Project{ID: uuid.NewString(), UserID: owner.UserID, Name: "p"}
 	if err := st.CreateProject(ctx, proj); err != nil {
