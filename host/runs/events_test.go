@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/events"
-	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/engine"
