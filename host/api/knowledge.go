@@ -114,7 +114,8 @@ func (s *Server) kbUpload(c *fiber.Ctx) error {
 		return err
 	}
 	p := kb.IngestParams{UserID: principal(c).UserID, SourceName: c.FormValue("source_name"), Visibility: c.FormValue("visibility"),
-		Title: c.FormValue("title"), Filename: fh.Filename, MimeType: fh.Header.Get(fiber.HeaderContentType), IsFile: true, Chunk: opts}
+		Title: c.FormValue("title"), Filename: fh.Filename, MimeType: fh.Header.Get(fiber.HeaderContentType), IsFile: true, Chunk: opts,
+		Internal: c.FormValue("internal") == "true"}
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -149,6 +150,7 @@ type textInput struct {
 	ChunkSize    *int            `json:"chunk_size"`
 	ChunkOverlap *int            `json:"chunk_overlap"`
 	Metadata     json.RawMessage `json:"metadata"`
+	Internal     bool            `json:"internal"` // the source answers questions but is never used in generated content
 }
 
 func (in *textInput) params(userID string) (kb.IngestParams, error) {
@@ -171,7 +173,7 @@ func (in *textInput) params(userID string) (kb.IngestParams, error) {
 		meta = nil
 	}
 	p := kb.IngestParams{UserID: userID, ProjectID: in.ProjectID, SourceName: in.SourceName, Visibility: in.Visibility,
-		Title: in.Title, Text: in.Text, Chunk: opts, Metadata: meta}
+		Title: in.Title, Text: in.Text, Chunk: opts, Metadata: meta, Internal: in.Internal}
 	return p, p.Validate()
 }
 

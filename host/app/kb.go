@@ -7,6 +7,7 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/kb/clean"
 	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
@@ -33,9 +34,10 @@ func newKB(cfg *config.Config, st store.Driver, log *slog.Logger, holder string)
 // visibility of the user they name.
 type kbSearch struct{ kb *kb.Service }
 
-// Search implements runs.Searcher.
+// Search implements runs.Searcher: runs make content, so internal sources are left out and the
+// text is cleaned (kb.Service.SearchForContent).
 func (k kbSearch) Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
-	hits, err := k.kb.SearchFor(ctx, req.UserID, "", req.ProjectID, req.Query, req.TopK)
+	hits, err := k.kb.SearchForContent(ctx, req.UserID, "", req.ProjectID, req.Query, req.TopK)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func (k kbSearch) SearchKB(ctx context.Context, userID, role, projectID, query s
 	}
 	out := make([]content.KBHit, 0, len(hits))
 	for _, h := range hits {
-		out = append(out, content.KBHit{ChunkID: h.ChunkID, Text: h.ChunkText, Heading: h.Heading,
+		out = append(out, content.KBHit{ChunkID: h.ChunkID, Text: clean.Text(h.ChunkText), Heading: h.Heading,
 			Source: h.SourceName, Document: h.DocumentTitle, Score: h.Scores.Total})
 	}
 	return out, nil

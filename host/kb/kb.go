@@ -229,6 +229,7 @@ type IngestParams struct {
 	IsFile     bool
 	Chunk      chunk.Options // zero: 1000/180
 	Metadata   json.RawMessage
+	Internal   bool // mark the source internal: it answers questions but is never used in generated content
 }
 
 // fillDefaults sets the source name and visibility an ingest takes when they are not given.
@@ -340,7 +341,7 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 		doc.HeldBy, doc.LeaseUntil = s.opt.Holder, &until
 	}
 	added, err := s.st.AddDocument(ctx, store.NewSourceParams{ID: uuid.NewString(), CreatedBy: p.UserID, ProjectID: p.ProjectID,
-		Name: p.SourceName, Visibility: p.Visibility}, doc)
+		Name: p.SourceName, Visibility: p.Visibility, Internal: p.Internal}, doc)
 	if err != nil {
 		return nil, fmt.Errorf("kb: add document: %w", err)
 	}

@@ -42,6 +42,16 @@ type KnowledgeSource struct {
 	UpdatedAt  time.Time       `json:"updated_at"`
 }
 
+// Internal reports whether the source is marked internal (meta {"internal": true}): its text
+// answers the owner's questions (ask, chat) but is never narrated, captioned or quoted in generated
+// content (workflow runs).
+func (s *KnowledgeSource) Internal() bool {
+	var m struct {
+		Internal bool `json:"internal"`
+	}
+	return json.Unmarshal(s.Meta, &m) == nil && m.Internal
+}
+
 // KnowledgeDocument is one ingested text or file.
 type KnowledgeDocument struct {
 	ID           string          `json:"id"`
@@ -117,6 +127,9 @@ type NewSourceParams struct {
 	ProjectID  string
 	Name       string
 	Visibility string // used when the source is created
+	// Internal marks the source internal (kept once set): it answers questions but is never used
+	// in generated content (KnowledgeSource.Internal).
+	Internal bool
 }
 
 // AddDocumentResult says what AddDocument did.

@@ -91,9 +91,13 @@ func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *s
 		if id == "" {
 			id = uuid.NewString()
 		}
+		meta := json.RawMessage(`{}`)
+		if src.Internal {
+			meta = json.RawMessage(`{"internal": true}`)
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_sources (id, created_by, project_id, name, visibility, scope, version, meta, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, 0, '{}', $7, $7) ON CONFLICT (created_by, project_id, name) DO NOTHING`,
-			id, src.CreatedBy, src.ProjectID, src.Name, src.Visibility, scope, tx.T(now)); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $8) ON CONFLICT (created_by, project_id, name) DO NOTHING`,
+			id, src.CreatedBy, src.ProjectID, src.Name, src.Visibility, scope, J(meta), tx.T(now)); err != nil {
 			return err
 		}
 		// The source row stays locked to the end of the transaction, so uploads into one source
@@ -105,6 +109,11 @@ func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *s
 			WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`+lock, src.CreatedBy, src.ProjectID, src.Name))
 		if err != nil {
 			return err
+		}
+		if src.Internal && !s.Internal() {
+			if err := tx.markInternal(ctx, s); err != nil {
+				return err
+			}
 		}
 		res.Source = s
 		if doc.FileHash != "" {
@@ -305,6 +314,22 @@ func (db *DB) MarkIndexed(ctx context.Context, docID string, chunks int, at time
 		return db.indexedOrMissing(ctx, docID)
 	}
 	return err
+}
+
+// markInternal sets internal in the meta of an existing source, keeping its other keys.
+func (db *DB) markInternal(ctx context.Context, s *store.KnowledgeSource) error {
+	m := map[string]any{}
+	_ = json.Unmarshal(s.Meta, &m)
+	m["internal"] = true
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if _, err := db.Exec(ctx, `UPDATE knowledge_sources SET meta = $2 WHERE id = $1`, s.ID, J(raw)); err != nil {
+		return err
+	}
+	s.Meta = raw
+	return nil
 }
 
 // GetSource implements store.Knowledge.
