@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/reelforge/reelforge/plugins/internal/outbound"
-	"github.com/reelforge/reelforge/plugins/internal/sentence"
+	"github.com/reelforge/reelforge/internal/sentence"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )

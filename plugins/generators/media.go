@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/reelforge/reelforge/plugins/internal/sentence"
+	"github.com/reelforge/reelforge/internal/sentence"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 

@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/reelforge/reelforge/plugins/internal/sentence"
+	"github.com/reelforge/reelforge/internal/sentence"
 )
 
 // scriptSystem is the system prompt of the writing agents.

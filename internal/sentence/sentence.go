@@ -1,4 +1,5 @@
-// Package sentence splits text into sentences for the plugins that quote or caption it.
+// Package sentence splits text into sentences, for the plugins that quote or caption text and the
+// knowledge base's extractive answers: the one rule of where a sentence ends.
 package sentence
 
 import (

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/reelforge/reelforge/plugins/internal/sentence"
+	"github.com/reelforge/reelforge/internal/sentence"
 )
 
 func TestSplit(t *testing.T) {
