@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: registers (or logs in) a demo user on a running host, uploads every document of
-# testdata/kb-demo/docs into the source "kb-demo", runs the 40-question search eval and prints its
-# hit rate. The host must be running: make run (BASE defaults to http://localhost:3001).
+# testdata/kb-demo/docs into the source "kb-demo", runs the 40-question eval and prints the search's
+# hit rate, how many answers hold the expected answer, and how many out-of-domain questions are
+# answered "not found", each beside its target. The host must be running: make run (BASE defaults to http://localhost:3001).
 # Environment: BASE, DEMO_EMAIL (demo@reelforge.local), DEMO_PASSWORD (demo-password-1).
 set -euo pipefail
 
@@ -29,7 +30,10 @@ for f in "$DOCS"/*.md; do
 done
 
 res=$(curl -sS -X POST "$BASE/api/knowledge/eval/run-search" -H "Authorization: Bearer $token" \
-	-H 'Content-Type: application/json' -d '{"source_name": "kb-demo", "top_k": 5}')
+	-H 'Content-Type: application/json' -d '{"source_name": "kb-demo", "top_k": 5, "answers": true}')
 echo "$res" | jq -r '.data.by_scenario | to_entries[] | "  \(.key): \(.value.hits)/\(.value.total)"'
 echo "$res" | jq -r '"eval: \(.data.hits)/\(.data.total) hit_rate \(.data.hit_rate) mrr \(.data.mrr) p95 \(.data.p95_ms) ms"'
 echo "$res" | jq -r '[.data.items[] | select(.hit | not) | .id] | if length > 0 then "missed: \(join(", "))" else empty end'
+echo "$res" | jq -r '.data.answers | "answers: \(.correct)/\(.total) hold the expected answer (target \(.target)/40)"'
+echo "$res" | jq -r '[.data.items[] | select(.answer_correct == false) | .id] | if length > 0 then "wrong answers: \(join(", "))" else empty end'
+echo "$res" | jq -r '.data.out_of_domain | "out of domain: \(.not_found)/\(.total) answered not found (target \(.total)/\(.total))\(if (.misses | length) > 0 then ", answered anyway: " + (.misses | join(", ")) else "" end)"'

@@ -506,7 +506,8 @@ func (s *Server) kbEvalSet(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"items": es.Items, "scenarios": es.Scenarios, "total": len(es.Items)})
+	return ok(c, fiber.StatusOK, fiber.Map{"items": es.Items, "scenarios": es.Scenarios, "total": len(es.Items),
+		"out_of_domain": es.OutOfDomain})
 }
 
 func (s *Server) kbEvalRun(c *fiber.Ctx) error {
@@ -514,17 +515,23 @@ func (s *Server) kbEvalRun(c *fiber.Ctx) error {
 		TopK       int    `json:"top_k"`
 		Scenario   string `json:"scenario"`
 		SourceName string `json:"source_name"`
+		Answers    bool   `json:"answers"` // also ask every question and score the answers
 	}
 	if err := decode(c, &in); err != nil {
 		return err
 	}
 	p := principal(c)
-	res, err := s.KB.RunEval(s.ctx(c), kb.EvalParams{UserID: p.UserID, Admin: p.IsAdmin(), TopK: in.TopK, Scenario: in.Scenario, SourceName: in.SourceName})
+	res, err := s.KB.RunEval(s.ctx(c), kb.EvalParams{UserID: p.UserID, Admin: p.IsAdmin(), TopK: in.TopK, Scenario: in.Scenario,
+		SourceName: in.SourceName, Answers: in.Answers})
 	if err != nil {
 		return err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"total": res.Total, "hits": res.Hits, "hit_rate": res.HitRate, "mrr": res.MRR,
-		"p95_ms": res.P95MS, "top_k": res.TopK, "by_scenario": res.ByScenario, "items": res.Items})
+	out := fiber.Map{"total": res.Total, "hits": res.Hits, "hit_rate": res.HitRate, "mrr": res.MRR,
+		"p95_ms": res.P95MS, "top_k": res.TopK, "by_scenario": res.ByScenario, "items": res.Items}
+	if res.Answers != nil {
+		out["answers"], out["out_of_domain"] = res.Answers, res.OutOfDomain
+	}
+	return ok(c, fiber.StatusOK, out)
 }
 
 func (s *Server) kbPutFact(c *fiber.Ctx) error {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/reelforge/reelforge/host/kb/clean"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -70,22 +71,48 @@ func (s *Service) Ask(ctx context.Context, p SearchParams) (*Answer, error) {
 		return nil, err
 	}
 	start := time.Now()
+	ans, err := s.answer(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	results, _ := json.Marshal(summarize(ans.Hits))
+	cits, _ := json.Marshal(ans.Citations)
+	q := &store.KnowledgeQuery{ID: ans.QueryID, UserID: p.UserID, ProjectID: p.ProjectID, Mode: store.QueryAsk, QueryText: p.Query,
+		TopK: p.TopK, LatencyMS: ms(time.Since(start)), Results: results, AnswerText: ans.Answer, Citations: cits, Cited: ans.Cited}
+	if err := s.st.LogQuery(ctx, q); err != nil {
+		return nil, fmt.Errorf("kb: log ask: %w", err)
+	}
+	return ans, nil
+}
+
+// answer is Ask without its log: the search, the hits that ground an answer (basis), and the
+// answer with its checked citations. Hits are the grounding hits, numbered as the citations.
+func (s *Service) answer(ctx context.Context, p SearchParams) (*Answer, error) {
 	p.Log = false
 	hits, err := s.search(ctx, p)
 	if err != nil {
 		return nil, err
 	}
+	if hits, err = s.basis(ctx, p.UserID, p.Query, hits); err != nil {
+		return nil, err
+	}
+	hits = holdingKind(p.Query, hits)
 	ans := &Answer{QueryID: uuid.NewString(), Hits: hits, Citations: []Citation{}}
 	if len(hits) == 0 {
 		ans.Answer = NoBasisAnswer
 	} else {
 		frags := make([]string, len(hits))
+		heads := make([]string, len(hits))
 		for i, h := range hits {
-			frags[i] = withHeading(h.ChunkText, h.Heading)
+			frags[i], heads[i] = clean.Text(h.ChunkText), h.Heading
 		}
 		raw := ""
 		if s.opt.Chat != nil {
-			raw, err = s.opt.Chat.Chat(ctx, s.opt.AskModel, llm.Prompt(p.Query, frags))
+			prompt := make([]string, len(hits))
+			for i, h := range hits {
+				prompt[i] = answerText(h)
+			}
+			raw, err = s.opt.Chat.Chat(ctx, s.opt.AskModel, llm.Prompt(p.Query, prompt))
 			if err != nil {
 				s.log.Warn("kb: ask model failed; extractive answer", "err", err)
 				raw = ""
@@ -94,25 +121,40 @@ func (s *Service) Ask(ctx context.Context, p SearchParams) (*Answer, error) {
 			}
 		}
 		if raw == "" {
-			raw = llm.Extractive{}.Answer(p.Query, frags)
+			raw = llm.Extractive{Headings: heads}.Answer(p.Query, frags)
 			ans.Model = "extractive"
 		}
 		raw = engine.NormalizeCitations(raw, len(hits))
-		clean, cited := llm.CheckCitations(raw, len(hits))
-		ans.Answer = clean
+		text, cited := llm.CheckCitations(raw, len(hits))
+		ans.Answer = text
 		for _, n := range cited {
 			ans.Citations = append(ans.Citations, citationOf(n, hits[n-1]))
 		}
 		ans.Cited = len(cited) > 0
 	}
-	results, _ := json.Marshal(summarize(hits))
-	cits, _ := json.Marshal(ans.Citations)
-	q := &store.KnowledgeQuery{ID: ans.QueryID, UserID: p.UserID, ProjectID: p.ProjectID, Mode: store.QueryAsk, QueryText: p.Query,
-		TopK: p.TopK, LatencyMS: ms(time.Since(start)), Results: results, AnswerText: ans.Answer, Citations: cits, Cited: ans.Cited}
-	if err := s.st.LogQuery(ctx, q); err != nil {
-		return nil, fmt.Errorf("kb: log ask: %w", err)
-	}
 	return ans, nil
+}
+
+// holdingKind keeps the hits that hold the kind of answer the question asks for when that kind is
+// a number (an amount, a duration, a size, a count): a passage about the right thing without any
+// such number cannot answer "how much" or "how long". Other questions keep every hit.
+func holdingKind(question string, hits []Hit) []Hit {
+	k := llm.KindOf(question)
+	switch k {
+	case llm.KindAmount, llm.KindDuration, llm.KindSize, llm.KindCount:
+	default:
+		return hits
+	}
+	if k == llm.KindAmount || k == llm.KindCount {
+		k = llm.KindNumber // "how much weight" is 0.35, not a price: any number will do
+	}
+	out := hits[:0:0]
+	for _, h := range hits {
+		if llm.Holds(clean.Text(h.ChunkText), k) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // Context is the chatflow tool's view of a search: the numbered fragments as one text, and their
@@ -220,10 +262,12 @@ type EvalScenario struct {
 	Description string `json:"description"`
 }
 
-// EvalSet is the 40-question set over testdata/kb-demo.
+// EvalSet is the 40-question set over testdata/kb-demo, and questions outside its domain that
+// an ask must answer with NoBasisAnswer.
 type EvalSet struct {
-	Scenarios []EvalScenario `json:"scenarios"`
-	Items     []EvalItem     `json:"items"`
+	Scenarios   []EvalScenario `json:"scenarios"`
+	Items       []EvalItem     `json:"items"`
+	OutOfDomain []EvalItem     `json:"out_of_domain"`
 }
 
 // LoadEvalSet returns the embedded eval set.
@@ -242,6 +286,7 @@ type EvalParams struct {
 	TopK       int
 	Scenario   string
 	SourceName string
+	Answers    bool // also answer every question (as Ask, without the log) and score the answers
 }
 
 // EvalItemResult is one question's outcome.
@@ -251,7 +296,30 @@ type EvalItemResult struct {
 	Hit       bool    `json:"hit"`
 	Rank      int     `json:"rank"` // 1-based position of the first hit holding the answer, 0 when none
 	LatencyMS float64 `json:"latency_ms"`
+	// With EvalParams.Answers: whether the answer holds the expected answer, and the answer.
+	AnswerCorrect *bool  `json:"answer_correct,omitempty"`
+	Answer        string `json:"answer,omitempty"`
 }
+
+// AnswerScore sums the answers of an eval run: Correct of Total hold the expected answer (the
+// target is AnswerTarget of the 40).
+type AnswerScore struct {
+	Correct int     `json:"correct"`
+	Total   int     `json:"total"`
+	Rate    float64 `json:"rate"`
+	Target  int     `json:"target"`
+}
+
+// OutOfDomainScore sums the out-of-domain questions: NotFound of Total answered NoBasisAnswer
+// without citations; Misses are the ids of the others.
+type OutOfDomainScore struct {
+	NotFound int      `json:"not_found"`
+	Total    int      `json:"total"`
+	Misses   []string `json:"misses"`
+}
+
+// AnswerTarget is how many of the 40 eval answers must hold the expected answer.
+const AnswerTarget = 36
 
 // ScenarioResult sums one scenario.
 type ScenarioResult struct {
@@ -270,6 +338,9 @@ type EvalResult struct {
 	TopK       int                       `json:"top_k"`
 	ByScenario map[string]ScenarioResult `json:"by_scenario"`
 	Items      []EvalItemResult          `json:"items"`
+	// With EvalParams.Answers.
+	Answers     *AnswerScore      `json:"answers,omitempty"`
+	OutOfDomain *OutOfDomainScore `json:"out_of_domain,omitempty"`
 }
 
 // EvalNormalize is the comparison form of DECISIONS.md: NFKC, case folding, no whitespace.
@@ -327,6 +398,21 @@ func (s *Service) RunEval(ctx context.Context, p EvalParams) (*EvalResult, error
 			}
 		}
 		lat = append(lat, r.LatencyMS)
+		if p.Answers {
+			a, err := s.answer(ctx, SearchParams{UserID: p.UserID, Admin: p.Admin, Query: it.Question, TopK: p.TopK, SourceNames: names})
+			if err != nil {
+				return nil, err
+			}
+			ok := strings.Contains(EvalNormalize(a.Answer), want)
+			r.AnswerCorrect, r.Answer = &ok, a.Answer
+			if res.Answers == nil {
+				res.Answers = &AnswerScore{Target: AnswerTarget}
+			}
+			res.Answers.Total++
+			if ok {
+				res.Answers.Correct++
+			}
+		}
 		res.Items = append(res.Items, r)
 		sc := res.ByScenario[it.Scenario]
 		sc.Total++
@@ -347,6 +433,28 @@ func (s *Service) RunEval(ctx context.Context, p EvalParams) (*EvalResult, error
 		res.MRR = math.Round(10000*res.MRR/float64(res.Total)) / 10000
 	}
 	res.P95MS = pct(lat, 95)
+	if p.Answers {
+		if res.Answers == nil {
+			res.Answers = &AnswerScore{Target: AnswerTarget}
+		}
+		if res.Answers.Total > 0 {
+			res.Answers.Rate = math.Round(10000*float64(res.Answers.Correct)/float64(res.Answers.Total)) / 10000
+		}
+		ood := &OutOfDomainScore{Misses: []string{}}
+		for _, it := range es.OutOfDomain {
+			a, err := s.answer(ctx, SearchParams{UserID: p.UserID, Admin: p.Admin, Query: it.Question, TopK: p.TopK, SourceNames: names})
+			if err != nil {
+				return nil, err
+			}
+			ood.Total++
+			if a.Answer == NoBasisAnswer && len(a.Citations) == 0 {
+				ood.NotFound++
+			} else {
+				ood.Misses = append(ood.Misses, it.ID)
+			}
+		}
+		res.OutOfDomain = ood
+	}
 	return res, nil
 }
 

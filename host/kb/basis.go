@@ -1,0 +1,187 @@
+package kb
+
+import (
+	"context"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/reelforge/reelforge/host/kb/clean"
+	"github.com/reelforge/reelforge/host/kb/segment"
+)
+
+// MinCoverage is how much of a question a passage must hold to ground an answer: the share of
+// the question's informative terms (segment.Informative) the knowledge base knows, each weighted by
+// its rarity in the index. English words match in any of their simple forms (costs, cost).
+const MinCoverage = 0.34
+
+// FactSource is the source name of the user's stored facts when they ground an answer.
+const FactSource = "facts"
+
+// basis returns the hits (and the caller's stored facts, as hits of FactSource) that ground an
+// answer to question, best coverage first (search order among equals); empty when nothing does.
+//
+// A passage grounds an answer when it holds at least MinCoverage of the question's known terms,
+// two of them at least (or all, when the question has one), and more of them than the question has
+// terms the knowledge base has never seen. Sharing a stop
+// word, a question word or one common term is never enough, and a question mostly about things the
+// base never mentions ("the capital of France" in a cooking base) is out of its domain, answered
+// with NoBasisAnswer. A Chinese bigram the index does not hold but one of its overlapping
+// neighbours does is not counted as unseen: it is most likely two characters across a word
+// boundary (音账 in 抖音账号), not a word.
+func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit) ([]Hit, error) {
+	terms := segment.Informative(question)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	bigrams := cjkBigrams(question)
+	lookup := append([]string{}, bigrams...)
+	forms := map[string][]string{}
+	for _, t := range terms {
+		forms[t] = wordForms(t)
+		lookup = append(lookup, forms[t]...)
+	}
+	docs, df, err := s.st.TermStats(ctx, lookup)
+	if err != nil {
+		return nil, err
+	}
+	artifact := map[string]bool{}
+	for i, b := range bigrams {
+		if df[b] == 0 && ((i > 0 && overlaps(bigrams[i-1], b) && df[bigrams[i-1]] > 0) ||
+			(i+1 < len(bigrams) && overlaps(b, bigrams[i+1]) && df[bigrams[i+1]] > 0)) {
+			artifact[b] = true
+		}
+	}
+	// The user's facts are part of what the knowledge base knows.
+	facts, err := s.st.ListFacts(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	inFacts := map[string]int{}
+	for _, f := range facts {
+		seen := map[string]bool{}
+		for _, t := range segment.Terms(f.Key + "\n" + f.Value) {
+			if st := stem(t); !seen[st] {
+				seen[st] = true
+				inFacts[st]++
+			}
+		}
+	}
+	weight := map[string]float64{} // known terms, by their stem
+	total, unseen := 0.0, 0
+	for _, t := range terms {
+		n := inFacts[stem(t)]
+		for _, f := range forms[t] {
+			n = max(n, df[f])
+		}
+		switch {
+		case n > 0:
+			w := math.Log(1 + float64(docs+1)/(float64(n)+0.5))
+			weight[stem(t)] = w
+			total += w
+		case !artifact[t]:
+			unseen++
+		}
+	}
+	if total == 0 {
+		return nil, nil
+	}
+	grounds := func(text string) (float64, bool) {
+		has := map[string]bool{}
+		for _, t := range segment.Terms(text) {
+			has[stem(t)] = true
+		}
+		c, matched := 0.0, 0
+		for t, w := range weight {
+			if has[t] {
+				c += w
+				matched++
+			}
+		}
+		c /= total
+		return c, c >= MinCoverage && matched > unseen && (matched >= 2 || matched == len(weight))
+	}
+	type scored struct {
+		h   Hit
+		cov float64
+	}
+	var keep []scored
+	for _, h := range hits {
+		if c, ok := grounds(h.Heading + "\n" + h.ChunkText); ok {
+			keep = append(keep, scored{h, c})
+		}
+	}
+	for _, f := range facts {
+		if c, ok := grounds(f.Key + "\n" + f.Value); ok {
+			keep = append(keep, scored{Hit{ChunkID: "fact:" + f.ID, ChunkText: f.Value, Heading: f.Key, SourceName: FactSource,
+				DocumentTitle: f.Key, Scores: Scores{Total: c}}, c})
+		}
+	}
+	sort.SliceStable(keep, func(i, j int) bool { return keep[i].cov > keep[j].cov })
+	out := make([]Hit, 0, len(keep))
+	for _, k := range keep {
+		out = append(out, k.h)
+	}
+	return out, nil
+}
+
+// stem is a word's crude English stem (costs, costing and costed are cost); other terms are
+// themselves. It only decides whether a question's word and a passage's word are the same word.
+func stem(w string) string {
+	if segment.IsCJK(w) || len(w) <= 4 {
+		return strings.TrimSuffix(w, "s")
+	}
+	for _, suf := range []string{"ies", "ing", "ed", "es", "er", "ly", "s"} {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 3 {
+			base := strings.TrimSuffix(w, suf)
+			if suf == "ies" {
+				base += "y"
+			}
+			if n := len(base); n >= 2 && base[n-1] == base[n-2] && suf != "es" && base[n-1] != 'l' && base[n-1] != 's' {
+				base = base[:n-1] // running, stopped
+			}
+			return base
+		}
+	}
+	return w
+}
+
+// wordForms are the index terms that count as the word w: w, its stem and the stem's common
+// endings (for English words); a Chinese term is only itself.
+func wordForms(w string) []string {
+	if segment.IsCJK(w) {
+		return []string{w}
+	}
+	st := stem(w)
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range []string{w, st, st + "s", st + "es", st + "ed", st + "ing", st + "e", st + "er", st + "ers", st + "y", st + "ies", st + "ly"} {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// cjkBigrams are the Chinese (Han, Kana, Thai) bigrams of text in order, function characters
+// included.
+func cjkBigrams(text string) []string {
+	var out []string
+	for _, t := range segment.Tokens(text) {
+		if t.CJK && !t.Uni && len([]rune(t.Text)) == 2 {
+			out = append(out, t.Text)
+		}
+	}
+	return out
+}
+
+// overlaps reports whether bigram b follows bigram a in one run of text (a's second character is
+// b's first).
+func overlaps(a, b string) bool {
+	ra, rb := []rune(a), []rune(b)
+	return ra[1] == rb[0]
+}
+
+// answerText is a hit's text as an answer quotes it: plain sentences under its heading.
+func answerText(h Hit) string { return withHeading(clean.Text(h.ChunkText), h.Heading) }
