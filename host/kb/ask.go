@@ -96,7 +96,9 @@ func (s *Service) answer(ctx context.Context, p SearchParams) (*Answer, error) {
 	if hits, err = s.basis(ctx, p.UserID, p.Query, hits); err != nil {
 		return nil, err
 	}
-	hits = holdingKind(p.Query, hits)
+	if hits = holdingKind(p.Query, hits); hits == nil {
+		hits = []Hit{}
+	}
 	ans := &Answer{QueryID: uuid.NewString(), Hits: hits, Citations: []Citation{}}
 	if len(hits) == 0 {
 		ans.Answer = NoBasisAnswer

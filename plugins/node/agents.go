@@ -233,19 +233,44 @@ func scriptInputs(sc *stepCtx) map[string]any {
 			in["script"] = s
 		}
 	}
-	var notes []any
+	if notes, cites := knowledgeOf(sc, 3); len(notes) > 0 {
+		in["knowledge"], in["citations"] = notes, cites
+	}
+	return in
+}
+
+// knowledgeOf returns up to n knowledge-base passages of the nearest lookup, each cut to whole
+// sentences, and their citations ({number, source, document}, numbered as [#n]).
+func knowledgeOf(sc *stepCtx, n int) (notes, cites []any) {
 	for _, h := range sc.hits() {
-		if t := asString(h["text"]); t != "" {
-			notes = append(notes, clip(t, 400))
+		if t := wholeSentences(asString(h["text"]), 400); t != "" {
+			notes = append(notes, t)
+			cites = append(cites, map[string]any{"number": len(notes), "chunk_id": h["chunk_id"], "source": h["source"], "document": h["document"]})
 		}
-		if len(notes) == 3 {
+		if len(notes) == n {
 			break
 		}
 	}
-	if len(notes) > 0 {
-		in["knowledge"] = notes
+	return notes, cites
+}
+
+// wholeSentences is the leading sentences of text that fit in n runes (at least the first one,
+// clipped only if it alone is longer), so a number or a sentence is never cut in the middle.
+func wholeSentences(text string, n int) string {
+	var b strings.Builder
+	for i, s := range splitSentences(text) {
+		if i > 0 && b.Len() > 0 && len([]rune(b.String()))+1+len([]rune(s)) > n {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(s)
+		if i == 0 && len([]rune(s)) > n {
+			return clip(s, n)
+		}
 	}
-	return in
+	return b.String()
 }
 
 func formatOf(sc *stepCtx) string {
@@ -261,11 +286,14 @@ func writeScript(ctx context.Context, sc *stepCtx, in map[string]any) (*result, 
 		return &result{outputs: map[string]any{"script": s, "title": b.title(), "format": b.format, "source": "input",
 			"note": "the creator's script, used as is"}}, nil
 	}
-	g, why := generateText(ctx, sc, scriptSystem, b.modelPrompt(), 900)
+	g, why := generateText(ctx, sc, scriptSystem, b.modelPrompt()+knowledgePrompt(in), 900)
 	if g != nil {
 		out := map[string]any{"script": strings.TrimSpace(g.Text), "title": b.title(), "format": b.format}
 		if b.format == "music" {
 			out["prompt"] = b.musicPrompt()
+		}
+		if c, ok := in["citations"]; ok {
+			out["citations"] = c
 		}
 		return modelResult(out, g), nil
 	}
@@ -303,6 +331,9 @@ func rewriteInputs(sc *stepCtx) map[string]any {
 	if n := sc.latestString("notes", "feedback", "comment"); n != "" {
 		in["notes"] = n
 	}
+	if notes, cites := knowledgeOf(sc, 3); len(notes) > 0 {
+		in["knowledge"], in["citations"] = notes, cites
+	}
 	return in
 }
 
@@ -336,12 +367,16 @@ func rewrite(ctx context.Context, sc *stepCtx, in map[string]any) (*result, erro
 	if notes != "" {
 		prompt += "\nApply the reviewer's notes: " + notes
 	}
+	prompt += knowledgePrompt(in)
 	prompt += "\n\nScript:\n" + script
 	g, why := generateText(ctx, sc, scriptSystem, prompt, 900)
 	if g != nil {
 		out := map[string]any{"script": strings.TrimSpace(g.Text), "style": style}
 		if notes != "" {
 			out["notes_applied"] = true
+		}
+		if c, ok := in["citations"]; ok {
+			out["citations"] = c
 		}
 		return modelResult(out, g), nil
 	}
@@ -362,6 +397,33 @@ func rewrite(ctx context.Context, sc *stepCtx, in map[string]any) (*result, erro
 		why += "; reviewer notes not applied: " + clip(notes, 300)
 	}
 	return templateResult(out, why), nil
+}
+
+// knowledgePrompt is the knowledge-base passages of a step's inputs as a prompt section, each
+// with its citation marker and source.
+func knowledgePrompt(in map[string]any) string {
+	notes, _ := in["knowledge"].([]any)
+	if len(notes) == 0 {
+		return ""
+	}
+	cites, _ := in["citations"].([]any)
+	var b strings.Builder
+	b.WriteString("\nFacts from the knowledge base (use them where they fit, keep their numbers exact; " +
+		"do not read citation markers aloud or put them in the script):")
+	for i, k := range notes {
+		src := ""
+		if i < len(cites) {
+			if c, ok := cites[i].(map[string]any); ok {
+				src = firstNonEmpty(asString(c["document"]), asString(c["source"]))
+			}
+		}
+		if src != "" {
+			fmt.Fprintf(&b, "\n%s (%s) %s", engine.CiteMarker(i+1), src, asString(k))
+		} else {
+			fmt.Fprintf(&b, "\n%s %s", engine.CiteMarker(i+1), asString(k))
+		}
+	}
+	return b.String()
 }
 
 // ---------------------------------------------------------------- kb_lookup

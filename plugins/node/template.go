@@ -81,13 +81,21 @@ func (b brief) modelPrompt() string {
 	case "live":
 		p.WriteString("Write a live-stream rundown: opening, three segments with talking points, and a closing call to action.")
 	case "drama":
-		p.WriteString("Write a short drama episode: a hook scene, three scenes with dialogue, and a cliffhanger.")
+		fmt.Fprintf(&p, "Write a short drama episode of about %d seconds: a hook scene, three scenes with dialogue, and a cliffhanger.", b.duration)
 	case "plan":
 		fmt.Fprintf(&p, "Write a content plan of %d posts, one per line: day, angle, idea and hook.", b.days)
 	case "voiceover":
 		fmt.Fprintf(&p, "Write a voiceover script of about %d seconds.", b.duration)
 	default:
 		fmt.Fprintf(&p, "Write a short-video script of about %d seconds.", b.duration)
+	}
+	switch b.format {
+	case "voiceover", "video", "drama", "live":
+		if b.zh() {
+			fmt.Fprintf(&p, " It is read aloud: about %d Chinese characters (%d per second).", b.target(), hanPerSecond)
+		} else {
+			fmt.Fprintf(&p, " It is read aloud: about %d words (%.1f per second).", b.target(), wordsPerSecond)
+		}
 	}
 	fmt.Fprintf(&p, "\nTopic: %s", b.topic)
 	if b.summary != "" {
@@ -105,14 +113,10 @@ func (b brief) modelPrompt() string {
 	if b.characters != "" {
 		fmt.Fprintf(&p, "\nCharacters: %s", b.characters)
 	}
-	if b.language != "" {
+	if b.zh() {
+		p.WriteString("\nLanguage: write in Chinese (zh)")
+	} else if b.language != "" {
 		fmt.Fprintf(&p, "\nLanguage: %s", b.language)
-	}
-	if len(b.knowledge) > 0 {
-		p.WriteString("\nFacts from the knowledge base (use them where they fit):")
-		for i, k := range b.knowledge {
-			fmt.Fprintf(&p, "\n[%d] %s", i+1, k)
-		}
 	}
 	return p.String()
 }
