@@ -40,7 +40,7 @@ func TestAskKnowsWhenItDoesNotKnow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Answer != kb.NoBasisAnswer || len(a.Citations) != 0 || a.Cited {
+			if a.Answer != kb.NoBasisAnswer || len(a.Citations) != 0 || a.Cited || a.Hits == nil {
 				t.Errorf("Ask(%q) = %q with %d citations, want the no-basis answer without citations", q, a.Answer, len(a.Citations))
 			}
 		}
