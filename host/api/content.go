@@ -23,6 +23,10 @@ func (s *Server) contentRoutes(r fiber.Router) {
 	r.Post("/inspiration/upload", s.uploadInspiration)
 	r.Post("/inspiration/parse-link", s.parseLink)
 	r.Post("/inspiration/:id/convert-to-task", s.convertToTask)
+	r.Get("/capture-tasks", s.listCaptureTasks)
+	r.Get("/capture-tasks/:id", s.getCaptureTask)
+	r.Post("/capture-tasks/:id/complete", s.finishCaptureTask(store.CaptureCompleted))
+	r.Post("/capture-tasks/:id/cancel", s.finishCaptureTask(store.CaptureCancelled))
 
 	r.Get("/corpus", s.listCorpus)
 	r.Get("/corpus/:id", s.getCorpus)
@@ -143,6 +147,39 @@ func (s *Server) convertToTask(c *fiber.Ctx) error {
 		return err
 	}
 	return ok(c, fiber.StatusCreated, fiber.Map{"task_id": task.ID, "task": task})
+}
+
+// listCaptureTasks serves GET /api/capture-tasks?status=&project_id=&page=&limit=: the caller's.
+func (s *Server) listCaptureTasks(c *fiber.Ctx) error {
+	page, limit, offset, err := paging(c)
+	if err != nil {
+		return err
+	}
+	items, total, err := s.Content.CaptureTasks(s.ctx(c), store.ListCaptureTasksParams{UserID: principal(c).UserID,
+		Status: c.Query("status"), ProjectID: c.Query("project_id"), Limit: limit, Offset: offset})
+	if err != nil {
+		return err
+	}
+	return listing(c, items, total, page, limit)
+}
+
+func (s *Server) getCaptureTask(c *fiber.Ctx) error {
+	t, err := s.Content.CaptureTask(s.ctx(c), principal(c).UserID, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"task": t})
+}
+
+// finishCaptureTask serves POST /api/capture-tasks/:id/complete and /cancel.
+func (s *Server) finishCaptureTask(status string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		t, err := s.Content.FinishCaptureTask(s.ctx(c), principal(c).UserID, c.Params("id"), status)
+		if err != nil {
+			return err
+		}
+		return ok(c, fiber.StatusOK, fiber.Map{"task": t})
+	}
 }
 
 // upload reads the multipart file of field (and tags, project_id) into an UploadInput.

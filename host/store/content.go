@@ -75,6 +75,19 @@ type CaptureTask struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
 
+// Capture task states: pending on creation, then completed (the shoot is done) or cancelled.
+const (
+	CapturePending   = "pending"
+	CaptureCompleted = "completed"
+	CaptureCancelled = "cancelled"
+)
+
+// ListCaptureTasksParams page one user's capture tasks; Status and ProjectID filter when set.
+type ListCaptureTasksParams struct {
+	UserID, Status, ProjectID string
+	Limit, Offset             int
+}
+
 // Asset file types.
 const (
 	AssetImage = "image"
@@ -130,6 +143,11 @@ type Content interface {
 
 	CreateCaptureTask(ctx context.Context, t *CaptureTask) error
 	GetCaptureTask(ctx context.Context, id string) (*CaptureTask, error)
+	// ListCaptureTasks pages a user's capture tasks, newest first, with the total.
+	ListCaptureTasks(ctx context.Context, p ListCaptureTasksParams) ([]CaptureTask, int, error)
+	// SetCaptureTaskStatus moves userID's capture task from one of from to status and returns it;
+	// ErrNotFound when it is not theirs, ErrStale when it is in another state.
+	SetCaptureTaskStatus(ctx context.Context, id, userID string, from []string, status string) (*CaptureTask, error)
 
 	CreateAsset(ctx context.Context, a *Asset) error
 	// GetAsset returns the asset even when soft-deleted.

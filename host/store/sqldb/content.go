@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -215,17 +216,66 @@ func (db *DB) CreateCaptureTask(ctx context.Context, t *store.CaptureTask) error
 	return err
 }
 
-// GetCaptureTask implements store.Content.
-func (db *DB) GetCaptureTask(ctx context.Context, id string) (*store.CaptureTask, error) {
+func scanCaptureTask(r Row) (*store.CaptureTask, error) {
 	var t store.CaptureTask
 	var ref json.RawMessage
-	err := db.QueryRow(ctx, `SELECT `+captureCols+` FROM capture_tasks WHERE id = $1`, id).Scan(&t.ID, &t.UserID, &t.ProjectID,
-		&t.Title, &t.Description, &t.TaskType, &t.Status, JSON(&ref), Time(&t.CreatedAt), Time(&t.UpdatedAt))
-	if err != nil {
+	if err := r.Scan(&t.ID, &t.UserID, &t.ProjectID, &t.Title, &t.Description, &t.TaskType, &t.Status, JSON(&ref),
+		Time(&t.CreatedAt), Time(&t.UpdatedAt)); err != nil {
 		return nil, err
 	}
 	t.ReferenceContent = ref
 	return &t, nil
+}
+
+// GetCaptureTask implements store.Content.
+func (db *DB) GetCaptureTask(ctx context.Context, id string) (*store.CaptureTask, error) {
+	return scanCaptureTask(db.QueryRow(ctx, `SELECT `+captureCols+` FROM capture_tasks WHERE id = $1`, id))
+}
+
+// ListCaptureTasks implements store.Content.
+func (db *DB) ListCaptureTasks(ctx context.Context, p store.ListCaptureTasksParams) ([]store.CaptureTask, int, error) {
+	var a Args
+	where := []string{"user_id = " + a.Add(p.UserID)}
+	if p.Status != "" {
+		where = append(where, "status = "+a.Add(p.Status))
+	}
+	if p.ProjectID != "" {
+		where = append(where, "project_id = "+a.Add(p.ProjectID))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM capture_tasks WHERE `+cond, a.List...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := db.Query(ctx, `SELECT `+captureCols+` FROM capture_tasks WHERE `+cond+`
+		ORDER BY created_at DESC, id DESC LIMIT `+a.Add(p.Limit)+` OFFSET `+a.Add(p.Offset), a.List...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []store.CaptureTask{}
+	for rows.Next() {
+		t, err := scanCaptureTask(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *t)
+	}
+	return out, total, rows.Err()
+}
+
+// SetCaptureTaskStatus implements store.Content: one guarded update.
+func (db *DB) SetCaptureTaskStatus(ctx context.Context, id, userID string, from []string, status string) (*store.CaptureTask, error) {
+	var a Args
+	q := `UPDATE capture_tasks SET status = ` + a.Add(status) + `, updated_at = ` + a.Add(db.T(db.Now())) +
+		` WHERE id = ` + a.Add(id) + ` AND user_id = ` + a.Add(userID) + ` AND ` + a.In("status", from) + ` RETURNING ` + captureCols
+	t, err := scanCaptureTask(db.QueryRow(ctx, q, a.List...))
+	if errors.Is(err, store.ErrNotFound) {
+		if cur, gerr := db.GetCaptureTask(ctx, id); gerr == nil && cur.UserID == userID {
+			return nil, store.ErrStale
+		}
+	}
+	return t, err
 }
 
 const assetCols = `id, user_id, project_id, file_path, file_type, mime_type, file_size, file_url, original_name, metadata,
