@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -105,6 +106,31 @@ func TestGreeterEngine(t *testing.T) {
 	run = h.runGreeting(t, token, "Cy")
 	if run.status["engine"] != "greeter" || run.outputs["greeting"] != "hello Cy" {
 		t.Errorf("run after the restart: engine %v, outputs %v, want greeter and \"hello Cy\"", run.status["engine"], run.outputs)
+	}
+}
+
+// TestReadmeIsTheExample: every file sdk/README.md shows (a line "`path`:" before its code block)
+// is the example's file of that path, byte for byte.
+func TestReadmeIsTheExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "sdk", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?ms)^`([^`\n]+)`:\n\n```[a-z]*\n(.*?\n)```").FindAllSubmatch(readme, -1)
+	if len(blocks) < 5 {
+		t.Fatalf("sdk/README.md shows %d files, want the example's five", len(blocks))
+	}
+	for _, b := range blocks {
+		path := string(b[1])
+		want, err := os.ReadFile(filepath.Join("greeter-engine", path))
+		if err != nil {
+			t.Errorf("sdk/README.md shows %s, which the example does not have: %v", path, err)
+			continue
+		}
+		if string(b[2]) != string(want) {
+			t.Errorf("sdk/README.md's %s differs from examples/greeter-engine/%s", path, path)
+		}
 	}
 }
 
