@@ -117,7 +117,7 @@ type Service struct {
 	// the same progress reported twice (a step's start and end, the engine's 100 and the run's
 	// completion) makes one frame.
 	progressSent map[string]string
-	wake    chan struct{}
+	wake         chan struct{}
 
 	exec  *lifecycle
 	sweep *lifecycle
