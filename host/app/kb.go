@@ -49,9 +49,10 @@ func (k kbSearch) Search(ctx context.Context, req *engine.SearchRequest) ([]engi
 	return out, nil
 }
 
-// SearchKB implements content.Searcher.
+// SearchKB implements content.Searcher: the passages that ground a chat answer
+// (kb.Service.SearchForAnswer).
 func (k kbSearch) SearchKB(ctx context.Context, userID, role, projectID, query string, topK int) ([]content.KBHit, error) {
-	hits, err := k.kb.SearchFor(ctx, userID, role, projectID, query, topK)
+	hits, err := k.kb.SearchForAnswer(ctx, userID, role, projectID, query, topK)
 	if err != nil {
 		return nil, err
 	}

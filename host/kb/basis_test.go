@@ -43,6 +43,9 @@ func TestAskKnowsWhenItDoesNotKnow(t *testing.T) {
 			if a.Answer != kb.NoBasisAnswer || len(a.Citations) != 0 || a.Cited || a.Hits == nil {
 				t.Errorf("Ask(%q) = %q with %d citations, want the no-basis answer without citations", q, a.Answer, len(a.Citations))
 			}
+			if hits, err := s.SearchForAnswer(ctx, user, "", "", q, 5); err != nil || len(hits) != 0 {
+				t.Errorf("SearchForAnswer(%q) = %d hits, %v; want none (a chat has no basis either)", q, len(hits), err)
+			}
 		}
 		for q, want := range map[string]string{
 			"How much does OatBloom pay?":           "300 dollars a video",
@@ -56,6 +59,9 @@ func TestAskKnowsWhenItDoesNotKnow(t *testing.T) {
 			a, err := s.Ask(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if hits, err := s.SearchForAnswer(ctx, user, "", "", q, 5); err != nil || len(hits) == 0 {
+				t.Errorf("SearchForAnswer(%q) = %d hits, %v; want the grounding passage", q, len(hits), err)
 			}
 			first, _, _ := strings.Cut(a.Answer, "[#")
 			if !strings.Contains(first, want) || len(a.Citations) == 0 {

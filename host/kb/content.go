@@ -43,3 +43,17 @@ func (s *Service) SearchForContent(ctx context.Context, userID, role, projectID,
 	}
 	return out, nil
 }
+
+// SearchForAnswer is the knowledge search of a chat answer: the hits (and stored facts) that
+// ground an answer to question, by the rule of Ask (basis), so a chat without a citable basis
+// says so instead of quoting a passage that only shares words with the question.
+func (s *Service) SearchForAnswer(ctx context.Context, userID, role, projectID, question string, topK int) ([]Hit, error) {
+	hits, err := s.SearchFor(ctx, userID, role, projectID, question, topK)
+	if err != nil {
+		return nil, err
+	}
+	if hits, err = s.basis(ctx, userID, question, hits); err != nil {
+		return nil, err
+	}
+	return holdingKind(question, hits), nil
+}

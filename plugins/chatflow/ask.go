@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/internal/sentence"
+	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
