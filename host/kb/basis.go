@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/reelforge/reelforge/host/kb/clean"
 	"github.com/reelforge/reelforge/host/kb/segment"
@@ -23,7 +25,7 @@ const FactSource = "facts"
 //
 // A passage grounds an answer when it holds at least MinCoverage of the question's known terms,
 // two of them at least (or all, when the question has one), and more of them than the question has
-// terms the knowledge base has never seen. Sharing a stop
+// terms the knowledge base has never seen (a name it never saw counts twice). Sharing a stop
 // word, a question word or one common term is never enough, and a question mostly about things the
 // base never mentions ("the capital of France" in a cooking base) is out of its domain, answered
 // with NoBasisAnswer. A Chinese bigram the index does not hold but one of its overlapping
@@ -67,6 +69,7 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 			}
 		}
 	}
+	names := capitalised(question)
 	weight := map[string]float64{} // known terms, by their stem
 	total, unseen := 0.0, 0
 	for _, t := range terms {
@@ -79,6 +82,8 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 			w := math.Log(1 + float64(docs+1)/(float64(n)+0.5))
 			weight[stem(t)] = w
 			total += w
+		case names[t]:
+			unseen += 2 // a name the base never mentions: the question is about something else
 		case !artifact[t]:
 			unseen++
 		}
@@ -123,6 +128,20 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 		out = append(out, k.h)
 	}
 	return out, nil
+}
+
+// capitalised returns the (normalised) words of question written with a capital letter other than
+// its first word: names (Instagram, Tokyo).
+func capitalised(question string) map[string]bool {
+	out := map[string]bool{}
+	for i, w := range strings.FieldsFunc(question, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' }) {
+		if r, _ := utf8.DecodeRuneInString(w); i > 0 && unicode.IsUpper(r) {
+			for _, t := range segment.Terms(w) {
+				out[t] = true
+			}
+		}
+	}
+	return out
 }
 
 // stem is a word's crude English stem (costs, costing and costed are cost); other terms are

@@ -187,7 +187,8 @@ func (e Extractive) Answer(query string, fragments []string) string {
 	sort.SliceStable(sents, func(a, b int) bool { return sents[a].score > sents[b].score })
 	var out []string
 	for _, s := range sents {
-		if len(out) == maxS || (len(out) > 0 && s.score <= 0) {
+		// Further sentences only when they are a third as relevant as the best at least: no tangents.
+		if len(out) == maxS || (len(out) > 0 && (s.score <= 0 || s.score < sents[0].score/3)) {
 			break
 		}
 		out = append(out, s.text+" "+engine.CiteMarker(s.frag+1))
