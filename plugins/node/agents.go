@@ -626,9 +626,15 @@ func assemble(ctx context.Context, sc *stepCtx, in map[string]any) (*result, err
 	if t := sc.latestString("title"); t != "" {
 		out["title"] = t
 	}
-	for _, k := range []string{"plan", "prompt", "answer", "citations", "hashtags"} {
+	for _, k := range []string{"plan", "prompt", "answer", "citations", "hashtags", "notes_applied"} {
 		if v := sc.latest(k); v != nil {
 			out[k] = v
+		}
+	}
+	// Where the text came from (model, template, input) and why, as its last writer said.
+	for _, k := range []string{"source", "note"} {
+		if s := sc.latestString(k); s != "" {
+			out[k] = s
 		}
 	}
 	assets := map[string]any{}

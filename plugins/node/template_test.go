@@ -181,3 +181,15 @@ func TestModelFailureFallsBackWithReason(t *testing.T) {
 		})
 	}
 }
+
+func TestRunOutputsSayTemplate(t *testing.T) {
+	t.Parallel()
+	h := &fakeHost{}
+	req := request(step("write", "script_writer", `{"format":"voiceover"}`), step("polish", "rewriter", "", "write"),
+		step("assemble", "assemble", "", "polish"))
+	res := run(t, newEngine(), h, req)
+	note, _ := res.Outputs["note"].(string)
+	if res.Outputs["source"] != "template" || !strings.Contains(note, node.NoModel) {
+		t.Errorf("run outputs source %v note %q, want template and %q", res.Outputs["source"], note, node.NoModel)
+	}
+}
