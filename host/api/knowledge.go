@@ -25,6 +25,7 @@ func (s *Server) knowledgeRoutes(r fiber.Router) {
 	g.Get("/sources/:id/documents", s.kbSourceDocuments)
 	g.Get("/documents", s.kbDocuments)
 	g.Get("/documents/:id", s.kbDocument)
+	g.Delete("/documents/:id", s.kbDeleteDocument)
 	g.Post("/search", s.kbSearch)
 	g.Get("/search", s.kbSearchGet)
 	g.Post("/ask", s.kbAsk)
@@ -35,6 +36,7 @@ func (s *Server) knowledgeRoutes(r fiber.Router) {
 	g.Post("/eval/run-search", s.kbEvalRun)
 	g.Post("/facts", s.kbPutFact)
 	g.Get("/facts", s.kbFacts)
+	g.Delete("/facts/:id", s.kbDeleteFact)
 	g.Post("/reindex", s.kbReindex)
 }
 
@@ -561,6 +563,25 @@ func (s *Server) kbFacts(c *fiber.Ctx) error {
 		return err
 	}
 	return ok(c, fiber.StatusOK, fiber.Map{"facts": fs})
+}
+
+// kbDeleteDocument serves DELETE /api/knowledge/documents/:id (a document of the caller's
+// sources; an admin: any).
+func (s *Server) kbDeleteDocument(c *fiber.Ctx) error {
+	p := principal(c)
+	d, err := s.KB.DeleteDocument(s.ctx(c), p.UserID, p.IsAdmin(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"deleted": d})
+}
+
+// kbDeleteFact serves DELETE /api/knowledge/facts/:id (the fact's id or key).
+func (s *Server) kbDeleteFact(c *fiber.Ctx) error {
+	if err := s.KB.DeleteFact(s.ctx(c), principal(c).UserID, c.Params("id")); err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"deleted": true})
 }
 
 func (s *Server) kbReindex(c *fiber.Ctx) error {

@@ -274,8 +274,15 @@ type Knowledge interface {
 	// QueryStats sums the queries of userID ("" for everyone) over the most recent window of each mode.
 	QueryStats(ctx context.Context, userID string, window int) (*QueryStats, error)
 
+	// DeleteDocument removes a document with its chunks, their embeddings (the vector index's
+	// rows with them) and their keyword index entries, and raises its source's version, in one
+	// transaction; it returns the ids of the chunks removed. ErrNotFound for an unknown id.
+	DeleteDocument(ctx context.Context, id string) (chunkIDs []string, err error)
+
 	// PutFact stores (replaces) a user's fact.
 	PutFact(ctx context.Context, f *Fact) error
+	// DeleteFact removes userID's fact whose id or key is idOrKey; ErrNotFound when none.
+	DeleteFact(ctx context.Context, userID, idOrKey string) error
 	// ListFacts lists a user's facts by key.
 	ListFacts(ctx context.Context, userID string) ([]Fact, error)
 }

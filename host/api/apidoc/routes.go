@@ -215,6 +215,9 @@ func Ops() []Op {
 			Query: paging, Resp: obj("documents!", arr(ref("KnowledgeDocument")), "total", integer(""))},
 		{Method: "GET", Path: "/api/knowledge/documents/:id", Tag: "Knowledge", Summary: "A document with its parse status", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("document!", ref("KnowledgeDocument")), Errors: []int{404}},
+		{Method: "DELETE", Path: "/api/knowledge/documents/:id", Tag: "Knowledge", Summary: "Delete a document with its chunks, vectors and keyword index", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("deleted!", obj("document_id!", uuid, "source_id!", uuid, "chunks_deleted!", integer(""), "source_version!", integer(""))), Errors: []int{404},
+			Desc: "A document of the caller's sources (an admin: any); anyone else's is 404. No search path finds it afterwards; the source's version is raised."},
 		{Method: "POST", Path: "/api/knowledge/search", Tag: "Knowledge", Summary: "Hybrid search", Sec: Bearer, Status: 200, Kind: Data,
 			Body: kbQuery, Resp: obj("hits!", arr(ref("Hit")), "query", str(""), "top_k", integer("")), Errors: []int{403}},
 		{Method: "GET", Path: "/api/knowledge/search", Tag: "Knowledge", Summary: "Hybrid search (whitepaper form)", Sec: Bearer, Status: 200, Kind: Data,
@@ -242,6 +245,8 @@ func Ops() []Op {
 			Body: obj("key!", str(""), "value!", str("")), Resp: obj("fact!", ref("Fact"))},
 		{Method: "GET", Path: "/api/knowledge/facts", Tag: "Knowledge", Summary: "The caller's facts", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("facts!", arr(ref("Fact")))},
+		{Method: "DELETE", Path: "/api/knowledge/facts/:id", Tag: "Knowledge", Summary: "Delete one of the caller's facts (by id or key)", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("deleted!", boolean("")), Errors: []int{404}},
 		{Method: "POST", Path: "/api/knowledge/reindex", Tag: "Knowledge", Summary: "Rebuild embeddings and keyword index of the caller's documents", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("source_id", uuid), OptionalBody: true, Resp: obj("source_id", str(""), "model", str("the embedding model"), "chunks", integer("chunks re-embedded"))},
 

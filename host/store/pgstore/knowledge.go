@@ -503,3 +503,9 @@ func weigh(all []termWeight, n float64) []termWeight {
 func newTermCounts() *sqldb.TermCounts[float64] {
 	return &sqldb.TermCounts[float64]{TTL: 30 * time.Second, Max: 100_000}
 }
+
+// DeleteDocument implements store.Knowledge; the keyword statistics' cache starts over.
+func (d *Driver) DeleteDocument(ctx context.Context, id string) ([]string, error) {
+	defer d.df.Reset()
+	return d.DB.DeleteDocument(ctx, id)
+}

@@ -699,3 +699,56 @@ func (db *DB) ListFacts(ctx context.Context, userID string) ([]store.Fact, error
 	}
 	return out, rows.Err()
 }
+
+// DeleteDocument implements store.Knowledge. The keyword index follows the chunk rows: SQLite's
+// FTS5 table by its delete trigger, PostgreSQL's tsvector is a column of the row.
+func (db *DB) DeleteDocument(ctx context.Context, id string) ([]string, error) {
+	var ids []string
+	err := db.WithTx(ctx, func(tx *DB) error {
+		var sourceID string
+		if err := tx.QueryRow(ctx, `SELECT source_id FROM knowledge_documents WHERE id = $1`, id).Scan(&sourceID); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT id FROM knowledge_chunks WHERE document_id = $1`, id)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM knowledge_embeddings WHERE chunk_id IN (
+			SELECT id FROM knowledge_chunks WHERE document_id = $1)`, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM knowledge_documents WHERE id = $1`, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE knowledge_sources SET version = version + 1, updated_at = $2 WHERE id = $1`, sourceID, tx.T(tx.Now()))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// DeleteFact implements store.Knowledge.
+func (db *DB) DeleteFact(ctx context.Context, userID, idOrKey string) error {
+	n, err := db.Exec(ctx, `DELETE FROM facts WHERE user_id = $1 AND (id = $2 OR key = $2)`, userID, idOrKey)
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}

@@ -211,3 +211,9 @@ func (d *Driver) keywordQuery(ctx context.Context, p store.SearchParams, q strin
 func (d *Driver) VectorSearch(context.Context, store.SearchParams) ([]store.ChunkRow, error) {
 	return nil, store.ErrNotSupported
 }
+
+// DeleteDocument implements store.Knowledge; the keyword statistics' cache starts over.
+func (d *Driver) DeleteDocument(ctx context.Context, id string) ([]string, error) {
+	defer d.df.Reset()
+	return d.DB.DeleteDocument(ctx, id)
+}

@@ -47,6 +47,7 @@ var suites = []struct {
 	{"knowledge_visibility", testKnowledgeVisibility},
 	{"knowledge_chunks", testKnowledgeChunks},
 	{"knowledge_term_stats", testKnowledgeTermStats},
+	{"knowledge_delete", testKnowledgeDelete},
 	{"knowledge_queries", testKnowledgeQueries},
 	{"outbox", testOutbox},
 	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
