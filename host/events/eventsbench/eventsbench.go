@@ -104,6 +104,8 @@ func FanOut(ctx context.Context, dir string, clients, frames int) (*FanOutResult
 	defer st.Close()
 	cfg := config.Defaults()
 	cfg.JWTSecret = uuid.NewString() + uuid.NewString()
+	// Every bench client is the one bench user: lift the per-user WebSocket cap to the client count.
+	cfg.WSConnectionsPerUser = max(cfg.WSConnectionsPerUser, clients)
 	hub := events.NewHub(events.HubOptions{QueueSize: max(256, frames)})
 	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 4), Log: slog.New(slog.DiscardHandler), Hub: hub, Notifier: hub}
 	app := s.App()
