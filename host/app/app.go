@@ -29,7 +29,9 @@ import (
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/tasks"
+	"github.com/reelforge/reelforge/internal/proc"
 	"github.com/reelforge/reelforge/plugins/chatflow"
+	"github.com/reelforge/reelforge/plugins/generators"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -59,6 +61,9 @@ type Host struct {
 	// DATA_DIR/host.lock.
 	HostID, Life string
 	unlock       func()
+	// soleOnDataDir: no other live host uses DATA_DIR, so what is recorded there of earlier
+	// lives (child processes) is this host's to end.
+	soleOnDataDir bool
 
 	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
 	Events    *events.Worker    // outbound event delivery
@@ -86,7 +91,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 		return nil, err
 	}
 	h := &Host{Config: cfg, Log: log, Store: st}
-	if h.HostID, h.unlock, err = hostIdentity(cfg, log); err != nil {
+	if h.HostID, h.unlock, h.soleOnDataDir, err = hostIdentity(cfg, log); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -239,6 +244,15 @@ func (h *Host) Run(ctx context.Context) error {
 	if err != nil {
 		h.Store.Close()
 		return fmt.Errorf("app: listen: %w", err)
+	}
+	// Tools a previous life started (renders, speech) and the kernel did not end with it: end
+	// them before anything new starts.
+	if !h.soleOnDataDir {
+		h.Log.Warn("another live host uses DATA_DIR: its child processes are not swept")
+	} else if n, err := (proc.Registry{Dir: generators.ChildrenDir(h.Config.DataDir)}).Sweep(); err != nil {
+		h.Log.Warn("sweep the previous life's child processes", "err", err)
+	} else if n > 0 {
+		h.Log.Warn("killed child processes left by this host's previous life", "processes", n)
 	}
 	if err := h.startEvents(ctx); err != nil {
 		ln.Close()

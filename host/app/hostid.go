@@ -18,10 +18,10 @@ import (
 //
 // Only one live process may use an id: a second host started on the same DATA_DIR while the first
 // lives (DATA_DIR/host.lock is held) gets an id of its own for this life, so it never takes the
-// first one's work as its own past. release gives the lock up at shutdown.
-func hostIdentity(cfg *config.Config, log *slog.Logger) (id string, release func(), err error) {
+// first one's work as its own past (sole is false then). release gives the lock up at shutdown.
+func hostIdentity(cfg *config.Config, log *slog.Logger) (id string, release func(), sole bool, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return "", nil, fmt.Errorf("app: data dir: %w", err)
+		return "", nil, false, fmt.Errorf("app: data dir: %w", err)
 	}
 	id = cfg.HostID
 	if id == "" {
@@ -31,7 +31,7 @@ func hostIdentity(cfg *config.Config, log *slog.Logger) (id string, release func
 		if rerr != nil || id == "" || strings.ContainsAny(id, "/ \t\n") {
 			id = "host-" + randomHex(6)
 			if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
-				return "", nil, fmt.Errorf("app: write host id: %w", err)
+				return "", nil, false, fmt.Errorf("app: write host id: %w", err)
 			}
 		}
 	}
@@ -42,7 +42,7 @@ func hostIdentity(cfg *config.Config, log *slog.Logger) (id string, release func
 		log.Warn("another live host uses this DATA_DIR and host id: this one takes an id of its own for this life",
 			"host_id", other, "this_host_id", id)
 	}
-	return id, release, nil
+	return id, release, ok, nil
 }
 
 func randomHex(n int) string {

@@ -30,11 +30,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/reelforge/reelforge/internal/netguard"
+	"github.com/reelforge/reelforge/internal/proc"
 	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -109,6 +111,10 @@ type Dispatcher struct {
 	sem   chan struct{}
 	pages *http.Client // the SSRF-guarded client of videoparse page fetches
 
+	// children records the tools local jobs run (DataDir/children), for the host's start-up
+	// sweep of a previous life's leftovers.
+	children proc.Registry
+
 	ctx    context.Context // parent of local jobs; cancelled by Stop
 	cancel context.CancelFunc
 
@@ -146,7 +152,8 @@ func NewDispatcher(opts Options) *Dispatcher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Dispatcher{opts: opts, sem: make(chan struct{}, opts.LocalConcurrency), ctx: ctx, cancel: cancel,
-		pages: netguard.New(opts.FetchAllow).Client(pageTimeout)}
+		children: proc.Registry{Dir: ChildrenDir(opts.DataDir)},
+		pages:    netguard.New(opts.FetchAllow).Client(pageTimeout)}
 }
 
 // Stop cancels the local jobs in progress and waits for them to return (their jobs are reported as
@@ -173,6 +180,10 @@ func (d *Dispatcher) URL(jobType string) string {
 	}
 	return ""
 }
+
+// ChildrenDir is the folder of dataDir where the tools of local jobs are recorded while they run
+// (internal/proc.Registry); the host sweeps it at start.
+func ChildrenDir(dataDir string) string { return filepath.Join(dataDir, "children") }
 
 // Local reports whether jobs of jobType are worked on here (no external generator configured):
 // they live and die with this process.

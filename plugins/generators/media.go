@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
 
+	"github.com/reelforge/reelforge/internal/proc"
 	"github.com/reelforge/reelforge/internal/sentence"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -80,7 +80,7 @@ func (d *Dispatcher) speech(ctx context.Context, lj *localJob) (map[string]any, 
 		speed = int(s)
 	}
 	run := func(voice string) error {
-		return runTool(ctx, "espeak-ng", "-v", voice, "-s", strconv.Itoa(speed), "-w", abs, "-f", tmp.Name())
+		return d.runTool(ctx, "espeak-ng", "-v", voice, "-s", strconv.Itoa(speed), "-w", abs, "-f", tmp.Name())
 	}
 	if err := run(voice); err != nil {
 		if ctx.Err() != nil || voice == "en" {
@@ -246,13 +246,13 @@ func (d *Dispatcher) video(ctx context.Context, lj *localJob) (map[string]any, e
 	args = append(args, "-filter_complex", filter, "-map", "[v]", "-map", fmt.Sprintf("%d:a", audioIn), "-t", dur)
 	enc := []string{"-c:v", "libx264", "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p",
 		"-c:a", "aac", "-b:a", "96k", "-ar", "44100", "-movflags", "+faststart", abs}
-	if err := runTool(ctx, "ffmpeg", append(args, enc...)...); err != nil {
+	if err := d.runTool(ctx, "ffmpeg", append(args, enc...)...); err != nil {
 		if ctx.Err() != nil || !strings.Contains(err.Error(), "libx264") {
 			return nil, err
 		}
 		enc[1] = "mpeg4" // an ffmpeg built without x264
 		enc = append(enc[:2], enc[6:]...)
-		if err := runTool(ctx, "ffmpeg", append(args, enc...)...); err != nil {
+		if err := d.runTool(ctx, "ffmpeg", append(args, enc...)...); err != nil {
 			return nil, err
 		}
 	}
@@ -421,12 +421,13 @@ func mediaDuration(ctx context.Context, d *Dispatcher, path string) (float64, er
 // ---------------------------------------------------------------- helpers
 
 // runTool runs a program and turns a failure into an EXTERNAL_SERVICE_ERROR (VIDEO_GEN_ERROR for
-// ffmpeg) whose internal cause carries the end of its stderr.
-func runTool(ctx context.Context, program string, args ...string) error {
-	cmd := exec.CommandContext(ctx, program, args...)
+// ffmpeg) whose internal cause carries the end of its stderr. The program dies with this process
+// and is recorded in DataDir/children while it runs (internal/proc).
+func (d *Dispatcher) runTool(ctx context.Context, program string, args ...string) error {
+	cmd := proc.Command(ctx, program, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	if err := d.children.Run(cmd); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

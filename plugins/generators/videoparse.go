@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/reelforge/reelforge/internal/netguard"
+	"github.com/reelforge/reelforge/internal/proc"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -53,7 +53,7 @@ func (d *Dispatcher) probe(ctx context.Context, path string) (map[string]any, er
 		return nil, errcode.E("generators.videoparse", errcode.ExternalService,
 			"ffprobe is not on PATH: install ffmpeg (Debian/Ubuntu: apt-get install ffmpeg)", err)
 	}
-	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-print_format", "json", "-show_format", "-show_streams", path).Output()
+	out, err := d.children.Output(proc.Command(ctx, "ffprobe", "-v", "error", "-print_format", "json", "-show_format", "-show_streams", path))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/reelforge/reelforge/internal/proc"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -289,7 +290,7 @@ func popplerText(bin string, data []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), PDFTimeout)
 	defer cancel()
 	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "-enc", "UTF-8", "-q", f.Name(), "-")
+	cmd := proc.Command(ctx, bin, "-enc", "UTF-8", "-q", f.Name(), "-") // dies with the host
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("pdftotext: %w: %s", err, strings.TrimSpace(stderr.String()))

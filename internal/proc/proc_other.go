@@ -1,0 +1,22 @@
+//go:build !linux
+
+package proc
+
+import (
+	"os"
+	"os/exec"
+)
+
+// dieWithParent does nothing where the platform has no parent-death signal: the Registry's
+// start-up sweep is then what ends leftovers.
+func dieWithParent(cmd *exec.Cmd) {}
+
+func killGroup(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
+
+func startTime(pid int) (string, bool) { return "", false }
