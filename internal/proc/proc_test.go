@@ -133,7 +133,10 @@ func TestRunRecords(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	r := Registry{Dir: dir}
-	cmd := Command(context.Background(), "sh", "-c", "ls "+dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The record is written just after the start: the child waits for it to appear.
+	cmd := Command(ctx, "sh", "-c", `while [ -z "$(ls `+dir+`)" ]; do sleep 0.01; done; ls `+dir)
 	b, err := r.Output(cmd)
 	if err != nil {
 		t.Fatal(err)
