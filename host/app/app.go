@@ -164,7 +164,7 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 				continue
 			}
 			cfgs = append(cfgs, plugins.Config{Name: e.Name, Dir: cfg.PluginDir, Binary: e.Plugin, SHA256: e.SHA256,
-				Env: []string{engine.SettingsEnvValue(EngineSettings(e, cfg))}, Host: svc, Logger: log})
+				Env: []string{engine.SettingsEnvValue(EngineSettings(e, cfg))}, Host: svc.NoRunHost(e.Name), Logger: log})
 		}
 		set, err := plugins.NewSet(cfgs...)
 		if err != nil {

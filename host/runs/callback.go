@@ -128,7 +128,11 @@ func (s *Service) engineCallback(ctx context.Context, kind string, j *store.Job,
 		eng = s.InProcess[name]
 	}
 	if eng != nil {
-		res, err := eng.Callback(ctx, s, &engine.CallbackRequest{RunID: j.RunID, Job: *toEngineJob(j), Kind: kind, Payload: raw})
+		h := &runHost{s: s, engine: name, runID: j.RunID}
+		if r, err := s.Store.GetRun(ctx, j.RunID); err == nil {
+			h = s.hostFor(name, r)
+		}
+		res, err := eng.Callback(ctx, h, &engine.CallbackRequest{RunID: j.RunID, Job: *toEngineJob(j), Kind: kind, Payload: raw})
 		if err == nil && res != nil {
 			return res
 		}

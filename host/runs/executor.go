@@ -356,7 +356,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.ExternalService), Message: "no engine can run this workflow"})
 		return
 	}
-	res, err := eng.Run(runCtx, s, req)
+	res, err := eng.Run(runCtx, s.hostFor(name, r), req)
 	if err != nil && degraded == "" && s.outage(m.Engine, err) && (name != "node" || s.Plugins != nil) &&
 		ctx.Err() == nil && runCtx.Err() == nil {
 		// The plugin died during the run, or the engine's external tool is down: finish the run on
@@ -367,7 +367,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		if req2, rerr := s.runRequest(ctx, r, wf, reason); rerr == nil {
 			_, _ = s.Store.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
 				Owner: owner, Engine: "node", Degraded: &reason})
-			res, err = s.InProcess["node"].Run(runCtx, s, req2)
+			res, err = s.InProcess["node"].Run(runCtx, s.hostFor("node", r), req2)
 		}
 	}
 	if ctx.Err() != nil {

@@ -1,7 +1,8 @@
 // Package echo is a tiny engine for tests of the plugin machinery: each step of a run echoes the
 // run's inputs as its outputs, and reports itself and the progress to the host.
 //
-// Inputs it understands, for tests: "sleep_ms" (each step waits that long, or until the run is
+// Inputs it understands, for tests: "probe" (Run makes the Host calls of a misbehaving plugin
+// and returns what the host answered each: see trespass), "sleep_ms" (each step waits that long, or until the run is
 // cancelled), "fail_code" (Run fails with that catalogue code), "generate" (each step asks the
 // host's language model once, a call back into the host), and "ping_host" (Run only asks the
 // host's language model once and returns: one round trip with one callback, for benchmarks).
@@ -58,6 +59,9 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	if c, ok := req.Inputs["fail_code"].(string); ok && c != "" {
 		return nil, errcode.E(op, errcode.Code(c), "echo was asked to fail", nil)
 	}
+	if probe, ok := req.Inputs["probe"].(map[string]any); ok {
+		return &engine.RunResult{Status: engine.StatusCompleted, Outputs: map[string]any{"probe": trespass(ctx, h, req.RunID, probe)}}, nil
+	}
 	if _, ok := req.Inputs["ping_host"]; ok {
 		g, err := h.Generate(ctx, &engine.GenerateRequest{Prompt: "ping"})
 		if err != nil {
@@ -108,6 +112,46 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 		outputs[s.ID] = req.Inputs
 	}
 	return &engine.RunResult{Status: engine.StatusCompleted, Outputs: outputs}, nil
+}
+
+// trespass makes the Host calls a misbehaving plugin would, for the host's scoping tests: each
+// names what probe gives (run: another run's id, job: a job of another run, user: another user's
+// id, project: another project's id). It returns, per call, the error code the host answered, or
+// "ok" (for search, "ok" and the hits).
+func trespass(ctx context.Context, h engine.Host, runID string, probe map[string]any) map[string]any {
+	str := func(k string) string { s, _ := probe[k].(string); return s }
+	code := func(err error) string {
+		if err != nil {
+			return string(errcode.Of(err))
+		}
+		return "ok"
+	}
+	out := map[string]any{}
+	if other := str("run"); other != "" {
+		out["report_step"] = code(h.ReportStep(ctx, other, engine.TraceStep{StepID: "trespass", Status: engine.StepCompleted}))
+		out["report_progress"] = code(h.ReportProgress(ctx, other, 50, "trespass"))
+		_, err := h.CreateJob(ctx, &engine.JobRequest{RunID: other, Type: engine.JobGraph})
+		out["create_job"] = code(err)
+	}
+	if job := str("job"); job != "" {
+		_, err := h.WaitJob(ctx, job)
+		out["wait_job"] = code(err)
+	}
+	if user := str("user"); user != "" {
+		hits, err := h.Search(ctx, &engine.SearchRequest{UserID: user, Query: "secret", TopK: 5})
+		out["search_user"] = code(err)
+		texts := []any{}
+		for _, hit := range hits {
+			texts = append(texts, hit.ChunkText)
+		}
+		out["search_hits"] = texts
+	}
+	if project := str("project"); project != "" {
+		_, err := h.Search(ctx, &engine.SearchRequest{ProjectID: project, Query: "secret", TopK: 5})
+		out["search_project"] = code(err)
+	}
+	out["own_step"] = code(h.ReportStep(ctx, runID, engine.TraceStep{StepID: "probe", StepName: "Probe", Agent: "echo", Status: engine.StepCompleted}))
+	return out
 }
 
 // Callback echoes the callback's payload as the run's outputs.

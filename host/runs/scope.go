@@ -1,0 +1,158 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// runHost is the engine.Host an engine gets for one Run or Callback call: every call it answers is
+// tied to the run the host gave that call. Steps, progress and jobs of any other run, and jobs of
+// other runs, are refused with AUTHORIZATION_ERROR (403) and logged; Search searches as the run's
+// owner whatever user id the engine sends, and only in the run's project. A plugin's Host calls
+// reach the host through the call id of the Run or Callback they serve (sdk/engine), so a plugin
+// can only ever name the runs given to it.
+type runHost struct {
+	s       *Service
+	engine  string // for the log
+	runID   string
+	userID  string // the run's owner
+	project string // the run's project ("" for none)
+}
+
+var _ engine.Host = (*runHost)(nil)
+
+// hostFor returns the Host of engine name's calls for run r.
+func (s *Service) hostFor(name string, r *store.Run) *runHost {
+	h := &runHost{s: s, engine: name, runID: r.ID, userID: r.UserID}
+	var pc engine.ProjectContext
+	if len(r.ProjectContext) > 0 && json.Unmarshal(r.ProjectContext, &pc) == nil {
+		h.project = pc.ProjectID
+	}
+	if h.project == "" {
+		h.project = r.ProjectID
+	}
+	return h
+}
+
+// refuse logs and returns the refusal of a call outside the run.
+func (h *runHost) refuse(call, what string) error {
+	h.s.Log.Warn("runs: engine call outside its run refused", "engine", h.engine, "call", call, "run_id", h.runID, "asked", what)
+	return errcode.New(errcode.Authorization, fmt.Sprintf("%s: the call serves run %s, not %s", call, h.runID, what))
+}
+
+func (h *runHost) own(call, runID string) error {
+	if runID != h.runID {
+		return h.refuse(call, "run "+runID)
+	}
+	return nil
+}
+
+// ReportStep implements engine.Host for the run only.
+func (h *runHost) ReportStep(ctx context.Context, runID string, step engine.TraceStep) error {
+	if err := h.own("ReportStep", runID); err != nil {
+		return err
+	}
+	return h.s.ReportStep(ctx, runID, step)
+}
+
+// ReportProgress implements engine.Host for the run only.
+func (h *runHost) ReportProgress(ctx context.Context, runID string, progress float64, currentStep string) error {
+	if err := h.own("ReportProgress", runID); err != nil {
+		return err
+	}
+	return h.s.ReportProgress(ctx, runID, progress, currentStep)
+}
+
+// CreateJob implements engine.Host: jobs of the run only (an empty run id means the run).
+func (h *runHost) CreateJob(ctx context.Context, req *engine.JobRequest) (*engine.Job, error) {
+	if req == nil {
+		return nil, errcode.Invalid("job", "is required")
+	}
+	if req.RunID == "" {
+		r := *req
+		r.RunID = h.runID
+		req = &r
+	}
+	if err := h.own("CreateJob", req.RunID); err != nil {
+		return nil, err
+	}
+	return h.s.CreateJob(ctx, req)
+}
+
+// WaitJob implements engine.Host: jobs of the run only.
+func (h *runHost) WaitJob(ctx context.Context, jobID string) (*engine.Job, error) {
+	j, err := h.s.Store.GetJob(ctx, jobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errcode.New(errcode.NotFound, "Job not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if j.RunID != h.runID {
+		return nil, h.refuse("WaitJob", "job "+jobID+" of another run")
+	}
+	return h.s.WaitJob(ctx, jobID)
+}
+
+// Search implements engine.Host as the run's owner, in the run's project (or none).
+func (h *runHost) Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
+	if req == nil {
+		return []engine.SearchHit{}, nil
+	}
+	if req.ProjectID != "" && req.ProjectID != h.project {
+		return nil, h.refuse("Search", "project "+req.ProjectID)
+	}
+	r := *req
+	r.UserID = h.userID // never the user the engine names
+	return h.s.Search(ctx, &r)
+}
+
+// Generate implements engine.Host.
+func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*engine.GenerateResult, error) {
+	return h.s.Generate(ctx, req)
+}
+
+// NoRunHost answers a plugin's Host calls that serve no Run or Callback call of the host (no call
+// id, or one that has ended): each is refused with AUTHORIZATION_ERROR and logged. It is the
+// fallback Host of the plugin supervisors.
+func (s *Service) NoRunHost(name string) engine.Host { return noRunHost{s: s, engine: name} }
+
+type noRunHost struct {
+	s      *Service
+	engine string
+}
+
+func (n noRunHost) refuse(call string) error {
+	n.s.Log.Warn("runs: engine call outside any run refused", "engine", n.engine, "call", call)
+	return errcode.New(errcode.Authorization, call+": the call serves no run the host gave this engine")
+}
+
+func (n noRunHost) ReportStep(context.Context, string, engine.TraceStep) error {
+	return n.refuse("ReportStep")
+}
+
+func (n noRunHost) ReportProgress(context.Context, string, float64, string) error {
+	return n.refuse("ReportProgress")
+}
+
+func (n noRunHost) CreateJob(context.Context, *engine.JobRequest) (*engine.Job, error) {
+	return nil, n.refuse("CreateJob")
+}
+
+func (n noRunHost) WaitJob(context.Context, string) (*engine.Job, error) {
+	return nil, n.refuse("WaitJob")
+}
+
+func (n noRunHost) Search(context.Context, *engine.SearchRequest) ([]engine.SearchHit, error) {
+	return nil, n.refuse("Search")
+}
+
+func (n noRunHost) Generate(context.Context, *engine.GenerateRequest) (*engine.GenerateResult, error) {
+	return nil, n.refuse("Generate")
+}
