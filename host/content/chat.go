@@ -110,7 +110,7 @@ func (s *Service) generate(ctx context.Context, req *engine.GenerateRequest) (*e
 	if err != nil {
 		return nil, err
 	}
-	return &engine.GenerateResult{Text: out, OK: strings.TrimSpace(out) != "", Model: s.model}, nil
+	return &engine.GenerateResult{Text: out, OK: strings.TrimSpace(out) != "" && !engine.Refused(out), Model: s.model}, nil
 }
 
 func hasHan(s string) bool {

@@ -79,4 +79,10 @@ func TestDiagnosisAndRewriteAskTheModel(t *testing.T) {
 	if p := strings.Join(prompts(), "\n"); !strings.Contains(p, "Press the tofu for ten minutes.") || !strings.Contains(p, "humorous") {
 		t.Errorf("rewrite prompt lacks the script or the style:\n%s", p)
 	}
+
+	c, _ = chatModel(t, 200, "I'm sorry, but I can't help with that.")
+	s = New(Config{LLM: c, Model: "m"})
+	if out, _, source, err := s.Rewrite(context.Background(), "Press the tofu for ten minutes.", "humorous"); err != nil || source != "template" {
+		t.Errorf("Rewrite with a refusing model = %q %q %v, want the template", out, source, err)
+	}
 }

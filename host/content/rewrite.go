@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -61,7 +62,7 @@ func (s *Service) Rewrite(ctx context.Context, content, style string) (script, u
 				"and answer with the rewritten script only."},
 			{Role: "user", Content: fmt.Sprintf("Style: %s\n\nScript:\n%s", usedStyle, content)},
 		})
-		if err == nil && strings.TrimSpace(out) != "" {
+		if err == nil && strings.TrimSpace(out) != "" && !engine.Refused(out) {
 			return strings.TrimSpace(out), usedStyle, "model", nil
 		}
 		if err != nil {

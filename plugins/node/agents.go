@@ -159,25 +159,10 @@ func generateText(ctx context.Context, sc *stepCtx, system, prompt string, maxTo
 		return nil, NoModel
 	case strings.TrimSpace(res.Text) == "":
 		return nil, "language model gave an empty answer: template output"
-	case refusal(res.Text):
+	case engine.Refused(res.Text):
 		return nil, "language model refused (" + clip(res.Text, 120) + "): template output"
 	}
 	return res, ""
-}
-
-// refusal reports whether a model's answer declines the task instead of doing it.
-func refusal(text string) bool {
-	t := strings.ToLower(strings.TrimSpace(text))
-	if len([]rune(t)) > 300 {
-		return false // a long answer did the work, whatever it opens with
-	}
-	for _, p := range []string{"i'm sorry", "i am sorry", "sorry, i can", "i can't", "i cannot", "i can not",
-		"i won't", "i will not", "as an ai", "i'm unable", "i am unable", "抱歉", "对不起", "我无法", "我不能"} {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // templateResult marks outputs written without the model: source "template" and, in note, why.

@@ -21,3 +21,17 @@ func TestNormalizeCitations(t *testing.T) {
 		}
 	}
 }
+
+func TestRefused(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]bool{
+		"I'm sorry, but I can't help with that.":                                      true,
+		"抱歉，我无法完成这个请求。":                                                               true,
+		"Sorry to keep you waiting! Here is the script: hook, beats, call to action.": false,
+		"Press the tofu for ten minutes.":                                             false,
+	} {
+		if got := engine.Refused(text); got != want {
+			t.Errorf("Refused(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
