@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/internal/sentence"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -73,18 +74,14 @@ func (s *Service) Rewrite(ctx context.Context, content, style string) (script, u
 }
 
 var (
-	sentenceSplit = regexp.MustCompile(`[^.!?。！？\n]+[.!?。！？]*`)
 	fillersEN     = regexp.MustCompile(`(?i)\b(really|very|just|basically|actually|literally|kind of|sort of|you know|i think|i guess|so,?)\s+`)
 	fillersZH     = regexp.MustCompile(`嗯|呃|那个|就是说|其实|然后呢|基本上`)
 )
 
+// sentences splits s into sentences (never inside a number, an address or an abbreviation);
+// text without any is one sentence.
 func sentences(s string) []string {
-	var out []string
-	for _, m := range sentenceSplit.FindAllString(s, -1) {
-		if m = strings.TrimSpace(m); m != "" {
-			out = append(out, m)
-		}
-	}
+	out := sentence.Split(s, sentence.Ends)
 	if len(out) == 0 {
 		out = []string{strings.TrimSpace(s)}
 	}

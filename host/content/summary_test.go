@@ -81,3 +81,14 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("summarize of nothing = %q (%s), want nothing", got, from)
 	}
 }
+
+func TestExtractiveSummaryKeepsNumbers(t *testing.T) {
+	t.Parallel()
+	got := ExtractiveSummary("The starter kit costs 2.40 dollars at shop.example.com today. Buy it.")
+	if !strings.Contains(got, "2.40 dollars at shop.example.com today.") {
+		t.Errorf("ExtractiveSummary = %q, want the first sentence whole", got)
+	}
+	if got := RewriteTemplate("It costs 2.40 dollars. Really.", "concise"); !strings.Contains(got, "2.40 dollars") {
+		t.Errorf("RewriteTemplate = %q, want 2.40 kept", got)
+	}
+}
