@@ -229,6 +229,20 @@ func isSentenceEnd(r rune) bool {
 	return false
 }
 
+// endsAt reports whether a sentence ends just before rune i: a Chinese terminator, a semicolon or
+// a line break, or a Latin . ! ? followed by blank space or the end, so a window is never cut inside
+// a number (2.40), an address (example.com) or an abbreviation's points.
+func (c *splitter) endsAt(i int) bool {
+	r := c.rs[i-1]
+	if !isSentenceEnd(r) {
+		return false
+	}
+	if r == '.' || r == '!' || r == '?' {
+		return i >= len(c.rs) || unicode.IsSpace(c.rs[i])
+	}
+	return true
+}
+
 // window slides over a long paragraph.
 func (c *splitter) window(p span) {
 	size, overlap := c.opt.Size, c.opt.Overlap
@@ -242,7 +256,7 @@ func (c *splitter) window(p span) {
 		cut := -1
 		// A sentence end in the last fifth of the window, else whitespace in the last tenth.
 		for i := end; i > end-size/5 && i > pos; i-- {
-			if isSentenceEnd(c.rs[i-1]) {
+			if c.endsAt(i) {
 				cut = i
 				break
 			}
@@ -263,7 +277,7 @@ func (c *splitter) window(p span) {
 		if overlap > 0 {
 			// Start the overlap at a word or sentence start when one is close.
 			for i := next; i < cut && i < next+overlap/3; i++ {
-				if i > 0 && (unicode.IsSpace(c.rs[i-1]) || isSentenceEnd(c.rs[i-1])) {
+				if i > 0 && (unicode.IsSpace(c.rs[i-1]) || c.endsAt(i)) {
 					next = i
 					break
 				}
