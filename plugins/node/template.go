@@ -313,7 +313,7 @@ func (b brief) body(budget int) []string {
 	seen := map[string]bool{}
 	for _, c := range cands {
 		c = strings.TrimSpace(c)
-		if c == "" || seen[c] || hasHan(c) != zh || !endsSentence(c) {
+		if c == "" || seen[c] || hasHan(c) != zh || !endsSentence(c) || recordLike.MatchString(c) {
 			continue
 		}
 		n := spokenLength(c)
@@ -329,6 +329,10 @@ func (b brief) body(budget int) []string {
 	}
 	return out
 }
+
+// recordLike matches a table or CSV row the knowledge base turned into "field: value; field: value.":
+// facts to answer from, not sentences to read aloud.
+var recordLike = regexp.MustCompile(`^[^:：;；]{1,40}[:：][^;；]+[;；]\s*[^:：;；]{1,40}[:：]`)
 
 // endsSentence reports whether s is a whole sentence (ends in sentence punctuation), so a fragment
 // of a table or a heading is not narrated.
@@ -537,7 +541,7 @@ func (b brief) planTemplate() map[string]any {
 	var facts []string
 	for _, k := range b.knowledge {
 		for _, sen := range sentence.Split(k, sentence.Ends) {
-			if hasHan(sen) == zh && endsSentence(sen) {
+			if hasHan(sen) == zh && endsSentence(sen) && !recordLike.MatchString(sen) {
 				facts = append(facts, sen)
 				break
 			}
