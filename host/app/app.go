@@ -279,14 +279,18 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
+	var stopping time.Time // when the stop signal came (zero: the listener failed, no grace)
 	select {
 	case err = <-served:
 	case <-ctx.Done():
+		stopping = time.Now()
 		h.Log.Info("shutting down")
 		err = api.Shutdown(app, h.Config.ShutdownTimeout)
 	}
+	// Runs in flight get what is left of SHUTDOWN_TIMEOUT_MS to finish; those still going are
+	// handed back (leases ended), so the next start or another host takes them over at once.
 	h.Runs.StopSweeper()
-	h.Runs.StopExecutor()
+	h.Runs.DrainExecutor(time.Until(stopping.Add(h.Config.ShutdownTimeout)))
 	h.dispatcher.Stop()
 	stopHolds()
 	if h.Plugins != nil {

@@ -246,7 +246,13 @@ func (w *Worker) deliverOne(ctx context.Context, e *store.OutboxEvent, tok strin
 			fin.Status = store.OutboxDelivered
 		} else {
 			if ctx.Err() != nil {
-				return // shutting down: the lease runs out and the event is retried
+				// Shutting down: hand the event back at once, so that another host (or the next
+				// start) delivers it without waiting for this claim's lease to run out.
+				hb := &store.FinishOutboxParams{ID: e.ID, Token: tok, Status: store.OutboxPending, HandBack: true}
+				if err := w.st.FinishOutboxEvent(context.WithoutCancel(ctx), hb); err != nil && !errors.Is(err, store.ErrStale) {
+					w.log.Warn("events: hand an event back", "event_id", e.ID, "err", err.Error())
+				}
+				return
 			}
 			w.setLastErr(err.Error())
 			now := w.now()

@@ -24,6 +24,20 @@ const maxRecoveries = 3
 type lifecycle struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// stopClaims and runs serve the executor: it stops claiming before it stops the executions,
+	// which it counts apart (runs) so that a drain can wait for them alone.
+	stopClaims context.CancelFunc
+	runs       sync.WaitGroup
+}
+
+// executions is closed once no execution is in flight.
+func (l *lifecycle) executions() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		l.runs.Wait()
+		close(done)
+	}()
+	return done
 }
 
 func (l *lifecycle) stop() {
@@ -44,11 +58,12 @@ const maxWaitingPerSlot = 8
 func (s *Service) StartExecutor(ctx context.Context) {
 	s.TakeBack(ctx)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &lifecycle{cancel: cancel}
+	claimCtx, stopClaims := context.WithCancel(ctx)
+	l := &lifecycle{cancel: cancel, stopClaims: stopClaims}
 	l.wg.Add(2)
 	go func() {
 		defer l.wg.Done()
-		s.work(ctx, l)
+		s.work(claimCtx, ctx, l)
 	}()
 	go func() {
 		defer l.wg.Done()
@@ -60,14 +75,30 @@ func (s *Service) StartExecutor(ctx context.Context) {
 	s.kick()
 }
 
-// StopExecutor stops claiming runs and stops the executions in flight; each hands its run back
-// (lease ended, claim cleared), so the next executor (this host after a restart, or another)
+// StopExecutor stops claiming runs and stops the executions in flight at once; each hands its run
+// back (lease ended, claim cleared), so the next executor (this host after a restart, or another)
 // takes it up at once.
-func (s *Service) StopExecutor() {
+func (s *Service) StopExecutor() { s.DrainExecutor(0) }
+
+// DrainExecutor stops claiming runs, lets the executions in flight finish for up to grace, then
+// stops those left, which hand their runs back as StopExecutor's do.
+func (s *Service) DrainExecutor(grace time.Duration) {
 	s.mu.Lock()
 	l := s.exec
 	s.exec = nil
 	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.stopClaims()
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		select {
+		case <-l.executions():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	l.stop()
 }
 
@@ -193,8 +224,9 @@ func (s *Service) yieldSlot(ctx context.Context, runID string) func() {
 	return ex.yield(ctx)
 }
 
-// work claims runs while a slot is free and executes each in its own goroutine (counted in l).
-func (s *Service) work(ctx context.Context, l *lifecycle) {
+// work claims runs while a slot is free (until ctx ends) and executes each in its own goroutine
+// (counted in l) under execCtx.
+func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
@@ -216,11 +248,13 @@ func (s *Service) work(ctx context.Context, l *lifecycle) {
 		if err == nil {
 			ex := &execution{slots: s.slots, holds: true}
 			l.wg.Add(1)
+			l.runs.Add(1)
 			go func() {
 				defer l.wg.Done()
+				defer l.runs.Done()
 				defer func() { <-s.admit }()
 				defer ex.done()
-				s.execute(ctx, r, owner, ex)
+				s.execute(execCtx, r, owner, ex)
 			}()
 			continue
 		}

@@ -47,6 +47,9 @@ type FinishOutboxParams struct {
 	Status  string
 	RetryAt time.Time
 	Error   string // the failure, for a retry or a dead event
+	// HandBack, with OutboxPending, returns an event not attempted (the worker is stopping) for
+	// delivery at RetryAt: no attempt is counted and the last error is kept.
+	HandBack bool
 }
 
 // OutboxCounts are the numbers of events by state, for notification-status.

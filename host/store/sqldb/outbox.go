@@ -83,6 +83,11 @@ func (db *DB) FinishOutboxEvent(ctx context.Context, p *store.FinishOutboxParams
 			attempts = attempts + CASE WHEN $3 = 'delivered' THEN 1 ELSE 0 END
 			WHERE id = $1 AND claim_token = $2 AND status = 'pending'`, p.ID, p.Token, p.Status, db.T(now))
 	case store.OutboxPending, store.OutboxDead:
+		if p.HandBack && p.Status == store.OutboxPending {
+			n, err = db.Exec(ctx, `UPDATE outbox SET next_attempt_at = $3, claim_token = ''
+				WHERE id = $1 AND claim_token = $2 AND status = 'pending'`, p.ID, p.Token, db.T(now))
+			break
+		}
 		retry := p.RetryAt
 		if retry.IsZero() {
 			retry = now

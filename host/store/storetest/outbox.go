@@ -225,3 +225,28 @@ func testEventSources(t *testing.T, open Opener) {
 		t.Errorf("activity of u2 = %+v, want none", a)
 	}
 }
+
+// testOutboxHandBack: an event handed back by a stopping worker is claimable again at once, with
+// no attempt counted, and the stale claim can no longer finish it.
+func testOutboxHandBack(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	e := newOutboxEvent(t, d, "a.one")
+	got, tok := claim(t, d, 1, time.Hour)
+	if len(got) != 1 {
+		t.Fatalf("claim = %d events, want 1", len(got))
+	}
+	if err := d.FinishOutboxEvent(ctx, &store.FinishOutboxParams{ID: e.ID, Token: tok, Status: store.OutboxPending, HandBack: true}); err != nil {
+		t.Fatalf("hand back: %v", err)
+	}
+	again, tok2 := claim(t, d, 1, time.Hour)
+	if len(again) != 1 || again[0].ID != e.ID || again[0].Attempts != 0 {
+		t.Fatalf("claim after the hand-back = %+v, want the event with 0 attempts", again)
+	}
+	if err := d.FinishOutboxEvent(ctx, &store.FinishOutboxParams{ID: e.ID, Token: tok, Status: store.OutboxDelivered}); !errors.Is(err, store.ErrStale) {
+		t.Errorf("finish by the stale claim = %v, want ErrStale", err)
+	}
+	if err := d.FinishOutboxEvent(ctx, &store.FinishOutboxParams{ID: e.ID, Token: tok2, Status: store.OutboxDelivered}); err != nil {
+		t.Errorf("finish by the new claim = %v", err)
+	}
+}

@@ -51,6 +51,7 @@ var suites = []struct {
 	{"knowledge_queries", testKnowledgeQueries},
 	{"outbox", testOutbox},
 	{"outbox_concurrent_claims", testOutboxConcurrentClaims},
+	{"outbox_hand_back", testOutboxHandBack},
 	{"event_sources", testEventSources},
 	{"tasks", testTasks},
 	{"task_orphan_claims", testTaskOrphanClaims},
