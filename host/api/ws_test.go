@@ -294,6 +294,13 @@ func TestWSConnectionsPerUserCapped(t *testing.T) {
 	for range limit {
 		c := b.dial(t, tok)
 		t.Cleanup(func() { c.Close() })
+		// An answer proves the connection was admitted before the next one is made.
+		if err := c.WriteJSON(map[string]any{"type": "subscribe:project", "data": map[string]any{"projectId": "none"}}); err != nil {
+			t.Fatal(err)
+		}
+		if f, err := readFrame(t, c, 10*time.Second); err != nil || f.Type != "error" {
+			t.Fatalf("answer of an admitted connection = %+v, %v", f, err)
+		}
 	}
 	over := b.dial(t, tok)
 	defer over.Close()
