@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	h.Runs.Leader = h.Scheduler.Leader
 	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
 	h.Server.Content = newContent(cfg, st, log, h.Hub, kbSearch{h.Server.KB}, blobs)
-	h.Runs.Assets = h.Server.Content
+	h.Runs.Assets, h.Runs.Media = h.Server.Content, h.Server.Content
 	return h, nil
 }
 

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/reelforge/reelforge/host/blob/blobtest"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/store"
 )
@@ -56,10 +59,13 @@ type hostHarness struct {
 	token string
 }
 
-func startHost(t *testing.T, databaseURL string) *hostHarness {
+func startHost(t *testing.T, databaseURL string, extra ...string) *hostHarness {
 	t.Helper()
 	env := map[string]string{"DATA_DIR": t.TempDir(), "MANIFEST_DIR": "../../manifests", "PLUGINS_ENABLED": "false",
 		"DATABASE_URL": databaseURL}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
 	cfg, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok && v != "" })
 	if err != nil {
 		t.Fatal(err)
@@ -92,12 +98,17 @@ func startHost(t *testing.T, databaseURL string) *hostHarness {
 func (hh *hostHarness) call(method, path string, body any) (int, map[string]any, http.Header, []byte) {
 	hh.t.Helper()
 	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+	ctype := "application/json"
+	switch b := body.(type) {
+	case nil:
+	case *multipartBody:
+		rd, ctype = &b.buf, b.ctype
+	default:
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
 	}
 	req := httptest.NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("Authorization", "Bearer "+hh.token)
 	res, err := hh.h.Server.App().Test(req, -1)
 	if err != nil {
@@ -281,6 +292,101 @@ func TestNonsenseRefused(t *testing.T) {
 			}
 			if runs, _, err := hh.h.Store.ListRuns(context.Background(), store.ListRunsParams{Limit: 10}); err != nil || len(runs) != 0 {
 				t.Errorf("runs stored: %d, %v", len(runs), err)
+			}
+		})
+	}
+}
+
+// multipartBody is an upload form.
+type multipartBody struct {
+	buf   bytes.Buffer
+	ctype string
+}
+
+func uploadForm(t *testing.T, name string, data []byte, fields map[string]string) *multipartBody {
+	t.Helper()
+	b := &multipartBody{}
+	w := multipart.NewWriter(&b.buf)
+	for k, v := range fields {
+		_ = w.WriteField(k, v)
+	}
+	part, err := w.CreateFormFile("file", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = part.Write(data)
+	_ = w.Close()
+	b.ctype = w.FormDataContentType()
+	return b
+}
+
+// picture is a PNG of one colour made by ffmpeg.
+func picture(t *testing.T, colour string) []byte {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "p.png")
+	out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i", "color=c="+colour+":s=800x600", "-frames:v", "1", p).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ffmpeg: %v %s", err, out)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRenderUsesProjectMaterial: pictures uploaded to a project are what its voiceover_video
+// shows, and the video is an asset whose file_url serves it; with the files in an S3 bucket too
+// (the material is copied out for the renderer, the video copied in). SQLite with the data folder,
+// PostgreSQL with S3.
+func TestRenderUsesProjectMaterial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng and ffmpeg")
+	}
+	for _, tool := range []string{"espeak-ng", "ffmpeg"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(tool + " is not installed")
+		}
+	}
+	t.Parallel()
+	for name, setup := range map[string]func(t *testing.T) *hostHarness{
+		"sqlite/local": func(t *testing.T) *hostHarness { return startHost(t, "") },
+		"postgres/s3": func(t *testing.T) *hostHarness {
+			db := freshDatabase(t)
+			s3 := blobtest.S3(t, "media")
+			return startHost(t, db, "S3_BUCKET", s3.Bucket, "S3_ENDPOINT", s3.Endpoint, "S3_ACCESS_KEY_ID", s3.AccessKeyID,
+				"S3_SECRET_ACCESS_KEY", s3.SecretAccessKey, "S3_USE_PATH_STYLE", "true")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			hh := setup(t)
+			_, body, _, _ := hh.call("POST", "/api/projects", map[string]any{"name": "harbour"})
+			pid := body["data"].(map[string]any)["project"].(map[string]any)["id"].(string)
+			for _, c := range []string{"red", "blue"} {
+				if status, _, _, raw := hh.call("POST", "/api/materials/upload", uploadForm(t, c+".png", picture(t, c), map[string]string{"project_id": pid})); status != 201 {
+					t.Fatalf("upload = %d %s", status, raw)
+				}
+			}
+			_, body, _, raw := hh.call("POST", "/api/workflow/start", map[string]any{"workflow": "voiceover_video", "project_id": pid,
+				"inputs": map[string]any{"topic": "the harbour at dawn", "duration": 8}})
+			runID, _ := body["run_id"].(string)
+			if runID == "" {
+				t.Fatalf("start = %s", raw)
+			}
+			hh.runOf("voiceover_video", body)
+			_, res, _, raw := hh.call("GET", "/api/workflow/result/"+runID, nil)
+			render, _ := res["outputs"].(map[string]any)["render"].(map[string]any)
+			if render == nil || render["images"] != 2.0 || render["video_url"] == nil {
+				t.Fatalf("render = %s, want a video of the project's two pictures", raw)
+			}
+			status, _, hdr, video := hh.call("GET", render["video_url"].(string), nil)
+			if status != 200 || hdr.Get("Content-Type") != "video/mp4" || len(video) < 10000 {
+				t.Errorf("GET video = %d %s, %d bytes", status, hdr.Get("Content-Type"), len(video))
+			}
+			assets, err := hh.h.Store.ListRunAssets(context.Background(), runID)
+			if err != nil || len(assets) != 2 {
+				t.Errorf("run assets = %+v, %v; want the speech and the video", assets, err)
 			}
 		})
 	}

@@ -115,11 +115,21 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 	if !ok {
 		return nil, errcode.Invalid("type", fmt.Sprintf("unknown job type %q: no engine of the registry declares it", req.Type))
 	}
-	if _, err := s.Store.GetRun(ctx, req.RunID); err != nil {
+	run, err := s.Store.GetRun(ctx, req.RunID)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errcode.New(errcode.NotFound, "Run not found")
 		}
 		return nil, err
+	}
+	if req.Type == engine.JobVideogen && s.Media != nil && len(req.Request) > 0 {
+		// The render gets the creator's material; the same step asks the same, so a step executed
+		// again still finds the job it made before.
+		r := *req
+		if r.Request, err = s.Media.AddRunMedia(ctx, run, req.Request); err != nil {
+			return nil, fmt.Errorf("runs: material of the render: %w", err)
+		}
+		req = &r
 	}
 	// A job created again for the same step after a time-out carries the retry count on. A step
 	// executed again (its host died, or the run degraded or was retried) gets the job it made before

@@ -67,6 +67,12 @@ type AssetRecorder interface {
 	RecordRunFiles(ctx context.Context, r *store.Run, result json.RawMessage) ([]store.Asset, error)
 }
 
+// MediaSource adds the creator's material (the project's images and clips, the run's media input)
+// to a render job's payload. host/content satisfies it.
+type MediaSource interface {
+	AddRunMedia(ctx context.Context, r *store.Run, request json.RawMessage) (json.RawMessage, error)
+}
+
 // Engines gives the live plugin engine of a name (host/plugins.Set), or an error when it is down.
 type Engines interface {
 	Engine(name string) (engine.Engine, error)
@@ -102,6 +108,7 @@ type Service struct {
 	LLM        LLM           // nil: Generate answers OK=false
 	Dispatcher JobDispatcher // nil: generator jobs fail with EXTERNAL_SERVICE_ERROR
 	Assets     AssetRecorder // nil: the files runs make are not recorded as assets
+	Media      MediaSource   // nil: renders get only the files their payload names
 	Log        *slog.Logger
 	// Leader reports whether this host is the leader (the advisory lock on PostgreSQL); the job
 	// sweeper works only on the leader. nil: always.

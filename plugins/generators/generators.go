@@ -4,14 +4,18 @@
 // (POST {url} with {job_id, type, payload, callback_url}, a 2xx answer, later a signed ai-callback)
 // when a URL is configured for the job's type, and otherwise does real work on this machine:
 //
-//   - speech: espeak-ng renders the text to a WAV file;
-//   - videogen: ffmpeg renders an MP4 (720x1280, H.264 and AAC) over colour frames or the given
-//     images, with the script as captions, the speech WAV as audio (silence without one), and a
-//     visible "Reelforge" mark when the owner's role is free_user (SPEC.md Authentication 8);
+//   - speech: espeak-ng speaks the script sentence by sentence into one WAV file, with each
+//     sentence's measured time in the result (internal/render);
+//   - videogen: ffmpeg composes an MP4 from the creator's images and clips (the payload's "media",
+//     which the host fills with the project's material), one shot per script beat, captions on the
+//     narration's sentences, background music, in the platform's frame, fitted to the asked
+//     duration; title cards without material; a PNG cover with "output": "image". A visible
+//     "Reelforge" mark when the owner's role is free_user (SPEC.md Authentication 8);
 //   - videoparse: ffprobe on a local file, or the page's own metadata (og:title, og:description,
 //     og:image, <title>) fetched with a time-out, a size cap and the SSRF guard of internal/netguard
 //     (no loopback, private or link-local address unless Options.FetchAllow names it);
-//   - music: there is no local tool, so the job fails with EXTERNAL_SERVICE_ERROR.
+//   - music: there is no local tool: a job that names the creator's own track (music_url) uses it,
+//     any other fails with EXTERNAL_SERVICE_ERROR.
 //
 // Local files go under DataDir/assets/<user>/<kind>/<job id>.<ext>; a local job reports its result
 // through Options.CompleteFunc. A tool missing from PATH fails the job with an EXTERNAL_SERVICE_ERROR
@@ -44,6 +48,9 @@ import (
 
 // CallbackPath is where external generators post their callbacks, relative to the callback base URL.
 const CallbackPath = "/api/webhooks/ai-callback"
+
+// trackTimeout bounds the fetch of a music or narration track given as a link.
+const trackTimeout = 60 * time.Second
 
 // Timeouts are the per-type job time-outs (SPEC.md Limits; speech and videoparse are not listed
 // there and take the host's policy). Local work is bounded by them too.
@@ -107,9 +114,10 @@ type Options struct {
 // Dispatcher submits generator jobs. Create it with NewDispatcher and Stop it once at shutdown; it
 // is safe for concurrent use.
 type Dispatcher struct {
-	opts  Options
-	sem   chan struct{}
-	pages *http.Client // the SSRF-guarded client of videoparse page fetches
+	opts   Options
+	sem    chan struct{}
+	pages  *http.Client // the SSRF-guarded client of videoparse page fetches
+	tracks *http.Client // the SSRF-guarded client of music and narration tracks given as links
 
 	// children records the tools local jobs run (DataDir/children), for the host's start-up
 	// sweep of a previous life's leftovers.
@@ -153,7 +161,7 @@ func NewDispatcher(opts Options) *Dispatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Dispatcher{opts: opts, sem: make(chan struct{}, opts.LocalConcurrency), ctx: ctx, cancel: cancel,
 		children: proc.Registry{Dir: ChildrenDir(opts.DataDir)},
-		pages:    netguard.New(opts.FetchAllow).Client(pageTimeout)}
+		pages:    netguard.New(opts.FetchAllow).Client(pageTimeout), tracks: netguard.New(opts.FetchAllow).Client(trackTimeout)}
 }
 
 // Stop cancels the local jobs in progress and waits for them to return (their jobs are reported as

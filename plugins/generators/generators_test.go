@@ -360,10 +360,16 @@ func TestLocalVideoRefusesOtherUsersFiles(t *testing.T) {
 	if err := os.WriteFile(other, []byte("RIFF"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res := b.run(t, &engine.Job{JobID: "v-other", RunID: "run-a", Type: engine.JobVideogen,
-		Request: json.RawMessage(`{"duration":1,"audio_url":"/api/assets/files/someone-else/speech/x.wav"}`)})
-	if res["audio"] != "silence" {
-		t.Errorf("result = %v, want the other user's audio ignored", res)
+	// The job fails naming the track (never a video silently without the audio it was given), and
+	// never reads the other user's file.
+	job := &engine.Job{JobID: "v-other", RunID: "run-a", Type: engine.JobVideogen,
+		Request: json.RawMessage(`{"duration":1,"audio_url":"/api/assets/files/someone-else/speech/x.wav"}`)}
+	if err := b.d.Dispatch(t.Context(), job, "http://host.test"); err != nil {
+		t.Fatal(err)
+	}
+	if f := b.done.failure(t, job.JobID); f == nil || f.Code != string(errcode.VideoGen) || !strings.Contains(f.Message, "x.wav") ||
+		strings.Contains(f.Message, "someone-else") {
+		t.Errorf("failure = %+v, want VIDEO_GEN_ERROR naming the track but not its owner's folder", f)
 	}
 }
 

@@ -37,9 +37,9 @@ type localJob struct {
 
 // startLocal checks that the job can be done here and starts it in the background.
 func (d *Dispatcher) startLocal(job *engine.Job, payload map[string]any) error {
-	if job.Type == engine.JobMusic {
+	if job.Type == engine.JobMusic && musicRef(payload) == "" {
 		return errcode.New(errcode.ExternalService,
-			"no music generator is configured and there is no local music tool: set MUSIC_API_URL to a music generator")
+			"no music generator is configured and there is no local music tool: set MUSIC_API_URL to a music generator, or give a track of yours (music_url)")
 	}
 	if t, ok := tools[job.Type]; ok {
 		if _, err := d.opts.LookPath(t.program); err != nil {
@@ -80,6 +80,8 @@ func (d *Dispatcher) runLocal(lj *localJob) {
 			result, err = d.video(ctx, lj)
 		case engine.JobVideoparse:
 			result, err = d.videoparse(ctx, lj)
+		case engine.JobMusic:
+			result, err = d.music(ctx, lj)
 		default:
 			err = errcode.Newf(errcode.ExternalService, "no local %s generator", lj.job.Type)
 		}

@@ -1,33 +1,29 @@
 package generators
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 
-	"github.com/reelforge/reelforge/internal/proc"
-	"github.com/reelforge/reelforge/internal/sentence"
+	"github.com/reelforge/reelforge/internal/netguard"
+	"github.com/reelforge/reelforge/internal/render"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// Video geometry and limits of the local renderer.
+// Limits of the local renderer.
 const (
-	videoWidth     = 720
-	videoHeight    = 1280
-	videoFPS       = 25
-	maxVideoSecs   = 180.0
-	defaultSecs    = 5.0
-	maxCaptions    = 40
 	maxSpeechRunes = 5000
-	maxImages      = 20
+	maxScriptRunes = 4000
+	maxMaterial    = 20
+	maxTrackBytes  = 50 << 20
 	// Mark is the visible text mark on videos of free users.
 	Mark = "Reelforge"
 )
@@ -53,8 +49,11 @@ func voiceFor(payload map[string]any) string {
 }
 
 func (d *Dispatcher) speech(ctx context.Context, lj *localJob) (map[string]any, error) {
-	text := spokenText(str(lj.payload, "text", "script", "prompt", "summary", "topic", "title"), maxSpeechRunes)
-	if text == "" {
+	text := str(lj.payload, "text", "script", "prompt", "summary", "topic", "title")
+	if r := []rune(text); len(r) > maxSpeechRunes {
+		text = string(r[:maxSpeechRunes])
+	}
+	if strings.TrimSpace(spokenText(text, maxSpeechRunes)) == "" {
 		return nil, errcode.Invalid("payload.text", "speech needs a text or a script")
 	}
 	if voiceFor(lj.payload) == "en" && hasHan(text) {
@@ -64,336 +63,353 @@ func (d *Dispatcher) speech(ctx context.Context, lj *localJob) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp("", "reelforge-speech-*.txt")
-	if err != nil {
-		return nil, errcode.E("generators.speech", errcode.ExternalService, "the speech text could not be written", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(text); err != nil {
-		tmp.Close()
-		return nil, errcode.E("generators.speech", errcode.ExternalService, "the speech text could not be written", err)
-	}
-	tmp.Close()
-	voice := voiceFor(lj.payload)
-	speed := 165
+	sp := &render.Speech{Out: abs, Script: text, Voice: voiceFor(lj.payload), Tools: d.tools()}
 	if s, ok := num(lj.payload, "speed"); ok && s >= 80 && s <= 400 {
-		speed = int(s)
+		sp.Speed = int(s)
 	}
-	run := func(voice string) error {
-		return d.runTool(ctx, "espeak-ng", "-v", voice, "-s", strconv.Itoa(speed), "-w", abs, "-f", tmp.Name())
+	if t, ok := num(lj.payload, "duration"); ok && t > 0 {
+		sp.Target = min(t, render.MaxSeconds)
 	}
-	if err := run(voice); err != nil {
-		if ctx.Err() != nil || voice == "en" {
-			return nil, err
-		}
-		voice = "en" // an unknown voice: speak with the default rather than fail
-		if err := run(voice); err != nil {
-			return nil, err
-		}
+	spoken, err := sp.Speak(ctx)
+	if err != nil && ctx.Err() == nil && sp.Voice != "en" {
+		sp.Voice = "en" // an unknown voice: speak with the default rather than fail
+		spoken, err = sp.Speak(ctx)
 	}
-	dur, err := wavDuration(abs)
 	if err != nil {
-		return nil, errcode.E("generators.speech", errcode.ExternalService, "espeak-ng wrote no usable WAV file", err)
+		return nil, toolErr("speech", err)
 	}
-	size := fileSize(abs)
-	return map[string]any{"audio_url": link, "file_path": rel, "file_type": "audio", "format": "wav", "file_size": size,
-		"duration": round(dur), "voice": voice, "tool": "espeak-ng", "characters": len([]rune(text))}, nil
+	return map[string]any{"audio_url": link, "file_path": rel, "file_type": "audio", "format": "wav", "file_size": fileSize(abs),
+		"duration": round(spoken.Duration), "voice": spoken.Voice, "speed": spoken.Speed, "tool": "espeak-ng",
+		"characters": len([]rune(text)), "sentences": spoken.Sentences}, nil
 }
 
-// wavDuration reads a RIFF/WAVE file's duration from its fmt chunk and the bytes of its data chunk
-// (the file size when the header's size is a streaming placeholder).
-func wavDuration(path string) (float64, error) {
-	f, err := os.Open(path)
+// tools runs the renderer's programs, recorded with the dispatcher's other children.
+func (d *Dispatcher) tools() render.Tools { return render.Tools{Children: d.children} }
+
+// ---------------------------------------------------------------- music
+
+// music has no local generator: a job that names a track of the creator's (music_url, a file of
+// theirs or an http(s) link) uses that track, once it is checked to hold audio; any other is
+// refused in Dispatch.
+func (d *Dispatcher) music(ctx context.Context, lj *localJob) (map[string]any, error) {
+	ref := musicRef(lj.payload)
+	work, err := os.MkdirTemp("", "reelforge-music-")
 	if err != nil {
-		return 0, err
+		return nil, errcode.E("generators.music", errcode.MusicAPI, "a working folder could not be made", err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	defer os.RemoveAll(work)
+	path, err := d.track(ctx, lj, ref, work, "music")
 	if err != nil {
-		return 0, err
-	}
-	var hdr [12]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil || string(hdr[0:4]) != "RIFF" || string(hdr[8:12]) != "WAVE" {
-		return 0, fmt.Errorf("generators: %s is not a WAV file", filepath.Base(path))
-	}
-	var byteRate uint32
-	pos := int64(12)
-	for {
-		var ch [8]byte
-		if _, err := io.ReadFull(f, ch[:]); err != nil {
-			return 0, fmt.Errorf("generators: no data chunk in %s: %w", filepath.Base(path), err)
+		e := errcode.As(err)
+		if e == nil {
+			return nil, err
 		}
-		size := int64(binary.LittleEndian.Uint32(ch[4:8]))
-		pos += 8
-		switch string(ch[0:4]) {
-		case "fmt ":
-			var fmtc [16]byte
-			if _, err := io.ReadFull(f, fmtc[:]); err != nil {
-				return 0, err
-			}
-			byteRate = binary.LittleEndian.Uint32(fmtc[8:12])
-			if _, err := f.Seek(pos+size+size%2, io.SeekStart); err != nil {
-				return 0, err
-			}
-		case "data":
-			if byteRate == 0 {
-				return 0, fmt.Errorf("generators: no fmt chunk before the data of %s", filepath.Base(path))
-			}
-			if left := st.Size() - pos; size == 0 || size > left {
-				size = left
-			}
-			return float64(size) / float64(byteRate), nil
-		default:
-			if _, err := f.Seek(pos+size+size%2, io.SeekStart); err != nil {
-				return 0, err
-			}
-		}
-		pos += size + size%2
+		return nil, errcode.E("generators.music", errcode.MusicAPI, e.Message(), err)
 	}
+	dur, _ := d.duration(ctx, path)
+	return map[string]any{"music_url": ref, "duration": round(dur), "source": "the creator's track (no music generator is configured)",
+		"tool": "none"}, nil
+}
+
+// musicRef is the track a payload names, "" for none.
+func musicRef(payload map[string]any) string {
+	return str(payload, "music_url", "music_path", "music_file")
 }
 
 // ---------------------------------------------------------------- video
 
+// video renders a job's video (or, with output "image", its still). The timeline comes from the
+// script's beats and the narration's sentence times (render.Plan); the material is the creator's
+// images and clips the payload names (the host adds the project's under "media").
 func (d *Dispatcher) video(ctx context.Context, lj *localJob) (map[string]any, error) {
-	audio := d.localFile(lj, str(lj.payload, "audio_path", "audio_file", "audio_url"))
-	secs := 0.0
-	if audio != "" {
-		if dur, err := mediaDuration(ctx, d, audio); err == nil && dur > 0 {
-			secs = dur
-		} else {
-			audio = "" // unreadable narration: render the video with silence instead
-		}
+	if strings.EqualFold(str(lj.payload, "output"), "image") {
+		return d.still(ctx, lj)
 	}
-	if secs == 0 {
-		if v, ok := num(lj.payload, "duration"); ok && v > 0 {
-			secs = v
-		} else {
-			secs = defaultSecs
-		}
-	}
-	secs = min(max(secs, 1), maxVideoSecs)
-	var images []string
-	refs, _ := lj.payload["images"].([]any)
-	for _, r := range refs {
-		if s, ok := r.(string); ok {
-			if p := d.localFile(lj, s); p != "" && len(images) < maxImages {
-				images = append(images, p)
-			}
-		}
-	}
-	if len(images) == 0 {
-		if p := d.localFile(lj, str(lj.payload, "image_url", "image_path", "cover_url")); p != "" {
-			images = append(images, p)
-		}
-	}
-	script := spokenText(str(lj.payload, "script", "text", "prompt", "summary", "topic", "title"), 4000)
-	mark := marked(lj.owner)
-
 	work, err := os.MkdirTemp("", "reelforge-video-")
 	if err != nil {
 		return nil, errcode.E("generators.video", errcode.VideoGen, "a working folder could not be made", err)
 	}
 	defer os.RemoveAll(work)
-	caps := captions(script, secs)
-	font := d.font()
-	var chain []string
-	for i, c := range caps {
-		file := filepath.Join(work, fmt.Sprintf("caption-%02d.txt", i))
-		if err := os.WriteFile(file, []byte(c.text), 0o600); err != nil {
-			return nil, errcode.E("generators.video", errcode.VideoGen, "a caption could not be written", err)
+	p := &render.Plan{Frame: render.FrameFor(str(lj.payload, "platform")),
+		Script: str(lj.payload, "script", "text", "prompt", "summary", "topic", "title"),
+		Title:  str(lj.payload, "title", "topic", "prompt")}
+	if r := []rune(p.Script); len(r) > maxScriptRunes {
+		p.Script = string(r[:maxScriptRunes])
+	}
+	if t, ok := num(lj.payload, "duration"); ok && t > 0 {
+		p.Target = t
+	}
+	timing := "none"
+	if ref := str(lj.payload, "audio_path", "audio_file", "audio_url"); ref != "" {
+		path, err := d.track(ctx, lj, ref, work, "narration")
+		if err != nil {
+			return nil, err
 		}
-		chain = append(chain, fmt.Sprintf("drawtext=%stextfile=%s:fontsize=42:fontcolor=white:line_spacing=10:box=1:boxcolor=black@0.55:boxborderw=18:"+
-			"x=(w-text_w)/2:y=h*0.70:enable='between(t,%.2f,%.2f)'", font, file, c.from, c.to))
+		if p.NarrationSecs, err = d.duration(ctx, path); err != nil || p.NarrationSecs <= 0 {
+			return nil, errcode.E("generators.video", errcode.VideoGen, fmt.Sprintf("the narration %s has no audio ffmpeg can read", path0(ref)), err)
+		}
+		p.Narration = path
+		p.Sentences, timing = sentencesOf(lj.payload["sentences"]), "measured"
+		var flat []string
+		for _, b := range render.Beats(p.Script) {
+			flat = append(flat, b...)
+		}
+		if len(p.Sentences) != len(flat) {
+			if p.Sentences = d.tools().MeasureSentences(ctx, path, flat, p.NarrationSecs); p.Sentences == nil {
+				timing = "estimated"
+			}
+		}
 	}
+	music := str(lj.payload, "music_url", "music_path", "music_file")
+	if music != "" {
+		if p.Music, err = d.track(ctx, lj, music, work, "music"); err != nil {
+			return nil, err
+		}
+	}
+	p.Material = d.material(lj)
+	mark := marked(lj.owner)
 	if mark {
-		chain = append(chain, fmt.Sprintf("drawtext=%stext=%s:fontsize=40:fontcolor=white@0.8:box=1:boxcolor=black@0.35:boxborderw=10:x=w-text_w-32:y=56", font, Mark))
+		p.Mark = Mark
 	}
-
+	var all strings.Builder
+	all.WriteString(p.Script + p.Title + p.Mark)
+	if p.Font, err = render.FontFor(all.String(), d.opts.FontFile); err != nil {
+		return nil, errcode.E("generators.video", errcode.VideoGen, err.Error(), err)
+	}
 	abs, rel, link, err := d.assetPath(lj, "video", "mp4")
 	if err != nil {
 		return nil, err
 	}
-	dur := strconv.FormatFloat(secs, 'f', 3, 64)
-	args := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin"}
-	var filter string
-	if len(images) == 0 {
-		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("color=c=0x1f2937:s=%dx%d:r=%d:d=%s", videoWidth, videoHeight, videoFPS, dur))
-		filter = "[0:v]format=yuv420p"
-	} else {
-		seg := strconv.FormatFloat(secs/float64(len(images)), 'f', 3, 64)
-		var parts, labels []string
-		for i, img := range images {
-			args = append(args, "-loop", "1", "-t", seg, "-i", img)
-			parts = append(parts, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=decrease,pad=%d:%d:(ow-iw)/2:(oh-ih)/2:color=0x1f2937,setsar=1,fps=%d,format=yuv420p[i%d]",
-				i, videoWidth, videoHeight, videoWidth, videoHeight, videoFPS, i))
-			labels = append(labels, fmt.Sprintf("[i%d]", i))
-		}
-		filter = strings.Join(parts, ";") + ";" + strings.Join(labels, "") + fmt.Sprintf("concat=n=%d:v=1:a=0", len(images))
+	v := p.Video(abs)
+	v.Tools = d.tools()
+	if err := v.Render(ctx); err != nil {
+		return nil, toolErr("videogen", err)
 	}
-	audioIn := len(images)
-	if len(images) == 0 {
-		audioIn = 1
-	}
-	if audio != "" {
-		args = append(args, "-i", audio)
-	} else {
-		args = append(args, "-f", "lavfi", "-t", dur, "-i", "anullsrc=r=44100:cl=stereo")
-	}
-	for _, c := range chain {
-		filter += "," + c
-	}
-	filter += "[v]"
-	args = append(args, "-filter_complex", filter, "-map", "[v]", "-map", fmt.Sprintf("%d:a", audioIn), "-t", dur)
-	enc := []string{"-c:v", "libx264", "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p",
-		"-c:a", "aac", "-b:a", "96k", "-ar", "44100", "-movflags", "+faststart", abs}
-	if err := d.runTool(ctx, "ffmpeg", append(args, enc...)...); err != nil {
-		if ctx.Err() != nil || !strings.Contains(err.Error(), "libx264") {
-			return nil, err
-		}
-		enc[1] = "mpeg4" // an ffmpeg built without x264
-		enc = append(enc[:2], enc[6:]...)
-		if err := d.runTool(ctx, "ffmpeg", append(args, enc...)...); err != nil {
-			return nil, err
+	images, clips := 0, 0
+	for _, m := range p.Material {
+		if m.Kind == render.ShotClip {
+			clips++
+		} else {
+			images++
 		}
 	}
 	narration := "silence"
-	if audio != "" {
+	if p.Narration != "" {
 		narration = "speech"
 	}
-	return map[string]any{"video_url": link, "file_path": rel, "file_type": "video", "format": "mp4", "file_size": fileSize(abs),
-		"duration": round(secs), "width": videoWidth, "height": videoHeight, "captions": len(caps), "images": len(images),
-		"audio": narration, "watermark": mark, "tool": "ffmpeg"}, nil
-}
-
-// font is the drawtext fontfile option ("fontfile=<path>:"), or "" to let fontconfig choose. A font
-// with Chinese glyphs is preferred when one is installed.
-func (d *Dispatcher) font() string {
-	candidates := []string{d.opts.FontFile,
-		"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
-		"/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
-		"/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",
-		"/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
-		"/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
-		"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-		"/usr/share/fonts/TTF/DejaVuSans.ttf",
-		"/System/Library/Fonts/Helvetica.ttc",
+	res := map[string]any{"video_url": link, "file_path": rel, "file_type": "video", "format": "mp4", "file_size": fileSize(abs),
+		"duration": round(v.Duration), "width": v.Frame.W, "height": v.Frame.H, "captions": len(v.Captions), "caption_timing": timing,
+		"shots": len(v.Shots), "images": images, "clips": clips, "audio": narration, "watermark": mark, "tool": "ffmpeg",
+		"font": filepath.Base(p.Font)}
+	if len(p.Material) == 0 {
+		res["material"] = "none: title cards"
 	}
-	for _, f := range candidates {
-		if f == "" || strings.ContainsAny(f, `:,;'[]\ `) {
-			continue // not safe inside a filter graph without escaping
-		}
-		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
-			return "fontfile=" + f + ":"
+	if v.Tempo > 1 {
+		res["narration_tempo"] = round(v.Tempo)
+	}
+	if music != "" {
+		res["music"] = path0(music)
+	}
+	return res, nil
+}
+
+// still renders a cover image of the payload's aspect_ratio (default the platform's) as a PNG: the
+// first of the creator's images cropped to it (a card without), with the title.
+func (d *Dispatcher) still(ctx context.Context, lj *localJob) (map[string]any, error) {
+	frame, err := render.ImageFrame(str(lj.payload, "aspect_ratio"), str(lj.payload, "platform"))
+	if err != nil {
+		return nil, errcode.Invalid("payload.aspect_ratio", err.Error())
+	}
+	s := &render.Still{Frame: frame, Title: str(lj.payload, "title", "topic", "prompt", "summary"), Tools: d.tools()}
+	for _, m := range d.material(lj) {
+		if m.Kind == render.ShotImage {
+			s.Image = m.Path
+			break
 		}
 	}
-	return ""
+	mark := marked(lj.owner)
+	if mark {
+		s.Mark = Mark
+	}
+	if s.Font, err = render.FontFor(s.Title+s.Mark, d.opts.FontFile); err != nil {
+		return nil, errcode.E("generators.video", errcode.VideoGen, err.Error(), err)
+	}
+	abs, rel, link, err := d.assetPath(lj, "image", "png")
+	if err != nil {
+		return nil, err
+	}
+	s.Out = abs
+	if err := s.Render(ctx); err != nil {
+		return nil, toolErr("videogen", err)
+	}
+	res := map[string]any{"image_url": link, "cover_url": link, "file_path": rel, "file_type": "image", "format": "png",
+		"file_size": fileSize(abs), "width": frame.W, "height": frame.H, "aspect_ratio": fmt.Sprintf("%d:%d", frame.W, frame.H),
+		"watermark": mark, "tool": "ffmpeg"}
+	if s.Image == "" {
+		res["material"] = "none: title card"
+	}
+	return res, nil
 }
 
-type caption struct {
-	text     string
-	from, to float64
-}
-
-// captions splits a script into timed captions: sentences (merged when short), wrapped to lines,
-// each shown for a share of the video proportional to its length.
-func captions(script string, secs float64) []caption {
-	var units []string
-	for _, s := range sentence.Split(script, sentence.Ends+"；;") {
-		if n := len(units); n > 0 && len([]rune(units[n-1]))+len([]rune(s)) < 40 {
-			units[n-1] += " " + s
+// material is the creator's images and clips a payload names, in order, each once: "media" (the
+// project's material the host adds: {path, type} or plain references), "images", "clips", then
+// image_url/cover_url/clip_url. References outside the owner's asset folder are ignored.
+func (d *Dispatcher) material(lj *localJob) []render.Material {
+	var refs []string
+	for _, key := range []string{"media", "images", "clips"} {
+		var list []any
+		switch x := lj.payload[key].(type) {
+		case []any:
+			list = x
+		case string: // a run input: references separated by commas or white space
+			for _, f := range strings.FieldsFunc(x, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+				list = append(list, f)
+			}
+		}
+		for _, e := range list {
+			switch x := e.(type) {
+			case string:
+				refs = append(refs, x)
+			case map[string]any:
+				refs = append(refs, str(x, "path", "file_path", "url", "file_url"))
+			}
+		}
+	}
+	for _, key := range []string{"image_url", "image_path", "cover_url", "clip_url", "video_path"} {
+		if s := str(lj.payload, key); s != "" {
+			refs = append(refs, s)
+		}
+	}
+	var out []render.Material
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		p := d.localFile(lj, ref)
+		if p == "" || seen[p] || len(out) >= maxMaterial {
 			continue
 		}
-		units = append(units, s)
-	}
-	for len(units) > maxCaptions { // merge neighbours until few enough
-		var merged []string
-		for i := 0; i < len(units); i += 2 {
-			if i+1 < len(units) {
-				merged = append(merged, units[i]+" "+units[i+1])
-			} else {
-				merged = append(merged, units[i])
-			}
+		seen[p] = true
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif":
+			out = append(out, render.Material{Path: p, Kind: render.ShotImage})
+		case ".mp4", ".mov", ".webm", ".mkv", ".m4v", ".avi":
+			out = append(out, render.Material{Path: p, Kind: render.ShotClip})
 		}
-		units = merged
-	}
-	total := 0
-	for _, u := range units {
-		total += len([]rune(u))
-	}
-	var out []caption
-	t := 0.0
-	for _, u := range units {
-		share := secs * float64(len([]rune(u))) / float64(total)
-		out = append(out, caption{text: wrap(u, 24, 4), from: t, to: t + share})
-		t += share
 	}
 	return out
 }
 
-// wrap breaks s into lines of about width columns (a Han character counts two), at most maxLines
-// lines (the rest is cut with an ellipsis).
-func wrap(s string, width, maxLines int) string {
-	var lines []string
-	var line strings.Builder
-	cols := 0
-	flush := func() {
-		if l := strings.TrimSpace(line.String()); l != "" {
-			lines = append(lines, l)
-		}
-		line.Reset()
-		cols = 0
+// track makes an audio reference usable: a file of the owner's, or an http(s) URL fetched through
+// the SSRF guard (at most maxTrackBytes) into work. A track that cannot be used fails the job
+// naming it: a video is never rendered silently without the music or voice it was given.
+func (d *Dispatcher) track(ctx context.Context, lj *localJob, ref, work, what string) (string, error) {
+	if p := d.localFile(lj, ref); p != "" {
+		return p, d.hasAudio(ctx, p, ref, what)
 	}
-	for _, w := range splitWords(s) {
-		wc := 0
-		for _, r := range w {
-			wc += runeCols(r)
-		}
-		if cols > 0 && cols+wc > width {
-			flush()
-		}
-		line.WriteString(w)
-		cols += wc
+	u, err := url.Parse(ref)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", errcode.New(errcode.VideoGen, fmt.Sprintf("the %s track %s is neither a file of yours nor an http(s) link", what, path0(ref)))
 	}
-	flush()
-	if len(lines) > maxLines {
-		lines = lines[:maxLines]
-		lines[maxLines-1] += "…"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", errcode.E("generators.video", errcode.VideoGen, fmt.Sprintf("the %s track %s could not be fetched", what, path0(ref)), err)
 	}
-	// drawtext treats '%' as the start of an expansion in text files too: double it.
-	return strings.ReplaceAll(strings.Join(lines, "\n"), "%", "%%")
+	res, err := d.tracks.Do(req)
+	if err != nil {
+		msg := fmt.Sprintf("the %s track %s could not be fetched", what, path0(ref))
+		if errors.Is(err, netguard.ErrRefused) {
+			msg += ": its address is not allowed (loopback, private or link-local; see CONTENT_FETCH_ALLOW)"
+		}
+		return "", errcode.E("generators.video", errcode.VideoGen, msg, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return "", errcode.New(errcode.VideoGen, fmt.Sprintf("the %s track %s could not be fetched: HTTP %d", what, path0(ref), res.StatusCode))
+	}
+	p := filepath.Join(work, what+"-track")
+	f, err := os.Create(p)
+	if err != nil {
+		return "", errcode.E("generators.video", errcode.VideoGen, "the track could not be saved", err)
+	}
+	n, err := io.Copy(f, io.LimitReader(res.Body, maxTrackBytes+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || n > maxTrackBytes {
+		return "", errcode.E("generators.video", errcode.VideoGen, fmt.Sprintf("the %s track %s could not be fetched whole (at most %d MB)",
+			what, path0(ref), maxTrackBytes>>20), err)
+	}
+	return p, d.hasAudio(ctx, p, ref, what)
 }
 
-// splitWords splits at spaces (kept with the word) and between Han characters.
-func splitWords(s string) []string {
-	var out []string
-	var cur strings.Builder
-	for _, r := range s {
-		switch {
-		case unicode.Is(unicode.Han, r) || unicode.IsPunct(r) && r > unicode.MaxASCII:
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-			out = append(out, string(r))
-		case r == ' ':
-			cur.WriteRune(r)
-			out = append(out, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteRune(r)
-		}
+// hasAudio checks that ffprobe finds an audio stream in path.
+func (d *Dispatcher) hasAudio(ctx context.Context, path, ref, what string) error {
+	info, err := d.probe(ctx, path)
+	if err == nil && info["has_audio"] == true {
+		return nil
 	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errcode.E("generators.video", errcode.VideoGen, fmt.Sprintf("the %s track %s has no audio ffmpeg can read", what, path0(ref)), err)
+}
+
+// duration is a media file's length: from a WAV header, else by ffprobe.
+func (d *Dispatcher) duration(ctx context.Context, path string) (float64, error) {
+	if dur, err := render.WAVDuration(path); err == nil {
+		return dur, nil
+	}
+	info, err := d.probe(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	dur, _ := info["duration"].(float64)
+	return dur, nil
+}
+
+// sentencesOf reads the sentence times a speech job returned (passed on in the video's payload).
+func sentencesOf(v any) []render.Timed {
+	list, _ := v.([]any)
+	var out []render.Timed
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil
+		}
+		start, ok1 := num(m, "start")
+		end, ok2 := num(m, "end")
+		if !ok1 || !ok2 || end < start {
+			return nil
+		}
+		out = append(out, render.Timed{Text: str(m, "text"), Start: start, End: end})
 	}
 	return out
 }
 
-func runeCols(r rune) int {
-	if unicode.Is(unicode.Han, r) || r > 0x2E80 {
-		return 2
+// path0 is a reference as an error message names it: a URL without its query, a file by its name.
+func path0(ref string) string {
+	if u, err := url.Parse(ref); err == nil && u.Host != "" {
+		u.RawQuery, u.Fragment, u.User = "", "", nil
+		return u.String()
 	}
-	return 1
+	return filepath.Base(ref)
+}
+
+// toolErr is a failed render: ffmpeg's failures are VIDEO_GEN_ERROR, espeak-ng's and others
+// EXTERNAL_SERVICE_ERROR; the tool's stderr stays the internal cause.
+func toolErr(jobType string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	code := errcode.ExternalService
+	var te *render.ToolError
+	if jobType == "videogen" || errors.As(err, &te) && te.Program == "ffmpeg" {
+		code = errcode.VideoGen
+	}
+	program := "the renderer"
+	if errors.As(err, &te) {
+		program = te.Program
+	}
+	return errcode.E("generators."+jobType, code, program+" failed", err)
 }
 
 func hasHan(s string) bool {
@@ -405,44 +421,7 @@ func hasHan(s string) bool {
 	return false
 }
 
-// mediaDuration is the duration of a media file: from a WAV header, else by ffprobe.
-func mediaDuration(ctx context.Context, d *Dispatcher, path string) (float64, error) {
-	if dur, err := wavDuration(path); err == nil {
-		return dur, nil
-	}
-	info, err := d.probe(ctx, path)
-	if err != nil {
-		return 0, err
-	}
-	dur, _ := info["duration"].(float64)
-	return dur, nil
-}
-
 // ---------------------------------------------------------------- helpers
-
-// runTool runs a program and turns a failure into an EXTERNAL_SERVICE_ERROR (VIDEO_GEN_ERROR for
-// ffmpeg) whose internal cause carries the end of its stderr. The program dies with this process
-// and is recorded in DataDir/children while it runs (internal/proc).
-func (d *Dispatcher) runTool(ctx context.Context, program string, args ...string) error {
-	cmd := proc.Command(ctx, program, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := d.children.Run(cmd); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		tail := strings.TrimSpace(stderr.String())
-		if len(tail) > 600 {
-			tail = tail[len(tail)-600:]
-		}
-		code := errcode.ExternalService
-		if program == "ffmpeg" {
-			code = errcode.VideoGen
-		}
-		return errcode.E("generators."+program, code, program+" failed", fmt.Errorf("%w: %s", err, tail))
-	}
-	return nil
-}
 
 func fileSize(path string) int64 {
 	if st, err := os.Stat(path); err == nil {

@@ -501,6 +501,13 @@ var mediaKeys = []string{"audio_url", "video_url", "image_url", "cover_url", "mu
 
 func generatorInputs(sc *stepCtx) map[string]any {
 	payload := map[string]any{}
+	// Every run input reaches the generator (a workflow's declared inputs are its steps' to use:
+	// the cast of a drama, a music track, the material to show); what earlier steps made wins.
+	for k, v := range sc.req.Inputs {
+		if v != nil && v != "" {
+			payload[k] = v
+		}
+	}
 	for _, k := range []string{"topic", "summary", "platform", "style", "language", "voice", "prompt", "url", "title"} {
 		if s := sc.input(k); s != "" {
 			payload[k] = s
@@ -520,6 +527,10 @@ func generatorInputs(sc *stepCtx) map[string]any {
 		if s := sc.latestString(k); s != "" {
 			payload[k] = s
 		}
+	}
+	// The narration's sentence times (a speech job's), so captions follow what is said.
+	if v, ok := sc.latest("sentences").([]any); ok && len(v) > 0 {
+		payload["sentences"] = v
 	}
 	if params, ok := sc.with["params"].(map[string]any); ok {
 		maps.Copy(payload, params)

@@ -1,0 +1,249 @@
+package render
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/reelforge/reelforge/internal/sentence"
+)
+
+// Limits of a planned video.
+const (
+	MaxSeconds = 180.0
+	minShot    = 0.4 // seconds: a shorter beat lends its time to its neighbour
+)
+
+var markerLine = regexp.MustCompile(`\[[^\]\n]{0,40}\]`)
+
+// Beats splits a script into its beats, each a list of sentences: a section marker ([Hook],
+// [Beat 2], ...) or a line break starts a beat. The speech renderer and the video planner both
+// use it, so the sentences the narration times are the sentences the captions show.
+func Beats(script string) [][]string {
+	var beats [][]string
+	for _, part := range markerLine.Split(script, -1) {
+		for _, line := range strings.Split(part, "\n") {
+			line = strings.Join(strings.Fields(line), " ")
+			if line == "" {
+				continue
+			}
+			var ss []string
+			for _, s := range sentence.Split(line, sentence.Ends+"；;") {
+				if s = strings.TrimSpace(s); s != "" {
+					ss = append(ss, s)
+				}
+			}
+			if len(ss) > 0 {
+				beats = append(beats, ss)
+			}
+		}
+	}
+	return beats
+}
+
+// Timed is a spoken sentence and when the narration says it, in seconds.
+type Timed struct {
+	Text  string  `json:"text"`
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
+}
+
+// Material is an image or clip of the creator's a video may show.
+type Material struct {
+	Path string
+	Kind string // ShotImage or ShotClip
+}
+
+// Plan is what a video is made of; Video lays it out.
+type Plan struct {
+	Script    string
+	Title     string
+	Sentences []Timed // when the narration says each sentence of Beats(Script), measured from it; nil: unknown
+	Narration string  // the voice file ("" for none)
+	// NarrationSecs is the narration's length; Target the asked duration (0: the narration's).
+	NarrationSecs, Target float64
+	Material              []Material
+	Frame                 Frame
+	Music, Mark, Font     string
+}
+
+// palette colours the title cards of a video without material, one per beat.
+var palette = []string{"0x1f2937", "0x0f3d56", "0x3b1f4a", "0x4a2d12", "0x12402f"}
+
+// Video lays the plan out: one shot per beat (the material in turn, images alternately panning and
+// zooming; title cards without material), each as long as its sentences are spoken, captions on
+// each sentence's spoken time, and the total fitted to the target: a narration longer than the
+// target by more than 5% is sped up (at most twice), a shorter one is followed by silence while the
+// last shot holds.
+func (p *Plan) Video(out string) *Video {
+	beats := Beats(p.Script)
+	if len(beats) == 0 {
+		beats = [][]string{{strings.TrimSpace(p.Title)}}
+	}
+	var flat []string
+	owner := []int{} // beat of each sentence
+	for b, ss := range beats {
+		for _, s := range ss {
+			flat = append(flat, s)
+			owner = append(owner, b)
+		}
+	}
+	total := p.Target
+	if total <= 0 {
+		total = p.NarrationSecs
+	}
+	if total <= 0 {
+		total = max(5, 2.5*float64(len(beats)))
+	}
+	total = min(max(total, 1), MaxSeconds)
+	tempo := 1.0
+	if p.NarrationSecs > total*1.05 {
+		tempo = min(p.NarrationSecs/total, 2)
+	}
+	// Sentence times on the video's clock: measured (sped up with the narration), else shares of
+	// the time by length.
+	times := make([]Timed, len(flat))
+	if len(p.Sentences) == len(flat) && p.NarrationSecs > 0 {
+		for i, s := range p.Sentences {
+			times[i] = Timed{Text: flat[i], Start: min(s.Start/tempo, total), End: min(s.End/tempo, total)}
+		}
+	} else {
+		spoken := total
+		if p.NarrationSecs > 0 {
+			spoken = min(p.NarrationSecs/tempo, total)
+		}
+		chars := 0
+		for _, s := range flat {
+			chars += weight(s)
+		}
+		t := 0.0
+		for i, s := range flat {
+			d := spoken * float64(weight(s)) / float64(max(chars, 1))
+			times[i] = Timed{Text: s, Start: t, End: t + d}
+			t += d
+		}
+	}
+	// Beats: from their first sentence's start to the next beat's; the first from 0, the last to
+	// the end.
+	starts := make([]float64, len(beats))
+	for i := len(flat) - 1; i >= 0; i-- {
+		starts[owner[i]] = times[i].Start
+	}
+	starts[0] = 0
+	v := &Video{Out: out, Frame: p.Frame, Duration: total, Narration: p.Narration, Tempo: tempo, Music: p.Music,
+		Mark: p.Mark, Font: p.Font}
+	images := 0
+	for b := range beats {
+		end := total
+		if b+1 < len(beats) {
+			end = starts[b+1]
+		}
+		d := end - starts[b]
+		if n := len(v.Shots); n > 0 && d < minShot {
+			v.Shots[n-1].Duration += max(d, 0) // too short to show: the previous shot holds
+			continue
+		}
+		s := Shot{Kind: ShotTitle, Duration: d, Color: palette[b%len(palette)]}
+		if b == 0 {
+			s.Text = p.Title
+		}
+		if len(p.Material) > 0 {
+			m := p.Material[b%len(p.Material)]
+			s = Shot{Kind: m.Kind, Path: m.Path, Duration: d}
+			if m.Kind == ShotImage {
+				s.Zoom = images%2 == 1
+				images++
+			}
+		}
+		v.Shots = append(v.Shots, s)
+	}
+	for i, t := range times {
+		end := t.End
+		if i+1 < len(times) && times[i+1].Start-end < 0.6 {
+			end = times[i+1].Start // no blink between sentences said one after the other
+		}
+		v.Captions = append(v.Captions, Caption{Text: t.Text, From: t.Start, To: end})
+	}
+	return v
+}
+
+// weight is how long a sentence takes to say, roughly: Han characters, and Latin letters counted a
+// third (about three letters a character's time).
+func weight(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Han, r):
+			n += 3
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// Wrap breaks s into lines of about width columns (a wide character counts two), at most maxLines
+// lines (the rest is cut with an ellipsis; 0: no limit).
+func Wrap(s string, width, maxLines int) string {
+	var lines []string
+	var line strings.Builder
+	cols := 0
+	flush := func() {
+		if l := strings.TrimSpace(line.String()); l != "" {
+			lines = append(lines, l)
+		}
+		line.Reset()
+		cols = 0
+	}
+	for _, w := range splitWords(s) {
+		wc := 0
+		for _, r := range w {
+			wc += runeCols(r)
+		}
+		if cols > 0 && cols+wc > width {
+			flush()
+		}
+		line.WriteString(w)
+		cols += wc
+	}
+	flush()
+	if maxLines > 0 && len(lines) > maxLines {
+		lines = lines[:maxLines]
+		lines[maxLines-1] += "…"
+	}
+	return strings.Join(lines, "\n")
+}
+
+// splitWords splits at spaces (kept with the word) and between wide characters.
+func splitWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, r := range s {
+		switch {
+		case runeCols(r) == 2 || unicode.IsPunct(r) && r > unicode.MaxASCII:
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+			out = append(out, string(r))
+		case r == ' ':
+			cur.WriteRune(r)
+			out = append(out, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func runeCols(r rune) int {
+	if unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hangul, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || r >= 0xFF00 && r <= 0xFFEF {
+		return 2
+	}
+	return 1
+}

@@ -1,0 +1,369 @@
+// Package render composes videos and images with ffmpeg: the local renderer of the generators.
+//
+// A Video is a timeline the caller has planned: shots (an image with a slow pan or zoom, a clip
+// trimmed to its time, or a title card when there is no material), captions timed to the spoken
+// sentences, a narration and a background music track mixed under it, in the frame of the target
+// platform. Render turns it into one ffmpeg run (H.264 and AAC in MP4). Image renders a still (a
+// cover) of an aspect ratio. FontFor picks a font that draws every character of the text, so a
+// caption is refused rather than drawn as boxes.
+//
+// The package knows nothing of jobs, users or storage: it takes local files and writes one. Plan
+// (plan.go) turns a script, sentence timings and material into a Video.
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/reelforge/reelforge/internal/proc"
+)
+
+// FPS is the frame rate of rendered videos.
+const FPS = 25
+
+// Frame is a width and height in pixels.
+type Frame struct{ W, H int }
+
+// FrameFor is the video frame of a platform: 9:16 for douyin, kuaishou and the default, 3:4 for
+// xiaohongshu, 16:9 for bilibili and youtube.
+func FrameFor(platform string) Frame {
+	switch strings.ToLower(strings.TrimSpace(platform)) {
+	case "xiaohongshu", "rednote", "xhs":
+		return Frame{720, 960}
+	case "bilibili", "youtube":
+		return Frame{1280, 720}
+	}
+	return Frame{720, 1280}
+}
+
+// ImageFrame is the size of a still of aspect ratio "w:h" (default: the platform's, with covers of
+// xiaohongshu 3:4), its long side 1440 pixels.
+func ImageFrame(aspect, platform string) (Frame, error) {
+	if aspect == "" {
+		f := FrameFor(platform)
+		aspect = fmt.Sprintf("%d:%d", f.W, f.H)
+	}
+	a, b, ok := strings.Cut(aspect, ":")
+	w, err1 := strconv.ParseFloat(strings.TrimSpace(a), 64)
+	h, err2 := strconv.ParseFloat(strings.TrimSpace(b), 64)
+	if !ok || err1 != nil || err2 != nil || w <= 0 || h <= 0 || w/h > 4 || h/w > 4 {
+		return Frame{}, fmt.Errorf("render: aspect ratio %q is not w:h (e.g. 3:4, 16:9)", aspect)
+	}
+	const long = 1440
+	if w >= h {
+		return Frame{long, even(long * h / w)}, nil
+	}
+	return Frame{even(long * w / h), long}, nil
+}
+
+func even(f float64) int { return int(f/2+0.5) * 2 }
+
+// Shot kinds.
+const (
+	ShotImage = "image"
+	ShotClip  = "clip"
+	ShotTitle = "title" // no material: a card with Text
+)
+
+// Shot is one stretch of the timeline.
+type Shot struct {
+	Kind     string
+	Path     string  // the image or clip (Kind image or clip)
+	Text     string  // the card's text (Kind title)
+	Duration float64 // seconds
+	Zoom     bool    // an image zooms in slowly rather than panning
+	Color    string  // a title card's colour (default Video.Background)
+}
+
+// Caption is a text shown from From to To seconds.
+type Caption struct {
+	Text     string
+	From, To float64
+}
+
+// Video is a planned timeline. Shots are laid end to end and should add up to Duration.
+type Video struct {
+	Out      string // the MP4 file to write
+	Frame    Frame
+	Duration float64
+	Shots    []Shot
+	Captions []Caption
+	// Narration is the voice track ("" for none); Tempo speeds it up (>1) to fit Duration.
+	Narration string
+	Tempo     float64
+	// Music is the background track ("" for none), looped to the length and mixed under the voice.
+	Music string
+	Mark  string // a visible text mark in the top corner ("" for none)
+	Font  string // the font file of every text (FontFor)
+	// Background is the colour of title cards and letterboxing, e.g. 0x1f2937.
+	Background string
+	Tools      Tools
+}
+
+// Render writes v.Out with one ffmpeg run.
+func (v *Video) Render(ctx context.Context) error {
+	if len(v.Shots) == 0 || v.Duration <= 0 || v.Frame.W <= 0 || v.Frame.H <= 0 {
+		return errors.New("render: a video needs shots, a duration and a frame")
+	}
+	if v.Background == "" {
+		v.Background = "0x1f2937"
+	}
+	work, err := os.MkdirTemp("", "reelforge-render-")
+	if err != nil {
+		return fmt.Errorf("render: working folder: %w", err)
+	}
+	defer os.RemoveAll(work)
+	args := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin"}
+	var graph []string
+	var labels string
+	in := 0
+	W, H := v.Frame.W, v.Frame.H
+	for i, s := range v.Shots {
+		d := s.Duration
+		frames := max(int(d*FPS+0.5), 1)
+		ds := ff(d)
+		label := fmt.Sprintf("[s%d]", i)
+		switch s.Kind {
+		case ShotImage:
+			args = append(args, "-i", s.Path)
+			// Scaled once (the image is one frame), repeated, then moved: a pan is a moving crop of
+			// a frame 12% larger than the output; a zoom is zoompan's slow push in.
+			if s.Zoom {
+				graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1,format=yuv420p,"+
+					"zoompan=z='1+0.12*on/%d':x='iw/2-(iw/zoom/2)':y='ih/2-(ih/zoom/2)':d=%d:s=%dx%d:fps=%d%s",
+					in, W*5/4, H*5/4, W*5/4, H*5/4, frames, frames, W, H, FPS, label))
+			} else {
+				bw, bh := even(float64(W)*1.12), even(float64(H)*1.12)
+				graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1,format=yuv420p,"+
+					"loop=loop=%d:size=1:start=0,setpts=N/(%d*TB),crop=%d:%d:x='(iw-ow)*n/%d':y='(ih-oh)*(1-n/%d)/2'%s",
+					in, bw, bh, bw, bh, frames-1, FPS, W, H, frames, frames, label))
+			}
+		case ShotClip:
+			args = append(args, "-stream_loop", "-1", "-t", ds, "-i", s.Path)
+			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1,fps=%d,"+
+				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s", in, W, H, W, H, FPS, ds, label))
+		default: // title card
+			color := s.Color
+			if color == "" {
+				color = v.Background
+			}
+			args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("color=c=%s:s=%dx%d:r=%d:d=%s", color, W, H, FPS, ds))
+			chain := fmt.Sprintf("[%d:v]format=yuv420p", in)
+			if strings.TrimSpace(s.Text) != "" {
+				file, err := writeText(work, fmt.Sprintf("card-%02d.txt", i), Wrap(s.Text, columns(W, fontSize(v.Frame)*13/10), 6))
+				if err != nil {
+					return err
+				}
+				chain += fmt.Sprintf(",drawtext=fontfile=%s:textfile=%s:fontsize=%d:fontcolor=white:line_spacing=14:x=(w-text_w)/2:y=(h-text_h)/2",
+					v.Font, file, fontSize(v.Frame)*13/10)
+			}
+			graph = append(graph, chain+label)
+		}
+		in++
+		labels += label
+	}
+	video := "[base]"
+	graph = append(graph, fmt.Sprintf("%sconcat=n=%d:v=1:a=0%s", labels, len(v.Shots), video))
+	var chain []string
+	fs := fontSize(v.Frame)
+	for i, c := range pages(v.Captions, columns(W, fs), 3) {
+		file, err := writeText(work, fmt.Sprintf("caption-%02d.txt", i), c.Text)
+		if err != nil {
+			return err
+		}
+		chain = append(chain, fmt.Sprintf("drawtext=fontfile=%s:textfile=%s:fontsize=%d:fontcolor=white:line_spacing=10:box=1:"+
+			"boxcolor=black@0.55:boxborderw=16:x=(w-text_w)/2:y=h*0.74-text_h/2:enable='between(t,%s,%s)'", v.Font, file, fs, ff(c.From), ff(c.To)))
+	}
+	if v.Mark != "" {
+		file, err := writeText(work, "mark.txt", v.Mark)
+		if err != nil {
+			return err
+		}
+		chain = append(chain, fmt.Sprintf("drawtext=fontfile=%s:textfile=%s:fontsize=%d:fontcolor=white@0.8:box=1:boxcolor=black@0.35:"+
+			"boxborderw=10:x=w-text_w-32:y=48", v.Font, file, fs))
+	}
+	if len(chain) > 0 {
+		graph = append(graph, video+strings.Join(chain, ",")+"[v]")
+		video = "[v]"
+	}
+	dur := ff(v.Duration)
+	var voice, music string
+	if v.Narration != "" {
+		args = append(args, "-i", v.Narration)
+		tempo := ""
+		if v.Tempo > 1.001 {
+			tempo = fmt.Sprintf("atempo=%s,", ff(min(v.Tempo, 2)))
+		}
+		graph = append(graph, fmt.Sprintf("[%d:a]%saformat=sample_rates=44100:channel_layouts=stereo,apad,atrim=0:%s[voice]", in, tempo, dur))
+		voice = "[voice]"
+		in++
+	}
+	if v.Music != "" {
+		args = append(args, "-stream_loop", "-1", "-i", v.Music)
+		vol := "0.9"
+		if voice != "" {
+			vol = "0.25" // under the voice
+		}
+		graph = append(graph, fmt.Sprintf("[%d:a]aformat=sample_rates=44100:channel_layouts=stereo,volume=%s,atrim=0:%s,afade=t=out:st=%s:d=1.5[music]",
+			in, vol, dur, ff(max(v.Duration-1.5, 0))))
+		music = "[music]"
+		in++
+	}
+	audio := ""
+	switch {
+	case voice != "" && music != "":
+		graph = append(graph, voice+music+"amix=inputs=2:duration=first:normalize=0[a]")
+		audio = "[a]"
+	case voice != "":
+		audio = voice
+	case music != "":
+		audio = music
+	default:
+		args = append(args, "-f", "lavfi", "-t", dur, "-i", "anullsrc=r=44100:cl=stereo")
+		audio = fmt.Sprintf("%d:a", in)
+	}
+	args = append(args, "-filter_complex", strings.Join(graph, ";"), "-map", video, "-map", audio, "-t", dur,
+		"-r", strconv.Itoa(FPS), "-c:v", "libx264", "-preset", "superfast", "-crf", "26", "-pix_fmt", "yuv420p",
+		"-c:a", "aac", "-b:a", "128k", "-ar", "44100", "-movflags", "+faststart", v.Out)
+	return v.Tools.Run(ctx, "ffmpeg", args...)
+}
+
+// pages wraps each caption to width columns and splits one of more than lines lines into pages
+// shown one after the other, each for a share of the caption's time by its length; nothing is cut.
+func pages(cs []Caption, width, lines int) []Caption {
+	var out []Caption
+	for _, c := range cs {
+		if strings.TrimSpace(c.Text) == "" || c.To <= c.From {
+			continue
+		}
+		all := strings.Split(Wrap(c.Text, width, 0), "\n")
+		total := len([]rune(strings.Join(all, "")))
+		t := c.From
+		for i := 0; i < len(all); i += lines {
+			page := all[i:min(i+lines, len(all))]
+			d := (c.To - c.From) * float64(len([]rune(strings.Join(page, "")))) / float64(max(total, 1))
+			out = append(out, Caption{Text: strings.Join(page, "\n"), From: t, To: t + d})
+			t += d
+		}
+	}
+	return out
+}
+
+// columns is how many columns of Wrap (a Latin letter one, a Han character two) fit in 90% of a
+// frame width w at font size fs: a Latin letter is about half fs wide.
+func columns(w, fs int) int { return max(w*90/(fs*50), 8) }
+
+// fontSize is the caption size of a frame: about 5.8% of its short side.
+func fontSize(f Frame) int { return max(min(f.W, f.H)*58/1000, 16) }
+
+// Still is a cover image.
+type Still struct {
+	Out   string // the PNG file to write
+	Frame Frame
+	Image string // the background picture ("" for a plain card)
+	Title string
+	Font  string
+	Mark  string
+	Tools Tools
+}
+
+// Render writes s.Out: the picture cropped to the frame (or a card), with the title in a band.
+func (s *Still) Render(ctx context.Context) error {
+	work, err := os.MkdirTemp("", "reelforge-still-")
+	if err != nil {
+		return fmt.Errorf("render: working folder: %w", err)
+	}
+	defer os.RemoveAll(work)
+	W, H := s.Frame.W, s.Frame.H
+	args := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin"}
+	chain := ""
+	if s.Image != "" {
+		args = append(args, "-i", s.Image)
+		chain = fmt.Sprintf("[0:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1", W, H, W, H)
+	} else {
+		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("color=c=0x1f2937:s=%dx%d:d=1", W, H))
+		chain = "[0:v]null"
+	}
+	fs := min(W, H) * 75 / 1000
+	if strings.TrimSpace(s.Title) != "" {
+		file, err := writeText(work, "title.txt", Wrap(s.Title, columns(W, fs), 4))
+		if err != nil {
+			return err
+		}
+		chain += fmt.Sprintf(",drawtext=fontfile=%s:textfile=%s:fontsize=%d:fontcolor=white:line_spacing=16:box=1:boxcolor=black@0.5:"+
+			"boxborderw=28:x=(w-text_w)/2:y=h*0.72-text_h/2", s.Font, file, fs)
+	}
+	if s.Mark != "" {
+		file, err := writeText(work, "mark.txt", s.Mark)
+		if err != nil {
+			return err
+		}
+		chain += fmt.Sprintf(",drawtext=fontfile=%s:textfile=%s:fontsize=%d:fontcolor=white@0.8:box=1:boxcolor=black@0.35:boxborderw=10:x=w-text_w-32:y=48",
+			s.Font, file, fs/2)
+	}
+	args = append(args, "-filter_complex", chain+"[v]", "-map", "[v]", "-frames:v", "1", "-update", "1", s.Out)
+	return s.Tools.Run(ctx, "ffmpeg", args...)
+}
+
+func writeText(dir, name, text string) (string, error) {
+	p := filepath.Join(dir, name)
+	// drawtext expands '%' sequences in text files too: double it.
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "%", "%%")), 0o600); err != nil {
+		return "", fmt.Errorf("render: write %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// ff formats seconds for a filter graph.
+func ff(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+
+// ToolError is a tool that failed: the program, and the end of what it wrote to stderr.
+type ToolError struct {
+	Program string
+	Err     error
+	Stderr  string
+}
+
+func (e *ToolError) Error() string { return e.Program + ": " + e.Err.Error() + ": " + e.Stderr }
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// Tools runs the programs of renders (ffmpeg, espeak-ng): each dies with this process
+// (internal/proc) and is recorded in Children while it runs. The zero Tools records nothing.
+type Tools struct {
+	Children proc.Registry
+}
+
+// Run runs a program; a failure is a *ToolError (or ctx's error when ctx ended).
+func (t Tools) Run(ctx context.Context, program string, args ...string) error {
+	_, _, err := t.run(ctx, program, args...)
+	return err
+}
+
+// Stderr runs a program and returns what it wrote to stderr (ffmpeg's reports).
+func (t Tools) Stderr(ctx context.Context, program string, args ...string) (string, error) {
+	_, stderr, err := t.run(ctx, program, args...)
+	return stderr, err
+}
+
+func (t Tools) run(ctx context.Context, program string, args ...string) (string, string, error) {
+	cmd := proc.Command(ctx, program, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := t.Children.Run(cmd); err != nil {
+		if ctx.Err() != nil {
+			return "", "", ctx.Err()
+		}
+		tail := strings.TrimSpace(stderr.String())
+		if len(tail) > 800 {
+			tail = tail[len(tail)-800:]
+		}
+		return "", "", &ToolError{Program: program, Err: err, Stderr: tail}
+	}
+	return stdout.String(), stderr.String(), nil
+}

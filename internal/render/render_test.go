@@ -1,0 +1,129 @@
+package render
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFontFor(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{"Morning coffee, made simple.", "早上好，咖啡。Reelforge", "커피 コーヒー"} {
+		f, err := FontFor(text)
+		if err != nil {
+			t.Skipf("no font for %q here (install fonts-noto-cjk): %v", text, err)
+		}
+		if missing, err := missingGlyphs(f, drawn(text)); err != nil || len(missing) != 0 {
+			t.Errorf("FontFor(%q) = %s, which lacks %q (%v)", text, f, string(missing), err)
+		}
+	}
+	// Cuneiform is in none of the fonts a host installs: refused, naming the script.
+	_, err := FontFor("𒀀𒀁 and more")
+	if !errors.Is(err, ErrNoFont) || !strings.Contains(err.Error(), "Cuneiform") || !strings.Contains(err.Error(), "install") {
+		t.Errorf("FontFor(cuneiform) = %v, want ErrNoFont naming the script and what to install", err)
+	}
+}
+
+func TestBeats(t *testing.T) {
+	t.Parallel()
+	got := Beats("[Hook] Coffee, made simple. Really!\n[Beat 1]\nGrind fresh.\n\n[CTA] 关注我们。谢谢！")
+	want := [][]string{{"Coffee, made simple.", "Really!"}, {"Grind fresh."}, {"关注我们。", "谢谢！"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Beats (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanVideo(t *testing.T) {
+	t.Parallel()
+	script := "[Hook] One. Two.\n[Beat] Six.\n[End] Ten."
+	measured := []Timed{{"One.", 0, 1}, {"Two.", 1.2, 2}, {"Three.", 2.3, 5}, {"Four.", 5.2, 6}}
+	material := []Material{{"a.png", ShotImage}, {"b.png", ShotImage}}
+	tests := map[string]struct {
+		plan       Plan
+		wantDur    float64
+		wantTempo  float64
+		wantShots  []Shot
+		wantFirst  Caption // the first caption
+		wantSecond Caption
+	}{
+		"measured, longer target": {
+			plan:    Plan{Script: script, Sentences: measured, Narration: "n.wav", NarrationSecs: 6, Target: 8, Material: material},
+			wantDur: 8, wantTempo: 1,
+			wantShots: []Shot{{Kind: ShotImage, Path: "a.png", Duration: 2.3}, {Kind: ShotImage, Path: "b.png", Duration: 2.9, Zoom: true}, {Kind: ShotImage, Path: "a.png", Duration: 2.8}},
+			wantFirst: Caption{"One.", 0, 1.2}, wantSecond: Caption{"Two.", 1.2, 2.3},
+		},
+		"narration sped up to the target": {
+			plan:    Plan{Script: script, Sentences: measured, Narration: "n.wav", NarrationSecs: 6, Target: 4, Material: material},
+			wantDur: 4, wantTempo: 1.5,
+			wantShots: []Shot{{Kind: ShotImage, Path: "a.png", Duration: 2.3 / 1.5}, {Kind: ShotImage, Path: "b.png", Duration: 2.9 / 1.5, Zoom: true}, {Kind: ShotImage, Path: "a.png", Duration: 4 - 5.2/1.5}},
+			wantFirst: Caption{"One.", 0, 0.8}, wantSecond: Caption{"Two.", 0.8, 2.3 / 1.5},
+		},
+		"no material, no narration: title cards by length": {
+			plan:    Plan{Script: script, Title: "T", Target: 9},
+			wantDur: 9, wantTempo: 1,
+			wantShots: []Shot{{Kind: ShotTitle, Text: "T", Duration: 4.5, Color: palette[0]}, {Kind: ShotTitle, Duration: 2.25, Color: palette[1]}, {Kind: ShotTitle, Duration: 2.25, Color: palette[2]}},
+			wantFirst: Caption{"One.", 0, 2.25}, wantSecond: Caption{"Two.", 2.25, 4.5},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			v := tc.plan.Video("out.mp4")
+			approx := cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-6 })
+			if v.Duration != tc.wantDur || math.Abs(v.Tempo-tc.wantTempo) > 1e-6 {
+				t.Errorf("duration %v tempo %v, want %v and %v", v.Duration, v.Tempo, tc.wantDur, tc.wantTempo)
+			}
+			if diff := cmp.Diff(tc.wantShots, v.Shots, approx); diff != "" {
+				t.Errorf("shots (-want +got):\n%s", diff)
+			}
+			total := 0.0
+			for _, s := range v.Shots {
+				total += s.Duration
+			}
+			if math.Abs(total-v.Duration) > 1e-6 {
+				t.Errorf("shots last %v, the video %v", total, v.Duration)
+			}
+			if len(v.Captions) != 4 || !cmp.Equal(tc.wantFirst, v.Captions[0], approx) || !cmp.Equal(tc.wantSecond, v.Captions[1], approx) {
+				t.Errorf("captions %+v, want first %+v and second %+v", v.Captions, tc.wantFirst, tc.wantSecond)
+			}
+		})
+	}
+}
+
+func TestImageFrame(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[[2]string]Frame{
+		{"3:4", ""}: {1080, 1440}, {"16:9", ""}: {1440, 810}, {"1:1", ""}: {1440, 1440},
+		{"", "xiaohongshu"}: {1080, 1440}, {"", "bilibili"}: {1440, 810}, {"", "douyin"}: {810, 1440},
+	} {
+		if got, err := ImageFrame(in[0], in[1]); err != nil || got != want {
+			t.Errorf("ImageFrame(%q, %q) = %v, %v; want %v", in[0], in[1], got, err, want)
+		}
+	}
+	for _, bad := range []string{"wide", "3:0", "10:1", "a:b"} {
+		if _, err := ImageFrame(bad, ""); err == nil {
+			t.Errorf("ImageFrame(%q) accepted", bad)
+		}
+	}
+}
+
+func TestPages(t *testing.T) {
+	t.Parallel()
+	long := "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+	got := pages([]Caption{{long, 0, 8}, {"", 8, 9}, {"short", 9, 10}}, 12, 2)
+	var text []string
+	for _, c := range got {
+		text = append(text, strings.ReplaceAll(c.Text, "\n", " "))
+	}
+	if strings.Join(text, " ") != long+" short" || len(got) < 3 || got[0].From != 0 || math.Abs(got[len(got)-2].To-8) > 1e-6 {
+		t.Errorf("pages = %+v, want the long caption split over 0..8 s without losing a word, then the short one", got)
+	}
+	for _, c := range got {
+		if strings.Count(c.Text, "\n") > 1 {
+			t.Errorf("page %q has more than 2 lines", c.Text)
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package generators_test
+
+import (
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/plugins/generators"
+	"github.com/reelforge/reelforge/plugins/node"
+	"github.com/reelforge/reelforge/sdk/engine"
+)
+
+// renderBundle runs shipped workflows on the node engine with the local generators, for a paid
+// user whose asset folder holds a red picture, a blue one and a green clip.
+type renderBundle struct {
+	dir, user string
+	reg       *manifest.Registry
+	media     string // the three files, as the run input "media" names them
+}
+
+func setupRender(t *testing.T) *renderBundle {
+	t.Helper()
+	needTools(t, "espeak-ng", "ffmpeg", "ffprobe")
+	reg, err := manifest.Load(filepath.Join("..", "..", "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &renderBundle{dir: t.TempDir(), user: "u-paid", reg: reg}
+	folder := filepath.Join(b.dir, "assets", b.user)
+	if err := os.MkdirAll(folder, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	// Pictures of one dominant colour with a grid (so a pan shows), and a clip.
+	for name, args := range map[string][]string{
+		"red.png":   {"-f", "lavfi", "-i", "color=c=0xd01010:s=1200x1600,drawgrid=w=80:h=80:t=4:c=0x801010", "-frames:v", "1"},
+		"blue.jpg":  {"-f", "lavfi", "-i", "color=c=0x1020d0:s=1600x1200,drawgrid=w=80:h=80:t=4:c=0x101080", "-frames:v", "1"},
+		"clip.mp4":  {"-f", "lavfi", "-i", "color=c=0x10b010:s=640x360:r=25:d=3,drawgrid=w=40:h=40:t=2", "-c:v", "libx264", "-pix_fmt", "yuv420p"},
+		"music.wav": {"-f", "lavfi", "-i", "sine=frequency=440:duration=4", "-ac", "2"},
+	} {
+		cmd := exec.Command("ffmpeg", append(append([]string{"-y", "-loglevel", "error"}, args...), filepath.Join(folder, name))...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("make %s: %v %s", name, err, out)
+		}
+	}
+	b.media = "/api/assets/files/u-paid/red.png, /api/assets/files/u-paid/blue.jpg, assets/u-paid/clip.mp4"
+	return b
+}
+
+// run runs workflow with inputs and returns the result of its job of jobType.
+func (b *renderBundle) run(t *testing.T, workflow string, inputs map[string]any, jobType string) map[string]any {
+	t.Helper()
+	m, ok := b.reg.Get(workflow)
+	if !ok {
+		t.Fatalf("no %s manifest", workflow)
+	}
+	h := &dispatchingHost{jobs: map[string]*engine.Job{}, done: map[string]chan struct{}{}}
+	h.d = generators.NewDispatcher(generators.Options{DataDir: b.dir, CompleteFunc: h.complete,
+		OwnerFunc: func(context.Context, string) (engine.UserContext, error) {
+			return engine.UserContext{UserID: b.user, Role: "user"}, nil
+		}})
+	t.Cleanup(h.d.Stop)
+	res, err := node.New(node.Options{}).Run(t.Context(), h, &engine.RunRequest{RunID: "run-" + workflow, Workflow: m.Workflow(),
+		Attempt: 1, Inputs: inputs, User: engine.UserContext{UserID: b.user, Role: "user"}})
+	if err != nil || res.Status != engine.StatusCompleted {
+		t.Fatalf("Run(%s) = %+v, %v; want completed", workflow, res, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, j := range h.jobs {
+		if j.Type != jobType {
+			continue
+		}
+		if j.Status != engine.JobCompleted {
+			t.Fatalf("%s job: %s %+v", jobType, j.Status, j.Error)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(j.Result, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	t.Fatalf("%s made no %s job; outputs %v", workflow, jobType, res.Outputs)
+	return nil
+}
+
+func (b *renderBundle) file(res map[string]any) string {
+	return filepath.Join(b.dir, filepath.FromSlash(res["file_path"].(string)))
+}
+
+// videoInfo is what ffprobe says of a video: frame size and duration.
+func videoInfo(t *testing.T, path string) (w, h int, dur float64) {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height:format=duration",
+		"-of", "json", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	var p struct {
+		Streams []struct{ Width, Height int } `json:"streams"`
+		Format  struct {
+			Duration string `json:"duration"`
+		} `json:"format"`
+	}
+	if err := json.Unmarshal(out, &p); err != nil || len(p.Streams) == 0 {
+		t.Fatalf("ffprobe %s: %s %v", path, out, err)
+	}
+	dur, _ = strconv.ParseFloat(p.Format.Duration, 64)
+	return p.Streams[0].Width, p.Streams[0].Height, dur
+}
+
+var meanVolume = regexp.MustCompile(`mean_volume: (-?[0-9.]+) dB`)
+
+// loudness is the mean volume of a file's audio in dB (-91 is digital silence).
+func loudness(t *testing.T, path string) float64 {
+	t.Helper()
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-nostdin", "-i", path, "-af", "volumedetect", "-f", "null", "-").CombinedOutput()
+	m := meanVolume.FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("volumedetect %s: %v %s", path, err, out)
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// colours samples a frame a second and names each one's dominant colour in its upper third (above
+// the captions): red, green, blue or other.
+func colours(t *testing.T, path string) map[string]int {
+	t.Helper()
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-i", path, "-vf",
+		"fps=1,crop=iw:ih/3:0:ih/12,scale=1:1:flags=area", "-f", "rawvideo", "-pix_fmt", "rgb24", "-").Output()
+	if err != nil {
+		t.Fatalf("sample frames of %s: %v", path, err)
+	}
+	got := map[string]int{}
+	for i := 0; i+2 < len(out); i += 3 {
+		r, g, bl := int(out[i]), int(out[i+1]), int(out[i+2])
+		switch {
+		case r > 2*g && r > 2*bl:
+			got["red"]++
+		case g > 2*r && g > 2*bl:
+			got["green"]++
+		case bl > 2*r && bl > 2*g:
+			got["blue"]++
+		default:
+			got["other"]++
+		}
+	}
+	return got
+}
+
+// TestRenderFromMaterial: voiceover_video made from two pictures and a clip of the creator's is as
+// long as asked (within 10%), in the platform's frame, with a narration that is not silent, and
+// shows the pictures and the clip; captions follow the narration's measured sentences.
+func TestRenderFromMaterial(t *testing.T) {
+	t.Parallel()
+	b := setupRender(t)
+	res := b.run(t, "voiceover_video", map[string]any{"topic": "morning coffee at the harbour", "duration": 20.0,
+		"platform": "douyin", "media": b.media}, engine.JobVideogen)
+	mp4 := b.file(res)
+	w, h, dur := videoInfo(t, mp4)
+	if w != 720 || h != 1280 || dur < 18 || dur > 22 {
+		t.Errorf("video %dx%d, %.2f s; want 720x1280 and 20 s within 10%%", w, h, dur)
+	}
+	if v := loudness(t, mp4); v < -40 {
+		t.Errorf("narration mean volume %.1f dB, want audible", v)
+	}
+	seen := colours(t, mp4)
+	t.Logf("sampled frames: %v; result: %v", seen, res)
+	if seen["red"] == 0 || seen["blue"] == 0 || seen["green"] == 0 {
+		t.Errorf("sampled frames %v: want the red and the blue picture and the green clip", seen)
+	}
+	if res["caption_timing"] != "measured" || res["images"] != 2.0 || res["clips"] != 1.0 {
+		t.Errorf("result %v: want captions on measured sentence times, two images and a clip", res)
+	}
+}
+
+// TestRenderFrames: bilibili is 16:9; without material the video is title cards; a 10 s request
+// is fitted, whatever the narration's length.
+func TestRenderFrames(t *testing.T) {
+	t.Parallel()
+	b := setupRender(t)
+	res := b.run(t, "voiceover_video", map[string]any{"topic": "three tips for night photography", "duration": 10.0,
+		"platform": "bilibili"}, engine.JobVideogen)
+	w, h, dur := videoInfo(t, b.file(res))
+	if w != 1280 || h != 720 || dur < 9 || dur > 11 || res["material"] == nil {
+		t.Errorf("video %dx%d, %.2f s, result %v; want 1280x720 title cards of 10 s", w, h, dur, res)
+	}
+}
+
+// TestRenderGraphic: graphic's cover is a PNG of the asked 3:4, made from the creator's picture.
+func TestRenderGraphic(t *testing.T) {
+	t.Parallel()
+	b := setupRender(t)
+	res := b.run(t, "graphic", map[string]any{"topic": "咖啡的三个秘密", "media": b.media}, engine.JobVideogen)
+	f, err := os.Open(b.file(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("the cover is not a PNG: %v (result %v)", err, res)
+	}
+	size := img.Bounds().Size()
+	if size.X*4 != size.Y*3 || res["image_url"] == nil {
+		t.Errorf("cover %dx%d (result %v), want 3:4", size.X, size.Y, res)
+	}
+	if r, g, bl, _ := img.At(size.X/2, size.Y/6).RGBA(); r < 2*g || r < 2*bl {
+		t.Errorf("the cover's top is not the red picture (rgb %d %d %d)", r>>8, g>>8, bl>>8)
+	}
+}
+
+// TestRenderMusicVideo: music_video_creation given a track of the creator's (no music generator is
+// configured) has that music, audible, in its video.
+func TestRenderMusicVideo(t *testing.T) {
+	t.Parallel()
+	b := setupRender(t)
+	res := b.run(t, "music_video_creation", map[string]any{"prompt": "calm morning piano", "duration": 8.0,
+		"music_url": "/api/assets/files/u-paid/music.wav", "media": b.media}, engine.JobVideogen)
+	mp4 := b.file(res)
+	if _, _, dur := videoInfo(t, mp4); dur < 7.2 || dur > 8.8 {
+		t.Errorf("duration %.2f, want 8 s", dur)
+	}
+	if v := loudness(t, mp4); v < -30 || res["music"] == nil {
+		t.Errorf("music mean volume %.1f dB (result %v), want the track audible", v, res)
+	}
+}
+
+// TestRenderRefusesUndrawableCaptions: a caption no installed font draws fails the job with a
+// clear error instead of a video of boxes.
+func TestRenderRefusesUndrawableCaptions(t *testing.T) {
+	t.Parallel()
+	needTools(t, "ffmpeg", "ffprobe")
+	b := setupLocal(t, map[string]string{"run-a": "user"})
+	job := &engine.Job{JobID: "v-cuneiform", RunID: "run-a", Type: engine.JobVideogen,
+		Request: json.RawMessage(`{"script":"𒀀𒀁𒀂 𒀃.","duration":2}`)}
+	if err := b.d.Dispatch(t.Context(), job, "http://host.test"); err != nil {
+		t.Fatal(err)
+	}
+	if f := b.done.failure(t, job.JobID); f == nil || f.Code != "VIDEO_GEN_ERROR" || !strings.Contains(f.Message, "no font draws") ||
+		!strings.Contains(f.Message, "Cuneiform") {
+		t.Errorf("failure = %+v, want VIDEO_GEN_ERROR saying no font draws the Cuneiform captions", f)
+	}
+}
