@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -89,16 +88,15 @@ type resp struct {
 
 func (b *testBundle) do(method, path, token string, body any, headers ...string) resp {
 	b.t.Helper()
-	var rd io.Reader
+	var reqBody []byte
 	switch v := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(v)
+		reqBody = []byte(v)
 	default:
-		buf, _ := json.Marshal(v)
-		rd = bytes.NewReader(buf)
+		reqBody, _ = json.Marshal(v)
 	}
-	req := httptest.NewRequest(method, path, rd)
+	req := httptest.NewRequest(method, path, bytes.NewReader(reqBody))
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -113,6 +111,7 @@ func (b *testBundle) do(method, path, token string, body any, headers ...string)
 		b.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	raw, _ := io.ReadAll(res.Body)
+	checkContract(b.t, req, reqBody, res.StatusCode, res.Header, raw)
 	out := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
 	_ = json.Unmarshal(raw, &out.body)
 	return out

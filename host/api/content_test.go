@@ -113,7 +113,7 @@ func (b *testBundle) upload(path, token, field, name, ctype string, data []byte,
 	req := httptest.NewRequest("POST", path, &buf)
 	req.Header.Set("Content-Type", w.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := b.app.Test(req, -1)
+	res, err := testApp(b.t, b.app, req)
 	if err != nil {
 		b.t.Fatalf("upload: %v", err)
 	}

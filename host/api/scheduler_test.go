@@ -132,7 +132,7 @@ func TestSchedulerAndTaskRoutes(t *testing.T) {
 		if tc.As != "" {
 			req.Header.Set("Authorization", "Bearer "+e.tokens[tc.As])
 		}
-		res, err := app.Test(req, -1)
+		res, err := testApp(t, app, req)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.Name, err)
 		}
@@ -177,7 +177,7 @@ func TestConcurrentBlueprintSaves(t *testing.T) {
 					req := httptest.NewRequest("PUT", "/api/projects/"+pid, strings.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Authorization", "Bearer "+tok)
-					res, err := b.app.Test(req, -1)
+					res, err := testApp(t, b.app, req)
 					if err != nil {
 						bodies[i] = err.Error()
 						return

@@ -98,7 +98,7 @@ func (e *env) do(u user, method, path string, body any) (int, map[string]any) {
 
 func (e *env) send(req *http.Request) (int, map[string]any) {
 	e.t.Helper()
-	res, err := e.app.Test(req, -1)
+	res, err := testApp(e.t, e.app, req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

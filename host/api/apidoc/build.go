@@ -120,6 +120,9 @@ func operation(op Op) M {
 	for _, st := range errorStatuses(op) {
 		responses[strconv.Itoa(st)] = M{"$ref": "#/components/responses/" + errorName(st)}
 	}
+	for st, body := range op.Alt {
+		responses[strconv.Itoa(st)] = M{"description": http.StatusText(st), "content": M{"application/json": M{"schema": body}}}
+	}
 	o["responses"] = responses
 	return o
 }
@@ -164,11 +167,12 @@ func success(op Op) M {
 		body = obj("success!", okTrue, "data!", arr(op.Resp), "total!", integer("matching records"), "page!", integer(""), "limit!", integer(""))
 	case Raw:
 		body = op.Resp
-		if op.Resp["contentMediaType"] != nil {
-			media = "application/octet-stream"
+		if mt, ok := op.Resp["contentMediaType"].(string); ok {
+			media = mt
 		}
 	case Text:
-		body, media = M{"type": "string"}, "text/plain; version=0.0.4"
+		// The Prometheus text format 0.0.4: text/plain; version=0.0.4; charset=utf-8.
+		body, media = M{"type": "string"}, "text/plain"
 	case Upgrade:
 		return M{"description": "Switching Protocols: the WebSocket is open"}
 	}
@@ -180,7 +184,7 @@ func errorStatuses(op Op) []int {
 	var st []int
 	switch op.Sec {
 	case Bearer:
-		st = []int{400, 401, 429, 500}
+		st = []int{400, 401, 403, 429, 500} // 403: an automation key outside its scope
 	case Public:
 		st = []int{400, 429, 500}
 		if strings.HasPrefix(op.Path, "/api/auth/") {
@@ -188,6 +192,12 @@ func errorStatuses(op Op) []int {
 		}
 	case Callback:
 		st = []int{400, 401, 404, 500}
+	}
+	if op.Sec == Bearer && op.Method == http.MethodPost {
+		st = append(st, 409) // an Idempotency-Key reused with another request
+	}
+	if (op.Body != nil || op.Form != nil) && strings.HasPrefix(op.Path, "/api/") {
+		st = append(st, 413) // BODY_LIMIT_BYTES, UPLOAD_LIMIT_BYTES
 	}
 	st = append(st, op.Errors...)
 	slices.Sort(st)

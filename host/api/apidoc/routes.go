@@ -39,11 +39,21 @@ type Op struct {
 	Body         M // JSON request body schema
 	Form         M // multipart/form-data request body schema
 	Status       int
-	Kind         string // Data, Top, List, Raw, Text, Upgrade
-	Resp         M      // the fields (Data, Top: an object schema), the item (List) or the body (Raw)
-	Errors       []int  // statuses beyond those of the security's defaults
-	Idempotent   bool   // accepts Idempotency-Key (every authenticated POST does)
+	Kind         string    // Data, Top, List, Raw, Text, Upgrade
+	Resp         M         // the fields (Data, Top: an object schema), the item (List) or the body (Raw)
+	Errors       []int     // statuses beyond those of the security's defaults
+	Alt          map[int]M // statuses answered with a body of their own rather than the error envelope
+	Idempotent   bool      // accepts Idempotency-Key (every authenticated POST does)
 	OptionalBody bool
+}
+
+// inspirationForm is the upload form of an inspiration: the file as field file or media.
+func inspirationForm() M {
+	f := obj("file", M{"type": "string", "contentMediaType": "application/octet-stream"},
+		"media", M{"type": "string", "contentMediaType": "application/octet-stream", "description": "alias of file"},
+		"title", str(""), "project_id", uuid)
+	f["anyOf"] = []any{M{"required": []any{"file"}}, M{"required": []any{"media"}}}
+	return f
 }
 
 func q(name, desc string, s M) Param { return Param{Name: name, In: "query", Desc: desc, Schema: s} }
@@ -53,8 +63,9 @@ func Ops() []Op {
 	runAck := func(status string) M {
 		return obj("run_id!", uuid, "status!", enum(status), "message", str(""))
 	}
-	kbQuery := obj("query!", M{"type": "string", "maxLength": 2000}, "question", str("alias of query (whitepaper form)"),
+	kbQuery := obj("query", M{"type": "string", "maxLength": 2000}, "question", M{"type": "string", "maxLength": 2000, "description": "alias of query (whitepaper form)"},
 		"top_k", M{"type": "integer", "minimum": 1, "maximum": 50, "default": 5}, "project_id", nullable(uuid))
+	kbQuery["anyOf"] = []any{M{"required": []any{"query"}}, M{"required": []any{"question"}}} // one of the two names
 	textItem := obj("text!", str(""), "title", str(""), "source_name", M{"type": "string", "default": "default"},
 		"project_id", nullable(uuid), "visibility", enum("private", "project", "org"))
 	docAnswer := obj("document!", ref("KnowledgeDocument"), "chunks_count!", integer(""), "duplicate", boolean("the source already held this file's hash"))
@@ -62,7 +73,7 @@ func Ops() []Op {
 	return []Op{
 		// Health and operations
 		{Method: "GET", Path: "/health", Tag: "Operations", Summary: "Liveness and dependencies", Sec: Public,
-			Status: 200, Kind: Raw, Resp: ref("Health"), Errors: []int{503},
+			Status: 200, Kind: Raw, Resp: ref("Health"), Alt: map[int]M{503: ref("Health")},
 			Desc: "503 when the database is unreachable (same body shape, status degraded)."},
 		{Method: "GET", Path: "/metrics", Tag: "Operations", Summary: "Prometheus metrics (text format)", Sec: Metrics,
 			Status: 200, Kind: Text, Errors: []int{401, 403},
@@ -100,7 +111,8 @@ func Ops() []Op {
 
 		// Tasks
 		{Method: "POST", Path: "/api/tasks", Tag: "Tasks", Summary: "Create a task (PENDING)", Sec: Bearer, Status: 201, Kind: Data,
-			Body: obj("projectId!", uuid, "type!", str(""), "inputParams!", anyObj("")), Resp: obj("task!", ref("Task")), Errors: []int{403}},
+			Body: obj("projectId!", uuid, "type!", str(""), "inputParams", anyObj("default {}"), "input_params", anyObj("alias of inputParams")),
+			Resp: obj("task!", ref("Task")), Errors: []int{403}},
 		{Method: "POST", Path: "/api/project/dispatch-task", Tag: "Tasks", Summary: "Dispatch a task (whitepaper form of POST /api/tasks)", Sec: Bearer, Status: 201, Kind: Data,
 			Body: obj("projectId!", uuid, "type!", str(""), "inputParams!", anyObj("")), Resp: obj("task!", ref("Task")), Errors: []int{403, 409}},
 		{Method: "GET", Path: "/api/tasks/:id", Tag: "Tasks", Summary: "A task", Sec: Bearer, Status: 200, Kind: Data,
@@ -232,10 +244,11 @@ func Ops() []Op {
 			Body: obj("rating!", M{"type": "integer", "minimum": 1, "maximum": 5}, "notes", M{"type": "string", "maxLength": 2000}),
 			Resp: obj("query_id!", uuid, "feedback!", obj("rating", integer(""), "notes", str(""))), Errors: []int{404}},
 		{Method: "GET", Path: "/api/knowledge/metrics", Tag: "Knowledge", Summary: "Ask totals, citation coverage, latency", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("totals!", obj("ask", integer("")), "quality!", obj("citation_coverage_pct_recent_200", num(""), "avg_rating", num(""), "feedback_count", integer("")),
+			Resp: obj("totals!", obj("ask", integer("")), "quality!", obj("citation_coverage_pct_recent_200", num(""), "avg_rating", nullable(num("null before any rating")), "feedback_count", integer("")),
 				"performance!", obj("search_p50_ms", num(""), "search_p95_ms", num(""), "ask_p50_ms", num(""), "ask_p95_ms", num(""), "window", integer("")))},
 		{Method: "GET", Path: "/api/knowledge/eval-set", Tag: "Knowledge", Summary: "The 40 evaluation questions", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("items!", arr(obj("id", str(""), "scenario", str(""), "question", str(""), "expected_answer", str(""))), "scenarios!", arr(str("")), "total", integer(""))},
+			Resp: obj("items!", arr(obj("id", str(""), "scenario", str(""), "question", str(""), "expected_answer", str(""), "doc", str("the document that answers it"))),
+				"scenarios!", arr(obj("id!", str(""), "name!", str(""), "description", str(""))), "total", integer(""))},
 		{Method: "POST", Path: "/api/knowledge/eval/run-search", Tag: "Knowledge", Summary: "Run the search evaluation (no language model)", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("top_k", integer(""), "scenario", str(""), "source_name", str("")), OptionalBody: true,
 			Resp: obj("total!", integer(""), "hits!", integer(""), "hit_rate!", num(""), "mrr", num(""), "p95_ms", num(""),
@@ -272,7 +285,7 @@ func Ops() []Op {
 		{Method: "POST", Path: "/api/capture-tasks/:id/cancel", Tag: "Content", Summary: "Cancel a pending capture task", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("task!", ref("CaptureTask")), Errors: []int{404, 409}, OptionalBody: true},
 		{Method: "POST", Path: "/api/inspiration/upload", Tag: "Content", Summary: "Upload inspiration media", Sec: Bearer, Status: 201, Kind: Data,
-			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "title", str(""), "project_id", uuid),
+			Form: inspirationForm(),
 			Resp: obj("id!", uuid, "inspiration!", ref("Corpus"), "asset!", ref("Asset")), Errors: []int{403, 413}},
 		{Method: "POST", Path: "/api/inspiration/parse-link", Tag: "Content", Summary: "Parse a douyin, xiaohongshu or weibo link", Sec: Bearer, Status: 201, Kind: Data,
 			Body: obj("url!", strFmt("uri")), Resp: obj("corpus!", ref("Corpus"), "assets!", arr(ref("Asset"))), Errors: []int{502}},
@@ -294,9 +307,9 @@ func Ops() []Op {
 		{Method: "POST", Path: "/api/materials/batch-delete", Tag: "Content", Summary: "Delete materials (soft)", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("ids!", M{"type": "array", "items": uuid, "minItems": 1, "maxItems": 100}), Resp: obj("deletedCount!", integer(""))},
 		{Method: "GET", Path: "/api/materials/:id/file", Tag: "Content", Summary: "An asset's file by the asset's id (uploaded or made by a run); Range requests give 206", Sec: Bearer, Status: 200, Kind: Raw,
-			Resp: M{"type": "string", "contentMediaType": "application/octet-stream"}, Errors: []int{404}},
+			Resp: M{"type": "string", "contentMediaType": "*/*", "description": "the file's bytes with its own Content-Type (image/png, video/mp4, ...)"}, Errors: []int{404}},
 		{Method: "GET", Path: "/api/assets/files/*", Tag: "Content", Summary: "An asset's file by its storage key (the file_url of files runs make); Range requests give 206", Sec: Bearer, Status: 200, Kind: Raw,
-			Resp: M{"type": "string", "contentMediaType": "application/octet-stream"}, Errors: []int{404}},
+			Resp: M{"type": "string", "contentMediaType": "*/*", "description": "the file's bytes with its own Content-Type (image/png, video/mp4, ...)"}, Errors: []int{404}},
 
 		// Strategy
 		{Method: "POST", Path: "/api/strategy/diagnosis", Tag: "Strategy", Summary: "Diagnose answers into a report and a blueprint", Sec: Bearer, Status: 200, Kind: Data,
@@ -313,7 +326,7 @@ func Ops() []Op {
 			Resp: obj("delivered!", boolean(""), "status_code", integer(""), "latency_ms", num(""), "event", str(""), "event_id", uuid, "error", str(""))},
 		{Method: "GET", Path: "/api/webhooks/notification-status", Tag: "Events", Summary: "Outbound event queue status", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("enabled!", boolean(""), "target", str(""), "pending!", integer(""), "delivered!", integer(""), "failed!", integer(""), "dead!", integer(""),
-				"skipped", integer(""), "last_error", str(""), "last_error_at", nullable(when), "batch_size", integer(""),
+				"skipped", integer(""), "last_error", nullable(str("")), "last_error_at", nullable(when), "batch_size", integer(""),
 				"batch_interval_ms", integer(""), "timeout_ms", integer(""), "enabled_events", arr(str("")))},
 		{Method: "GET", Path: "/ws", Tag: "Events", Summary: "WebSocket: task:status, task:progress, asset:sync; subscribe:project", Sec: Socket, Status: 101, Kind: Upgrade,
 			Query: []Param{q("token", "access token, when no Authorization header can be sent", str(""))}, Errors: []int{401},

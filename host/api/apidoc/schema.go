@@ -125,6 +125,6 @@ func schemas() M {
 		"ErrorEnvelope": obj("success!", M{"const": false}, "error!", obj(
 			"code!", M{"$ref": "#/components/schemas/ErrorCode"}, "errno!", integer("the code's number"),
 			"message!", str("public message: never a stack trace, SQL or file path"),
-			"details", M{"description": "optional; field errors are [{field, problem}]", "oneOf": []any{arr(ref("FieldError")), M{}}})),
+			"details", M{"description": "optional; field errors are [{field, problem}], else an object", "anyOf": []any{arr(ref("FieldError")), M{"type": "object"}}})),
 	}
 }
