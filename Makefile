@@ -29,6 +29,9 @@ run: build ## build and start the host on :3001 with zero configuration (SQLite 
 test: plugins ## run every test (SQLite always; PostgreSQL too when TEST_DATABASE_URL is set)
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+crash-test: ## SIGKILL the host in CRASH_ROUNDS rounds (default 20) on SQLite and TEST_DATABASE_URL; counts lost, duplicated, stuck, orphaned work
+	CRASH_ROUNDS=$${CRASH_ROUNDS:-20} $(GO) test -count=1 -timeout 3h -v -run 'TestCrash|TestTwoHosts' ./host/crashtest
+
 test-short: ## quick tests: no plugin processes, no race detector
 	$(GO) test -short -count=1 ./...
 
@@ -61,4 +64,4 @@ demo: build ## ingest the demo knowledge base for a demo user (host must be runn
 clean: ## remove build output
 	rm -rf $(BIN)
 
-.PHONY: help build plugins run test test-short test-pg bench proto verify lint tidy e2e-n8n demo clean
+.PHONY: help build plugins run test crash-test test-short test-pg bench proto verify lint tidy e2e-n8n demo clean
