@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/reelforge/reelforge/host/plugins"
 )
 
 // health answers DECISIONS.md's shape: 200 when the database answers, 503 when it does not.
@@ -38,11 +40,12 @@ func (s *Server) health(c *fiber.Ctx) error {
 		"database": fiber.Map{"driver": s.Store.Name(), "ok": dbOK, "search_path": searchPath},
 		"engines":  engines,
 	}
-	// Why each engine that is not ready is not (the handshake's refusal, a crash, its entry).
-	if r, ok := s.Engines.(interface{ EngineReasons() map[string]string }); ok {
-		if reasons := r.EngineReasons(); len(reasons) > 0 {
-			body["engine_reasons"] = reasons
-		}
+	// Each engine's detailed state (ready, unconfigured, degraded, restarting, disabled) and why
+	// it is not ready: its tool's check, a crash, the handshake's refusal, its entry.
+	if d, ok := s.Engines.(interface {
+		EngineDetails() map[string]plugins.Detail
+	}); ok {
+		body["engine_details"] = d.EngineDetails()
 	}
 	if s.Scheduler != nil {
 		body["scheduler"] = fiber.Map{"mode": s.Scheduler.Mode(), "fallback_active": s.Scheduler.FallbackActive()}

@@ -26,8 +26,8 @@ import (
 )
 
 // EngineHealth reports the state of each workflow engine: ready, degraded or disabled. An
-// implementation may also have EngineReasons() map[string]string: why each engine that is not
-// ready is not (/health shows it as engine_reasons).
+// implementation may also have EngineDetails() map[string]plugins.Detail: the detailed state and
+// why each engine is not ready (/health shows it as engine_details).
 type EngineHealth interface {
 	EngineStates() map[string]string
 }

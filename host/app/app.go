@@ -203,24 +203,28 @@ func (e engineStates) EngineStates() map[string]string {
 	return out
 }
 
-// EngineReasons says why each engine that is not ready is not, for /health's engine_reasons.
-func (e engineStates) EngineReasons() map[string]string {
-	out := map[string]string{}
+// EngineDetails gives /health's engine_details: each engine's detailed state (ready,
+// unconfigured, degraded, restarting or disabled) and why it is not ready.
+func (e engineStates) EngineDetails() map[string]plugins.Detail {
+	out := map[string]plugins.Detail{}
+	for _, name := range e.h.Runs.Manifests.Engines() {
+		out[name] = plugins.Detail{State: plugins.DetailDisabled, Reason: "no engine entry: it runs in process only"}
+		if e.h.Plugins == nil {
+			out[name] = plugins.Detail{State: plugins.DetailDisabled,
+				Reason: "plugins are switched off (PLUGINS_ENABLED=false): its workflows run on the in-process node engine"}
+		}
+	}
 	for _, en := range e.h.Runs.Manifests.EngineList() {
 		if !en.Enabled {
-			out[en.Name] = "disabled in " + en.File + ": its workflows run on their fallback"
+			out[en.Name] = plugins.Detail{State: plugins.DetailDisabled, Reason: "disabled in " + en.File + ": its workflows run on their fallback"}
 		}
 	}
 	if e.h.Plugins == nil {
-		for _, name := range e.h.Runs.Manifests.Engines() {
-			if _, set := out[name]; !set && name != manifest.EngineNode {
-				out[name] = "plugins are switched off (PLUGINS_ENABLED=false): its workflows run on the in-process node engine"
-			}
-		}
+		out[manifest.EngineNode] = plugins.Detail{State: plugins.DetailReady}
 		return out
 	}
-	for name, reason := range e.h.Plugins.Reasons() {
-		out[name] = reason
+	for name, d := range e.h.Plugins.Details() {
+		out[name] = d
 	}
 	return out
 }

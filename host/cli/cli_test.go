@@ -253,7 +253,7 @@ func TestPluginsCheck(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.PluginDir, cfg.ManifestDir = plugins, good
 	code, out, errs := run(t, cfg, "", "plugins", "check")
-	if code != 0 || !strings.Contains(out, "node") || !strings.Contains(out, " ok ") {
+	if code != 0 || !strings.Contains(out, "node") || !strings.Contains(out, " ready ") {
 		t.Errorf("plugins check (node only) = %d\n%s%s", code, out, errs)
 	}
 	sum, err := fileSHA256(filepath.Join(plugins, "node-plugin"))
@@ -276,7 +276,7 @@ func TestPluginsCheck(t *testing.T) {
 	write(t, filepath.Join(off, "engines", "graph.yaml"), []byte("name: graph\nenabled: false\nworkflow_settings: [graph_id]\n"))
 	cfg4 := testConfig(t)
 	cfg4.PluginDir, cfg4.ManifestDir = plugins, off
-	if code, out, errs := run(t, cfg4, "", "plugins", "check"); code != 0 || !strings.Contains(out, "disabled in "+filepath.Join(off, "engines", "graph.yaml")) {
+	if code, out, errs := run(t, cfg4, "", "plugins", "check"); code != 0 || !strings.Contains(out, "disabled: in "+filepath.Join(off, "engines", "graph.yaml")) {
 		t.Errorf("plugins check with graph disabled = %d, want 0:\n%s%s", code, out, errs)
 	}
 	if err := os.Remove(filepath.Join(off, "engines", "graph.yaml")); err != nil {

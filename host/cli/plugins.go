@@ -82,18 +82,18 @@ func (e *env) pluginsCheck(ctx context.Context, args []string) error {
 func checkPlugin(ctx context.Context, cfg *config.Config, en *manifest.Engine, name string, timeout time.Duration) pluginReport {
 	r := pluginReport{engine: name, version: "-", api: "-", sum: "-"}
 	if en == nil {
-		r.health = "no engine entry (runs in process)"
+		r.health = "disabled: no engine entry (runs in process)"
 		return r
 	}
 	if !en.Enabled {
-		r.health = "disabled in " + en.File + " (workflows run on their fallback)"
+		r.health = "disabled: in " + en.File + " (workflows run on their fallback)"
 		return r
 	}
 	path := filepath.Join(cfg.PluginDir, en.Plugin)
 	sum, err := fileSHA256(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && name == manifest.EngineNode {
-			r.health = "no plugin binary (runs in process)"
+			r.health = "disabled: no plugin binary (runs in process)"
 			return r
 		}
 		r.health, r.problem = "missing: "+path, true
@@ -123,14 +123,26 @@ func checkPlugin(ctx context.Context, cfg *config.Config, en *manifest.Engine, n
 	}
 	r.version, r.api = info.Version, fmt.Sprint(info.APIVersion)
 	if info.Name != name {
-		r.health, r.problem = fmt.Sprintf("reports engine %q, want %q", info.Name, name), true
+		r.health, r.problem = fmt.Sprintf("disabled: reports engine %q, want %q", info.Name, name), true
 		return r
 	}
-	if err := c.Engine().Health(cctx); err != nil {
+	if info.APIVersion != engine.APIVersion {
+		r.health, r.problem = fmt.Sprintf("disabled: speaks engine contract version %d, this host speaks %d", info.APIVersion, engine.APIVersion), true
+		return r
+	}
+	// The states of /health's engine_details: a plugin declaring a tool check is ready only while
+	// its tool answers.
+	err = c.Engine().Health(cctx)
+	switch {
+	case err == nil:
+		r.health = "ready"
+	case !slices.Contains(info.Capabilities, engine.CapToolHealth):
 		r.health, r.problem = "unhealthy: "+cause(err), true
-		return r
+	case errcode.Of(err) == errcode.Validation:
+		r.health = "unconfigured: " + cause(err) + " (its workflows run on their fallback)"
+	default:
+		r.health, r.problem = "degraded: "+cause(err)+" (its workflows run on their fallback)", true
 	}
-	r.health = "ok"
 	return r
 }
 
@@ -144,7 +156,7 @@ func cause(err error) string {
 
 func writeReports(w io.Writer, rs []pluginReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ENGINE\tVERSION\tAPI\tSHA256\tHEALTH\tWORKFLOWS")
+	fmt.Fprintln(tw, "ENGINE\tVERSION\tAPI\tSHA256\tSTATE\tWORKFLOWS")
 	for _, r := range rs {
 		wf := strings.Join(r.workflows, ",")
 		if wf == "" {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -304,4 +306,77 @@ func TestDeclaredCapabilities(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An engine that declares engine.CapToolHealth is ready only while its tool answers: unconfigured
+// when it has none, degraded (and routed to the fallback, not restarted) while the tool is down,
+// ready again when it answers.
+func TestToolHealth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and launches the echo plugin")
+	}
+	t.Parallel()
+	dir := buildEcho(t)
+
+	t.Run("unconfigured", func(t *testing.T) {
+		t.Parallel()
+		sup := New(Config{Name: "echo", Dir: dir, Env: []string{engine.SettingsEnvValue(map[string]string{"tool_url": "unconfigured"})},
+			Logger: testLogger(t)})
+		if err := sup.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sup.Stop)
+		if st, reason := sup.Detail(); st != DetailUnconfigured || !strings.Contains(reason, "tool_url is not set") {
+			t.Errorf("Detail() = %s, %q, want unconfigured and the reason", st, reason)
+		}
+		if st := sup.State(); st != StateDisabled {
+			t.Errorf("State() = %s, want disabled", st)
+		}
+		if _, err := sup.Engine(); err == nil {
+			t.Error("Engine() of an unconfigured engine = nil error, want the fallback")
+		}
+	})
+
+	t.Run("tool down and back", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		serve := func(ln net.Listener) { go http.Serve(ln, http.NotFoundHandler()) } //nolint:errcheck // ends when ln closes
+		serve(ln)
+		sup := New(Config{Name: "echo", Dir: dir, Env: []string{engine.SettingsEnvValue(map[string]string{"tool_url": "http://" + addr})},
+			Logger: testLogger(t), HealthInterval: 50 * time.Millisecond})
+		if err := sup.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sup.Stop)
+		if st, reason := sup.Detail(); st != DetailReady {
+			t.Fatalf("Detail() with the tool up = %s, %q, want ready", st, reason)
+		}
+		pid := sup.PID()
+		ln.Close()
+		waitFor(t, "degraded", 10*time.Second, func() bool { st, _ := sup.Detail(); return st == DetailDegraded })
+		if _, reason := sup.Detail(); !strings.Contains(reason, "the echo tool does not answer") {
+			t.Errorf("Detail() reason = %q, want the tool's check", reason)
+		}
+		if _, err := sup.Engine(); err == nil {
+			t.Error("Engine() while the tool is down = nil error, want the fallback")
+		}
+		if sup.State() != StateDegraded || sup.PID() != pid || sup.Restarts() != 0 {
+			t.Errorf("State(), PID(), Restarts() = %s, %d, %d; want degraded, %d, 0: a tool down is no reason to restart the plugin",
+				sup.State(), sup.PID(), sup.Restarts(), pid)
+		}
+		ln2, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Skipf("cannot listen on %s again: %v", addr, err)
+		}
+		serve(ln2)
+		t.Cleanup(func() { ln2.Close() })
+		waitFor(t, "ready", 10*time.Second, func() bool { st, _ := sup.Detail(); return st == DetailReady })
+		if _, err := sup.Engine(); err != nil {
+			t.Errorf("Engine() with the tool back = %v", err)
+		}
+	})
 }

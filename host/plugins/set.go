@@ -88,15 +88,18 @@ func (s *Set) States() map[string]State {
 	return out
 }
 
-// Reasons says why each engine that is not ready is not (engines that are ready are left out).
-func (s *Set) Reasons() map[string]string {
-	out := map[string]string{}
+// Detail is an engine's detailed state (Detail* constants) and why it is not ready.
+type Detail struct {
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Details returns the detailed state of every engine, for /health and plugins check.
+func (s *Set) Details() map[string]Detail {
+	out := make(map[string]Detail, len(s.sups))
 	for n, sup := range s.sups {
-		if r := sup.Reason(); r != "" {
-			out[n] = r
-		} else if st := sup.State(); st != StateReady {
-			out[n] = "engine plugin is " + string(st)
-		}
+		st, r := sup.Detail()
+		out[n] = Detail{State: st, Reason: r}
 	}
 	return out
 }

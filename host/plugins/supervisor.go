@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,8 +33,25 @@ const (
 	// StateDegraded: the plugin is down and being restarted; runs fall back to the node engine.
 	StateDegraded State = "degraded"
 	// StateDisabled: the circuit is open after repeated failures (a half-open retry comes after
-	// Config.CircuitOpenFor), the binary is missing, or the supervisor is stopped.
+	// Config.CircuitOpenFor), the binary is missing, the handshake refused the plugin, or the
+	// supervisor is stopped.
 	StateDisabled State = "disabled"
+)
+
+// Detailed states (Supervisor.Detail): what an operator needs to know, beyond the three states
+// of /health's engines map.
+const (
+	// DetailReady: the plugin is up and its external tool (when it declares one) answers.
+	DetailReady = "ready"
+	// DetailUnconfigured: the plugin is up but its tool is not configured (its Health answers
+	// VALIDATION_ERROR); runs go to the fallback. State reports it as disabled.
+	DetailUnconfigured = "unconfigured"
+	// DetailDegraded: the plugin is up but its tool does not answer; runs go to the fallback.
+	DetailDegraded = "degraded"
+	// DetailRestarting: the plugin is down and being relaunched with back-off.
+	DetailRestarting = "restarting"
+	// DetailDisabled: see StateDisabled.
+	DetailDisabled = "disabled"
 )
 
 // Config configures a Supervisor. Name and Dir are required; zero durations take the defaults
@@ -102,7 +120,9 @@ type Supervisor struct {
 	client     *engine.Client
 	eng        engine.Engine // client's Engine, calling only what the plugin's Info declares
 	info       *engine.Info
-	refused    bool // the handshake refused the plugin: no restart until the binary is replaced
+	refused    bool  // the handshake refused the plugin: no restart until the binary is replaced
+	toolHealth bool  // the plugin declared engine.CapToolHealth: Health checks its tool
+	toolErr    error // the last tool check's failure (nil: the tool answers)
 	state      State
 	restarts   int
 	failures   int
@@ -197,21 +217,58 @@ func (s *Supervisor) Engine() (engine.Engine, error) {
 		return nil, errcode.E("plugins.Engine", errcode.ExternalService,
 			fmt.Sprintf("engine %s plugin is %s", s.cfg.Name, s.state), s.lastErr)
 	}
+	if s.toolErr != nil {
+		return nil, errcode.E("plugins.Engine", errcode.ExternalService,
+			fmt.Sprintf("engine %s is %s: %s", s.cfg.Name, s.detailLocked(), errMessage(s.toolErr)), s.toolErr)
+	}
 	return s.eng, nil
 }
 
-// Reason says why the engine is not ready ("" when it is): the handshake's refusal, the last
-// failure of its plugin, or why it could not start.
-func (s *Supervisor) Reason() string {
+// Detail returns the engine's detailed state (Detail* constants) and why it is not ready.
+func (s *Supervisor) Detail() (state, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == StateReady || s.lastErr == nil {
-		return ""
+	d := s.detailLocked()
+	switch {
+	case d == DetailReady:
+		return d, ""
+	case s.toolErr != nil && s.state == StateReady:
+		return d, errMessage(s.toolErr)
+	case s.lastErr != nil:
+		return d, errMessage(s.lastErr)
 	}
-	if e := errcode.As(s.lastErr); e != nil && e.Err != nil {
+	return d, "engine plugin is " + d
+}
+
+func (s *Supervisor) detailLocked() string {
+	switch {
+	case s.state == StateDisabled:
+		return DetailDisabled
+	case s.state != StateReady || s.client == nil:
+		return DetailRestarting
+	case s.toolErr != nil && errcode.Of(s.toolErr) == errcode.Validation:
+		return DetailUnconfigured
+	case s.toolErr != nil:
+		return DetailDegraded
+	}
+	return DetailReady
+}
+
+// errMessage is err's public message with its cause, for an operator's eyes.
+func errMessage(err error) string {
+	if e := errcode.As(err); e != nil && e.Err != nil {
 		return e.Message() + ": " + e.Err.Error()
+	} else if e != nil {
+		return e.Message()
 	}
-	return s.lastErr.Error()
+	return err.Error()
+}
+
+// Reason says why the engine is not ready ("" when it is): the handshake's refusal, the last
+// failure of its plugin, why it could not start, or its tool's check.
+func (s *Supervisor) Reason() string {
+	_, r := s.Detail()
+	return r
 }
 
 // Info returns what the running plugin said of itself at launch (nil before its first launch).
@@ -224,10 +281,17 @@ func (s *Supervisor) Info() *engine.Info {
 // Name returns the engine's name.
 func (s *Supervisor) Name() string { return s.cfg.Name }
 
-// State returns ready, degraded or disabled.
+// State returns ready, degraded or disabled: a plugin whose tool is not configured is disabled,
+// one whose tool does not answer degraded (runs go to the fallback either way).
 func (s *Supervisor) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch s.detailLocked() {
+	case DetailUnconfigured:
+		return StateDisabled
+	case DetailDegraded:
+		return StateDegraded
+	}
 	return s.state
 }
 
@@ -281,8 +345,23 @@ func (s *Supervisor) launch(restart bool) bool {
 	}
 	s.client, s.state, s.readySince, s.lastErr = c, StateReady, time.Now(), nil
 	s.info, s.eng = info, declared(c.Engine(), info)
+	s.toolHealth, s.toolErr = slices.Contains(info.Capabilities, engine.CapToolHealth), nil
+	if s.toolHealth {
+		s.toolErr = s.checkTool(c)
+	}
 	s.log.Info("engine plugin started", "pid", c.PID(), "restarts", s.restarts, "version", info.Version, "capabilities", info.Capabilities)
 	return true
+}
+
+// checkTool asks the plugin's Health, which checks its external tool (engine.CapToolHealth).
+func (s *Supervisor) checkTool(c *engine.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HealthTimeout)
+	defer cancel()
+	err := c.Engine().Health(ctx)
+	if err != nil {
+		s.log.Warn("engine's external tool check failed: its workflows run on their fallback", "error", errMessage(err))
+	}
+	return err
 }
 
 // errRefused marks a plugin the handshake refused.
@@ -385,14 +464,32 @@ func (s *Supervisor) loop(ctx context.Context) {
 			continue
 		}
 		nextPing = time.Now().Add(s.cfg.HealthInterval)
+		s.mu.Lock()
+		toolHealth := s.toolHealth
+		s.mu.Unlock()
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
-		err := c.Engine().Health(pctx)
+		var err error
+		if toolHealth {
+			// Its Health checks its tool, not itself: Info says whether the plugin answers.
+			_, err = c.Engine().Info(pctx)
+		} else {
+			err = c.Engine().Health(pctx)
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		if err == nil {
 			misses = 0
+			if toolHealth {
+				terr := s.checkTool(c)
+				s.mu.Lock()
+				if (terr == nil) != (s.toolErr == nil) && terr == nil {
+					s.log.Info("engine's external tool answers again")
+				}
+				s.toolErr = terr
+				s.mu.Unlock()
+			}
 			continue
 		}
 		misses++

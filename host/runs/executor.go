@@ -297,13 +297,18 @@ func (s *Service) runEngine(name string) (engine.Engine, string, string) {
 		return s.InProcess["node"], "node", fmt.Sprintf("engine %s is disabled (%s: enabled: false): runs on the in-process node engine", name, e.File)
 	}
 	if s.Plugins != nil {
-		if e, err := s.Plugins.Engine(name); err == nil {
+		e, err := s.Plugins.Engine(name)
+		if err == nil {
 			return e, name, ""
 		}
 		if name == "node" {
 			return s.InProcess["node"], "node", "node plugin unavailable: in-process node engine"
 		}
-		return s.InProcess["node"], "node", fmt.Sprintf("engine %s unavailable: degraded to the in-process node engine", name)
+		why := err.Error()
+		if ce := errcode.As(err); ce != nil {
+			why = ce.Message()
+		}
+		return s.InProcess["node"], "node", fmt.Sprintf("engine %s unavailable (%s): degraded to the in-process node engine", name, why)
 	}
 	if name == "node" {
 		return s.InProcess["node"], "node", ""

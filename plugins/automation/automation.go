@@ -92,11 +92,21 @@ func New(opts Options) *Engine {
 
 // Info describes the automation engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
-	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{engine.CapCallbacks}}, nil
+	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{engine.CapCallbacks, engine.CapToolHealth}}, nil
 }
 
-// Health answers nil: whether the tool is reachable shows per run (AUTOMATION_WEBHOOK_FAILED).
-func (e *Engine) Health(context.Context) error { return nil }
+// Health checks the tool (engine.CapToolHealth): VALIDATION_ERROR when no webhook_url is set,
+// AUTOMATION_WEBHOOK_FAILED when it does not answer (the host reports the engine unconfigured or
+// degraded and runs its workflows on the fallback, without restarting the plugin).
+func (e *Engine) Health(ctx context.Context) error {
+	if e.opts.WebhookURL == "" {
+		return errcode.New(errcode.Validation, "webhook_url is not set (AUTOMATION_WEBHOOK_URL)")
+	}
+	if err := outbound.Reachable(ctx, e.opts.HTTPClient, e.opts.WebhookURL, 2*time.Second); err != nil {
+		return errcode.E("automation.Health", errcode.AutomationWebhookFailed, "the automation tool does not answer", err)
+	}
+	return nil
+}
 
 // Cancel is a no-op: the automation tool has no cancel hook for a running workflow; a late
 // callback for a cancelled run is ignored by the host.

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -117,11 +118,21 @@ func New(opts Options) *Engine { return &Engine{opts: opts.withDefaults()} }
 
 // Info describes the chatflow engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
-	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{"degraded_fallback"}}, nil
+	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{"degraded_fallback", engine.CapToolHealth}}, nil
 }
 
-// Health answers nil: a tool that is down is answered by the fallback, not by a restart.
-func (e *Engine) Health(context.Context) error { return nil }
+// Health checks the chatflow tool (engine.CapToolHealth): VALIDATION_ERROR when no url is set,
+// CHATFLOW_ERROR when it does not answer. The host then reports the engine unconfigured or degraded
+// and runs its workflows on the fallback; it does not restart the plugin for it.
+func (e *Engine) Health(ctx context.Context) error {
+	if e.opts.URL == "" {
+		return errcode.New(errcode.Validation, "url is not set (CHATFLOW_URL)")
+	}
+	if err := outbound.Reachable(ctx, e.opts.HTTPClient, e.opts.URL, 2*time.Second); err != nil {
+		return errcode.E("chatflow.Health", errcode.Chatflow, "the chatflow tool does not answer", err)
+	}
+	return nil
+}
 
 // Cancel is a no-op: a chatflow run does no work outside its Run call.
 func (e *Engine) Cancel(context.Context, *engine.CancelRequest) error { return nil }

@@ -9,7 +9,9 @@
 //
 // Settings (engine.Settings, from the engine entry) make it misbehave on purpose, for the host's
 // handshake tests: "name" is the engine name its Info reports (default echo), "api_version" the
-// contract version (default engine.APIVersion).
+// contract version (default engine.APIVersion). "tool_url" makes it declare engine.CapToolHealth
+// and check that address in Health ("unconfigured": it answers VALIDATION_ERROR), for the host's
+// health tests.
 package echo
 
 import (
@@ -17,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -28,6 +31,7 @@ const Version = "0.1.0"
 type Engine struct {
 	name string
 	api  int
+	tool string // tool_url setting
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -42,12 +46,17 @@ func New() engine.Engine {
 	if v, err := strconv.Atoi(set["api_version"]); err == nil {
 		e.api = v
 	}
+	e.tool = set["tool_url"]
 	return e
 }
 
 // Info describes the echo engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
-	return &engine.Info{Name: e.name, Version: Version, APIVersion: e.api, Capabilities: []string{engine.CapCancel}}, nil
+	caps := []string{engine.CapCancel}
+	if e.tool != "" {
+		caps = append(caps, engine.CapToolHealth)
+	}
+	return &engine.Info{Name: e.name, Version: Version, APIVersion: e.api, Capabilities: caps}, nil
 }
 
 // Run echoes the inputs through every step of the workflow (one step "echo" when it has none).
@@ -162,5 +171,16 @@ func (e *Engine) Callback(_ context.Context, _ engine.Host, req *engine.Callback
 // Cancel has nothing to stop: echo starts no outside work.
 func (e *Engine) Cancel(context.Context, *engine.CancelRequest) error { return nil }
 
-// Health is always nil.
-func (e *Engine) Health(context.Context) error { return nil }
+// Health is nil, or with a tool_url setting, whether that address answers.
+func (e *Engine) Health(ctx context.Context) error {
+	switch e.tool {
+	case "":
+		return nil
+	case "unconfigured":
+		return errcode.New(errcode.Validation, "tool_url is not set")
+	}
+	if err := outbound.Reachable(ctx, nil, e.tool, time.Second); err != nil {
+		return errcode.E("echo.Health", errcode.ExternalService, "the echo tool does not answer", err)
+	}
+	return nil
+}

@@ -101,12 +101,21 @@ func New(opts Options) *Engine {
 // Info describes the graph engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
 	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion,
-		Capabilities: []string{engine.CapCallbacks, "resume", engine.CapCancel}}, nil
+		Capabilities: []string{engine.CapCallbacks, "resume", engine.CapCancel, engine.CapToolHealth}}, nil
 }
 
-// Health answers nil: the plugin process is fine. Whether the runner is reachable shows per run
-// (GRAPH_RUNNER_ERROR), so a runner that is down does not make the host restart the plugin.
-func (e *Engine) Health(context.Context) error { return nil }
+// Health checks the runner (engine.CapToolHealth): VALIDATION_ERROR when no runner_url is set,
+// GRAPH_RUNNER_ERROR when it does not answer. The host then reports the engine unconfigured or
+// degraded and runs its workflows on the fallback; it does not restart the plugin for it.
+func (e *Engine) Health(ctx context.Context) error {
+	if e.opts.RunnerURL == "" {
+		return errcode.New(errcode.Validation, "runner_url is not set (RUNNER_URL)")
+	}
+	if err := outbound.Reachable(ctx, e.opts.HTTPClient, e.opts.RunnerURL, 2*time.Second); err != nil {
+		return errcode.E("graph.Health", errcode.GraphRunner, "the agent graph runner does not answer", err)
+	}
+	return nil
+}
 
 // settings are the manifest settings of a graph workflow.
 type settings struct {

@@ -76,3 +76,27 @@ func PostJSON(ctx context.Context, client *http.Client, url string, body any, ti
 func Join(base, path string) string {
 	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
 }
+
+// Reachable reports whether the tool at url answers HTTP at all (any status: a tool that says 404
+// to GET / is up), within timeout; the error says why not. It is the tool check of the engines'
+// Health (engine.CapToolHealth).
+func Reachable(ctx context.Context, client *http.Client, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("outbound: request %s: %w", url, err)
+	}
+	req.Header.Set("User-Agent", "reelforge-engine/1")
+	req.Close = true // a fresh connection each time: a kept-alive one says nothing of the listener
+	if client == nil {
+		client = http.DefaultClient
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("outbound: get %s: %w", url, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, MaxAnswer)) //nolint:errcheck // drained for reuse only
+	res.Body.Close()
+	return nil
+}
