@@ -99,12 +99,13 @@ func TestStructure(t *testing.T) {
 				if !strings.HasPrefix(n.Type, "n8n-nodes-base.") || n.TypeVersion <= 0 || n.Parameters == nil || len(n.Position) != 2 {
 					t.Errorf("node %q: type %q version %v, parameters %v, position %v", n.Name, n.Type, n.TypeVersion, n.Parameters != nil, n.Position)
 				}
-				if strings.HasSuffix(n.Type, "Trigger") || n.Type == "n8n-nodes-base.webhook" {
+				// A Manual Trigger beside the real one lets `n8n execute` run the workflow by hand.
+				if (strings.HasSuffix(n.Type, "Trigger") && n.Type != "n8n-nodes-base.manualTrigger") || n.Type == "n8n-nodes-base.webhook" {
 					triggers = append(triggers, n.Name)
 				}
 			}
 			if len(triggers) != 1 {
-				t.Fatalf("triggers = %v, want exactly one", triggers)
+				t.Fatalf("triggers = %v, want exactly one (besides a manual one)", triggers)
 			}
 			next := map[string][]string{}
 			for from, outputs := range w.Connections {
@@ -132,6 +133,11 @@ func TestStructure(t *testing.T) {
 						seen[m] = true
 						queue = append(queue, m)
 					}
+				}
+			}
+			for _, n := range w.Nodes {
+				if n.Type == "n8n-nodes-base.manualTrigger" {
+					seen[n.Name] = true // a start of its own, checked by the workflow's test
 				}
 			}
 			for name := range names {
@@ -248,6 +254,11 @@ func TestSchedulerLoop(t *testing.T) {
 	}
 	if !slices.Equal(got, order) {
 		t.Errorf("chain = %v, want %v", got, order)
+	}
+	// `n8n execute --id=rfSchedulerLoop1` needs a Manual Trigger: it starts the same chain.
+	manual := w.ofType("n8n-nodes-base.manualTrigger")
+	if len(manual) != 1 || len(w.Connections[manual[0].Name]["main"]) == 0 || w.Connections[manual[0].Name]["main"][0][0].Node != "Settings" {
+		t.Errorf("want one Manual Trigger leading to Settings, got %+v", manual)
 	}
 }
 
