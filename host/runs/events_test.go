@@ -154,3 +154,29 @@ func TestProgressFramesOncePerChange(t *testing.T) {
 		t.Errorf("task:progress frames = %v, want several ending at 100", seen)
 	}
 }
+
+// TestUndispatchedJobUsesItsCode: a generator job no executor takes fails with the code its
+// engine's manifest promises for its type (music: MUSIC_API_ERROR), not a generic one.
+func TestUndispatchedJobUsesItsCode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	s := newService(t, st, registry(t), runs.Options{})
+	r, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: newUser(t, st), Inputs: map[string]any{"topic": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.CreateJob(ctx, &engine.JobRequest{RunID: r.ID, StepID: "compose", Type: engine.JobMusic, Request: json.RawMessage(`{}`), Dispatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetJob(ctx, j.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e engine.RunError
+	_ = json.Unmarshal(got.Error, &e)
+	if got.Status != store.JobFailed || e.Code != "MUSIC_API_ERROR" {
+		t.Errorf("music job without an executor = %s %s, want failed MUSIC_API_ERROR", got.Status, got.Error)
+	}
+}

@@ -185,7 +185,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 	if !isGenerator(j.Type) || s.Dispatcher == nil {
 		msg := fmt.Sprintf("no executor is configured for %s jobs", j.Type)
-		s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(errcode.ExternalService), Message: msg})
+		s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)), Message: msg})
 		return
 	}
 	// Work this host does itself is held under this life's lease: if the host dies, the job is
@@ -202,6 +202,10 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 		re := &engine.RunError{Code: string(errcode.ExternalService), Message: err.Error()}
 		if e != nil {
 			re.Code, re.Message = string(e.Code), e.Message()
+		}
+		if c := errcode.Code(re.Code); c == errcode.ExternalService || c == errcode.Unknown {
+			// The job type's own code, as its engine's manifest promises (music: MUSIC_API_ERROR).
+			re.Code = string(s.jobErrorCode(j.Type))
 		}
 		s.resolve(ctx, j.ID, store.JobFailed, nil, re)
 	}

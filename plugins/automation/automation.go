@@ -56,6 +56,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// RetryBackoff is the wait before the first retry of a refused webhook call, doubling after
+	// each (the automation job policy: 1 s, exponential); 0 means 1 s.
+	RetryBackoff time.Duration
 }
 
 // Engine is the automation engine. It keeps no state between calls and is safe for concurrent use.
@@ -168,26 +171,68 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	step := engine.TraceStep{StepID: StepID, StepName: "Automation workflow " + set.WorkflowName, Agent: "automation_tool",
 		Status: engine.StepRunning, Engine: Name, StartedAt: &now,
 		Inputs: map[string]any{"workflow_name": set.WorkflowName, "webhook_path": set.WebhookPath, "job_id": job.JobID, "inputs": inputs}}
-	ans, err := outbound.PostJSON(ctx, e.opts.HTTPClient, url, body, e.opts.Timeout)
-	if err == nil && !ans.OK() {
-		err = fmt.Errorf("automation tool answered %s", ans.Brief())
-	}
-	if err != nil {
+	if err := e.deliver(ctx, url, body, job); err != nil {
 		if ctx.Err() != nil {
 			return nil, errcode.E("automation.Run", errcode.WorkflowCancelled, "the run was cancelled", ctx.Err())
 		}
 		e.opts.Logger.Warn("automation webhook failed", "run_id", req.RunID, "job_id", job.JobID, "error", err)
+		msg := "the automation tool did not accept the workflow: " + err.Error()
 		end := e.opts.Now().UTC()
 		step.Status, step.CompletedAt = engine.StepFailed, &end
-		step.Error = &engine.StepError{Code: string(errcode.AutomationWebhookFailed), Message: "the automation tool did not accept the workflow"}
+		step.Error = &engine.StepError{Code: string(errcode.AutomationWebhookFailed), Message: msg}
 		e.report(ctx, h, req.RunID, step)
-		return nil, errcode.E("automation.Run", errcode.AutomationWebhookFailed, "the automation tool did not accept the workflow", err)
+		return nil, errcode.E("automation.Run", errcode.AutomationWebhookFailed, msg, err)
 	}
 	e.report(ctx, h, req.RunID, step)
 	if err := h.ReportProgress(ctx, req.RunID, 10, StepID); err != nil {
 		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
 	}
 	return &engine.RunResult{Status: engine.StatusWaiting}, nil
+}
+
+// deliver posts the workflow to the tool's webhook, retrying a refused or failed call as the job's
+// policy allows (job.MaxRetries more tries, RetryBackoff doubling between them): a webhook that is
+// registered a moment late, or a tool restarting, still gets the run. The error says what the tool
+// answered the last time (its status and message) and how many calls were made.
+func (e *Engine) deliver(ctx context.Context, url string, body map[string]any, job *engine.Job) error {
+	wait := e.opts.RetryBackoff
+	if wait <= 0 {
+		wait = time.Second
+	}
+	for attempt := 0; ; attempt++ {
+		ans, err := outbound.PostJSON(ctx, e.opts.HTTPClient, url, body, e.opts.Timeout)
+		if err == nil && ans.OK() {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("it answered %s", toolAnswer(ans))
+		}
+		if attempt >= job.MaxRetries || ctx.Err() != nil {
+			return fmt.Errorf("%w (%d calls)", err, attempt+1)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait << attempt):
+		}
+	}
+}
+
+// toolAnswer is the status and message of a refusal: n8n answers {code, message, hint} (its 404
+// for a webhook that is not registered says which one).
+func toolAnswer(a *outbound.Answer) string {
+	var v struct {
+		Message string `json:"message"`
+		Hint    string `json:"hint"`
+	}
+	if json.Unmarshal(a.Body, &v) == nil && v.Message != "" {
+		msg := fmt.Sprintf("status %d: %s", a.Status, v.Message)
+		if v.Hint != "" {
+			msg += " (" + v.Hint + ")"
+		}
+		return msg
+	}
+	return a.Brief()
 }
 
 // Payload is the body of an automation-callback.

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -98,7 +100,7 @@ func TestRunToolFailures(t *testing.T) {
 	for name, url := range map[string]string{"answers 500": url500, "down": downURL(t), "not configured": ""} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, host := enginetest.New(t, automation.New(automation.Options{WebhookURL: url}))
+			eng, host := enginetest.New(t, automation.New(automation.Options{WebhookURL: url, RetryBackoff: time.Millisecond}))
 			_, err := eng.Run(t.Context(), nil, request())
 			if got := errcode.Of(err); got != errcode.AutomationWebhookFailed {
 				t.Errorf("Run() error = %v (%s), want AUTOMATION_WEBHOOK_FAILED", err, got)
@@ -166,6 +168,76 @@ func TestCallbackRefusesMismatches(t *testing.T) {
 			_, err := eng.Callback(t.Context(), nil, &engine.CallbackRequest{RunID: "run-1", Job: engine.Job{JobID: "job-1"}, Payload: json.RawMessage(payload)})
 			if errcode.Of(err) != errcode.Validation || len(host.Steps()) != 0 {
 				t.Errorf("Callback(%s) error = %v, steps %v; want VALIDATION_ERROR and no step", payload, err, host.Steps())
+			}
+		})
+	}
+}
+
+// n8nMissingWebhook answers like n8n for a webhook that is not registered, the first n calls.
+type n8nMissingWebhook struct {
+	mu    sync.Mutex
+	calls int
+	n     int
+}
+
+func (f *n8nMissingWebhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.calls++
+	missing := f.calls <= f.n
+	f.mu.Unlock()
+	if missing {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"code":404,"message":"The requested webhook \"POST music-generation\" is not registered.","hint":"Activate the workflow"}`))
+		return
+	}
+	_, _ = w.Write([]byte(`{"message":"Workflow was started"}`))
+}
+
+// TestRunRetriesRefusedWebhook: a refused webhook call is retried as the job's policy allows (the
+// harness's job has 3 retries), so a webhook registered late still gets the run; when every call
+// is refused the failed step says what n8n answered (status, message, hint) and how many calls
+// were made.
+func TestRunRetriesRefusedWebhook(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		missing   int
+		wantCalls int
+		wantErr   bool
+	}{
+		"registered after two refusals": {2, 3, false},
+		"never registered":              {100, 4, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tool := &n8nMissingWebhook{n: tc.missing}
+			srv := httptest.NewServer(tool)
+			t.Cleanup(srv.Close)
+			eng, host := enginetest.New(t, automation.New(automation.Options{WebhookURL: srv.URL + "/webhook", RetryBackoff: time.Millisecond}))
+			res, err := eng.Run(t.Context(), nil, request())
+			tool.mu.Lock()
+			calls := tool.calls
+			tool.mu.Unlock()
+			if calls != tc.wantCalls {
+				t.Errorf("webhook calls = %d, want %d", calls, tc.wantCalls)
+			}
+			if !tc.wantErr {
+				if err != nil || res.Status != engine.StatusWaiting {
+					t.Errorf("Run = %+v, %v; want waiting for the callback", res, err)
+				}
+				return
+			}
+			if errcode.Of(err) != errcode.AutomationWebhookFailed {
+				t.Fatalf("Run error = %v, want AUTOMATION_WEBHOOK_FAILED", err)
+			}
+			steps := host.Steps()
+			if len(steps) != 1 || steps[0].Error == nil {
+				t.Fatalf("steps = %+v, want one failed step", steps)
+			}
+			msg := steps[0].Error.Message
+			for _, want := range []string{"status 404", `"POST music-generation" is not registered`, "Activate the workflow", "4 calls"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("step error %q lacks %q", msg, want)
+				}
 			}
 		})
 	}
