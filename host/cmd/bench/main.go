@@ -2,7 +2,8 @@
 // prints a Markdown table. Sections: api (request throughput and latency against a bare Fiber
 // handler, per driver), events (outbox delivery throughput, WebSocket fan-out latency), scheduler
 // (one tick over 10,000 projects with due tasks), runs (a 3-step workflow in process and through the
-// node plugin, and one gRPC round trip). PostgreSQL figures need TEST_DATABASE_URL.
+// node plugin, and one gRPC round trip), render (a 30 s voiceover_video from three pictures and a
+// clip with the local espeak-ng and ffmpeg). PostgreSQL figures need TEST_DATABASE_URL.
 package main
 
 import (
@@ -36,6 +37,7 @@ var sections = []section{
 	{"events", benchEvents},
 	{"scheduler", benchScheduler},
 	{"runs", benchRuns},
+	{"render", benchRender},
 }
 
 func main() {
