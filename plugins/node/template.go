@@ -405,32 +405,21 @@ func (b brief) stylePrefix() string {
 	return ""
 }
 
+// hooks are the openings of each format, English then Chinese: %[1]s is the topic, %[2]d the
+// duration in seconds.
+var hooks = map[string][2]string{
+	"voiceover": {"Let's talk about %[1]s.", "今天聊聊%[1]s。"},
+	"live":      {"Welcome in! Today we are talking about %[1]s, and I will take your questions as we go.", "欢迎来到直播间！今天我们聊%[1]s，边聊边回答大家的问题。"},
+	"drama":     {"I thought I knew everything about %[1]s. Then that day happened.", "我一直以为自己很懂%[1]s，直到那天。"},
+	"video":     {"Here is %[1]s in %[2]d seconds.", "%[2]d秒讲清楚%[1]s。"},
+}
+
 func (b brief) hook() string {
-	var h string
-	if b.zh() {
-		switch b.format {
-		case "voiceover":
-			h = fmt.Sprintf("今天聊聊%s。", b.topic)
-		case "live":
-			h = fmt.Sprintf("欢迎来到直播间！今天我们聊%s，边聊边回答大家的问题。", b.topic)
-		case "drama":
-			h = fmt.Sprintf("我一直以为自己很懂%s，直到那天。", b.topic)
-		default:
-			h = fmt.Sprintf("%d秒讲清楚%s。", b.duration, b.topic)
-		}
-	} else {
-		switch b.format {
-		case "voiceover":
-			h = fmt.Sprintf("Let's talk about %s.", b.topic)
-		case "live":
-			h = fmt.Sprintf("Welcome in! Today we are talking about %s, and I will take your questions as we go.", b.topic)
-		case "drama":
-			h = fmt.Sprintf("I thought I knew everything about %s. Then that day happened.", b.topic)
-		default:
-			h = fmt.Sprintf("Here is %s in %d seconds.", b.topic, b.duration)
-		}
+	h, ok := hooks[b.format]
+	if !ok {
+		h = hooks["video"]
 	}
-	return b.stylePrefix() + h
+	return b.stylePrefix() + fmt.Sprintf(h[boolIndex(b.zh())], b.topic, b.duration)
 }
 
 func (b brief) cliffhanger() string {
