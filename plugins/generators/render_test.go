@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,5 +250,37 @@ func TestRenderRefusesUndrawableCaptions(t *testing.T) {
 	if f := b.done.failure(t, job.JobID); f == nil || f.Code != "VIDEO_GEN_ERROR" || !strings.Contains(f.Message, "no font draws") ||
 		!strings.Contains(f.Message, "Cuneiform") {
 		t.Errorf("failure = %+v, want VIDEO_GEN_ERROR saying no font draws the Cuneiform captions", f)
+	}
+}
+
+// TestRenderFetchesMusicThroughTheGuard: a music link is fetched through the SSRF guard: a
+// loopback address is refused (the step fails naming the track) unless CONTENT_FETCH_ALLOW names
+// it, and then the music is mixed in.
+func TestRenderFetchesMusicThroughTheGuard(t *testing.T) {
+	t.Parallel()
+	needTools(t, "ffmpeg", "ffprobe")
+	wav := filepath.Join(t.TempDir(), "m.wav")
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i", "sine=frequency=330:duration=3", wav).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v %s", err, out)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, wav) }))
+	defer srv.Close()
+	req := json.RawMessage(`{"script":"Calm music.","duration":3,"music_url":"` + srv.URL + `/m.wav?token=secret"}`)
+
+	refused := setupLocal(t, map[string]string{"run-a": "user"})
+	job := &engine.Job{JobID: "v-refused", RunID: "run-a", Type: engine.JobVideogen, Request: req}
+	if err := refused.d.Dispatch(t.Context(), job, "http://host.test"); err != nil {
+		t.Fatal(err)
+	}
+	if f := refused.done.failure(t, job.JobID); f == nil || f.Code != "VIDEO_GEN_ERROR" || !strings.Contains(f.Message, "/m.wav") ||
+		!strings.Contains(f.Message, "not allowed") || strings.Contains(f.Message, "secret") {
+		t.Errorf("failure = %+v, want VIDEO_GEN_ERROR naming the track (not its query) as not allowed", f)
+	}
+
+	allowed := setupLocal(t, map[string]string{"run-a": "user"}, "127.0.0.1")
+	res := allowed.run(t, &engine.Job{JobID: "v-allowed", RunID: "run-a", Type: engine.JobVideogen, Request: req})
+	mp4 := filepath.Join(allowed.dir, filepath.FromSlash(res["file_path"].(string)))
+	if v := loudness(t, mp4); v < -30 || res["music"] == nil {
+		t.Errorf("music mean volume %.1f dB (result %v), want the fetched track audible", v, res)
 	}
 }
