@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestGreeterEngine(t *testing.T) {
 	token := h.register(t)
 
 	// 1. Through the plugin.
-	run := h.runGreeting(t, token, "Ada")
+	run := h.runGreeting(t, token, "greeting", "Ada")
 	if run.status["engine"] != "greeter" || run.status["degraded"] != nil {
 		t.Errorf("first run: engine %v, degraded %v, want greeter, none", run.status["engine"], run.status["degraded"])
 	}
@@ -84,7 +85,7 @@ func TestGreeterEngine(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	run = h.runGreeting(t, token, "Bob")
+	run = h.runGreeting(t, token, "greeting", "Bob")
 	reason, _ := run.status["degraded"].(string)
 	if run.status["engine"] != "node" || !strings.Contains(reason, "greeter") {
 		t.Errorf("run after the kill: engine %v, degraded %q, want node and a reason naming greeter", run.status["engine"], reason)
@@ -103,9 +104,40 @@ func TestGreeterEngine(t *testing.T) {
 	// the supervisor noticed the kill); runs go through it again.
 	pluginPID(t, h.cmd.Process.Pid, "greeter-plugin", pid)
 	h.waitEngine(t, "greeter", "ready")
-	run = h.runGreeting(t, token, "Cy")
+	run = h.runGreeting(t, token, "greeting", "Cy")
 	if run.status["engine"] != "greeter" || run.outputs["greeting"] != "hello Cy" {
 		t.Errorf("run after the restart: engine %v, outputs %v, want greeter and \"hello Cy\"", run.status["engine"], run.outputs)
+	}
+
+	// 4. Reload without restart: a new workflow, checked with `manifests check`, then SIGHUP.
+	writeFile(t, filepath.Join(manifestDir, "welcome.yaml"), []byte(strings.Replace(string(wf), "id: greeting", "id: welcome", 1)))
+	if out, err := exec.Command(host, "manifests", "check", manifestDir).CombinedOutput(); err != nil || !strings.Contains(string(out), "ok: 2 workflows") {
+		t.Errorf("manifests check of a valid folder = %v\n%s", err, out)
+	}
+	if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the welcome workflow after SIGHUP", func() bool { return h.listed(t, token, "welcome") })
+	if run = h.runGreeting(t, token, "welcome", "Di"); run.outputs["greeting"] != "hello Di" {
+		t.Errorf("run of the reloaded workflow: outputs %v, want \"hello Di\"", run.outputs)
+	}
+
+	// 5. An invalid set is refused with file and field, by the check and by SIGHUP; the old stays.
+	broken := filepath.Join(manifestDir, "broken.yaml")
+	writeFile(t, broken, []byte(strings.Replace(strings.Replace(string(wf), "id: greeting", "id: broken", 1), "engine: greeter", "engine: greeter2", 1)))
+	wantErr := broken + `: engine: unknown engine "greeter2"`
+	if out, err := exec.Command(host, "manifests", "check", manifestDir).CombinedOutput(); err == nil || !strings.Contains(string(out), wantErr) {
+		t.Errorf("manifests check of an invalid folder = %v\n%s\nwant exit 1 and %q", err, out, wantErr)
+	}
+	if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the refused reload in the log", func() bool {
+		// The text log quotes the error: its own quotes come escaped.
+		return strings.Contains(h.log(), "manifests reload refused") && strings.Contains(h.log(), broken+": engine: unknown engine")
+	})
+	if h.listed(t, token, "broken") || !h.listed(t, token, "welcome") {
+		t.Error("after a refused reload the workflows are not the previous set")
 	}
 }
 
@@ -206,7 +238,17 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 type hostProc struct {
 	cmd  *exec.Cmd
 	base string
+	mu   sync.Mutex // guards logs, written by the host's output copier
 	logs *bytes.Buffer
+}
+
+// lockedWriter writes to a hostProc's logs under its lock.
+type lockedWriter struct{ h *hostProc }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	return w.h.logs.Write(p)
 }
 
 // startHost starts the host binary on a free port with env added to the environment; it is
@@ -224,8 +266,8 @@ func startHost(t *testing.T, bin string, env map[string]string) *hostProc {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	logs := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
+	h := &hostProc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), logs: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = lockedWriter{h}, lockedWriter{h}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -240,10 +282,9 @@ func startHost(t *testing.T, bin string, env map[string]string) *hostProc {
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("host log:\n%s", logs.String())
+			t.Logf("host log:\n%s", h.log())
 		}
 	})
-	h := &hostProc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), logs: logs}
 	waitUntil(t, "the host's /health", func() bool {
 		res, err := http.Get(h.base + "/health")
 		if err == nil {
@@ -308,10 +349,30 @@ type greetingRun struct {
 	trace   []map[string]any
 }
 
-// runGreeting starts the greeting workflow and waits until it completes.
-func (h *hostProc) runGreeting(t *testing.T, token, name string) greetingRun {
+// listed reports whether GET /api/workflow/manifests lists workflow id.
+func (h *hostProc) listed(t *testing.T, token, id string) bool {
 	t.Helper()
-	status, body := h.call(t, "POST", "/api/workflow/start", token, map[string]any{"workflow": "greeting", "inputs": map[string]any{"name": name}})
+	_, body := h.call(t, "GET", "/api/workflow/manifests", token, nil)
+	ms, _ := body["manifests"].([]any)
+	for _, m := range ms {
+		if mm, ok := m.(map[string]any); ok && mm["id"] == id {
+			return true
+		}
+	}
+	return false
+}
+
+// log returns what the host logged so far.
+func (h *hostProc) log() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.logs.String()
+}
+
+// runGreeting starts workflow (of the greeter engine) and waits until it completes.
+func (h *hostProc) runGreeting(t *testing.T, token, workflow, name string) greetingRun {
+	t.Helper()
+	status, body := h.call(t, "POST", "/api/workflow/start", token, map[string]any{"workflow": workflow, "inputs": map[string]any{"name": name}})
 	id, _ := body["run_id"].(string)
 	if status != http.StatusOK && status != http.StatusCreated && status != http.StatusAccepted || id == "" {
 		t.Fatalf("start = %d %v", status, body)

@@ -145,7 +145,7 @@ func (s *Server) batchRun(c *fiber.Ctx) error {
 	if len(list) > maxBatchItems {
 		return errcode.Invalid("items", fmt.Sprintf("at most %d items", maxBatchItems))
 	}
-	if _, ok := s.Runs.Manifests.Get(wf); !ok {
+	if _, ok := s.Runs.Manifests().Get(wf); !ok {
 		return errcode.New(errcode.WorkflowNotFound, "Workflow not found: "+wf)
 	}
 	pid, err := s.checkedProject(c, in.id())

@@ -57,7 +57,7 @@ func (s *Server) namedRun(workflow string) fiber.Handler {
 			if err := fieldLen("workflow", wf, true, 100); err != nil {
 				return err
 			}
-			m, ok := s.Runs.Manifests.Get(wf)
+			m, ok := s.Runs.Manifests().Get(wf)
 			if !ok {
 				return errcode.New(errcode.WorkflowNotFound, "Workflow not found: "+wf)
 			}

@@ -284,5 +284,5 @@ func (s *Server) listManifests(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return okTop(c, fiber.StatusOK, fiber.Map{"manifests": rs.Manifests.Summaries()})
+	return okTop(c, fiber.StatusOK, fiber.Map{"manifests": rs.Manifests().Summaries()})
 }

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/reelforge/reelforge/host/api"
@@ -103,7 +105,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 		st.Close()
 		return nil, err
 	}
-	known := knownWorkflows(cfg, log)
+	known := h.knownWorkflows
 	h.Tasks = tasks.New(st, tasks.Options{Log: log, Known: known, Notifier: h.Hub, Runner: launcher{h.Runs}})
 	h.Scheduler = scheduler.New(st, scheduler.Options{Mode: cfg.SchedulerMode, Interval: cfg.SchedulerInterval,
 		Known: known, Log: log, Runner: launcher{h.Runs}})
@@ -157,16 +159,7 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 	}
 	h.dispatcher = wireEngines(svc, reg, cfg, log)
 	if cfg.PluginsEnabled {
-		var cfgs []plugins.Config
-		for _, e := range reg.EngineList() {
-			if !e.Enabled {
-				log.Info("engine disabled in its manifest: its workflows run on their fallback", "engine", e.Name, "file", e.File)
-				continue
-			}
-			cfgs = append(cfgs, plugins.Config{Name: e.Name, Dir: cfg.PluginDir, Binary: e.Plugin, SHA256: e.SHA256,
-				Env: []string{engine.SettingsEnvValue(EngineSettings(e, cfg))}, Host: svc.NoRunHost(e.Name), Logger: log})
-		}
-		set, err := plugins.NewSet(cfgs...)
+		set, err := plugins.NewSet(pluginConfigs(reg, svc, cfg, log)...)
 		if err != nil {
 			return fmt.Errorf("app: plugins: %w", err)
 		}
@@ -184,13 +177,75 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 	return nil
 }
 
+// pluginConfigs are the supervisor configs of the enabled engines of reg.
+func pluginConfigs(reg *manifest.Registry, svc *runs.Service, cfg *config.Config, log *slog.Logger) []plugins.Config {
+	var cfgs []plugins.Config
+	for _, e := range reg.EngineList() {
+		if !e.Enabled {
+			log.Info("engine disabled in its manifest: its workflows run on their fallback", "engine", e.Name, "file", e.File)
+			continue
+		}
+		cfgs = append(cfgs, plugins.Config{Name: e.Name, Dir: cfg.PluginDir, Binary: e.Plugin, SHA256: e.SHA256,
+			Env: []string{engine.SettingsEnvValue(EngineSettings(e, cfg))}, Host: svc.NoRunHost(e.Name), Logger: log})
+	}
+	return cfgs
+}
+
+// Reload re-reads the workflow manifests and the engine registry of MANIFEST_DIR (SIGHUP). A valid
+// set replaces the old one for the runs that start from now on (runs in flight finish on the
+// manifest they started with), and the plugin supervisors follow the registry: new engines are
+// launched, removed or disabled ones stopped, changed ones relaunched. An invalid set is refused,
+// with every problem's file and field in the error and the log, and the old set stays. The
+// in-process copies of the engines keep the settings they were built with at start.
+func (h *Host) Reload() error {
+	reg, err := manifest.Load(h.Config.ManifestDir)
+	if err != nil {
+		h.Log.Error("manifests reload refused: the previous manifests stay in force", "dir", h.Config.ManifestDir, "error", err.Error())
+		return fmt.Errorf("app: reload: %w", err)
+	}
+	h.Runs.SetManifests(reg)
+	if h.Plugins != nil {
+		if err := h.Plugins.Apply(pluginConfigs(reg, h.Runs, h.Config, h.Log)); err != nil {
+			h.Log.Warn("after the reload some engine plugins did not start: their workflows run on node", "err", err)
+		}
+	}
+	h.Log.Info("manifests reloaded", "dir", h.Config.ManifestDir, "workflows", len(reg.List()), "engines", len(reg.EngineList()))
+	return nil
+}
+
+// reloadOnHangup reloads the manifests on every SIGHUP until ctx ends or the returned stop is
+// called; stop returns once its goroutine has exited.
+func (h *Host) reloadOnHangup(ctx context.Context) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-hup:
+				_ = h.Reload() //nolint:errcheck // Reload logs a refused set; the old one stays
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+		<-exited
+	}
+}
+
 // engineStates reports /health's engines: the supervisors' states, disabled for the registry's
 // disabled engines, or with plugins off the in-process node engine ready and the others disabled.
 type engineStates struct{ h *Host }
 
 func (e engineStates) EngineStates() map[string]string {
 	out := map[string]string{}
-	for _, name := range e.h.Runs.Manifests.Engines() {
+	for _, name := range e.h.Runs.Manifests().Engines() {
 		out[name] = string(plugins.StateDisabled)
 	}
 	if e.h.Plugins == nil {
@@ -207,14 +262,14 @@ func (e engineStates) EngineStates() map[string]string {
 // unconfigured, degraded, restarting or disabled) and why it is not ready.
 func (e engineStates) EngineDetails() map[string]plugins.Detail {
 	out := map[string]plugins.Detail{}
-	for _, name := range e.h.Runs.Manifests.Engines() {
+	for _, name := range e.h.Runs.Manifests().Engines() {
 		out[name] = plugins.Detail{State: plugins.DetailDisabled, Reason: "no engine entry: it runs in process only"}
 		if e.h.Plugins == nil {
 			out[name] = plugins.Detail{State: plugins.DetailDisabled,
 				Reason: "plugins are switched off (PLUGINS_ENABLED=false): its workflows run on the in-process node engine"}
 		}
 	}
-	for _, en := range e.h.Runs.Manifests.EngineList() {
+	for _, en := range e.h.Runs.Manifests().EngineList() {
 		if !en.Enabled {
 			out[en.Name] = plugins.Detail{State: plugins.DetailDisabled, Reason: "disabled in " + en.File + ": its workflows run on their fallback"}
 		}
@@ -229,15 +284,10 @@ func (e engineStates) EngineDetails() map[string]plugins.Detail {
 	return out
 }
 
-// knownWorkflows reports the workflow ids of the manifests in MANIFEST_DIR (nil when they cannot
-// be read: the scheduler then knows its valid_workflows only).
-func knownWorkflows(cfg *config.Config, log *slog.Logger) func(string) bool {
-	reg, err := manifest.Load(cfg.ManifestDir)
-	if err != nil {
-		log.Warn("manifests unreadable; the scheduler knows only its valid workflows", "error", err)
-		return nil
-	}
-	return func(id string) bool { _, ok := reg.Get(id); return ok }
+// knownWorkflows reports whether a workflow id is in the manifests in force (they may be reloaded).
+func (h *Host) knownWorkflows(id string) bool {
+	_, ok := h.Runs.Manifests().Get(id)
+	return ok
 }
 
 // Run serves until ctx ends, then shuts down gracefully: stop taking requests, finish those in
@@ -269,6 +319,8 @@ func (h *Host) Run(ctx context.Context) error {
 		}
 	}
 	stopHolds := h.keepHolds(ctx)
+	stopReload := h.reloadOnHangup(ctx)
+	defer stopReload()
 	h.Runs.StartExecutor(ctx)
 	h.Runs.StartSweeper(ctx)
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)

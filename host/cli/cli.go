@@ -35,6 +35,8 @@ commands:
                                  key acts as the admin account --user names)
   token list                     every API key with its scope, last use and revocation
   token revoke ID|NAME           revoke a key: its next request is refused
+  manifests check [DIR]          validate the workflow manifests and engine registry of DIR
+                                 (default MANIFEST_DIR), as a start or a SIGHUP reload would
   plugins check                  load every manifest of MANIFEST_DIR, start each engine's plugin
                                  from PLUGIN_DIR and print its version, sha256 and health
   kb ingest DIR --user EMAIL [--source NAME] [--project ID] [--visibility V] [--every N]
@@ -106,6 +108,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.tokenList(ctx, rest[1:])
 	case cmd == "token" && sub == "revoke":
 		return e.tokenRevoke(ctx, rest[1:])
+	case cmd == "manifests" && sub == "check":
+		return e.manifestsCheck(rest[1:])
 	case cmd == "plugins" && sub == "check":
 		return e.pluginsCheck(ctx, rest[1:])
 	case cmd == "kb" && sub == "ingest":

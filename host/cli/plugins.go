@@ -77,6 +77,43 @@ func (e *env) pluginsCheck(ctx context.Context, args []string) error {
 	return nil
 }
 
+// manifestsCheck validates a manifest folder (its workflows and its engines/ registry) as the host
+// does at start and on SIGHUP, and prints every problem with its file and field.
+func (e *env) manifestsCheck(args []string) error {
+	fs := flag.NewFlagSet("manifests check", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	dir := e.cfg.ManifestDir
+	switch len(pos) {
+	case 0:
+	case 1:
+		dir = pos[0]
+	default:
+		return fmt.Errorf("%w: manifests check takes at most one folder", errUsage)
+	}
+	reg, err := manifest.Load(dir)
+	if err != nil {
+		var problems []string
+		for _, line := range strings.Split(err.Error(), "\n") {
+			problems = append(problems, "  "+line)
+		}
+		return fmt.Errorf("manifests check: %s is refused:\n%s", dir, strings.Join(problems, "\n"))
+	}
+	var names []string
+	for _, en := range reg.EngineList() {
+		state := "enabled"
+		if !en.Enabled {
+			state = "disabled"
+		}
+		names = append(names, en.Name+" ("+state+")")
+	}
+	fmt.Fprintf(e.stdout, "ok: %d workflows and %d engines in %s: %s\n", len(reg.List()), len(names), dir, strings.Join(names, ", "))
+	return nil
+}
+
 // checkPlugin starts the plugin binary of engine entry en (nil: node without an entry) with its
 // sha256 pinned and its settings, asks Info and Health, and stops it.
 func checkPlugin(ctx context.Context, cfg *config.Config, en *manifest.Engine, name string, timeout time.Duration) pluginReport {

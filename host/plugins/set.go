@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -13,7 +15,9 @@ import (
 // Set owns the supervisors of several engines. Build it with NewSet, then Start and Stop it once
 // each (not concurrently); the other methods are safe for concurrent use.
 type Set struct {
+	mu   sync.RWMutex
 	sups map[string]*Supervisor
+	ctx  context.Context // Start's, for the supervisors Apply adds
 }
 
 // NewSet returns a Set with one Supervisor per config. Names must be unique.
@@ -35,9 +39,13 @@ func NewSet(cfgs ...Config) (*Set, error) {
 // (their state stays disabled); the others keep running. Each supervisor's goroutine exits when
 // ctx ends or Stop is called.
 func (s *Set) Start(ctx context.Context) error {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
 	var errs []error
 	for _, name := range s.Names() {
-		if err := s.sups[name].Start(ctx); err != nil {
+		sup, _ := s.Supervisor(name)
+		if err := sup.Start(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -48,13 +56,55 @@ func (s *Set) Start(ctx context.Context) error {
 // goroutine of the Set runs and every plugin was asked to exit (go-plugin waits up to 2 s for each
 // before killing it).
 func (s *Set) Stop() {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for _, sup := range s.sups {
 		sup.Stop()
 	}
 }
 
+// Apply makes the Set supervise exactly cfgs (a reload of the engine registry): it starts the
+// supervisors of engines it did not have, stops those of engines no longer given, and restarts
+// those whose launch changed (binary, sha256, settings). The others keep their running plugin.
+// It returns the joined errors of the engines that could not start. Call it after Start.
+func (s *Set) Apply(cfgs []Config) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]Config{}
+	for _, c := range cfgs {
+		want[c.Name] = c
+	}
+	for name, sup := range s.sups {
+		if c, ok := want[name]; !ok || !sameLaunch(sup.orig, c) {
+			sup.Stop()
+			delete(s.sups, name)
+		}
+	}
+	var errs []error
+	for name, c := range want {
+		if _, ok := s.sups[name]; ok {
+			continue
+		}
+		sup := New(c)
+		s.sups[name] = sup
+		if s.ctx != nil {
+			if err := sup.Start(s.ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sameLaunch reports whether two configs launch the same plugin the same way.
+func sameLaunch(a, b Config) bool {
+	return a.Name == b.Name && a.Dir == b.Dir && a.Binary == b.Binary && a.SHA256 == b.SHA256 && slices.Equal(a.Env, b.Env)
+}
+
 // Names returns the engine names, sorted.
 func (s *Set) Names() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := make([]string, 0, len(s.sups))
 	for n := range s.sups {
 		out = append(out, n)
@@ -65,6 +115,8 @@ func (s *Set) Names() []string {
 
 // Supervisor returns the supervisor of the engine name.
 func (s *Set) Supervisor(name string) (*Supervisor, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	sup, ok := s.sups[name]
 	return sup, ok
 }
@@ -72,6 +124,8 @@ func (s *Set) Supervisor(name string) (*Supervisor, bool) {
 // Engine returns the live plugin Engine of name, or an EXTERNAL_SERVICE_ERROR when it is not
 // ready or not configured: the caller then runs the workflow on the in-process node engine.
 func (s *Set) Engine(name string) (engine.Engine, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	sup, ok := s.sups[name]
 	if !ok {
 		return nil, errcode.E("plugins.Engine", errcode.ExternalService, fmt.Sprintf("engine %s has no plugin", name), nil)
@@ -81,6 +135,8 @@ func (s *Set) Engine(name string) (engine.Engine, error) {
 
 // States returns the state of every engine, for /health.
 func (s *Set) States() map[string]State {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := make(map[string]State, len(s.sups))
 	for n, sup := range s.sups {
 		out[n] = sup.State()
@@ -96,6 +152,8 @@ type Detail struct {
 
 // Details returns the detailed state of every engine, for /health and plugins check.
 func (s *Set) Details() map[string]Detail {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := make(map[string]Detail, len(s.sups))
 	for n, sup := range s.sups {
 		st, r := sup.Detail()

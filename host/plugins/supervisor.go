@@ -113,6 +113,7 @@ const exitPoll = 50 * time.Millisecond
 // Supervisor keeps one engine plugin running. Its methods are safe for concurrent use.
 type Supervisor struct {
 	cfg  Config
+	orig Config // as given to New, before defaults and the sha256 pinned at Start
 	path string
 	log  *slog.Logger
 
@@ -136,6 +137,7 @@ type Supervisor struct {
 
 // New returns a Supervisor for cfg; nothing runs before Start.
 func New(cfg Config) *Supervisor {
+	orig := cfg
 	cfg.setDefaults()
 	bin := cfg.Binary
 	if bin == "" {
@@ -143,6 +145,7 @@ func New(cfg Config) *Supervisor {
 	}
 	return &Supervisor{
 		cfg:   cfg,
+		orig:  orig,
 		path:  filepath.Join(cfg.Dir, bin),
 		log:   cfg.Logger.With("engine", cfg.Name),
 		state: StateDisabled,

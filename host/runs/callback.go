@@ -235,7 +235,7 @@ func (s *Service) jobErrorCode(typ string) errcode.Code {
 // jobEngine is the name of the engine whose registry entry declares job type typ (typ itself when
 // none does: engines name their jobs after themselves).
 func (s *Service) jobEngine(typ string) string {
-	if _, e, ok := s.Manifests.Job(typ); ok {
+	if _, e, ok := s.Manifests().Job(typ); ok {
 		return e.Name
 	}
 	return typ
@@ -244,7 +244,7 @@ func (s *Service) jobEngine(typ string) string {
 // takesCallbacks reports whether the callbacks of job type typ go to its engine's Callback (its
 // entry's callback kind is graph or automation); otherwise the step awaiting the job goes on.
 func (s *Service) takesCallbacks(typ string) bool {
-	_, e, ok := s.Manifests.Job(typ)
+	_, e, ok := s.Manifests().Job(typ)
 	return ok && e.TakesCallbacks()
 }
 

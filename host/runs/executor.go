@@ -293,7 +293,7 @@ func (s *Service) route(name string) (engine.Engine, string, string) {
 // runEngine picks the engine that executes a run of manifest engine name: the live plugin, else
 // the in-process node engine with the manifest's steps.
 func (s *Service) runEngine(name string) (engine.Engine, string, string) {
-	if e, ok := s.Manifests.Engine(name); ok && !e.Enabled && name != "node" {
+	if e, ok := s.Manifests().Engine(name); ok && !e.Enabled && name != "node" {
 		return s.InProcess["node"], "node", fmt.Sprintf("engine %s is disabled (%s: enabled: false): runs on the in-process node engine", name, e.File)
 	}
 	if s.Plugins != nil {
@@ -318,7 +318,7 @@ func (s *Service) runEngine(name string) (engine.Engine, string, string) {
 
 // execute runs a claimed run on its engine and stores the outcome.
 func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *execution) {
-	m, ok := s.Manifests.Get(r.WorkflowID)
+	m, ok := s.Manifests().Get(r.WorkflowID)
 	if !ok {
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowNotFound),
 			Message: fmt.Sprintf("workflow %q is no longer in the registry", r.WorkflowID)})
@@ -525,7 +525,7 @@ func (s *Service) fail(ctx context.Context, runID, owner string, e *engine.RunEr
 // registry entry's outage codes, or EXTERNAL_SERVICE_ERROR (a plugin that died).
 func (s *Service) outage(name string, err error) bool {
 	code := errcode.Of(err)
-	if e, ok := s.Manifests.Engine(name); ok {
+	if e, ok := s.Manifests().Engine(name); ok {
 		return e.Outage(code)
 	}
 	return code == errcode.ExternalService

@@ -85,16 +85,16 @@ func (s *Service) notifyProgress(ctx context.Context, r *store.Run, progress flo
 // Options' override in tests) and the engine whose registry entry declares it (nil with an override).
 func (s *Service) policy(typ string) (manifest.JobPolicy, *manifest.Engine, bool) {
 	if p, ok := s.opts.Policies[typ]; ok {
-		_, e, _ := s.Manifests.Job(typ)
+		_, e, _ := s.Manifests().Job(typ)
 		return p, e, true
 	}
-	return s.Manifests.Job(typ)
+	return s.Manifests().Job(typ)
 }
 
 // callbackPath is the route an external executor of a job type calls back: that of the callback
 // kind of the engine that declares the job type.
 func (s *Service) callbackPath(typ string) string {
-	if _, e, ok := s.Manifests.Job(typ); ok {
+	if _, e, ok := s.Manifests().Job(typ); ok {
 		return manifest.CallbackPath(e.Callback)
 	}
 	return manifest.CallbackPath(manifest.CallbackAI)

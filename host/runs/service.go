@@ -21,6 +21,7 @@ import (
 	"maps"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -100,7 +101,6 @@ type Options struct {
 // Service runs workflows. Set the exported fields, then call Start on the executor (StartWorkers).
 type Service struct {
 	Store      store.Driver
-	Manifests  *manifest.Registry
 	Plugins    Engines                  // nil: plugins off, everything in process
 	InProcess  map[string]engine.Engine // "node" is required; others serve callbacks while their plugin is down
 	Notifier   events.Notifier
@@ -115,6 +115,7 @@ type Service struct {
 	Leader func(ctx context.Context) bool
 
 	opts Options
+	reg  atomic.Pointer[manifest.Registry] // the workflow manifests and engine registry in force
 
 	mu      sync.Mutex
 	active  map[string]*execution      // run id -> its execution on this host
@@ -164,8 +165,8 @@ func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
 	if opts.Life == "" {
 		opts.Life = opts.HostID + "/" + uuid.NewString()[:8]
 	}
-	return &Service{
-		Store: st, Manifests: reg, opts: opts, Notifier: events.Discard{},
+	s := &Service{
+		Store: st, opts: opts, Notifier: events.Discard{},
 		InProcess: map[string]engine.Engine{},
 		Log:       slog.New(slog.DiscardHandler),
 		active:    map[string]*execution{}, waiters: map[string][]chan struct{}{},
@@ -173,7 +174,16 @@ func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
 		life:  opts.Life,
 		slots: make(chan struct{}, opts.Workers), admit: make(chan struct{}, opts.Workers*maxWaitingPerSlot),
 	}
+	s.reg.Store(reg)
+	return s
 }
+
+// Manifests returns the workflow manifests and engine registry in force. A run reads its manifest
+// once, when it starts executing: a reload (SetManifests) applies to the runs that start after it.
+func (s *Service) Manifests() *manifest.Registry { return s.reg.Load() }
+
+// SetManifests replaces the manifests and engine registry for the runs that start from now on.
+func (s *Service) SetManifests(reg *manifest.Registry) { s.reg.Store(reg) }
 
 // OnFinish registers fn, called once for every run that reaches completed, failed or cancelled.
 func (s *Service) OnFinish(fn func(ctx context.Context, r *store.Run)) {
@@ -302,7 +312,7 @@ func (s *Service) check(workflow string, inputs map[string]any) (*manifest.Manif
 	if workflow == "" {
 		return nil, errcode.Invalid("workflow", "is required")
 	}
-	m, ok := s.Manifests.Get(workflow)
+	m, ok := s.Manifests().Get(workflow)
 	if !ok {
 		return nil, errcode.Newf(errcode.WorkflowNotFound, "Workflow %q not found", workflow)
 	}
