@@ -7,9 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
 
-	"github.com/reelforge/reelforge/internal/sentence"
+	"github.com/reelforge/reelforge/plugins/internal/extract"
 	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -208,52 +207,22 @@ func prompt(question string, hits []engine.SearchHit) string {
 	return b.String()
 }
 
-// extractive answers with the sentence of each of the first hits that shares the most words with
-// the question, each followed by its citation number.
+// extractive answers with the sentence of each of the first three hits that shares the most
+// informative words with the question (extract.Best), each followed by its citation; with none, the
+// knowledge base has no citable basis.
 func extractive(question string, hits []engine.SearchHit) string {
-	q := terms(question)
-	var parts []string
+	texts := make([]string, len(hits))
 	for i, h := range hits {
-		if i == 3 {
-			break
-		}
-		best, bestScore := "", -1
-		for _, s := range sentence.Split(h.ChunkText, sentence.Ends) {
-			score := 0
-			for t := range terms(s) {
-				if q[t] {
-					score++
-				}
-			}
-			if score > bestScore {
-				best, bestScore = s, score
-			}
-		}
-		if best != "" {
-			parts = append(parts, best+" "+engine.CiteMarker(i+1))
-		}
+		texts[i] = h.ChunkText
+	}
+	var parts []string
+	for _, p := range extract.Best(question, texts, 3) {
+		parts = append(parts, p.Sentence+" "+engine.CiteMarker(p.Index+1))
 	}
 	if len(parts) == 0 {
 		return NoBasis
 	}
 	return "From the knowledge base: " + strings.Join(parts, " ")
-}
-
-// terms are the lower-cased words of s, and each Han character on its own (Chinese has no spaces).
-func terms(s string) map[string]bool {
-	out := map[string]bool{}
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		han := false
-		for _, r := range w {
-			if unicode.Is(unicode.Han, r) {
-				out[string(r)], han = true, true
-			}
-		}
-		if !han && len(w) > 2 {
-			out[w] = true
-		}
-	}
-	return out
 }
 
 func excerpt(s string) string {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/reelforge/reelforge/plugins/internal/extract"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -484,14 +485,20 @@ func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 	if g != nil {
 		return modelResult(map[string]any{"answer": engine.NormalizeCitations(strings.TrimSpace(g.Text), len(citations)), "citations": citations}, g), nil
 	}
-	var parts []string
+	texts := make([]string, len(hits))
 	for i, h := range hits {
-		if i == 3 {
-			break
-		}
-		parts = append(parts, firstSentences(asString(h["text"]), 2)+" "+engine.CiteMarker(i+1))
+		texts[i] = asString(h["text"])
 	}
-	return templateResult(map[string]any{"answer": strings.Join(parts, " "), "citations": citations[:min(3, len(citations))]}, why), nil
+	var parts []string
+	cited := []any{}
+	for _, p := range extract.Best(question, texts, 3) {
+		parts = append(parts, p.Sentence+" "+engine.CiteMarker(p.Index+1))
+		cited = append(cited, citations[p.Index])
+	}
+	if len(parts) == 0 {
+		return templateResult(map[string]any{"answer": noBasis, "citations": []any{}}, why+"; no passage shares a word with the question"), nil
+	}
+	return templateResult(map[string]any{"answer": strings.Join(parts, " "), "citations": cited}, why), nil
 }
 
 // ---------------------------------------------------------------- generator

@@ -460,6 +460,16 @@ func TestKnowledgeAnswer(t *testing.T) {
 	if c, _ := res.Outputs["citations"].([]any); len(c) != 1 {
 		t.Errorf("citations = %v, want one", res.Outputs["citations"])
 	}
+
+	// A question the passage does not answer: no citable basis, no citations.
+	req.Inputs["question"] = "What is the capital of France?"
+	h.SearchFunc = func(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
+		return []engine.SearchHit{{ChunkID: "c1", ChunkText: "Use water at 92 to 96 degrees. What matters is the grind.", SourceName: "coffee-guide"}}, nil
+	}
+	res = run(t, newEngine(), h, req)
+	if a, _ := res.Outputs["answer"].(string); !strings.HasPrefix(a, "No citable basis") || len(res.Outputs["citations"].([]any)) != 0 {
+		t.Errorf("answer = %q, citations %v; want no basis and none", a, res.Outputs["citations"])
+	}
 }
 
 func TestInfoAndHealth(t *testing.T) {

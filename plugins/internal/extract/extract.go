@@ -1,0 +1,91 @@
+// Package extract picks the sentences of knowledge-base passages that answer a question, for the
+// plugins' answers without a language model (the chatflow fallback, the node engine's answer
+// step). A passage that shares no informative word with the question gives nothing, so an answer
+// never quotes what only shares "what" or "the" with the question.
+package extract
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/reelforge/reelforge/internal/sentence"
+)
+
+// Pick is the best sentence of the passage at Index.
+type Pick struct {
+	Index    int
+	Sentence string
+}
+
+// Best returns, for each of the first n passages that shares an informative word with question,
+// its sentence sharing the most (the earliest among equals), in passage order.
+func Best(question string, passages []string, n int) []Pick {
+	q := terms(question)
+	var out []Pick
+	for i, p := range passages {
+		if i == n {
+			break
+		}
+		best, bestScore := "", 0
+		for _, s := range sentence.Split(p, sentence.Ends) {
+			score := 0
+			for t := range terms(s) {
+				if q[t] {
+					score++
+				}
+			}
+			if score > bestScore {
+				best, bestScore = s, score
+			}
+		}
+		if best != "" {
+			out = append(out, Pick{Index: i, Sentence: best})
+		}
+	}
+	return out
+}
+
+// stop are English words that say nothing about what a question asks: question words, auxiliaries
+// and other function words (three letters or more; shorter words are never terms).
+var stop = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("what which who whom whose when where why how much many long does did can could should " +
+		"would the and for are was were with from that this these those there their they them its you your our his her " +
+		"has have had not but into about than then will shall may might must also just only any some all each per") {
+		stop[w] = true
+	}
+}
+
+// functionHan are Chinese characters of question words and grammar: a bigram holding one is not
+// informative.
+const functionHan = "的了是在有和与及或也就还要会能可以这那个一不吗呢吧啊呀么什怎哪谁几多少为何如该应让把被给对从到于而之其些我你他她它们请问得地着过候"
+
+// terms are the informative words of s: lower-cased Latin words of three letters or more that are
+// not stop words (without a plural s), and Chinese character bigrams without a function character.
+func terms(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		var han []rune
+		latin := 0
+		for _, r := range w {
+			if unicode.Is(unicode.Han, r) {
+				han = append(han, r)
+			} else {
+				latin++
+			}
+		}
+		for i := 0; i+1 < len(han); i++ {
+			if !strings.ContainsRune(functionHan, han[i]) && !strings.ContainsRune(functionHan, han[i+1]) {
+				out[string(han[i:i+2])] = true
+			}
+		}
+		if len(han) == 0 && latin > 2 && !stop[w] {
+			if len(w) > 3 {
+				w = strings.TrimSuffix(w, "s") // costs is cost
+			}
+			out[w] = true
+		}
+	}
+	return out
+}
