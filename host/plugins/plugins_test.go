@@ -380,3 +380,34 @@ func TestToolHealth(t *testing.T) {
 		}
 	})
 }
+
+// A run in flight when the host closes the plugin's client (the supervisor's Kill after the plugin
+// stopped answering) fails as the plugin being unavailable, so the run falls back, never as
+// WORKFLOW_CANCELLED, which nobody asked for.
+func TestClosedClientIsUnavailableNotCancelled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and launches the echo plugin")
+	}
+	t.Parallel()
+	dir := buildEcho(t)
+	sum, err := fileSHA256(filepath.Join(dir, "echo-plugin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := engine.NewClient(engine.ClientConfig{Name: "echo", Path: filepath.Join(dir, "echo-plugin"), SHA256: sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := enginetest.NewRecordingHost()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Engine().Run(t.Context(), host, &engine.RunRequest{RunID: "r", Inputs: map[string]any{"sleep_ms": 60000.0}})
+		done <- err
+	}()
+	waitFor(t, "the run's first step", 10*time.Second, func() bool { return len(host.Steps()) > 0 })
+	c.Kill()
+	err = <-done
+	if errcode.Of(err) != errcode.ExternalService {
+		t.Fatalf("Run() after its client was closed = %v (%s), want EXTERNAL_SERVICE_ERROR", err, errcode.Of(err))
+	}
+}

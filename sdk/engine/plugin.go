@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/reelforge/reelforge/sdk/engine/internal/enginepb"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -341,6 +343,17 @@ func (r *hostRouter) Generate(ctx context.Context, req *enginepb.GenerateRequest
 	return toProtoGenerateResult(res), nil
 }
 
+// callErr converts the error of a call to the plugin. A call that ended cancelled while the caller's
+// context was not is a connection torn down under it (the plugin was killed, its client closed):
+// the plugin is unavailable (EXTERNAL_SERVICE_ERROR, so the host falls back), the run was not
+// cancelled.
+func callErr(ctx context.Context, op string, err error) error {
+	if err != nil && ctx.Err() == nil && status.Code(err) == codes.Canceled {
+		return errcode.E(op, errcode.ExternalService, enginePeer+" unavailable", err)
+	}
+	return fromStatus(op, enginePeer, err)
+}
+
 // remoteEngine is the Engine the host sees: every method is one gRPC call to the plugin.
 type remoteEngine struct {
 	client enginepb.EngineClient
@@ -354,7 +367,7 @@ const enginePeer = "engine plugin"
 func (e *remoteEngine) Info(ctx context.Context) (*Info, error) {
 	r, err := e.client.Info(ctx, &enginepb.InfoRequest{})
 	if err != nil {
-		return nil, fromStatus("engine.Info", enginePeer, err)
+		return nil, callErr(ctx, "engine.Info", err)
 	}
 	return fromProtoInfo(r), nil
 }
@@ -370,7 +383,7 @@ func (e *remoteEngine) Run(ctx context.Context, h Host, req *RunRequest) (*RunRe
 	pr.CallId = id
 	r, err := e.client.Run(ctx, pr)
 	if err != nil {
-		return nil, fromStatus(op, enginePeer, err)
+		return nil, callErr(ctx, op, err)
 	}
 	return fromProtoRunResult(r)
 }
@@ -386,17 +399,17 @@ func (e *remoteEngine) Callback(ctx context.Context, h Host, req *CallbackReques
 	pr.CallId = id
 	r, err := e.client.Callback(ctx, pr)
 	if err != nil {
-		return nil, fromStatus(op, enginePeer, err)
+		return nil, callErr(ctx, op, err)
 	}
 	return fromProtoRunResult(r)
 }
 
 func (e *remoteEngine) Cancel(ctx context.Context, req *CancelRequest) error {
 	_, err := e.client.Cancel(ctx, &enginepb.CancelRequest{RunId: req.RunID, JobIds: req.JobIDs})
-	return fromStatus("engine.Cancel", enginePeer, err)
+	return callErr(ctx, "engine.Cancel", err)
 }
 
 func (e *remoteEngine) Health(ctx context.Context) error {
 	_, err := e.client.Health(ctx, &enginepb.HealthRequest{})
-	return fromStatus("engine.Health", enginePeer, err)
+	return callErr(ctx, "engine.Health", err)
 }
