@@ -308,6 +308,9 @@ func (h *Host) Run(ctx context.Context) error {
 	} else if n > 0 {
 		h.Log.Warn("killed child processes left by this host's previous life", "processes", n)
 	}
+	if h.soleOnDataDir && h.Config.S3Bucket == "" {
+		h.sweepUploads(ctx)
+	}
 	if err := h.startEvents(ctx); err != nil {
 		ln.Close()
 		h.Store.Close()

@@ -154,6 +154,8 @@ type Content interface {
 	GetAsset(ctx context.Context, id string) (*Asset, error)
 	// GetAssetByPath returns userID's newest live asset whose file_path is filePath, or ErrNotFound.
 	GetAssetByPath(ctx context.Context, userID, filePath string) (*Asset, error)
+	// AssetFileKnown reports whether any asset row, deleted ones included, names filePath.
+	AssetFileKnown(ctx context.Context, filePath string) (bool, error)
 	// ListRunAssets returns the assets a workflow run made (deleted ones too), oldest first.
 	ListRunAssets(ctx context.Context, runID string) ([]Asset, error)
 	ListAssets(ctx context.Context, p ListAssetsParams) ([]Asset, int, error)

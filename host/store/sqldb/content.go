@@ -316,6 +316,13 @@ func (db *DB) GetAssetByPath(ctx context.Context, userID, filePath string) (*sto
 		WHERE file_path = $1 AND user_id = $2 AND is_deleted = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`, filePath, userID))
 }
 
+// AssetFileKnown implements store.Content.
+func (db *DB) AssetFileKnown(ctx context.Context, filePath string) (bool, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM assets WHERE file_path = $1`, filePath).Scan(&n)
+	return n > 0, err
+}
+
 // ListRunAssets implements store.Content.
 func (db *DB) ListRunAssets(ctx context.Context, runID string) ([]store.Asset, error) {
 	rows, err := db.Query(ctx, `SELECT `+assetCols+` FROM assets WHERE source_run_id = $1 ORDER BY created_at, id`, runID)
