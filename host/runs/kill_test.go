@@ -1,0 +1,143 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/host/plugins"
+	"github.com/reelforge/reelforge/host/runs"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// TestKillsUnderLoad SIGKILLs an engine plugin 50 times, each time with runs in flight on it,
+// while busy loops load every core. Every run must end within its workflow's timeout: completed
+// (on the plugin, or re-run by its node fallback) or failed with a code, never WORKFLOW_CANCELLED
+// (nobody cancelled them), and none is left pending or running.
+func TestKillsUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the echo plugin and kills it 50 times")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "echo-plugin"), "github.com/reelforge/reelforge/plugins/echo/cmd/echo-plugin")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("go build echo-plugin: %v", err)
+	}
+	echoEntry, err := manifest.ParseEngine("engines/echo.yaml", []byte("name: echo\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = time.Minute
+	wf := &manifest.Manifest{ID: "echo_wf", Name: "echo", Version: "1", Engine: "echo", Fallback: "node", Timeout: timeout,
+		Steps: []engine.Step{{ID: "write", Name: "Write", Agent: "script_writer"}}}
+	st := openStore(t)
+	s := newService(t, st, manifest.NewRegistryWith([]*manifest.Engine{echoEntry}, wf), runs.Options{Workers: 8})
+	set, err := plugins.NewSet(plugins.Config{Name: "echo", Dir: dir, Host: s.NoRunHost("echo"), Logger: s.Log,
+		BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, FailureThreshold: 1000, HealthInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(set.Stop)
+	s.Plugins = set
+	s.StartExecutor(ctx)
+	defer s.StopExecutor()
+	sup, _ := set.Supervisor("echo")
+
+	// Other work on every core for the whole test.
+	stop := make(chan struct{})
+	var load sync.WaitGroup
+	for range runtime.NumCPU() {
+		load.Add(1)
+		go func() {
+			defer load.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); load.Wait() }()
+
+	user := newUser(t, st)
+	var ids []string
+	for kill := range 50 {
+		deadline := time.Now().Add(timeout)
+		for sup.State() != plugins.StateReady || sup.PID() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("kill %d: the plugin did not come back within %s", kill, timeout)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		for range 4 {
+			r, err := s.Start(ctx, runs.StartParams{Workflow: "echo_wf", User: user, Inputs: map[string]any{"sleep_ms": 50.0}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, r.ID)
+		}
+		time.Sleep(20 * time.Millisecond) // let some of them reach the plugin
+		if pid := sup.PID(); pid != 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+
+	counts := map[string]int{}
+	for _, id := range ids {
+		r := waitStatusWithin(t, st, id, timeout+30*time.Second, store.RunCompleted, store.RunFailed, store.RunCancelled)
+		counts[r.Status+" on "+r.Engine]++
+		if r.Status == store.RunCompleted {
+			continue
+		}
+		var e engine.RunError
+		_ = json.Unmarshal(r.Error, &e)
+		if e.Code == "" || e.Code == string(errcode.WorkflowCancelled) || r.Status == store.RunCancelled {
+			t.Errorf("run %s ended %s with %s (%s): want completed, or failed with a code other than cancelled", id, r.Status, e.Code, e.Message)
+		}
+	}
+	t.Logf("%d runs over 50 kills: %v", len(ids), counts)
+	for _, status := range []string{store.RunPending, store.RunRunning} {
+		if _, n, err := st.ListRuns(ctx, store.ListRunsParams{UserID: user.UserID, Status: status, Limit: 1}); err != nil || n > 0 {
+			t.Errorf("%d runs left %s (%v)", n, status, err)
+		}
+	}
+}
+
+// waitStatusWithin waits until run id reaches one of want, failing the test after within.
+func waitStatusWithin(t *testing.T, st store.Driver, id string, within time.Duration, want ...string) *store.Run {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r, err := st.GetRun(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if r.Status == w {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is still %s after %s, want %v", id, r.Status, within, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
