@@ -22,7 +22,7 @@ func (h *Host) wireEvents() {
 	cfg := h.Config
 	h.Events = events.NewWorker(h.Store, events.WorkerConfig{URL: cfg.EventWebhookURL, Secret: cfg.WebhookSecret,
 		Enabled: cfg.NotificationsOn, Timeout: cfg.NotificationTimeout, BatchSize: cfg.BatchSize,
-		Interval: cfg.BatchInterval, EnabledEvents: cfg.EnabledEvents, Log: h.Log})
+		Interval: cfg.BatchInterval, EnabledEvents: cfg.EnabledEvents, Lease: cfg.Lease, Log: h.Log})
 	// Only the scheduler's leader (advisory lock on PostgreSQL) emits the time-driven events.
 	h.Scheduled = events.NewScheduled(h.Store, events.ScheduledOptions{Log: h.Log,
 		Leader: func(ctx context.Context) bool { return h.Scheduler == nil || h.Scheduler.Leader(ctx) }})

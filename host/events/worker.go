@@ -65,9 +65,13 @@ type WorkerConfig struct {
 	BatchSize     int           // AUTOMATION_BATCH_SIZE (10)
 	Interval      time.Duration // AUTOMATION_BATCH_INTERVAL (5 s)
 	EnabledEvents []string      // empty: every event
-	MaxAge        time.Duration // retry for this long after the event was stored, then dead (24 h)
-	MinBackoff    time.Duration // first retry delay, doubling (1 s)
-	MaxBackoff    time.Duration // cap of the retry delay (5 min)
+	// Lease is what a claimed batch is held for beyond one request's Timeout (the events of a
+	// batch are posted at once): a host that dies with a batch in hand holds it no longer
+	// (LEASE_MS). 0: the batch's requests one after another, plus 30 s.
+	Lease      time.Duration
+	MaxAge     time.Duration // retry for this long after the event was stored, then dead (24 h)
+	MinBackoff time.Duration // first retry delay, doubling (1 s)
+	MaxBackoff time.Duration // cap of the retry delay (5 min)
 	// Retention is how long delivered and skipped events are kept (7 days); dead ones stay.
 	Retention time.Duration
 	Client    *http.Client // nil: one with Timeout
@@ -211,8 +215,11 @@ func (w *Worker) loop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// lease is how long a claimed batch is held: every event of it may take the whole timeout.
+// lease is how long a claimed batch is held: its requests go at once, each within Timeout.
 func (w *Worker) lease() time.Duration {
+	if w.cfg.Lease > 0 {
+		return w.cfg.Timeout + w.cfg.Lease
+	}
 	return time.Duration(w.cfg.BatchSize)*w.cfg.Timeout + 30*time.Second
 }
 
