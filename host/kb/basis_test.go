@@ -74,6 +74,21 @@ func TestAskKnowsWhenItDoesNotKnow(t *testing.T) {
 	})
 }
 
+func TestStopAndQuestionWordsNeverMakeAHit(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "words", Visibility: store.VisibilityPrivate, Title: "words",
+			Text: "What is it? This is what it is, and that is how it is. 这是什么？这就是它。"})
+		for _, q := range []string{"What is it?", "what is this and how is it", "这是什么？"} {
+			if hits, err := s.Search(ctx, kb.SearchParams{UserID: u.ID, Query: q, TopK: 5}); err != nil || len(hits) != 0 {
+				t.Errorf("Search(%q) = %d hits, %v; want none", q, len(hits), err)
+			}
+		}
+	})
+}
+
 func TestAskCitesStoredFacts(t *testing.T) {
 	t.Parallel()
 	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
