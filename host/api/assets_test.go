@@ -157,6 +157,7 @@ func testRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.S
 		"suffix":           {alice, url, "bytes=-10", 206, video[4990:], "bytes 4990-4999/5000"},
 		"past the end":     {alice, url, "bytes=5000-", 416, nil, "bytes */5000"},
 		"several ranges":   {alice, url, "bytes=0-1,5-6", 200, video, ""},
+		"the whole":        {alice, url, "bytes=0-", 206, video, "bytes 0-4999/5000"},
 		"other user":       {bob, url, "", 404, nil, ""},
 		"other user by id": {bob, "/api/materials/" + v.ID + "/file", "", 404, nil, ""},
 		"not recorded":     {bob, "/api/assets/files/" + bobID + "/video/jb.mp4", "", 404, nil, ""},

@@ -409,11 +409,10 @@ func (s *Server) sendAsset(c *fiber.Ctx, a *store.Asset) error {
 	off, n, partial := int64(0), size, false
 	if h := c.Get(fiber.HeaderRange); h != "" {
 		var ok bool
-		if off, n, ok = byteRange(h, size); !ok {
+		if off, n, partial, ok = byteRange(h, size); !ok {
 			c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes */%d", size))
 			return errcode.New(errcode.Validation, "Range not satisfiable").WithStatus(fiber.StatusRequestedRangeNotSatisfiable)
 		}
-		partial = n != size
 	}
 	body, err := s.Content.OpenFile(context.WithoutCancel(ctx), a, off, n)
 	if err != nil {
@@ -435,36 +434,37 @@ func (s *Server) sendAsset(c *fiber.Ctx, a *store.Asset) error {
 }
 
 // byteRange reads a Range header of one range (RFC 9110 14.1.2: "bytes=a-b", "bytes=a-",
-// "bytes=-n") against a file of size bytes: the offset and length, and false when it cannot be
-// satisfied. A header of several ranges is answered with the whole file (a server may ignore
-// Range), so is one in another unit.
-func byteRange(h string, size int64) (off, n int64, ok bool) {
+// "bytes=-n") against a file of size bytes: the offset and length, whether it is answered as a
+// range (206, even when it covers the whole file: some players insist), and false when it cannot be
+// satisfied. A header of several ranges, or in another unit, is answered with the whole file (a
+// server may ignore Range).
+func byteRange(h string, size int64) (off, n int64, ranged, ok bool) {
 	spec, found := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
 	if !found || strings.Contains(spec, ",") {
-		return 0, size, true
+		return 0, size, false, true
 	}
 	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
 	if !found {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	if first == "" { // the last n bytes
 		k, err := strconv.ParseInt(last, 10, 64)
 		if err != nil || k <= 0 || size == 0 {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 		k = min(k, size)
-		return size - k, k, true
+		return size - k, k, true, true
 	}
 	a, err := strconv.ParseInt(first, 10, 64)
 	if err != nil || a < 0 || a >= size {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	b := size - 1
 	if last != "" {
 		if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 		b = min(b, size-1)
 	}
-	return a, b - a + 1, true
+	return a, b - a + 1, true, true
 }

@@ -100,9 +100,9 @@ func benchRender(ctx context.Context, _ *options) error {
 		}
 	}
 	fmt.Printf("## Render\n\nA %.0f s voiceover_video (720x1280, H.264 ultrafast) from three 12-megapixel pictures and one clip, "+
-		"%v shots, %v captions on measured sentence times; local espeak-ng and ffmpeg; the fastest of three renders "+
-		"(all: %v). Target: at least 5x real time.\n\n",
-		video["duration"], video["shots"], video["captions"], roundAll(walls))
+		"%v shots, %v captions on measured sentence times, %.1f MB; local espeak-ng and ffmpeg; the fastest of three "+
+		"renders (all: %v). Target: at least 5x real time.\n\n",
+		video["duration"], video["shots"], video["captions"], video["file_size"].(float64)/1e6, roundAll(walls))
 	fmt.Println("| step | wall s | tools' CPU s | x real time |")
 	fmt.Println("|---|---|---|---|")
 	row := func(name string, wall, cpu time.Duration) {
