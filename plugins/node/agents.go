@@ -284,6 +284,9 @@ func writeScript(ctx context.Context, sc *stepCtx, in map[string]any) (*result, 
 		return modelResult(out, g), nil
 	}
 	out := b.template()
+	if est, ok := out["estimated_seconds"].(int); ok && est*10 < b.duration*7 {
+		why += fmt.Sprintf("; about %d of the %d seconds asked: the brief and the knowledge base gave no more to say", est, b.duration)
+	}
 	return templateResult(out, why), nil
 }
 

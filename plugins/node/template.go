@@ -246,7 +246,16 @@ func (b brief) template() map[string]any {
 	if b.format == "graphic" {
 		out["hashtags"] = b.hashtags()
 	} else {
-		out["target_seconds"] = b.duration
+		// How long the script takes to say, so a template short of material says it is short.
+		n := spokenLength(hook + " " + cta)
+		for _, bt := range beats {
+			n += spokenLength(strings.Join(bt, " "))
+		}
+		rate := wordsPerSecond
+		if zh {
+			rate = hanPerSecond
+		}
+		out["target_seconds"], out["estimated_seconds"] = b.duration, int(float64(n)/rate+0.5)
 	}
 	return out
 }

@@ -207,3 +207,16 @@ func TestTemplateDoesNotNarrateTableRows(t *testing.T) {
 		t.Errorf("script = %q, want the sentence and not the table row", script)
 	}
 }
+
+func TestTemplateSaysWhenItIsShort(t *testing.T) {
+	t.Parallel()
+	h := &fakeHost{}
+	req := request(step("write", "script_writer", `{"format":"voiceover"}`))
+	req.Inputs = map[string]any{"topic": "tofu", "duration": 300}
+	res := run(t, newEngine(), h, req)
+	note, _ := res.Outputs["note"].(string)
+	est, _ := res.Outputs["estimated_seconds"].(int)
+	if est <= 0 || est >= 210 || !strings.Contains(note, "of the 300 seconds asked") {
+		t.Errorf("outputs estimated_seconds %v note %q, want a short estimate said in the note", res.Outputs["estimated_seconds"], note)
+	}
+}
