@@ -23,6 +23,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/blob/blobtest"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -154,6 +155,7 @@ func TestRunFilesOnEveryStartPath(t *testing.T) {
 				"orchestrator":   {"/api/orchestrator/run", map[string]any{"workflow_id": "voiceover", "project_id": pid, "inputs": inputs}},
 				"scheduler":      {"/api/scheduler/trigger", map[string]any{"workflow_id": "voiceover", "project_id": pid, "inputs": inputs}},
 			}
+			uploaded := map[string]int{} // task.asset.uploaded events by asset id, all paths
 			for how, p := range paths {
 				status, body, _, raw := hh.call("POST", p.path, p.body)
 				if status >= 300 {
@@ -170,6 +172,24 @@ func TestRunFilesOnEveryStartPath(t *testing.T) {
 				if a.FileType != store.AssetAudio || a.ProjectID != pid || a.FileSize < 1000 || a.SourceTaskID != taskID ||
 					meta["duration"] == nil || meta["run_id"] != runID {
 					t.Errorf("%s: asset = %+v (metadata %v)", how, a, meta)
+				}
+				evs, err := hh.h.Store.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: 1000,
+					Token: uuid.NewString(), LeaseUntil: time.Now().Add(time.Hour)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range evs {
+					var ev struct {
+						Data struct {
+							AssetID string `json:"assetId"`
+						} `json:"data"`
+					}
+					if e.Event == events.TaskAssetUploaded && json.Unmarshal(e.Payload, &ev) == nil {
+						uploaded[ev.Data.AssetID]++
+					}
+				}
+				if uploaded[a.ID] != 1 {
+					t.Errorf("%s: task.asset.uploaded sent %d times for the speech file, want once", how, uploaded[a.ID])
 				}
 				status, _, hdr, got := hh.call("GET", a.FileURL, nil)
 				if status != 200 || hdr.Get("Content-Type") != "audio/wav" || int64(len(got)) != a.FileSize {

@@ -3,6 +3,8 @@ package render
 import (
 	"errors"
 	"math"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,6 +126,39 @@ func TestPages(t *testing.T) {
 	for _, c := range got {
 		if strings.Count(c.Text, "\n") > 1 {
 			t.Errorf("page %q has more than 2 lines", c.Text)
+		}
+	}
+}
+
+// TestMeasureSentences: sentence times found from the pauses of a narration match the times the
+// narration was made with.
+func TestMeasureSentences(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng and ffmpeg")
+	}
+	for _, tool := range []string{"espeak-ng", "ffmpeg"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(tool + " is not installed")
+		}
+	}
+	t.Parallel()
+	sp := &Speech{Out: filepath.Join(t.TempDir(), "n.wav"), Voice: "en",
+		Script: "The harbour wakes before the town does. Boats slip out one by one. The light turns gold on the water, and then it is day."}
+	spoken, err := sp.Speak(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, s := range spoken.Sentences {
+		texts = append(texts, s.Text)
+	}
+	got := Tools{}.MeasureSentences(t.Context(), sp.Out, texts, spoken.Duration)
+	if len(got) != len(spoken.Sentences) {
+		t.Fatalf("MeasureSentences = %+v, want %d sentences", got, len(spoken.Sentences))
+	}
+	for i := 1; i < len(got); i++ {
+		if d := math.Abs(got[i].Start - spoken.Sentences[i].Start); d > 0.4 {
+			t.Errorf("sentence %d measured from %.2f s, spoken from %.2f s", i, got[i].Start, spoken.Sentences[i].Start)
 		}
 	}
 }
