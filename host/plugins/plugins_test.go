@@ -22,11 +22,11 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// buildEcho builds plugins/echo's binary as dir/echo-plugin and returns dir.
+// buildEcho builds internal/testplugin/echo's binary as dir/echo-plugin and returns dir.
 func buildEcho(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "echo-plugin"), "github.com/reelforge/reelforge/plugins/echo/cmd/echo-plugin")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "echo-plugin"), "github.com/reelforge/reelforge/internal/testplugin/echo/cmd/echo-plugin")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("go build echo-plugin: %v", err)

@@ -31,7 +31,7 @@ func TestKillsUnderLoad(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "echo-plugin"), "github.com/reelforge/reelforge/plugins/echo/cmd/echo-plugin")
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "echo-plugin"), "github.com/reelforge/reelforge/internal/testplugin/echo/cmd/echo-plugin")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatalf("go build echo-plugin: %v", err)

@@ -25,6 +25,7 @@ func TestCallErrCancelledConnection(t *testing.T) {
 	}{
 		"connection closed under a live call": {ctx: context.Background(), err: closing, want: errcode.ExternalService},
 		"caller cancelled":                    {ctx: cancelled, err: closing, want: errcode.WorkflowCancelled},
+		"the engine's own cancellation":       {ctx: context.Background(), err: toStatus(errcode.New(errcode.WorkflowCancelled, "stopped")), want: errcode.WorkflowCancelled},
 		"plugin gone":                         {ctx: context.Background(), err: status.Error(codes.Unavailable, "EOF"), want: errcode.ExternalService},
 	}
 	for name, tt := range tests {

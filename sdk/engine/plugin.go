@@ -348,8 +348,12 @@ func (r *hostRouter) Generate(ctx context.Context, req *enginepb.GenerateRequest
 // the plugin is unavailable (EXTERNAL_SERVICE_ERROR, so the host falls back), the run was not
 // cancelled.
 func callErr(ctx context.Context, op string, err error) error {
-	if err != nil && ctx.Err() == nil && status.Code(err) == codes.Canceled {
-		return errcode.E(op, errcode.ExternalService, enginePeer+" unavailable", err)
+	if err != nil && ctx.Err() == nil {
+		// An engine's own WORKFLOW_CANCELLED carries its code (ErrorInfo); a torn-down connection
+		// carries none.
+		if st, ok := status.FromError(err); ok && st.Code() == codes.Canceled && len(st.Details()) == 0 {
+			return errcode.E(op, errcode.ExternalService, enginePeer+" unavailable", err)
+		}
 	}
 	return fromStatus(op, enginePeer, err)
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/reelforge/reelforge/plugins/echo"
+	"github.com/reelforge/reelforge/internal/testplugin/echo"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/enginetest"
 )

@@ -2,7 +2,7 @@
 package main
 
 import (
-	"github.com/reelforge/reelforge/plugins/echo"
+	"github.com/reelforge/reelforge/internal/testplugin/echo"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/reelforge/reelforge/plugins/echo"
+	"github.com/reelforge/reelforge/internal/testplugin/echo"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/enginetest"
 	"github.com/reelforge/reelforge/sdk/errcode"

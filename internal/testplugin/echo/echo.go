@@ -1,4 +1,5 @@
-// Package echo is a tiny engine for tests of the plugin machinery: each step of a run echoes the
+// Package echo is a tiny engine for the tests of the plugin machinery (it is no product engine and
+// has no engine entry; tests build its cmd/echo-plugin): each step of a run echoes the
 // run's inputs as its outputs, and reports itself and the progress to the host.
 //
 // Inputs it understands, for tests: "probe" (Run makes the Host calls of a misbehaving plugin
@@ -16,10 +17,10 @@ package echo
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -179,8 +180,17 @@ func (e *Engine) Health(ctx context.Context) error {
 	case "unconfigured":
 		return errcode.New(errcode.Validation, "tool_url is not set")
 	}
-	if err := outbound.Reachable(ctx, nil, e.tool, time.Second); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.tool, nil)
+	if err != nil {
+		return errcode.E("echo.Health", errcode.Validation, "tool_url is not a URL", err)
+	}
+	req.Close = true // a fresh connection each time: a kept-alive one says nothing of the listener
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
 		return errcode.E("echo.Health", errcode.ExternalService, "the echo tool does not answer", err)
 	}
+	res.Body.Close()
 	return nil
 }
