@@ -91,15 +91,41 @@ func (c counts) String() string {
 		c.lost, c.duplicated, c.stuck, c.orphaned, c.toolsAtKill, c.failedRuns, c.failedDocs, c.eventRepeats)
 }
 
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// build builds the host once for every test of the package, into a folder removed by TestMain.
 func build(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "reelforge")
-	cmd := exec.Command("go", "build", "-o", bin, "../../host")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-tags=sqlite_fts5")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		builtBin = filepath.Join(binDir, "reelforge")
+		cmd := exec.Command("go", "build", "-o", builtBin, "../../host")
+		cmd.Env = append(os.Environ(), "GOFLAGS=-tags=sqlite_fts5")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return builtBin
+}
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "crashtest-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // host is one DATA_DIR and database, started and killed round after round.
