@@ -8,6 +8,7 @@ package examples_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,6 +26,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reelforge/reelforge/host/store/pgstore"
+	"github.com/reelforge/reelforge/host/store/storetest"
 )
 
 func TestGreeterEngine(t *testing.T) {
@@ -62,9 +66,29 @@ func TestGreeterEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(manifestDir, "greeting.yaml"), wf)
+	sharedManifests := manifestDir
 
-	h := startHost(t, host, map[string]string{"DATA_DIR": filepath.Join(tmp, "data"), "MANIFEST_DIR": manifestDir,
-		"PLUGIN_DIR": pluginDir, "DATABASE_URL": "", "GREETING": "hello"})
+	databases := map[string]string{"sqlite": ""}
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		databases["postgres"] = postgresSchemaURL(t, u)
+	}
+	for name, dbURL := range databases {
+		t.Run(name, func(t *testing.T) {
+			// A folder of manifests per database: the test adds workflows to it.
+			manifestDir := filepath.Join(t.TempDir(), "manifests")
+			if err := os.CopyFS(manifestDir, os.DirFS(sharedManifests)); err != nil {
+				t.Fatal(err)
+			}
+			greeterEndToEnd(t, host, pluginDir, manifestDir, wf, dbURL)
+		})
+	}
+}
+
+// greeterEndToEnd starts the host on dbURL ("" for SQLite) with the greeter installed and plays
+// the plugin author and the operator: runs, a kill, the restart, reloads.
+func greeterEndToEnd(t *testing.T, host, pluginDir, manifestDir string, wf []byte, dbURL string) {
+	h := startHost(t, host, map[string]string{"DATA_DIR": filepath.Join(t.TempDir(), "data"), "MANIFEST_DIR": manifestDir,
+		"PLUGIN_DIR": pluginDir, "DATABASE_URL": dbURL, "GREETING": "hello"})
 	h.waitEngine(t, "greeter", "ready")
 	token := h.register(t)
 
@@ -139,6 +163,23 @@ func TestGreeterEngine(t *testing.T) {
 	if h.listed(t, token, "broken") || !h.listed(t, token, "welcome") {
 		t.Error("after a refused reload the workflows are not the previous set")
 	}
+}
+
+// postgresSchemaURL makes a fresh schema in the database at url (migrated by pgstore) and returns
+// url with that schema first on the search path, for the host's DATABASE_URL.
+func postgresSchemaURL(t *testing.T, url string) string {
+	t.Helper()
+	schema := storetest.SchemaName()
+	d, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("open PostgreSQL: %v", err)
+	}
+	d.Close()
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema + "%2Cpublic"
 }
 
 // TestReadmeIsTheExample: every file sdk/README.md shows (a line "`path`:" before its code block)
