@@ -60,7 +60,7 @@ func (s *Server) cleanInput(c *fiber.Ctx) error {
 				}
 			}
 		}
-	case ct == "" || strings.Contains(ct, "json"):
+	case strings.Contains(ct, "json") || (ct == "" && looksJSON(body)):
 		if !utf8.Valid(body) {
 			return errcode.New(errcode.Validation, "The JSON body is not UTF-8 text")
 		}
@@ -69,6 +69,13 @@ func (s *Server) cleanInput(c *fiber.Ctx) error {
 		}
 	}
 	return c.Next()
+}
+
+// looksJSON reports whether a body sent without a Content-Type is JSON text (decode reads such
+// bodies as JSON); raw file bytes sent without one are left to their route.
+func looksJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && (b[0] == '{' || b[0] == '[' || b[0] == '"')
 }
 
 func cleanText(s string) bool { return utf8.ValidString(s) && !strings.Contains(s, "\x00") }
