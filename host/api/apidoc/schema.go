@@ -121,7 +121,9 @@ func schemas() M {
 		"Health": obj("status!", enum("ok", "degraded"), "version!", str(""), "uptime_s!", num(""),
 			"database!", obj("driver", enum("postgres", "sqlite"), "ok", boolean(""), "search_path", enum("pgvector", "in-memory")),
 			"scheduler", obj("mode", enum("automation_managed", "cron"), "fallback_active", boolean("the built-in timer runs because the automation tool stopped calling")),
-			"engines", M{"type": "object", "additionalProperties": enum("ready", "degraded", "disabled")}),
+			"engines", M{"type": "object", "additionalProperties": enum("ready", "degraded", "disabled")},
+			"engine_details", M{"type": "object", "description": "each engine's detailed state and why it is not ready",
+				"additionalProperties": obj("state!", enum("ready", "unconfigured", "degraded", "restarting", "disabled"), "reason", str(""))}),
 		"ErrorEnvelope": obj("success!", M{"const": false}, "error!", obj(
 			"code!", M{"$ref": "#/components/schemas/ErrorCode"}, "errno!", integer("the code's number"),
 			"message!", str("public message: never a stack trace, SQL or file path"),
