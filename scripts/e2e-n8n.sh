@@ -16,7 +16,13 @@
 #   N8N_E2E_START=0   skip the brief `n8n start` + webhook and callback check
 #   N8N_E2E_KEEP=1    keep the temp N8N_USER_FOLDER (logs: start.log, callback.*)
 #   N8N_E2E_PORT      port for the brief start (default 5688; the task broker gets +1, the callback
-#                     receiver +2)
+#                     receiver +2, the Reelforge host +3)
+#   N8N_E2E_HOST=0    skip the real Reelforge host part: with it (the default when n8n is started),
+#                     the script builds and starts bin/reelforge on SQLite, creates an automation key
+#                     (the n8n credential), two users with a strategy task due today each, runs the
+#                     scheduler loop once with `n8n execute`, checks each run is its project owner's
+#                     and completes, then starts a music run that round-trips through n8n's webhook
+#                     and the signed callback to the host's real callback route.
 #
 # First run: 5 to 10 minutes and about 3 GB (n8n install); later runs reuse the cache.
 set -euo pipefail
@@ -27,6 +33,7 @@ N8N_HOME="${N8N_HOME:-$HOME/.cache/reelforge-n8n}"
 N8N_VERSION="${N8N_VERSION:-2.41.1}"
 N8N_E2E_START="${N8N_E2E_START:-1}"
 N8N_E2E_PORT="${N8N_E2E_PORT:-5688}"
+N8N_E2E_HOST="${N8N_E2E_HOST:-$N8N_E2E_START}"
 LINKEDOM_VERSION="0.18.13"
 
 NODE_PREFIX="$N8N_HOME/node"
@@ -80,8 +87,10 @@ log "n8n $N8N_ACTUAL ready"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/reelforge-n8n-e2e.XXXXXX")"
 N8N_PID=""
 CB_PID=""
+HOST_PID=""
 cleanup() {
   if [[ -n "$CB_PID" ]]; then kill "$CB_PID" 2>/dev/null || true; fi
+  if [[ -n "$HOST_PID" ]]; then kill "$HOST_PID" 2>/dev/null || true; wait "$HOST_PID" 2>/dev/null || true; fi
   if [[ -n "$N8N_PID" ]] && kill -0 "$N8N_PID" 2>/dev/null; then
     kill "$N8N_PID" 2>/dev/null || true
     wait "$N8N_PID" 2>/dev/null || true
@@ -117,16 +126,60 @@ shopt -s nullglob
 FILES=("$WF_DIR"/*.json)
 (( ${#FILES[@]} > 0 )) || fail "no workflow files in $WF_DIR"
 
+E2E_SECRET="e2e-$(node -e 'process.stdout.write(require("crypto").randomBytes(16).toString("hex"))')"
+HOST_KEY="rfk_e2e-not-a-key"
+# json FILE-OR-STRING EXPR: evaluate a JavaScript expression over the parsed JSON (as j).
+json() { node -e 'const a=process.argv[1]; const j=JSON.parse(require("fs").existsSync(a)?require("fs").readFileSync(a,"utf8"):a); const v=eval(process.argv[2]); process.stdout.write(typeof v==="string"?v:JSON.stringify(v))' "$1" "$2"; }
+
+if [[ "$N8N_E2E_HOST" != "0" ]]; then
+  command -v curl >/dev/null || fail "curl not found (set N8N_E2E_HOST=0 to skip the host part)"
+  HOST_PORT=$(( N8N_E2E_PORT + 3 ))
+  HOST_URL="http://127.0.0.1:$HOST_PORT"
+  log "building the Reelforge host and plugins"
+  (cd "$ROOT" && make -s build >/dev/null) || fail "make build"
+  mkdir -p "$WORK/rf"
+  rf() {
+    env -u DATABASE_URL DATA_DIR="$WORK/rf" PORT="$HOST_PORT" CALLBACK_SECRET="$E2E_SECRET" \
+      AUTOMATION_WEBHOOK_URL="http://127.0.0.1:$N8N_E2E_PORT/webhook" CALLBACK_BASE_URL="$HOST_URL" \
+      PLUGIN_DIR="$ROOT/bin/plugins" MANIFEST_DIR="$ROOT/manifests" SCHEDULER_MODE=automation_managed LOG_FORMAT=json \
+      "$ROOT/bin/reelforge" "$@"
+  }
+  HOST_KEY="$(rf token create --name n8n --scope automation 2>/dev/null)" || fail "reelforge token create"
+  for u in ann bob; do
+    rf user create --email "$u@e2e.test" --password "password-$u" --role user >/dev/null 2>&1 || fail "user create $u"
+  done
+  rf serve >"$WORK/host.log" 2>&1 &
+  HOST_PID=$!
+  for _ in $(seq 1 60); do curl -fsS -o /dev/null "$HOST_URL/health" 2>/dev/null && break; sleep 0.5; done
+  curl -fsS -o /dev/null "$HOST_URL/health" || { tail -n 40 "$WORK/host.log" >&2; fail "the Reelforge host did not start"; }
+  today="$(date -u +%F)"
+  declare -A TOKENS=() PROJECTS=()
+  for u in ann bob; do
+    TOKENS[$u]="$(json "$(curl -fsS "$HOST_URL/api/auth/login" -H 'Content-Type: application/json' \
+      -d '{"email":"'"$u"'@e2e.test","password":"password-'"$u"'"}')" 'j.data.token')"
+    PROJECTS[$u]="$(json "$(curl -fsS "$HOST_URL/api/projects" -H "Authorization: Bearer ${TOKENS[$u]}" \
+      -H 'Content-Type: application/json' -d '{"name":"'"$u"' e2e"}')" 'j.data.project.id')"
+    curl -fsS -o /dev/null -X PUT "$HOST_URL/api/projects/${PROJECTS[$u]}" -H "Authorization: Bearer ${TOKENS[$u]}" \
+      -H 'Content-Type: application/json' \
+      -d '{"blueprint":{"tasks":[{"id":"e2e-'"$u"'","date":"'"$today"'","workflow_id":"graphic","summary":"a coffee post by '"$u"'","platform":"douyin","priority":"high"}]}}' \
+      || fail "blueprint of $u"
+  done
+  log "Reelforge host on $HOST_URL: users ann and bob with a task due today each, automation key n8n"
+  # The imported copies call this host.
+  mkdir -p "$WORK/wf"
+  for f in "${FILES[@]}"; do sed "s#http://127.0.0.1:3001#$HOST_URL#g" "$f" >"$WORK/wf/$(basename "$f")"; done
+  FILES=("$WORK/wf"/*.json)
+fi
+
 # Throw-away credentials with the ids and names the workflows reference, so that the published
 # webhook job can run to its signed callback. Generated per run in the temp dir; never committed.
-E2E_SECRET="e2e-$(node -e 'process.stdout.write(require("crypto").randomBytes(16).toString("hex"))')"
 node -e '
-  const [out, secret] = process.argv.slice(1);
+  const [out, secret, key] = process.argv.slice(1);
   require("fs").writeFileSync(out, JSON.stringify([
     { id: "rfCallbackSecret", name: "Reelforge callback secret", type: "crypto", data: { hmacSecret: secret } },
     { id: "rfApiToken000001", name: "Reelforge automation key", type: "httpHeaderAuth",
-      data: { name: "Authorization", value: "Bearer rfk_e2e-not-a-key" } },
-  ]));' "$WORK/credentials.json" "$E2E_SECRET"
+      data: { name: "Authorization", value: "Bearer " + key } },
+  ]));' "$WORK/credentials.json" "$E2E_SECRET" "$HOST_KEY"
 log "import:credentials (throw-away test values)"
 run_n8n "import credentials" import:credentials --input="$WORK/credentials.json" | sed 's/^/    /'
 
@@ -162,6 +215,27 @@ printf '%s\n' "$list" | sed 's/^/    /'
 for i in "${!IDS[@]}"; do
   grep -qF "${IDS[$i]}" <<<"$list" || fail "${IDS[$i]} (${NAMES[$i]}) is not active after publish"
 done
+
+# The scheduler loop, run by hand (its Manual Trigger), against the real host with the automation key:
+# each user's due task becomes a run of that user, triggered by n8n, and completes.
+if [[ "$N8N_E2E_HOST" != "0" ]]; then
+  log "n8n execute --id=rfSchedulerLoop1"
+  run_n8n "execute the scheduler loop" execute --id=rfSchedulerLoop1 | tail -n 5 | sed 's/^/    /'
+  for u in ann bob; do
+    other=bob; [[ "$u" == bob ]] && other=ann
+    run=""
+    for _ in $(seq 1 60); do
+      curl -fsS "$HOST_URL/api/workflow/runs" -H "Authorization: Bearer ${TOKENS[$u]}" >"$WORK/runs.$u.json" || true
+      run="$(json "$WORK/runs.$u.json" '(j.data||[]).filter(r=>r.triggered_by==="n8n"&&r.trigger==="scheduler"&&r.project_id==="'"${PROJECTS[$u]}"'").map(r=>r.run_id+" "+r.status)[0]||""')"
+      [[ "$run" == *" completed" || "$run" == *" failed" ]] && break
+      sleep 1
+    done
+    [[ "$run" == *" completed" ]] || { cat "$WORK/runs.$u.json" >&2; tail -n 40 "$WORK/host.log" >&2; fail "$u's scheduled run did not complete in their own list: '$run'"; }
+    curl -fsS "$HOST_URL/api/workflow/runs" -H "Authorization: Bearer ${TOKENS[$other]}" | grep -qF "${run%% *}" \
+      && fail "$other sees $u's run ${run%% *}"
+    log "$u's task ran as $u's run ${run%% *} (trigger scheduler, triggered_by n8n): completed, not in $other's list"
+  done
+fi
 
 # Optional: start n8n briefly and check that every webhook path of the published workflows answers.
 if [[ "$N8N_E2E_START" != "0" ]]; then
@@ -234,6 +308,21 @@ if [[ "$N8N_E2E_START" != "0" ]]; then
         console.error("unexpected callback: " + body); process.exit(1);
       }' "$WORK/callback" "$E2E_SECRET" || fail "the webhook job's callback is wrong"
     log "signed callback received and verified: $(head -c 200 "$WORK/callback.body")"
+    if [[ "$N8N_E2E_HOST" != "0" ]]; then
+      # A music run on the automation engine: the host posts to n8n's webhook, the job calls the
+      # host's real automation-callback route, signed with CALLBACK_SECRET, and the run completes.
+      rid="$(json "$(curl -fsS "$HOST_URL/api/workflow/start" -H "Authorization: Bearer ${TOKENS[ann]}" \
+        -H 'Content-Type: application/json' -d '{"workflow":"music","inputs":{"topic":"rain on a window"}}')" 'j.run_id')"
+      st=""
+      for _ in $(seq 1 60); do
+        curl -fsS "$HOST_URL/api/workflow/status/$rid" -H "Authorization: Bearer ${TOKENS[ann]}" >"$WORK/music.json" || true
+        st="$(json "$WORK/music.json" 'j.status+" "+j.engine+" "+(j.degraded||"")')"
+        [[ "$st" == completed* || "$st" == failed* ]] && break
+        sleep 1
+      done
+      [[ "$st" == "completed automation " ]] || { cat "$WORK/music.json" >&2; tail -n 40 "$WORK/host.log" >&2; fail "the music run did not round-trip through n8n: '$st'"; }
+      log "music run $rid: completed on the automation engine through n8n's webhook and the signed callback"
+    fi
     kill "$CB_PID" 2>/dev/null || true
     kill "$N8N_PID" 2>/dev/null || true
     wait "$N8N_PID" 2>/dev/null || true
