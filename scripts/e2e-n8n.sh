@@ -138,17 +138,17 @@ if [[ "$N8N_E2E_HOST" != "0" ]]; then
   log "building the Reelforge host and plugins"
   (cd "$ROOT" && make -s build >/dev/null) || fail "make build"
   mkdir -p "$WORK/rf"
-  rf() {
-    env -u DATABASE_URL DATA_DIR="$WORK/rf" PORT="$HOST_PORT" CALLBACK_SECRET="$E2E_SECRET" \
-      AUTOMATION_WEBHOOK_URL="http://127.0.0.1:$N8N_E2E_PORT/webhook" CALLBACK_BASE_URL="$HOST_URL" \
-      PLUGIN_DIR="$ROOT/bin/plugins" MANIFEST_DIR="$ROOT/manifests" SCHEDULER_MODE=automation_managed LOG_FORMAT=json \
-      "$ROOT/bin/reelforge" "$@"
-  }
+  # env execs the host, so $! of a background rf is the host's own pid (cleanup kills it).
+  RF=(env -u DATABASE_URL DATA_DIR="$WORK/rf" PORT="$HOST_PORT" CALLBACK_SECRET="$E2E_SECRET"
+    AUTOMATION_WEBHOOK_URL="http://127.0.0.1:$N8N_E2E_PORT/webhook" CALLBACK_BASE_URL="$HOST_URL"
+    PLUGIN_DIR="$ROOT/bin/plugins" MANIFEST_DIR="$ROOT/manifests" SCHEDULER_MODE=automation_managed LOG_FORMAT=json
+    "$ROOT/bin/reelforge")
+  rf() { "${RF[@]}" "$@"; }
   HOST_KEY="$(rf token create --name n8n --scope automation 2>/dev/null)" || fail "reelforge token create"
   for u in ann bob; do
     rf user create --email "$u@e2e.test" --password "password-$u" --role user >/dev/null 2>&1 || fail "user create $u"
   done
-  rf serve >"$WORK/host.log" 2>&1 &
+  "${RF[@]}" serve >"$WORK/host.log" 2>&1 &
   HOST_PID=$!
   for _ in $(seq 1 60); do curl -fsS -o /dev/null "$HOST_URL/health" 2>/dev/null && break; sleep 0.5; done
   curl -fsS -o /dev/null "$HOST_URL/health" || { tail -n 40 "$WORK/host.log" >&2; fail "the Reelforge host did not start"; }
