@@ -320,7 +320,10 @@ if [[ "$N8N_E2E_START" != "0" ]]; then
     # The event receiver: an event signed with the credential's secret is accepted (200, its id
     # echoed); one without X-Webhook-Signature, or signed with another secret, is refused with 401.
     EV_URL="http://127.0.0.1:$N8N_E2E_PORT/webhook/$EVENT_PATH"
-    ev_body='{"id":"e2e-event-1","event":"test.notification","timestamp":"2026-01-01T00:00:00Z","data":{"test":true},"meta":{"source":"reelforge","version":"1"}}'
+    # Spaces, escapes and non-ASCII text: bytes that parsing and re-serializing the JSON would not
+    # give back, so only a signature over the raw body matches.
+    ev_body='{"id": "e2e-event-1", "event": "test.notification", "timestamp": "2026-01-01T00:00:00Z",
+      "data": {"test": true, "title": "雨の窓 \u003cb\u003e & café"}, "meta": {"source": "reelforge", "version": "1"}}'
     hmac() { node -e 'process.stdout.write(require("crypto").createHmac("sha256", process.argv[1]).update(process.argv[2]).digest("hex"))' "$1" "$2"; }
     post_event() { # post_event SIGNATURE-OR-EMPTY: prints the HTTP status; the answer is in $WORK/event.out
       local sig=(); [[ -n "$1" ]] && sig=(-H "X-Webhook-Signature: $1")
