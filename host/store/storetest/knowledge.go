@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
-	"github.com/reelforge/reelforge/host/kb/embed"
-	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
 )
 
 // AddDoc writes texts as one document of the source (one chunk per text, with its search text and
-// local embedding) and returns the document.
+// vector from Terms and Vector) and returns the document.
 func AddDoc(t *testing.T, d store.Driver, user, project, source, visibility string, texts ...string) *store.KnowledgeDocument {
 	t.Helper()
 	ctx := context.Background()
@@ -24,12 +23,10 @@ func AddDoc(t *testing.T, d store.Driver, user, project, source, visibility stri
 	if err != nil {
 		t.Fatalf("AddDocument: %v", err)
 	}
-	local := embed.NewLocal()
-	vecs, _ := local.Embed(ctx, texts)
 	var chunks []store.KnowledgeChunk
 	for i, tx := range texts {
 		chunks = append(chunks, store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID,
-			Index: i, Text: tx, SearchText: segment.IndexForm(tx), EmbeddingModel: local.Model(), Embedding: vecs[i]})
+			Index: i, Text: tx, SearchText: strings.Join(Terms(tx), " "), EmbeddingModel: testModel, Embedding: Vector(tx)})
 	}
 	if err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
 		t.Fatalf("WriteChunks: %v", err)
@@ -39,7 +36,7 @@ func AddDoc(t *testing.T, d store.Driver, user, project, source, visibility stri
 
 func keywordIDs(t *testing.T, d store.Driver, v store.Viewer, query string) map[string]bool {
 	t.Helper()
-	rows, err := d.KeywordCandidates(context.Background(), store.SearchParams{Viewer: v, Terms: segment.Query(query), Limit: 50})
+	rows, err := d.KeywordCandidates(context.Background(), store.SearchParams{Viewer: v, Terms: Terms(query), Limit: 50})
 	if err != nil {
 		t.Fatalf("KeywordCandidates(%q): %v", query, err)
 	}
@@ -221,9 +218,8 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 				t.Errorf("ListSources = %d sources, want %d", len(srcs), len(want))
 			}
 			if d.SupportsVectorSearch() {
-				local := embed.NewLocal()
-				rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: tc.v, Terms: segment.Query("zebrafish memo"),
-					Vector: local.Vector("zebrafish memo"), Model: local.Model(), Limit: 10, Floor: 0.4, Cap: 50})
+				rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: tc.v, Terms: Terms("zebrafish memo"),
+					Vector: Vector("zebrafish memo"), Model: testModel, Limit: 10, Floor: 0.4, Cap: 50})
 				if err != nil {
 					t.Fatalf("VectorSearch: %v", err)
 				}
@@ -281,7 +277,7 @@ func testKnowledgeChunks(t *testing.T, open Opener) {
 		t.Errorf("GetDocument after WriteChunks = %+v, %v; want indexed with 2 chunks", got, err)
 	}
 	v := store.Viewer{UserID: u.ID}
-	rows, err := d.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: segment.Query("指标"), Limit: 10})
+	rows, err := d.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: Terms("指标"), Limit: 10})
 	if err != nil || len(rows) != 1 || rows[0].Index != 0 || rows[0].SourceName != "s" {
 		t.Errorf("KeywordCandidates(指标) = %+v, %v; want the first chunk", rows, err)
 	}
@@ -290,7 +286,7 @@ func testKnowledgeChunks(t *testing.T, open Opener) {
 		t.Fatalf("EmbeddingRefs = %v, %v", refs, err)
 	}
 	vecs, err := d.Embeddings(ctx, refs)
-	if err != nil || len(vecs) != 2 || len(vecs[refs[0].ChunkID]) != embed.LocalDimensions {
+	if err != nil || len(vecs) != 2 || len(vecs[refs[0].ChunkID]) != VectorDims {
 		t.Fatalf("Embeddings = %d, %v", len(vecs), err)
 	}
 	// Reindex: new vectors beside the old, then the switch.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/reelforge/reelforge/host/kb/embed"
-	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -51,10 +49,8 @@ func testKnowledgeDelete(t *testing.T, open Opener) {
 		t.Errorf("after: Embeddings of the old refs = %d vectors, %v; want only the kept one", len(vecs), err)
 	}
 	if d.SupportsVectorSearch() {
-		local := embed.NewLocal()
-		qv, _ := local.Embed(ctx, []string{"hook opening shot"})
-		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: v, Terms: segment.Query("hook opening shot"), Vector: qv[0],
-			Model: local.Model(), Limit: 10, Cap: 50})
+		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: v, Terms: Terms("hook opening shot"), Vector: Vector("hook opening shot"),
+			Model: testModel, Limit: 10, Cap: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
