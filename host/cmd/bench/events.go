@@ -69,7 +69,7 @@ func benchEvents(ctx context.Context, o *options) error {
 	}
 	const clients, frames = 1000, 50
 	fmt.Printf("\n## Events: WebSocket fan-out, %d clients of one project, %d frames 20 ms apart (loopback, SQLite)\n\n", clients, frames)
-	r, err := eventsbench.FanOut(ctx, dir, clients, frames)
+	r, err := fanOut(ctx, dir, clients, frames)
 	if err != nil {
 		return err
 	}

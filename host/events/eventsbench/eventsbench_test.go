@@ -26,18 +26,6 @@ func TestOutboxSmall(t *testing.T) {
 	t.Logf("outbox: %.0f events/s delivered (batch 10), emit %.0f/s", r.EventsPerSec, r.EmitPerSec)
 }
 
-func TestFanOutSmall(t *testing.T) {
-	t.Parallel()
-	r, err := eventsbench.FanOut(t.Context(), t.TempDir(), 50, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Delivered != 250 {
-		t.Errorf("FanOut delivered %d frames, want 250", r.Delivered)
-	}
-	t.Logf("fan-out to 50 clients: p50 %.2f ms, p99 %.2f ms", r.P50MS, r.P99MS)
-}
-
 // BenchmarkEvents prints the full measurements: go test -run '^$' -bench Events -benchtime 1x ./host/events/eventsbench/
 func BenchmarkEvents(b *testing.B) {
 	for range b.N {
