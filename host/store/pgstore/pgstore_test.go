@@ -15,8 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/reelforge/reelforge/host/kb/embed"
-	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
@@ -84,9 +82,8 @@ func TestVectorSearchNotStarved(t *testing.T) {
 	addChunks(t, d, a.ID, many...)
 	mine := addChunks(t, d, b.ID, "zebrafish memo for the launch", "zebrafish memo on lighting", "zebrafish memo draft")
 	want := 3
-	local := embed.NewLocal()
-	rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: b.ID}, Vector: local.Vector("zebrafish memo"),
-		Model: local.Model(), Limit: 10, Floor: -1, Cap: 5})
+	rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: b.ID}, Vector: storetest.Vector("zebrafish memo"),
+		Model: storetest.Model, Limit: 10, Floor: -1, Cap: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +106,10 @@ func addChunks(t *testing.T, d store.Driver, user string, texts ...string) []str
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := embed.NewLocal()
-	vecs, _ := local.Embed(ctx, texts)
 	chunks := make([]store.KnowledgeChunk, len(texts))
 	for i, tx := range texts {
 		chunks[i] = store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID, Index: i,
-			Text: tx, SearchText: segment.IndexForm(tx), EmbeddingModel: local.Model(), Embedding: vecs[i]}
+			Text: tx, SearchText: storetest.SearchText(tx), EmbeddingModel: storetest.Model, Embedding: storetest.Vector(tx)}
 	}
 	if err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
 		t.Fatal(err)
@@ -193,9 +188,8 @@ func TestVectorIndexUpgrade(t *testing.T) {
 // n hits.
 func wantVectorHits(t *testing.T, d store.Driver, userID string, n int) {
 	t.Helper()
-	local := embed.NewLocal()
 	rows, err := d.VectorSearch(context.Background(), store.SearchParams{Viewer: store.Viewer{UserID: userID},
-		Vector: local.Vector("night lighting"), Model: local.Model(), Limit: 5, Floor: -1})
+		Vector: storetest.Vector("night lighting"), Model: storetest.Model, Limit: 5, Floor: -1})
 	if err != nil || len(rows) != n {
 		t.Fatalf("VectorSearch = %d rows, %v; want %d", len(rows), err, n)
 	}
@@ -233,15 +227,14 @@ func TestVectorSearchScores(t *testing.T) {
 	texts := []string{"night lighting with one lamp", "lighting a night shoot on a budget", "a hook in the first three seconds",
 		"captions and music for the intro", "budget microphones compared", "colour grading for night scenes"}
 	addChunks(t, d, u.ID, texts...)
-	local := embed.NewLocal()
 	vecs := map[string][]float32{}
 	for _, tx := range texts {
-		vecs[tx] = local.Vector(tx)
+		vecs[tx] = storetest.Vector(tx)
 	}
-	q := local.Vector("night lighting")
+	q := storetest.Vector("night lighting")
 	for _, capN := range []int{1, 2, 100} {
-		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Vector: q, Model: local.Model(),
-			Terms: segment.Query("budget microphones"), Limit: 10, Floor: -1, Cap: capN})
+		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Vector: q, Model: storetest.Model,
+			Terms: storetest.Terms("budget microphones"), Limit: 10, Floor: -1, Cap: capN})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +276,7 @@ func TestNearestEmbeddings(t *testing.T) {
 	ctx := context.Background()
 	user := storetest.NewUser(t, d, "")
 	addChunks(t, d, user.ID, "night lighting with one lamp", "a hook in the first three seconds", "captions for the intro")
-	v := embed.NewLocal().Vector("night lighting")
+	v := storetest.Vector("night lighting")
 	approx, err := d.NearestEmbeddings(ctx, v, 2, false)
 	if err != nil {
 		t.Fatal(err)

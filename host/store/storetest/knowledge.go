@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -26,7 +25,7 @@ func AddDoc(t *testing.T, d store.Driver, user, project, source, visibility stri
 	var chunks []store.KnowledgeChunk
 	for i, tx := range texts {
 		chunks = append(chunks, store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID,
-			Index: i, Text: tx, SearchText: strings.Join(Terms(tx), " "), EmbeddingModel: testModel, Embedding: Vector(tx)})
+			Index: i, Text: tx, SearchText: SearchText(tx), EmbeddingModel: Model, Embedding: Vector(tx)})
 	}
 	if err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
 		t.Fatalf("WriteChunks: %v", err)
@@ -219,7 +218,7 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 			}
 			if d.SupportsVectorSearch() {
 				rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: tc.v, Terms: Terms("zebrafish memo"),
-					Vector: Vector("zebrafish memo"), Model: testModel, Limit: 10, Floor: 0.4, Cap: 50})
+					Vector: Vector("zebrafish memo"), Model: Model, Limit: 10, Floor: 0.4, Cap: 50})
 				if err != nil {
 					t.Fatalf("VectorSearch: %v", err)
 				}

@@ -14,8 +14,8 @@ import (
 // VectorDims is the size of the vectors the suite writes (the PostgreSQL vector column's dimension).
 const VectorDims = 1536
 
-// testModel names the suite's vectors.
-const testModel = "storetest-words-1536"
+// Model names the suite's vectors (Vector).
+const Model = "storetest-words-1536"
 
 // Terms lower-cases text and splits it into words; each Han character is a term of its own.
 func Terms(text string) []string {
@@ -41,6 +41,9 @@ func Terms(text string) []string {
 	flush()
 	return out
 }
+
+// SearchText is the keyword index form of text: its Terms joined by spaces.
+func SearchText(text string) string { return strings.Join(Terms(text), " ") }
 
 // Vector is text's bag of terms hashed into VectorDims, unit length: texts sharing terms are close.
 func Vector(text string) []float32 {
