@@ -48,9 +48,14 @@ proto: ## regenerate the plugin protocol's Go code
 verify: proto ## regenerate, then fail when generated code drifted
 	git diff --exit-code -- sdk/
 
-lint: ## go vet and gofmt
+# staticcheck with every check, pinned: `go run` fetches it through the Go module proxy once.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: ## go vet, gofmt, the import rules (internal/layering) and staticcheck
 	$(GO) vet ./...
-	@test -z "$$(gofmt -l host sdk plugins)" || { gofmt -l host sdk plugins; exit 1; }
+	@test -z "$$(gofmt -l host sdk plugins internal)" || { gofmt -l host sdk plugins internal; exit 1; }
+	$(GO) test -count=1 ./internal/layering
+	$(GO) run $(STATICCHECK) -checks all ./...
 
 tidy: ## go mod tidy (-e: a test dependency of a dependency is not served here)
 	$(GO) mod tidy -e

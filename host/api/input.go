@@ -24,14 +24,15 @@ func (s *Server) cleanInput(c *fiber.Ctx) error {
 		return errcode.Invalid("path", "must be UTF-8 text without NUL characters")
 	}
 	var bad string
-	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
-		if bad == "" && (!cleanBytes(k) || !cleanBytes(v)) {
+	for k, v := range c.Context().QueryArgs().All() {
+		if !cleanBytes(k) || !cleanBytes(v) {
 			bad = strings.ToValidUTF8(strings.ReplaceAll(string(k), "\x00", ""), "")
 			if bad == "" {
 				bad = "query"
 			}
+			break
 		}
-	})
+	}
 	if bad != "" {
 		return errcode.Invalid(bad, "must be UTF-8 text without NUL characters")
 	}

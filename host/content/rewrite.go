@@ -74,8 +74,8 @@ func (s *Service) Rewrite(ctx context.Context, content, style string) (script, u
 }
 
 var (
-	fillersEN     = regexp.MustCompile(`(?i)\b(really|very|just|basically|actually|literally|kind of|sort of|you know|i think|i guess|so,?)\s+`)
-	fillersZH     = regexp.MustCompile(`嗯|呃|那个|就是说|其实|然后呢|基本上`)
+	fillersEN = regexp.MustCompile(`(?i)\b(really|very|just|basically|actually|literally|kind of|sort of|you know|i think|i guess|so,?)\s+`)
+	fillersZH = regexp.MustCompile(`嗯|呃|那个|就是说|其实|然后呢|基本上`)
 )
 
 // sentences splits s into sentences (never inside a number, an address or an abbreviation);

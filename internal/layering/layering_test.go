@@ -1,0 +1,161 @@
+package layering_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path"
+	"strings"
+	"testing"
+)
+
+// rule: no package under from (itself included) may depend on a package under any of forbidden:
+// its code neither directly nor through other packages of the module, its tests not directly.
+// Paths are relative to the module.
+type rule struct {
+	from      string
+	forbidden []string
+	why       string
+}
+
+var rules = []rule{
+	{"sdk", []string{"host", "plugins"}, "the SDK is what engine authors build on; it knows nothing of the host or of the product plugins"},
+	{"plugins", []string{"host/store", "host/app"}, "a plugin reaches the host only through the plugin protocol (sdk/engine), never its database or its wiring"},
+	{"host/store", []string{"host/kb", "host/api", "host/runs"}, "the store keeps records; search policy, routes and run logic sit above it (its conformance suite too)"},
+}
+
+// benchForbidden: a bench package (a package named *bench, beside what it measures) measures its own
+// area; what goes through the API or the wiring is host/cmd/bench's to measure.
+var benchForbidden = []string{"host/api", "host/app"}
+
+// pkg is what `go list -json` says of one package of the module.
+type pkg struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+
+func isBench(p string) bool { return strings.HasSuffix(path.Base(p), "bench") && p != "host/cmd/bench" }
+
+// listModule returns the module's packages by path relative to the module, with their imports
+// (test imports included) reduced to the module's own packages.
+func listModule(t *testing.T) (prod, test map[string][]string) {
+	t.Helper()
+	mod, err := exec.Command("go", "list", "-m").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	prefix := strings.TrimSpace(string(mod)) + "/"
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports", "./...")
+	cmd.Dir = strings.TrimSpace(string(root))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v\n%s", err, stderr.String())
+	}
+	rel := func(in []string) []string {
+		var o []string
+		for _, p := range in {
+			if r, ok := strings.CutPrefix(p, prefix); ok {
+				o = append(o, r)
+			}
+		}
+		return o
+	}
+	prod, test = map[string][]string{}, map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		name, ok := strings.CutPrefix(p.ImportPath, prefix)
+		if !ok {
+			continue // the module's root package, if any, and nothing else
+		}
+		prod[name] = rel(p.Imports)
+		test[name] = rel(append(p.TestImports, p.XTestImports...))
+	}
+	if len(prod) < 10 {
+		t.Fatalf("go list found %d packages of %s; the check would prove nothing", len(prod), prefix)
+	}
+	return prod, test
+}
+
+// reach returns every module package start depends on, each with the chain that leads to it.
+func reach(prod map[string][]string, start []string) map[string][]string {
+	chain := map[string][]string{}
+	queue := []string{}
+	for _, s := range start {
+		if _, seen := chain[s]; !seen {
+			chain[s] = []string{s}
+			queue = append(queue, s)
+		}
+	}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, d := range prod[p] {
+			if _, seen := chain[d]; !seen {
+				chain[d] = append(append([]string{}, chain[p]...), d)
+				queue = append(queue, d)
+			}
+		}
+	}
+	return chain
+}
+
+func TestImportRules(t *testing.T) {
+	prod, test := listModule(t)
+	// A package's code is checked with everything it depends on; its tests by what they import
+	// themselves (a plugin's test may drive the plugin through a host package the rules allow it,
+	// whatever that package is built on).
+	check := func(p, kind string, imports []string, forbidden []string, why string) {
+		deps := reach(prod, imports)
+		if kind == "tests" {
+			deps = map[string][]string{}
+			for _, d := range imports {
+				deps[d] = []string{d}
+			}
+		}
+		for dep, via := range deps {
+			for _, f := range forbidden {
+				if under(dep, f) {
+					t.Errorf("%s (%s) depends on %s: %s -> %s\n\t(%s)", p, kind, dep, p, strings.Join(via, " -> "), why)
+				}
+			}
+		}
+	}
+	for p := range prod {
+		for _, r := range rules {
+			if under(p, r.from) {
+				check(p, "code", prod[p], r.forbidden, r.why)
+				check(p, "tests", test[p], r.forbidden, r.why)
+			}
+		}
+		if isBench(p) {
+			check(p, "code", prod[p], benchForbidden, "a bench package measures its own area")
+			check(p, "tests", test[p], benchForbidden, "a bench package measures its own area")
+		}
+		// Bench code lives apart: no product package depends on a bench package.
+		if !isBench(p) && p != "host/cmd/bench" {
+			for dep, via := range reach(prod, prod[p]) {
+				if isBench(dep) {
+					t.Errorf("%s depends on the bench package %s: %s -> %s", p, dep, p, strings.Join(via, " -> "))
+				}
+			}
+		}
+	}
+}
