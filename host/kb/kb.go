@@ -621,7 +621,8 @@ func (s *Service) search(ctx context.Context, p SearchParams) ([]Hit, error) {
 	var hits []Hit
 	if s.st.SupportsVectorSearch() && len(qv) > 0 {
 		rows, err := s.st.VectorSearch(ctx, store.SearchParams{Viewer: viewer, Terms: terms, Vector: qv, Model: s.emb.Model(),
-			Limit: want, Floor: s.opt.MinScore, Cap: s.opt.Candidates})
+			Limit: want, Floor: s.opt.MinScore, Cap: s.opt.Candidates,
+			Weights: store.FusionWeights{Vector: rank.SQLVectorWeight, Keyword: rank.SQLKeywordWeight}})
 		if err != nil && !errors.Is(err, store.ErrNotSupported) {
 			return nil, fmt.Errorf("kb: vector search: %w", err)
 		}

@@ -164,7 +164,13 @@ type SearchParams struct {
 	Limit  int       // candidates (legs) or hits (VectorSearch)
 	Floor  float64   // VectorSearch: drop rows without a keyword match and vector below it
 	Cap    int       // VectorSearch: keyword and vector candidates per leg
+	// VectorSearch: total = Weights.Vector * vector score + Weights.Keyword * keyword score. The
+	// weights are search policy (host/kb/rank); the store only applies them.
+	Weights FusionWeights
 }
+
+// FusionWeights weigh the two legs of a hybrid search's total.
+type FusionWeights struct{ Vector, Keyword float64 }
 
 // EmbeddingRef names a chunk and its active embedding model.
 type EmbeddingRef struct {

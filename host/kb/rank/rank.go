@@ -11,12 +11,14 @@ import (
 	"sort"
 )
 
-// Weights of SPEC.md rule 5 (in memory) and rule 4 (the pgvector SQL expression).
+// The fusion weights, total = vector weight * vector score + keyword weight * keyword score: this
+// is their one place. SPEC.md rule 5 (Score, in memory) and rule 4 (the pgvector statement, which
+// host/kb hands them to as store.SearchParams.Weights) weigh the legs differently.
 const (
-	VectorWeight    = 0.7
-	KeywordWeight   = 0.3
-	PGVectorWeight  = 0.65
-	PGKeywordWeight = 0.35
+	vectorWeight     = 0.7
+	keywordWeight    = 0.3
+	SQLVectorWeight  = 0.65
+	SQLKeywordWeight = 0.35
 )
 
 // Floor is the default relevance floor on the vector score of a candidate with no keyword match.
@@ -99,7 +101,7 @@ func Score(q Query, cands []Candidate, opt Options) []Hit {
 			continue
 		}
 		hits = append(hits, Hit{Index: i, ID: c.ID, Vector: v, Keyword: kw[i],
-			Total: VectorWeight*v + KeywordWeight*kw[i]})
+			Total: vectorWeight*v + keywordWeight*kw[i]})
 	}
 	sort.SliceStable(hits, func(a, b int) bool { return hits[a].Total > hits[b].Total })
 	if len(hits) > opt.TopK {

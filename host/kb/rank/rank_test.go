@@ -40,7 +40,7 @@ func TestScore(t *testing.T) {
 		if h.Total < 0 || h.Total > 1 || h.Keyword < 0 || h.Keyword > 1 || h.Vector < 0 || h.Vector > 1 {
 			t.Fatalf("score out of range %+v", h)
 		}
-		if d := h.Total - (VectorWeight*h.Vector + KeywordWeight*h.Keyword); d > 1e-9 || d < -1e-9 {
+		if d := h.Total - (vectorWeight*h.Vector + keywordWeight*h.Keyword); d > 1e-9 || d < -1e-9 {
 			t.Fatalf("total %+v", h)
 		}
 	}

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sort"
 	"strconv"
@@ -234,12 +235,16 @@ const (
 )
 
 // VectorSearch implements store.Knowledge: SPEC.md rule 4 as one SQL statement,
-// total = 0.65 * (1 - cosine distance) + 0.35 * keyword score, over the union of the keyword
+// total = p.Weights.Vector * (1 - cosine distance) + p.Weights.Keyword * keyword score (SQL
+// parameters; host/kb/rank holds the values), over the union of the keyword
 // leg's candidates (GIN index, idf-weighted ts_rank) and the HNSW index's nearest neighbours, both
 // under the visibility filter.
 func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
 	if !d.vector || len(p.Vector) != vectorDims {
 		return nil, store.ErrNotSupported
+	}
+	if p.Weights == (store.FusionWeights{}) {
+		return nil, errors.New("pgstore: VectorSearch without fusion weights")
 	}
 	capN := p.Cap
 	if capN <= 0 {
@@ -278,6 +283,7 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		// text and names are read for the top rows only.
 		kr := keywordRank
 		m := keywordRows(ws, &a, docs)
+		wv, wk := a.Add(p.Weights.Vector), a.Add(p.Weights.Keyword)
 		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
 			w AS MATERIALIZED (` + wq + `),
 			m AS (` + m + `),
@@ -296,7 +302,7 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 				WHERE NOT EXISTS (SELECT 1 FROM kw WHERE kw.id = vn.id)),
 			bm AS (SELECT id, vs, kr / (1 + ` + lengthNorm + `) AS kr FROM scored),
 			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN POWER(kr / MAX(kr) OVER (), 2) ELSE 0 END AS ks FROM bm),
-			top AS MATERIALIZED (SELECT id, vs, ks, 0.65 * vs + 0.35 * ks AS total FROM n
+			top AS MATERIALIZED (SELECT id, vs, ks, ` + wv + `::float8 * vs + ` + wk + `::float8 * ks AS total FROM n
 				WHERE NOT (ks = 0 AND vs < ` + a.Add(p.Floor) + `) ORDER BY total DESC, id LIMIT ` + a.Add(p.Limit) + `)
 			SELECT ` + sqldb.ChunkCols + `, top.vs, top.ks, top.total
 			FROM top JOIN knowledge_chunks c ON c.id = top.id

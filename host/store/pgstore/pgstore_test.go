@@ -83,7 +83,7 @@ func TestVectorSearchNotStarved(t *testing.T) {
 	mine := addChunks(t, d, b.ID, "zebrafish memo for the launch", "zebrafish memo on lighting", "zebrafish memo draft")
 	want := 3
 	rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: b.ID}, Vector: storetest.Vector("zebrafish memo"),
-		Model: storetest.Model, Limit: 10, Floor: -1, Cap: 5})
+		Model: storetest.Model, Limit: 10, Floor: -1, Cap: 5, Weights: storetest.Weights})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestVectorIndexUpgrade(t *testing.T) {
 func wantVectorHits(t *testing.T, d store.Driver, userID string, n int) {
 	t.Helper()
 	rows, err := d.VectorSearch(context.Background(), store.SearchParams{Viewer: store.Viewer{UserID: userID},
-		Vector: storetest.Vector("night lighting"), Model: storetest.Model, Limit: 5, Floor: -1})
+		Vector: storetest.Vector("night lighting"), Model: storetest.Model, Limit: 5, Floor: -1, Weights: storetest.Weights})
 	if err != nil || len(rows) != n {
 		t.Fatalf("VectorSearch = %d rows, %v; want %d", len(rows), err, n)
 	}
@@ -234,7 +234,7 @@ func TestVectorSearchScores(t *testing.T) {
 	q := storetest.Vector("night lighting")
 	for _, capN := range []int{1, 2, 100} {
 		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Vector: q, Model: storetest.Model,
-			Terms: storetest.Terms("budget microphones"), Limit: 10, Floor: -1, Cap: capN})
+			Terms: storetest.Terms("budget microphones"), Limit: 10, Floor: -1, Cap: capN, Weights: storetest.Weights})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestVectorSearchScores(t *testing.T) {
 			if diff := r.Vector - want; diff > 1e-5 || diff < -1e-5 {
 				t.Errorf("cap %d: %q vector score %.6f, want 1 - cosine distance %.6f", capN, r.Text, r.Vector, want)
 			}
-			if total := 0.65*r.Vector + 0.35*r.Keyword; total-r.Total > 1e-9 || r.Total-total > 1e-9 {
+			if total := storetest.Weights.Vector*r.Vector + storetest.Weights.Keyword*r.Keyword; total-r.Total > 1e-9 || r.Total-total > 1e-9 {
 				t.Errorf("cap %d: %q total %.6f, want %.6f", capN, r.Text, r.Total, total)
 			}
 		}

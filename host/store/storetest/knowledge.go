@@ -12,6 +12,10 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 )
 
+// Weights are the fusion weights the suite searches with: not the product's (host/kb/rank), so a
+// driver that ignored its parameters and used those would fail.
+var Weights = store.FusionWeights{Vector: 0.6, Keyword: 0.4}
+
 // AddDoc writes texts as one document of the source (one chunk per text, with its search text and
 // vector from Terms and Vector) and returns the document.
 func AddDoc(t *testing.T, d store.Driver, user, project, source, visibility string, texts ...string) *store.KnowledgeDocument {
@@ -218,7 +222,7 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 			}
 			if d.SupportsVectorSearch() {
 				rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: tc.v, Terms: Terms("zebrafish memo"),
-					Vector: Vector("zebrafish memo"), Model: Model, Limit: 10, Floor: 0.4, Cap: 50})
+					Vector: Vector("zebrafish memo"), Model: Model, Limit: 10, Floor: 0.4, Cap: 50, Weights: Weights})
 				if err != nil {
 					t.Fatalf("VectorSearch: %v", err)
 				}
@@ -229,7 +233,7 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 					if !want[r.DocumentID] {
 						t.Errorf("VectorSearch shows document %s", r.DocumentID)
 					}
-					if math.Abs(r.Total-(0.65*r.Vector+0.35*r.Keyword)) > 1e-6 || r.Keyword <= 0 || r.Vector <= 0 {
+					if math.Abs(r.Total-(Weights.Vector*r.Vector+Weights.Keyword*r.Keyword)) > 1e-6 || r.Keyword <= 0 || r.Vector <= 0 {
 						t.Errorf("VectorSearch scores %v %v %v break rule 4", r.Vector, r.Keyword, r.Total)
 					}
 				}

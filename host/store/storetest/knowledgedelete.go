@@ -50,7 +50,7 @@ func testKnowledgeDelete(t *testing.T, open Opener) {
 	}
 	if d.SupportsVectorSearch() {
 		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: v, Terms: Terms("hook opening shot"), Vector: Vector("hook opening shot"),
-			Model: Model, Limit: 10, Cap: 50})
+			Model: Model, Weights: Weights, Limit: 10, Cap: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
