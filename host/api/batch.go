@@ -159,7 +159,7 @@ func (s *Server) batchRun(c *fiber.Ctx) error {
 		}
 		items[i] = batchItem{Index: i, Workflow: wf}
 		r, err := s.Runs.Start(s.ctx(c), runs.StartParams{Workflow: wf, Inputs: inputs, User: principal(c), ProjectID: pid,
-			Trigger: runs.TriggerAPI, TriggeredBy: "batch"})
+			Trigger: store.TriggerAPI, TriggeredBy: "batch"})
 		if err != nil {
 			if errcode.As(err) == nil {
 				return err

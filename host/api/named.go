@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/host/runs"
+	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) namedRun(workflow string) fiber.Handler {
 			}
 		}
 		r, err := s.Runs.Start(s.ctx(c), runs.StartParams{Workflow: wf, Inputs: in.Inputs, User: principal(c),
-			ProjectID: in.id(), Trigger: runs.TriggerAPI})
+			ProjectID: in.id(), Trigger: store.TriggerAPI})
 		if err != nil {
 			return err
 		}

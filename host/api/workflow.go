@@ -55,7 +55,7 @@ func (s *Server) startRun(c *fiber.Ctx) error {
 		return err
 	}
 	r, err := rs.Start(s.ctx(c), runs.StartParams{Workflow: in.Workflow, Inputs: in.Inputs, User: principal(c),
-		ProjectID: in.ProjectID, StrategyTaskID: in.StrategyTaskID, Trigger: runs.TriggerAPI})
+		ProjectID: in.ProjectID, StrategyTaskID: in.StrategyTaskID, Trigger: store.TriggerAPI})
 	if err != nil {
 		return err
 	}
@@ -82,8 +82,8 @@ func (s *Server) orchestratorRun(c *fiber.Ctx) error {
 	trigger := in.Trigger
 	switch trigger {
 	case "":
-		trigger = runs.TriggerScheduler
-	case runs.TriggerScheduler, runs.TriggerManual, runs.TriggerWebhook, runs.TriggerAPI:
+		trigger = store.TriggerScheduler
+	case store.TriggerScheduler, store.TriggerManual, store.TriggerWebhook, store.TriggerAPI:
 	default:
 		return errcode.Invalid("trigger", "must be scheduler, manual, webhook or api")
 	}

@@ -12,14 +12,6 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 )
 
-// Triggers of a run (SPEC.md Run.trigger).
-const (
-	TriggerManual    = "manual"
-	TriggerScheduler = "scheduler"
-	TriggerWebhook   = "webhook"
-	TriggerAPI       = "api"
-)
-
 // taskPrefix marks the runs of project tasks: their TriggeredBy is "task:<task id>".
 const taskPrefix = "task:"
 

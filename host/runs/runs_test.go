@@ -484,7 +484,7 @@ func TestConcurrentStartsKeepTheQuota(t *testing.T) {
 	}
 	// Every run counts, whatever started it: a scheduler run over the quota is refused too, with
 	// the seconds until the quota's day ends.
-	_, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", Inputs: map[string]any{"topic": "tea"}, User: free, Trigger: runs.TriggerScheduler})
+	_, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", Inputs: map[string]any{"topic": "tea"}, User: free, Trigger: store.TriggerScheduler})
 	if e := errcode.As(err); e == nil || e.Code != errcode.QuotaExceeded || e.RetryAfter < 1 || e.RetryAfter > 86400 {
 		t.Errorf("scheduler Start over the quota = %v, want QUOTA_EXCEEDED with RetryAfter in 1..86400", err)
 	}

@@ -35,14 +35,6 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// Triggers of a run.
-const (
-	TriggerManual    = "manual"
-	TriggerScheduler = "scheduler"
-	TriggerWebhook   = "webhook"
-	TriggerAPI       = "api"
-)
-
 // Searcher is the knowledge base as engines see it (the knowledge service satisfies it).
 type Searcher interface {
 	Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error)
@@ -244,7 +236,7 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 	}
 	quota := p.User.Role == store.RoleFreeUser
 	if p.Trigger == "" {
-		p.Trigger = TriggerAPI
+		p.Trigger = store.TriggerAPI
 	}
 	in, jerr := json.Marshal(p.Inputs)
 	if jerr != nil {
@@ -291,7 +283,7 @@ func (s *Service) onBehalf(ctx context.Context, p *StartParams, proj *store.Proj
 	}
 	switch {
 	case p.User.KeyName != "":
-		p.Trigger, p.TriggeredBy = TriggerScheduler, p.User.KeyName
+		p.Trigger, p.TriggeredBy = store.TriggerScheduler, p.User.KeyName
 	case p.TriggeredBy == "":
 		p.TriggeredBy = "admin:" + p.User.Username
 	}

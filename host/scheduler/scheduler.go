@@ -310,7 +310,7 @@ func (s *Scheduler) Trigger(ctx context.Context, p TriggerParams) (*Triggered, e
 		p.StrategyTaskID = "adhoc-" + uuid.NewString()
 	}
 	if p.Source == "" {
-		p.Source = launch.TriggerScheduler
+		p.Source = store.TriggerScheduler
 	}
 	at := s.opt.Clock().UTC()
 	err := s.st.StartAutoRun(ctx, &store.AutoRun{ProjectID: p.ProjectID, StrategyTaskID: p.StrategyTaskID, WorkflowID: p.WorkflowID})
@@ -329,7 +329,7 @@ func (s *Scheduler) Trigger(ctx context.Context, p TriggerParams) (*Triggered, e
 		inputs = map[string]any{}
 	}
 	runID, err := s.opt.Runner.Start(ctx, launch.Params{Workflow: p.WorkflowID, Inputs: inputs, User: p.User,
-		ProjectID: p.ProjectID, StrategyTaskID: p.StrategyTaskID, Trigger: launch.TriggerScheduler, TriggeredBy: p.Source})
+		ProjectID: p.ProjectID, StrategyTaskID: p.StrategyTaskID, Trigger: store.TriggerScheduler, TriggeredBy: p.Source})
 	if err != nil {
 		if ferr := s.st.FinishAutoRun(context.WithoutCancel(ctx), store.FinishAutoRunParams{ProjectID: p.ProjectID,
 			StrategyTaskID: p.StrategyTaskID, Status: store.AutoRunFailed}); ferr != nil && !errors.Is(ferr, store.ErrStale) {

@@ -141,7 +141,7 @@ func TestTickLimitsAndCatchUp(t *testing.T) {
 	perProject := map[string]int{}
 	for _, p := range b.runner.started {
 		perProject[p.ProjectID]++
-		if p.Trigger != launch.TriggerScheduler || p.User == nil || p.User.UserID != b.user.ID || p.Inputs["summary"] == "" {
+		if p.Trigger != store.TriggerScheduler || p.User == nil || p.User.UserID != b.user.ID || p.Inputs["summary"] == "" {
 			t.Errorf("started %+v, want a scheduler run as the owner with the task's summary", p)
 		}
 	}

@@ -25,6 +25,14 @@ const (
 	JobTimeout   = "timeout"
 )
 
+// Run.Trigger values (SPEC.md Run.trigger): what started a run.
+const (
+	TriggerManual    = "manual"
+	TriggerScheduler = "scheduler"
+	TriggerWebhook   = "webhook"
+	TriggerAPI       = "api"
+)
+
 // Run is one workflow execution.
 type Run struct {
 	ID             string          `json:"run_id"`

@@ -291,7 +291,7 @@ func (s *Service) launch(ctx context.Context, t *store.Task) {
 		inputs = map[string]any{}
 	}
 	runID, err := s.opt.Runner.Start(ctx, launch.Params{Workflow: s.WorkflowFor(t.Type), Inputs: inputs, User: user,
-		ProjectID: t.ProjectID, Trigger: launch.TriggerAPI, TriggeredBy: launch.TriggeredByTask(t.ID)})
+		ProjectID: t.ProjectID, Trigger: store.TriggerAPI, TriggeredBy: launch.TriggeredByTask(t.ID)})
 	if err != nil {
 		s.failed(ctx, t.ID, errcode.Of(err), errcode.As(err).Message())
 		return
