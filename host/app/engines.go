@@ -3,13 +3,13 @@ package app
 import (
 	"log/slog"
 	"maps"
+	"path/filepath"
 
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/plugins/automation"
 	"github.com/reelforge/reelforge/plugins/chatflow"
-	"github.com/reelforge/reelforge/plugins/generators"
 	"github.com/reelforge/reelforge/plugins/graph"
 	"github.com/reelforge/reelforge/plugins/node"
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -36,8 +36,8 @@ func inProcessEngines() map[string]func(settings map[string]string, log *slog.Lo
 }
 
 // EngineSettings resolves the settings of engine entry e against the host's environment; every
-// engine also gets callback_base_url (CALLBACK_BASE_URL, or the host's own address) unless its
-// entry sets it.
+// engine also gets callback_base_url (CALLBACK_BASE_URL, or the host's own address) and data_dir
+// (DATA_DIR, absolute) unless its entry sets them.
 func EngineSettings(e *manifest.Engine, cfg *config.Config) map[string]string {
 	out := map[string]string{}
 	if e != nil {
@@ -46,12 +46,18 @@ func EngineSettings(e *manifest.Engine, cfg *config.Config) map[string]string {
 	if out["callback_base_url"] == "" {
 		out["callback_base_url"] = cfg.CallbackBaseURL
 	}
+	if out["data_dir"] == "" {
+		out["data_dir"] = cfg.DataDir
+		if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+			out["data_dir"] = abs
+		}
+	}
 	return out
 }
 
-// wireEngines builds the in-process engines of the registry (node always) and the generator
-// dispatcher (local espeak-ng/ffmpeg work or external generators).
-func wireEngines(svc *runs.Service, reg *manifest.Registry, cfg *config.Config, log *slog.Logger) *generators.Dispatcher {
+// wireEngines builds the in-process engines of the registry (node always) and the dispatcher of
+// generator jobs, which hands them to the generators plugin (never worked on in the host).
+func wireEngines(svc *runs.Service, reg *manifest.Registry, cfg *config.Config, log *slog.Logger) *runs.PluginJobs {
 	svc.InProcess = map[string]engine.Engine{}
 	for name, build := range inProcessEngines() {
 		e, ok := reg.Engine(name)
@@ -60,9 +66,7 @@ func wireEngines(svc *runs.Service, reg *manifest.Registry, cfg *config.Config, 
 		}
 		svc.InProcess[name] = build(EngineSettings(e, cfg), log.With("engine", name))
 	}
-	d := generators.NewDispatcher(generators.Options{MusicURL: cfg.MusicAPIURL, VideogenURL: cfg.VideogenAPIURL,
-		SpeechURL: cfg.SpeechAPIURL, VideoparseURL: cfg.VideoparseAPIURL, DataDir: cfg.DataDir, FetchAllow: cfg.ContentFetchAllow,
-		CompleteFunc: svc.CompleteJob, OwnerFunc: svc.RunOwner, Logger: log})
+	d := runs.NewPluginJobs(svc)
 	svc.Dispatcher = d
 	return d
 }

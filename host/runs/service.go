@@ -54,6 +54,9 @@ type JobDispatcher interface {
 	Local(jobType string) bool
 }
 
+// jobCanceller is a JobDispatcher that can stop its work on a job (PluginJobs).
+type jobCanceller interface{ CancelJob(jobID string) }
+
 // AssetRecorder records the files a run made (named in a job's result or the run's outputs) as
 // assets of the run's owner, once each, with task.asset.uploaded. host/content satisfies it.
 type AssetRecorder interface {
@@ -402,6 +405,11 @@ func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) 
 		ex.cancel()
 	}
 	jobIDs := s.failJobs(ctx, id, true, &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
+	if jc, ok := s.Dispatcher.(jobCanceller); ok {
+		for _, jid := range jobIDs {
+			jc.CancelJob(jid) // its render stops now, not when it would have ended
+		}
+	}
 	if eng, _, _ := s.route(r.Engine); eng != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if err := eng.Cancel(cctx, &engine.CancelRequest{RunID: id, JobIDs: jobIDs}); err != nil {

@@ -27,16 +27,17 @@ const StepID = "generate"
 // concurrent use.
 type Engine struct {
 	opts Options
+	jobs *Dispatcher // does the jobs the host hands this engine (Runs of engine.JobWorkflow)
 }
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns a generators engine. Only Options.Now is used: the jobs are submitted by the host.
+// New returns a generators engine: it does the jobs the host hands it with opts (a Dispatcher's).
 func New(opts Options) *Engine {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Engine{opts: opts}
+	return &Engine{opts: opts, jobs: NewDispatcher(opts)}
 }
 
 // Info describes the generators engine.
@@ -63,6 +64,9 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	}
 	if req.RunID == "" {
 		return nil, errcode.Invalid("run_id", "is required")
+	}
+	if req.Workflow.ID == engine.JobWorkflow {
+		return e.job(ctx, req)
 	}
 	var set engineSettings
 	if len(req.Workflow.Settings) > 0 {
@@ -120,6 +124,33 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 		return nil, err
 	}
 	return res, nil
+}
+
+// job does the job the host handed over in req (engine.JobWorkflow) and answers its outcome.
+func (e *Engine) job(ctx context.Context, req *engine.RunRequest) (*engine.RunResult, error) {
+	var job engine.Job
+	raw, err := json.Marshal(req.Inputs["job"])
+	if err == nil {
+		err = json.Unmarshal(raw, &job)
+	}
+	if err != nil || job.JobID == "" {
+		return nil, errcode.Invalid("job", "the input job must be a job with a job_id")
+	}
+	if job.RunID != req.RunID {
+		return nil, errcode.Invalid("job", "the job is not of the run")
+	}
+	result, failure, waiting := e.jobs.Execute(ctx, &job, req.User, req.CallbackURL)
+	switch {
+	case waiting:
+		return &engine.RunResult{Status: engine.StatusWaiting}, nil
+	case failure != nil:
+		return &engine.RunResult{Status: engine.StatusFailed, Error: failure}, nil
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(result, &out); err != nil {
+		return nil, errcode.E("generators.job", errcode.ExternalService, "the job's result is not a JSON object", err)
+	}
+	return &engine.RunResult{Status: engine.StatusCompleted, Outputs: out}, nil
 }
 
 // jobOutcome turns a resolved job into the run's result.

@@ -37,15 +37,8 @@ type localJob struct {
 
 // startLocal checks that the job can be done here and starts it in the background.
 func (d *Dispatcher) startLocal(job *engine.Job, payload map[string]any) error {
-	if job.Type == engine.JobMusic && musicRef(payload) == "" {
-		return errcode.New(errcode.ExternalService,
-			"no music generator is configured and there is no local music tool: set MUSIC_API_URL to a music generator, or give a track of yours (music_url)")
-	}
-	if t, ok := tools[job.Type]; ok {
-		if _, err := d.opts.LookPath(t.program); err != nil {
-			return errcode.E("generators.Dispatch", errcode.ExternalService, fmt.Sprintf(
-				"no %s generator is configured (%s) and %s is not on PATH: %s", job.Type, envVars[job.Type], t.program, t.install), err)
-		}
+	if err := d.checkLocal(job, payload); err != nil {
+		return err
 	}
 	if d.opts.CompleteFunc == nil {
 		return errcode.New(errcode.ExternalService, fmt.Sprintf("no %s generator is configured: set %s", job.Type, envVars[job.Type]))
@@ -64,15 +57,41 @@ func (d *Dispatcher) startLocal(job *engine.Job, payload map[string]any) error {
 	return nil
 }
 
+// checkLocal says whether job can be done on this machine: its tool is on PATH (music: the
+// creator gave a track).
+func (d *Dispatcher) checkLocal(job *engine.Job, payload map[string]any) error {
+	if job.Type == engine.JobMusic && musicRef(payload) == "" {
+		return errcode.New(errcode.ExternalService,
+			"no music generator is configured and there is no local music tool: set MUSIC_API_URL to a music generator, or give a track of yours (music_url)")
+	}
+	if t, ok := tools[job.Type]; ok {
+		if _, err := d.opts.LookPath(t.program); err != nil {
+			return errcode.E("generators.Dispatch", errcode.ExternalService, fmt.Sprintf(
+				"no %s generator is configured (%s) and %s is not on PATH: %s", job.Type, envVars[job.Type], t.program, t.install), err)
+		}
+	}
+	return nil
+}
+
 func (d *Dispatcher) runLocal(lj *localJob) {
 	ctx, cancel := context.WithTimeout(d.ctx, timeouts[lj.job.Type])
 	defer cancel()
+	lj.owner = d.owner(ctx, lj)
+	raw, failure := d.work(ctx, lj)
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
+	defer ccancel()
+	if err := d.opts.CompleteFunc(cctx, lj.job.JobID, raw, failure); err != nil {
+		d.opts.Logger.Warn("local generator result not recorded", "job_id", lj.job.JobID, "error", err)
+	}
+}
+
+// work does a local job within ctx (a slot of LocalConcurrency first): its result, or its failure.
+func (d *Dispatcher) work(ctx context.Context, lj *localJob) (json.RawMessage, *engine.RunError) {
 	var result map[string]any
 	var err error
 	select {
 	case d.sem <- struct{}{}:
 		defer func() { <-d.sem }()
-		lj.owner = d.owner(ctx, lj)
 		switch lj.job.Type {
 		case engine.JobSpeech:
 			result, err = d.speech(ctx, lj)
@@ -89,7 +108,6 @@ func (d *Dispatcher) runLocal(lj *localJob) {
 		err = ctx.Err()
 	}
 	var raw json.RawMessage
-	var failure *engine.RunError
 	if err == nil {
 		result["engine"] = "local"
 		if raw, err = json.Marshal(result); err != nil {
@@ -97,14 +115,10 @@ func (d *Dispatcher) runLocal(lj *localJob) {
 		}
 	}
 	if err != nil {
-		failure = d.failure(lj.job.Type, err)
 		d.opts.Logger.Warn("local generator job failed", "job_id", lj.job.JobID, "type", lj.job.Type, "error", err)
+		return nil, d.failure(lj.job.Type, err)
 	}
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
-	defer ccancel()
-	if err := d.opts.CompleteFunc(cctx, lj.job.JobID, raw, failure); err != nil {
-		d.opts.Logger.Warn("local generator result not recorded", "job_id", lj.job.JobID, "error", err)
-	}
+	return raw, nil
 }
 
 // failure turns err into the job's error: its catalogue code, else the job type's, with a public

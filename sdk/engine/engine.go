@@ -183,6 +183,14 @@ const (
 	JobVideoparse = "videoparse"
 )
 
+// JobWorkflow is the workflow id of a Run through which the host has an engine execute one job
+// of a type its registry entry declares (the generators plugin's speech, video, music and link
+// jobs): Inputs["job"] is the Job (its JSON), User the run's owner, CallbackURL where an external
+// executor calls back. The engine answers completed with the job's result as Outputs, failed
+// with the job's error, or waiting when an external executor took the job and will call back.
+// Cancelling the call stops the job.
+const JobWorkflow = "@job"
+
 // Job statuses.
 const (
 	JobPending   = "pending"
