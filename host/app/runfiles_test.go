@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +54,23 @@ func freshDatabase(t *testing.T) string {
 	return u.String()
 }
 
-// hostHarness is a wired host (plugins off, local generators) served through app.Test.
+// generatorsPlugin builds the generators plugin once for the package's tests: generator jobs run
+// only in it. The folder holds no other plugin, so the other engines run in the test's process.
+var generatorsPlugin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "reelforge-app-plugins-")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "generators-plugin"),
+		"github.com/reelforge/reelforge/plugins/generators/cmd/generators-plugin").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build generators-plugin: %v\n%s", err, out)
+	}
+	return dir, nil
+})
+
+// hostHarness is a wired host served through app.Test, with the generators plugin (the other
+// engines in process).
 type hostHarness struct {
 	t     *testing.T
 	h     *Host
@@ -62,7 +79,11 @@ type hostHarness struct {
 
 func startHost(t *testing.T, databaseURL string, extra ...string) *hostHarness {
 	t.Helper()
-	env := map[string]string{"DATA_DIR": t.TempDir(), "MANIFEST_DIR": "../../manifests", "PLUGINS_ENABLED": "false",
+	pluginDir, err := generatorsPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATA_DIR": t.TempDir(), "MANIFEST_DIR": "../../manifests", "PLUGIN_DIR": pluginDir,
 		"DATABASE_URL": databaseURL}
 	for i := 0; i+1 < len(extra); i += 2 {
 		env[extra[i]] = extra[i+1]
@@ -76,6 +97,7 @@ func startHost(t *testing.T, databaseURL string, extra ...string) *hostHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_ = h.Plugins.Start(ctx) // the engines without a binary here stay disabled: they run in process
 	h.Runs.StartExecutor(ctx)
 	h.Runs.StartSweeper(ctx)
 	if err := h.Tasks.Start(ctx); err != nil {
@@ -86,6 +108,7 @@ func startHost(t *testing.T, databaseURL string, extra ...string) *hostHarness {
 		h.Runs.StopSweeper()
 		h.Runs.StopExecutor()
 		h.dispatcher.Stop()
+		h.Plugins.Stop()
 		h.Tasks.Stop()
 		h.Store.Close()
 	})

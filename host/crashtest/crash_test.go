@@ -102,10 +102,15 @@ func build(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		builtBin = filepath.Join(binDir, "reelforge")
-		cmd := exec.Command("go", "build", "-o", builtBin, "../../host")
-		cmd.Env = append(os.Environ(), "GOFLAGS=-tags=sqlite_fts5")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		// The generators plugin does the renders and speech; the other engines run in the host
+		// (their binaries are not in PLUGIN_DIR).
+		for out, pkg := range map[string]string{builtBin: "../../host",
+			filepath.Join(pluginDir(), "generators-plugin"): "../../plugins/generators/cmd/generators-plugin"} {
+			cmd := exec.Command("go", "build", "-o", out, pkg)
+			cmd.Env = append(os.Environ(), "GOFLAGS=-tags=sqlite_fts5")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+			}
 		}
 	})
 	if buildErr != nil {
@@ -115,6 +120,9 @@ func build(t *testing.T) string {
 }
 
 var binDir string
+
+// pluginDir is the hosts' PLUGIN_DIR.
+func pluginDir() string { return filepath.Join(binDir, "plugins") }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "crashtest-*")
@@ -179,7 +187,7 @@ func newHost(t *testing.T, bin, dbURL string, recv *receiver, email string, crea
 
 func (h *host) env() []string {
 	return append(os.Environ(), "PORT="+strconv.Itoa(h.port), "DATA_DIR="+h.dataDir, "DATABASE_URL="+h.dbURL,
-		"PLUGINS_ENABLED=false", "MANIFEST_DIR=../../manifests", "LOG_FORMAT=text", "LEASE_MS=3000",
+		"PLUGINS_ENABLED=true", "PLUGIN_DIR="+pluginDir(), "MANIFEST_DIR=../../manifests", "LOG_FORMAT=text", "LEASE_MS=3000",
 		"RATE_LIMIT_PER_MINUTE=100000", "AUTOMATION_ENABLE_NOTIFICATIONS=true", "AUTOMATION_EVENT_WEBHOOK_URL="+h.recv.url,
 		"AUTOMATION_WEBHOOK_SECRET=crash", "AUTOMATION_BATCH_INTERVAL=200",
 		"JWT_SECRET=crash-test-jwt-secret-crash-test-jwt-secret", "CALLBACK_SECRET=crash-test-callback-secret-0123456789")
