@@ -1,8 +1,11 @@
 // Package generators executes the generator jobs of runs: music, videogen, speech and videoparse.
 //
-// The Dispatcher is what the host uses: it submits a job by the generator protocol of DESIGN.md
-// (POST {url} with {job_id, type, payload, callback_url}, a 2xx answer, later a signed ai-callback)
-// when a URL is configured for the job's type, and otherwise does real work on this machine:
+// The package runs in the generators plugin (cmd/generators-plugin), never in the host: the host
+// hands each generator job to the plugin's Engine (a Run of engine.JobWorkflow), which does it with
+// Dispatcher.Execute and answers when it is done. Execute submits a job by the generator protocol
+// of DESIGN.md (POST {url} with {job_id, type, payload, callback_url}, a 2xx answer, later a signed
+// ai-callback) when a URL is configured for the job's type, and otherwise does real work on this
+// machine, its tools being children of the plugin that die with it:
 //
 //   - speech: espeak-ng speaks the script sentence by sentence into one WAV file, with each
 //     sentence's measured time in the result (internal/render);
@@ -17,14 +20,14 @@
 //   - music: there is no local tool: a job that names the creator's own track (music_url) uses it,
 //     any other fails with EXTERNAL_SERVICE_ERROR.
 //
-// Local files go under DataDir/assets/<user>/<kind>/<job id>.<ext>; a local job reports its result
-// through Options.CompleteFunc. A tool missing from PATH fails the job with an EXTERNAL_SERVICE_ERROR
-// saying what to install.
+// Local files go under DataDir/assets/<user>/<kind>/<job id>.<ext>. A tool missing from PATH fails
+// the job with an EXTERNAL_SERVICE_ERROR saying what to install. (Dispatch, which starts local work
+// in the background and reports it through Options.CompleteFunc, serves the render bench and tests.)
 //
-// The package also offers an Engine ("generators") that runs one generator job per run, for
-// manifests that name it; most workflows reach generators through the node engine's generator steps.
+// The Engine ("generators") also runs one generator job per run for workflow manifests that name
+// it; most workflows reach generators through the node engine's generator steps.
 //
-// Start at NewDispatcher.
+// Start at Engine.Run and Dispatcher.Execute.
 package generators
 
 import (
