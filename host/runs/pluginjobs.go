@@ -24,13 +24,16 @@ type PluginJobs struct {
 
 	mu      sync.Mutex
 	stopped bool
-	calls   map[string]context.CancelFunc // job id -> the cancel of its call to the plugin
+	calls   map[string]*call // job id -> its call to the plugin
 	wg      sync.WaitGroup
 }
 
+// call is one call to a plugin about a job.
+type call struct{ cancel context.CancelFunc }
+
 // NewPluginJobs returns the Dispatcher of s's plugin jobs.
 func NewPluginJobs(s *Service) *PluginJobs {
-	return &PluginJobs{s: s, calls: map[string]context.CancelFunc{}}
+	return &PluginJobs{s: s, calls: map[string]*call{}}
 }
 
 // Local reports true: the job's work is done by a plugin of this host, which dies with it (the
@@ -72,12 +75,16 @@ func (p *PluginJobs) Dispatch(ctx context.Context, job *engine.Job, callbackURL 
 	if p.stopped {
 		return errcode.New(errcode.ExternalService, "the host is shutting down")
 	}
+	if old := p.calls[job.JobID]; old != nil {
+		old.cancel() // a retry of the job (its time-out passed): the earlier call's answer no longer counts
+	}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.calls[job.JobID] = cancel
+	c := &call{cancel: cancel}
+	p.calls[job.JobID] = c
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		defer p.forget(job.JobID)
+		defer p.forget(job.JobID, c)
 		res, err := eng.Run(cctx, p.s.hostFor(name, r), req)
 		if cctx.Err() != nil {
 			return // cancelled with its run (the job is failed already) or by the host's stop
@@ -118,9 +125,12 @@ func (p *PluginJobs) resolve(job *engine.Job, name string, res *engine.RunResult
 	}
 }
 
-func (p *PluginJobs) forget(jobID string) {
+func (p *PluginJobs) forget(jobID string, c *call) {
 	p.mu.Lock()
-	delete(p.calls, jobID)
+	if p.calls[jobID] == c {
+		delete(p.calls, jobID)
+	}
+	c.cancel()
 	p.mu.Unlock()
 }
 
@@ -128,10 +138,10 @@ func (p *PluginJobs) forget(jobID string) {
 // the plugin kills the job's tools.
 func (p *PluginJobs) CancelJob(jobID string) {
 	p.mu.Lock()
-	cancel := p.calls[jobID]
+	c := p.calls[jobID]
 	p.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if c != nil {
+		c.cancel()
 	}
 }
 
@@ -140,8 +150,8 @@ func (p *PluginJobs) CancelJob(jobID string) {
 func (p *PluginJobs) Stop() {
 	p.mu.Lock()
 	p.stopped = true
-	for _, cancel := range p.calls {
-		cancel()
+	for _, c := range p.calls {
+		c.cancel()
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
