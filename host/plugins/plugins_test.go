@@ -177,6 +177,8 @@ func pdeathsigHelper(dir string) int {
 	return 0
 }
 
+// TestPluginDiesWithHost: a plugin runs in a process group of its own and dies with its host,
+// even when the host is SIGKILLed.
 func TestPluginDiesWithHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and launches the echo plugin")
@@ -199,6 +201,10 @@ func TestPluginDiesWithHost(t *testing.T) {
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
 		t.Fatalf("helper printed %q: %v", line, err)
+	}
+	// The plugin leads a process group of its own, apart from its host's.
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		t.Errorf("Getpgid(plugin %d) = %d, %v, want its own group %d", pid, pgid, err, pid)
 	}
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: the host gets no chance to clean up
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 		cmd = exec.Command(cfg.Path, cfg.Args...)
 		cmd.Env = append(cmd.Env, cfg.Env...)
-		setParentDeathSignal(cmd)
+		tieToHost(cmd)
 		switch cfg.SHA256 {
 		case SkipChecksum:
 		case "":
