@@ -104,4 +104,3 @@ func TestGeneratorJobsRunInThePlugin(t *testing.T) {
 		})
 	}
 }
-
