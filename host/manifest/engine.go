@@ -1,10 +1,8 @@
 package manifest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -218,13 +216,8 @@ func LoadEngines(dir string) ([]*Engine, error) {
 // ParseEngine validates the engine entry in b; name is used in errors (usually the file path).
 func ParseEngine(name string, b []byte) (*Engine, error) {
 	var f engineFile
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &Error{File: name, Problem: "empty engine manifest"}
-		}
-		return nil, &Error{File: name, Problem: "invalid YAML: " + yamlProblem(err)}
+	if err := decodeStrict(name, b, &f, "empty engine manifest"); err != nil {
+		return nil, err
 	}
 	v := validator{file: name}
 	e := &Engine{Name: f.Name, Plugin: f.Plugin, SHA256: strings.ToLower(f.SHA256), Enabled: f.Enabled == nil || *f.Enabled,

@@ -177,13 +177,8 @@ func ReadFile(path string) (*Manifest, error) {
 // Parse validates the manifest in b; name is used in errors (usually the file path).
 func Parse(name string, b []byte) (*Manifest, error) {
 	var f file
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &Error{File: name, Problem: "empty manifest"}
-		}
-		return nil, &Error{File: name, Problem: "invalid YAML: " + yamlProblem(err)}
+	if err := decodeStrict(name, b, &f, "empty manifest"); err != nil {
+		return nil, err
 	}
 	v := validator{file: name}
 	m := v.manifest(&f)
@@ -191,6 +186,20 @@ func Parse(name string, b []byte) (*Manifest, error) {
 		return nil, errors.Join(v.errs...)
 	}
 	return m, nil
+}
+
+// decodeStrict decodes the YAML document in b into out, refusing fields out does not declare; an
+// empty document is the problem empty, and either failure is an *Error naming the file name.
+func decodeStrict(name string, b []byte, out any, empty string) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &Error{File: name, Problem: empty}
+		}
+		return &Error{File: name, Problem: "invalid YAML: " + yamlProblem(err)}
+	}
+	return nil
 }
 
 type validator struct {
