@@ -1,0 +1,31 @@
+// Facts: a user's stored key/value facts.
+
+package kb
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// Field limits of facts.
+const (
+	MaxFactKeyLen   = 200
+	MaxFactValueLen = 10000
+)
+
+// PutFact stores (replaces) one of the caller's facts.
+func (s *Service) PutFact(ctx context.Context, userID, key, value string) (*store.Fact, error) {
+	f := &store.Fact{ID: uuid.NewString(), UserID: userID, Key: key, Value: value}
+	if err := s.st.PutFact(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Facts lists the caller's facts.
+func (s *Service) Facts(ctx context.Context, userID string) ([]store.Fact, error) {
+	return s.st.ListFacts(ctx, userID)
+}

@@ -1,0 +1,322 @@
+// Ingest: a document's validation, hashing, parsing, splitting, embedding and writing.
+
+package kb
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/kb/chunk"
+	"github.com/reelforge/reelforge/host/kb/parse"
+	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// IngestParams describe one document to ingest: Text for a text, or Filename and Data for a file.
+type IngestParams struct {
+	UserID     string
+	ProjectID  string // checked by the caller (access.Project)
+	SourceName string // "" means "default"
+	Visibility string // private, project or org; "" means project
+	Title      string
+	Text       string
+	Filename   string
+	MimeType   string
+	Data       []byte
+	IsFile     bool
+	Chunk      chunk.Options // zero: 1000/180
+	Metadata   json.RawMessage
+	Internal   bool // mark the source internal: it answers questions but is never used in generated content
+}
+
+// fillDefaults sets the source name and visibility an ingest takes when they are not given.
+func (p *IngestParams) fillDefaults() {
+	if p.SourceName == "" {
+		p.SourceName = DefaultSource
+	}
+	if p.Visibility == "" {
+		p.Visibility = store.VisibilityProject
+	}
+}
+
+// content is what is ingested: the file's bytes or the text's.
+func (p *IngestParams) content() []byte {
+	if p.IsFile {
+		return p.Data
+	}
+	return []byte(p.Text)
+}
+
+// IngestResult is the outcome of an ingest.
+type IngestResult struct {
+	Document    *store.KnowledgeDocument
+	Source      *store.KnowledgeSource
+	ChunksCount int
+	Duplicate   bool
+}
+
+// ValidVisibility checks a visibility value ("" is allowed and means project).
+func ValidVisibility(v string) error {
+	switch v {
+	case "", store.VisibilityPrivate, store.VisibilityProject, store.VisibilityOrg:
+		return nil
+	}
+	return errcode.Invalid("visibility", "must be private, project or org")
+}
+
+// Validate checks the fields of p that do not need the database.
+func (p *IngestParams) Validate() error {
+	if !p.IsFile {
+		if strings.TrimSpace(p.Text) == "" {
+			return errcode.Invalid("text", "is required")
+		}
+		if len(p.Text) > MaxTextLen {
+			return errcode.Invalid("text", fmt.Sprintf("must be at most %d bytes", MaxTextLen)).WithStatus(413)
+		}
+	} else if !parse.Supported(p.Filename) {
+		ext := strings.ToLower(strings.TrimPrefix(extOf(p.Filename), "."))
+		if ext == "" {
+			ext = "(none)"
+		}
+		return errcode.New(errcode.Validation, fmt.Sprintf("unsupported file type %q: supported are txt, md, json, csv, html, pdf, docx", ext)).
+			WithDetails([]errcode.FieldError{{Field: "file", Problem: "unsupported file type " + ext}})
+	}
+	if utf8.RuneCountInString(p.Title) > MaxTitleLen {
+		return errcode.Invalid("title", fmt.Sprintf("must be at most %d characters", MaxTitleLen))
+	}
+	if utf8.RuneCountInString(p.SourceName) > MaxSourceNameLen {
+		return errcode.Invalid("source_name", fmt.Sprintf("must be at most %d characters", MaxSourceNameLen))
+	}
+	if err := ValidVisibility(p.Visibility); err != nil {
+		return err
+	}
+	if p.Chunk == (chunk.Options{}) {
+		p.Chunk = chunk.Default()
+	}
+	return p.Chunk.Validate()
+}
+
+func extOf(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 && !strings.ContainsAny(name[i:], `/\`) {
+		return name[i:]
+	}
+	return ""
+}
+
+// Ingest stores a document: hash (de-duplication per source), parse, split, embed in batches, and
+// chunks and embeddings written in one transaction. The document goes uploading -> parsing ->
+// indexed, or failed with its reason (a file with no text is not an error: the document is failed).
+func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p.fillDefaults()
+	data := p.content()
+	sum := sha256.Sum256(data)
+	filename := p.Filename
+	if filename == "" {
+		filename = "text.txt"
+	}
+	title := p.Title
+	if title == "" {
+		title = filename
+		if !p.IsFile {
+			title = firstLine(p.Text, 80)
+		}
+	}
+	mime := p.MimeType
+	if mime == "" && !p.IsFile {
+		mime = "text/plain"
+	}
+	doc := &store.KnowledgeDocument{ID: timeOrderedID(), UserID: p.UserID, Title: title, Filename: filename,
+		FileHash: hex.EncodeToString(sum[:]), FileSize: int64(len(data)), MimeType: mime, Metadata: p.Metadata,
+		// The content is in hand: the document starts in parsing, one commit fewer than
+		// uploading and then parsing (a document taken over by a retry starts in uploading).
+		ParseStatus: store.DocParsing}
+	if s.opt.Holder != "" {
+		until := time.Now().Add(s.opt.Lease)
+		doc.HeldBy, doc.LeaseUntil = s.opt.Holder, &until
+	}
+	added, err := s.st.AddDocument(ctx, store.NewSourceParams{ID: uuid.NewString(), CreatedBy: p.UserID, ProjectID: p.ProjectID,
+		Name: p.SourceName, Visibility: p.Visibility, Internal: p.Internal}, doc)
+	if err != nil {
+		return nil, fmt.Errorf("kb: add document: %w", err)
+	}
+	res := &IngestResult{Document: added.Document, Source: added.Source, Duplicate: added.Duplicate}
+	if added.Duplicate {
+		if added.Document.ParseStatus != store.DocIndexed {
+			// Not a duplicate of something searchable: the earlier ingest of the same content is
+			// still at work (its host lives and renews its lease). Say so rather than answer as if
+			// the write were done.
+			return nil, errcode.Newf(errcode.Validation, "the same content is still being indexed as document %s (%s): retry when it is indexed",
+				added.Document.ID, added.Document.ParseStatus).WithStatus(409)
+		}
+		res.ChunksCount = added.Document.ChunkCount
+		return res, nil
+	}
+	if added.Retry {
+		s.log.Info("kb: ingesting again a document left failed or unfinished", "document", doc.ID)
+	}
+	n, ingestErr := s.index(ctx, added.Source, doc, p, data)
+	if ingestErr != nil && !errors.Is(ingestErr, store.ErrConflict) {
+		if e := errcode.As(ingestErr); e == nil || e.Code != errcode.Validation {
+			s.log.Warn("kb: ingest failed", "document", doc.ID, "err", ingestErr)
+		}
+		err := s.st.SetDocumentStatus(context.WithoutCancel(ctx), doc.ID, store.DocFailed, publicReason(ingestErr))
+		if errors.Is(err, store.ErrConflict) {
+			ingestErr = err
+		} else if err != nil {
+			return nil, fmt.Errorf("kb: mark failed: %w", err)
+		}
+	}
+	res.ChunksCount = n
+	if res.Document, err = s.st.GetDocument(ctx, doc.ID); err != nil {
+		return nil, fmt.Errorf("kb: reload document: %w", err)
+	}
+	if errors.Is(ingestErr, store.ErrConflict) {
+		// Another ingest of the same file (one this upload took over as abandoned, still alive
+		// after all) indexed the document first: this one is a duplicate of it.
+		res.Duplicate, res.ChunksCount = true, res.Document.ChunkCount
+	}
+	return res, nil
+}
+
+// publicReason is the reason kept on a failed document: the public message of a catalogue error,
+// a generic one otherwise.
+func publicReason(err error) string {
+	if e := errcode.As(err); e != nil && e.Msg != "" {
+		return e.Msg
+	}
+	return "indexing failed"
+}
+
+func firstLine(text string, max int) string {
+	text = strings.TrimSpace(text)
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	if r := []rune(strings.TrimSpace(text)); len(r) > max {
+		return string(r[:max])
+	}
+	return strings.TrimSpace(text)
+}
+
+// index parses, splits, embeds and writes one document; it returns the chunk count.
+func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, p IngestParams, data []byte) (int, error) {
+	if doc.ParseStatus != store.DocParsing {
+		if err := s.st.SetDocumentStatus(ctx, doc.ID, store.DocParsing, ""); err != nil {
+			return 0, err
+		}
+	}
+	text := p.Text
+	if p.IsFile {
+		var err error
+		if text, err = parse.Text(p.Filename, data); err != nil {
+			return 0, err
+		}
+	}
+	if strings.TrimSpace(text) == "" {
+		return 0, errcode.New(errcode.Validation, "the document contains no text")
+	}
+	parts := chunk.Split(text, p.Chunk)
+	if len(parts) == 0 {
+		return 0, errcode.New(errcode.Validation, "the document contains no text")
+	}
+	chunks := make([]store.KnowledgeChunk, len(parts))
+	texts := make([]string, len(parts))
+	// The local embedder works on the same tokens as the keyword index: segment each chunk once
+	// and give the tokens to both.
+	local, _ := s.emb.(tokenEmbedder)
+	var sb strings.Builder
+	for i, c := range parts {
+		if i%64 == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		full := withHeading(c.Text, c.Heading)
+		texts[i] = full
+		toks := segment.Tokens(full)
+		sb.Reset()
+		sb.Grow(len(full) + len(full)/4)
+		n := 0
+		for _, t := range toks {
+			if t.Stop {
+				continue
+			}
+			if n > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(t.Text)
+			n++
+		}
+		chunks[i] = store.KnowledgeChunk{ID: timeOrderedID(), SourceID: src.ID, DocumentID: doc.ID, Index: c.Index,
+			Text: c.Text, Heading: c.Heading, TokenCount: n, SearchText: sb.String(),
+			Metadata: p.Metadata, EmbeddingModel: s.emb.Model()}
+		if local != nil {
+			chunks[i].Embedding = local.VectorOf(toks)
+		}
+	}
+	if local == nil {
+		vecs, err := s.embedAll(ctx, texts)
+		if err != nil {
+			return 0, err
+		}
+		for i := range chunks {
+			chunks[i].Embedding = vecs[i]
+		}
+	}
+	err := s.st.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks})
+	s.changed()
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]string, len(chunks))
+	vecs := make([][]float32, len(chunks))
+	for i, c := range chunks {
+		ids[i], vecs[i] = c.ID, c.Embedding
+	}
+	s.remember(s.emb.Model(), ids, vecs)
+	return len(chunks), nil
+}
+
+// timeOrderedID is a new document or chunk id: a UUID of version 7, which starts with the time.
+// Random ids (version 4) put every new chunk at a random place of the primary key indexes of
+// chunks and embeddings, so an ingest dirtied a page of each per chunk; ids that grow with time
+// are appended at the end of those indexes.
+func timeOrderedID() string { return uuid.Must(uuid.NewV7()).String() } // panics as uuid.NewString does
+
+// withHeading is a chunk's text led by its heading when the text does not hold it already: what is
+// embedded and keyword-indexed of the chunk, and the fragment an ask gives the language model.
+func withHeading(text, heading string) string {
+	if heading != "" && !strings.Contains(text, heading) {
+		return heading + "\n" + text
+	}
+	return text
+}
+
+// tokenEmbedder is an embedder that can embed a text from its segment.Tokens (embed.Local).
+type tokenEmbedder interface {
+	VectorOf(toks []segment.Token) []float32
+}
+
+// embedAll embeds texts in batches.
+func (s *Service) embedAll(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, 0, len(texts))
+	for i := 0; i < len(texts); i += embedBatch {
+		vs, err := s.emb.Embed(ctx, texts[i:min(len(texts), i+embedBatch)])
+		if err != nil {
+			return nil, fmt.Errorf("kb: embed: %w", err)
+		}
+		out = append(out, vs...)
+	}
+	return out, nil
+}

@@ -1,0 +1,361 @@
+// Search: the hybrid search (pgvector in SQL or the in-memory ranking), its filters, rerank and
+// log.
+
+package kb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/kb/rank"
+	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// SearchParams is one search.
+type SearchParams struct {
+	UserID      string
+	Admin       bool
+	ProjectID   string // checked by the caller
+	Query       string
+	TopK        int
+	SourceNames []string
+	DocumentIDs []string
+	Metadata    map[string]string
+	Log         bool // write a knowledge_queries row (mode search)
+}
+
+// Scores of a hit.
+type Scores struct {
+	Vector  float64 `json:"vector"`
+	Keyword float64 `json:"keyword"`
+	Total   float64 `json:"total"`
+}
+
+// Hit is one search result.
+type Hit struct {
+	ChunkID       string `json:"chunk_id"`
+	ChunkText     string `json:"chunk_text"`
+	Heading       string `json:"heading"`
+	SourceName    string `json:"source_name"`
+	SourceID      string `json:"source_id"`
+	DocumentID    string `json:"document_id"`
+	DocumentTitle string `json:"document_title"`
+	ChunkIndex    int    `json:"chunk_index"`
+	Scores        Scores `json:"scores"`
+
+	meta json.RawMessage // the chunk's metadata, for the metadata filter
+}
+
+// Validate checks the query and top_k, defaulting top_k to 5.
+func (p *SearchParams) Validate() error {
+	if strings.TrimSpace(p.Query) == "" {
+		return errcode.Invalid("query", "is required")
+	}
+	if utf8.RuneCountInString(p.Query) > MaxQueryLen {
+		return errcode.Invalid("query", fmt.Sprintf("must be at most %d characters", MaxQueryLen))
+	}
+	if p.TopK == 0 {
+		p.TopK = DefaultTopK
+	}
+	if p.TopK < 1 || p.TopK > MaxTopK {
+		return errcode.Invalid("top_k", fmt.Sprintf("must be between 1 and %d", MaxTopK))
+	}
+	return nil
+}
+
+// Search runs SPEC.md rules 3 to 6 for the caller: the readable sources (in SQL), the query
+// embedded, then the pgvector ranking or the in-memory hybrid over keyword candidates plus vector
+// neighbours, the relevance floor, the filters and the optional rerank.
+func (s *Service) Search(ctx context.Context, p SearchParams) ([]Hit, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	hits, err := s.search(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Log {
+		results, _ := json.Marshal(summarize(hits))
+		q := &store.KnowledgeQuery{ID: uuid.NewString(), UserID: p.UserID, ProjectID: p.ProjectID, Mode: store.QuerySearch,
+			QueryText: p.Query, TopK: p.TopK, LatencyMS: ms(time.Since(start)), Results: results, Cited: len(hits) > 0}
+		if err := s.st.LogQuery(context.WithoutCancel(ctx), q); err != nil {
+			s.log.Warn("kb: log search", "err", err)
+		}
+	}
+	return hits, nil
+}
+
+// SearchFor is the entry point of the run engines (engine.Host.Search): a search with the
+// visibility of userID (an admin when role is admin), optionally narrowed to a project the caller
+// has already checked.
+func (s *Service) SearchFor(ctx context.Context, userID, role, projectID, query string, topK int) ([]Hit, error) {
+	return s.Search(ctx, SearchParams{UserID: userID, Admin: role == store.RoleAdmin, ProjectID: projectID, Query: query, TopK: topK})
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (s *Service) search(ctx context.Context, p SearchParams) ([]Hit, error) {
+	if len(segment.Informative(p.Query)) == 0 {
+		// Only stop and question words ("what is it?", "这是什么？"): nothing to find.
+		return []Hit{}, nil
+	}
+	viewer := store.Viewer{UserID: p.UserID, Admin: p.Admin, ProjectID: p.ProjectID, SourceNames: p.SourceNames, DocumentIDs: p.DocumentIDs}
+	terms := segment.Query(p.Query)
+	var qv []float32
+	if vs, err := s.emb.Embed(ctx, []string{p.Query}); err != nil {
+		s.log.Warn("kb: embed query; keyword leg only", "err", err)
+	} else if len(vs) == 1 {
+		qv = vs[0]
+	}
+	want := p.TopK
+	if len(p.Metadata) > 0 {
+		want = max(want*5, 50)
+	}
+	if s.opt.RerankOn && s.opt.Chat != nil {
+		want = max(want, min(2*p.TopK, MaxTopK))
+	}
+	var hits []Hit
+	if s.st.SupportsVectorSearch() && len(qv) > 0 {
+		rows, err := s.st.VectorSearch(ctx, store.SearchParams{Viewer: viewer, Terms: terms, Vector: qv, Model: s.emb.Model(),
+			Limit: want, Floor: s.opt.MinScore, Cap: s.opt.Candidates,
+			Weights: store.FusionWeights{Vector: rank.SQLVectorWeight, Keyword: rank.SQLKeywordWeight}})
+		if err != nil && !errors.Is(err, store.ErrNotSupported) {
+			return nil, fmt.Errorf("kb: vector search: %w", err)
+		}
+		if err == nil {
+			for _, r := range rows {
+				hits = append(hits, hitOf(r, Scores{Vector: r.Vector, Keyword: r.Keyword, Total: r.Total}))
+			}
+			return s.finish(ctx, p, hits), nil
+		}
+	}
+	hits, err := s.memorySearch(ctx, viewer, terms, qv, want)
+	if err != nil {
+		return nil, err
+	}
+	return s.finish(ctx, p, hits), nil
+}
+
+func hitOf(r store.ChunkRow, sc Scores) Hit {
+	return Hit{ChunkID: r.ID, ChunkText: r.Text, Heading: r.Heading, SourceName: r.SourceName, SourceID: r.SourceID,
+		DocumentID: r.DocumentID, DocumentTitle: r.DocumentTitle, ChunkIndex: r.Index, Scores: sc, meta: r.Metadata}
+}
+
+// memorySearch is rule 5 with the candidate rule of DESIGN.md: the keyword leg's best matches (by
+// BM25, see bestByBM25) and the vector leg's nearest neighbours, scored together in memory.
+func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []string, qv []float32, want int) ([]Hit, error) {
+	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: 2 * s.opt.Candidates})
+	if err != nil {
+		return nil, fmt.Errorf("kb: keyword candidates: %w", err)
+	}
+	split := map[string][]string{} // a candidate's terms, once split (indexTerms)
+	if len(kw) > s.opt.Candidates {
+		if kw, err = bestByBM25(ctx, s.st, terms, kw, s.opt.Candidates, split); err != nil {
+			return nil, fmt.Errorf("kb: keyword candidates: %w", err)
+		}
+	}
+	rows := map[string]store.ChunkRow{}
+	order := make([]string, 0, len(kw)+s.opt.Candidates)
+	for _, r := range kw {
+		rows[r.ID] = r
+		order = append(order, r.ID)
+	}
+	vecs := map[string][]float32{}
+	if len(qv) > 0 {
+		near, all, err := s.neighbours(ctx, v, qv, s.opt.Candidates, order)
+		if err != nil {
+			return nil, err
+		}
+		vecs = all
+		var missing []string
+		for _, id := range near {
+			if _, ok := rows[id]; !ok {
+				missing = append(missing, id)
+				order = append(order, id)
+			}
+		}
+		if len(missing) > 0 {
+			more, err := s.st.ChunksByID(ctx, missing)
+			if err != nil {
+				return nil, fmt.Errorf("kb: load candidates: %w", err)
+			}
+			for _, r := range more {
+				rows[r.ID] = r
+			}
+		}
+	}
+	cands := make([]rank.Candidate, 0, len(order))
+	ids := make([]string, 0, len(order))
+	for _, id := range order {
+		r, ok := rows[id]
+		if !ok {
+			continue
+		}
+		ids = append(ids, id)
+		ts, ok := split[id]
+		if !ok {
+			ts = indexTerms(r.SearchText)
+		}
+		cands = append(cands, rank.Candidate{ID: id, Terms: ts, Vector: vecs[id]})
+	}
+	scored := rank.Score(rank.Query{Terms: terms, Vector: qv}, cands, rank.Options{TopK: want, Floor: s.opt.MinScore})
+	hits := make([]Hit, 0, len(scored))
+	for _, h := range scored {
+		hits = append(hits, hitOf(rows[ids[h.Index]], Scores{Vector: h.Vector, Keyword: h.Keyword, Total: h.Total}))
+	}
+	return hits, nil
+}
+
+// termStatser is the part of the store bestByBM25 needs (store.Knowledge.TermStats).
+type termStatser interface {
+	TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error)
+}
+
+// bestByBM25 keeps the n best of rows (a store's keyword matches, twice as many as wanted) by
+// rank.Keyword's BM25 with the whole index's statistics, best first. The store's own full-text
+// rank only picks the rows to look at. Both give common terms no say: FTS5's bm25 gives a term
+// held by half the chunks or more no weight, pgstore's keyword leg leaves such terms out, and
+// both search only a query's rarer terms once they match many rows. So their best 100 leave out
+// chunks that a query's common terms (single Chinese characters, say) put among BM25's best: on
+// drcd, 13 of 100 candidates differed on SQLite, and MRR@10 fell below BM25's own (BENCHMARKS.md,
+// ninth session). With twice the rows to choose from, the choice is BM25's. The terms of the rows
+// kept are left in split, by chunk id, for the scoring that follows.
+func bestByBM25(ctx context.Context, st termStatser, terms []string, rows []store.ChunkRow, n int, split map[string][]string) ([]store.ChunkRow, error) {
+	docs, df, err := st.TermStats(ctx, terms)
+	if err != nil {
+		return nil, err
+	}
+	cands := make([]rank.Candidate, len(rows))
+	for i, r := range rows {
+		cands[i] = rank.Candidate{ID: r.ID, Terms: indexTerms(r.SearchText)}
+	}
+	score := rank.Keyword(terms, cands, rank.Options{Power: 1,
+		Stats: rank.Stats{Docs: docs, DF: func(t string) int { return df[t] }}})
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	out := make([]store.ChunkRow, 0, n)
+	for _, i := range order[:n] {
+		out = append(out, rows[i])
+		split[rows[i].ID] = cands[i].Terms
+	}
+	return out, nil
+}
+
+// indexTerms splits a stored search text (segment.IndexForm: terms joined by single spaces)
+// back into its terms. It gives what strings.Fields gives, without Fields' rune-by-rune path for
+// non-ASCII text when the text can hold no separator but single spaces.
+func indexTerms(searchText string) []string {
+	if searchText == "" {
+		return nil
+	}
+	if searchText[0] == ' ' || searchText[len(searchText)-1] == ' ' || strings.Contains(searchText, "  ") {
+		return strings.Fields(searchText)
+	}
+	for i := 0; i < len(searchText); i++ {
+		switch searchText[i] {
+		// ASCII whitespace other than the space, and the lead bytes of every non-ASCII
+		// whitespace rune (U+0085, U+00A0, U+1680, U+2000 to U+205F, U+3000).
+		case '\t', '\n', '\v', '\f', '\r', 0xC2, 0xE1, 0xE2, 0xE3:
+			return strings.Fields(searchText)
+		}
+	}
+	return strings.Split(searchText, " ")
+}
+
+// finish applies the metadata filter, the optional rerank and top_k.
+func (s *Service) finish(ctx context.Context, p SearchParams, hits []Hit) []Hit {
+	if len(p.Metadata) > 0 {
+		kept := hits[:0]
+		for _, h := range hits {
+			if metaMatches(h.meta, p.Metadata) {
+				kept = append(kept, h)
+			}
+		}
+		hits = kept
+	}
+	if s.opt.RerankOn && s.opt.Chat != nil && len(hits) > 1 {
+		docs := make([]string, len(hits))
+		for i, h := range hits {
+			docs[i] = h.ChunkText
+		}
+		order, err := llm.Rerank(ctx, s.opt.Chat, s.opt.RerankModel, p.Query, docs, s.opt.RerankTimeout)
+		if err != nil {
+			s.log.Warn("kb: rerank failed; hybrid order kept", "err", err)
+		} else {
+			re := make([]Hit, 0, len(hits))
+			for _, i := range order {
+				re = append(re, hits[i])
+			}
+			hits = re
+		}
+	}
+	if len(hits) > p.TopK {
+		hits = hits[:p.TopK]
+	}
+	for i := range hits {
+		hits[i].Scores = Scores{Vector: round4(hits[i].Scores.Vector), Keyword: round4(hits[i].Scores.Keyword), Total: round4(hits[i].Scores.Total)}
+	}
+	if hits == nil {
+		hits = []Hit{}
+	}
+	return hits
+}
+
+func round4(x float64) float64 {
+	const f = 10000
+	if x < 0 {
+		return -float64(int64(-x*f+0.5)) / f
+	}
+	return float64(int64(x*f+0.5)) / f
+}
+
+func metaMatches(raw json.RawMessage, want map[string]string) bool {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok {
+			return false
+		}
+		if s, isStr := got.(string); isStr {
+			if s != v {
+				return false
+			}
+		} else if b, _ := json.Marshal(got); string(b) != v {
+			return false
+		}
+	}
+	return true
+}
+
+type hitSummary struct {
+	ChunkID    string  `json:"chunk_id"`
+	DocumentID string  `json:"document_id"`
+	SourceName string  `json:"source_name"`
+	Total      float64 `json:"total"`
+}
+
+func summarize(hits []Hit) []hitSummary {
+	out := make([]hitSummary, len(hits))
+	for i, h := range hits {
+		out[i] = hitSummary{h.ChunkID, h.DocumentID, h.SourceName, h.Scores.Total}
+	}
+	return out
+}
