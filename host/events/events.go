@@ -66,9 +66,15 @@ type Meta struct {
 	Version string `json:"version"`
 }
 
+// Outbox is the one store method Emit writes through; a service that emits events lists it in
+// its own store interface.
+type Outbox interface {
+	InsertOutboxEvent(ctx context.Context, e *store.OutboxEvent) error
+}
+
 // Emit writes e to the outbox through w, which should be the transaction of the change that
 // caused it, so that the change and its event commit together.
-func Emit(ctx context.Context, w store.Outbox, e Event) error {
+func Emit(ctx context.Context, w Outbox, e Event) error {
 	if e.Data == nil {
 		e.Data = map[string]any{}
 	}

@@ -40,9 +40,22 @@ type Options struct {
 	Backoff func(n int) time.Duration
 }
 
+// Store is what the task service needs of the database.
+type Store interface {
+	store.Transactor
+	Now() time.Time
+	GetUser(ctx context.Context, id string) (*store.User, error)
+	CreateTask(ctx context.Context, t *store.Task) error
+	GetTask(ctx context.Context, id string) (*store.Task, error)
+	UpdateTask(ctx context.Context, u store.TaskUpdate) (*store.Task, error)
+	ClaimTasks(ctx context.Context, p store.ClaimTasksParams) ([]store.Task, error)
+	ListTaskAssets(ctx context.Context, taskID string) ([]store.Asset, error)
+	events.Outbox
+}
+
 // Service creates, dispatches, finishes and cancels project tasks. It is safe for concurrent use.
 type Service struct {
-	st     store.Driver
+	st     Store
 	opt    Options
 	wake   chan struct{}
 	mu     sync.Mutex
@@ -51,7 +64,7 @@ type Service struct {
 }
 
 // New returns a Service over st.
-func New(st store.Driver, opt Options) *Service {
+func New(st Store, opt Options) *Service {
 	if opt.Notifier == nil {
 		opt.Notifier = events.Discard{}
 	}
@@ -102,7 +115,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (*store.Task, erro
 	if len(t.InputParams) == 0 || string(t.InputParams) == "null" {
 		t.InputParams = json.RawMessage("{}")
 	}
-	err := s.st.InTx(ctx, func(tx store.Driver) error {
+	err := store.InTx(ctx, s.st, func(tx Store) error {
 		if err := tx.CreateTask(ctx, t); err != nil {
 			return err
 		}
@@ -389,7 +402,7 @@ func (s *Service) failed(ctx context.Context, id string, code errcode.Code, msg 
 // transition applies u in a transaction with its outbound events, then sends the frame.
 func (s *Service) transition(ctx context.Context, u store.TaskUpdate) (*store.Task, error) {
 	var got *store.Task
-	err := s.st.InTx(ctx, func(tx store.Driver) error {
+	err := store.InTx(ctx, s.st, func(tx Store) error {
 		t, err := tx.UpdateTask(ctx, u)
 		if err != nil {
 			return err
@@ -421,7 +434,7 @@ func (s *Service) transition(ctx context.Context, u store.TaskUpdate) (*store.Ta
 	return got, nil
 }
 
-func emitStatus(ctx context.Context, tx store.Outbox, t *store.Task) error {
+func emitStatus(ctx context.Context, tx events.Outbox, t *store.Task) error {
 	return events.Emit(ctx, tx, events.Event{Name: events.JobStatusChanged, UserID: t.UserID, ProjectID: t.ProjectID,
 		Data: map[string]any{"taskId": t.ID, "projectId": t.ProjectID, "userId": t.UserID, "type": t.Type,
 			"status": t.Status, "retryCount": t.RetryCount}})

@@ -209,28 +209,48 @@ func testIdempotencyConcurrentRelease(t *testing.T, open Opener) {
 	}
 }
 
+// txProjects is a narrow store as a service declares one (see the package comment of store).
+type txProjects interface {
+	store.Transactor
+	store.Projects
+}
+
+// testTransactions checks store.InTx over the driver's transactions: a failed fn rolls back, a
+// nested InTx joins the outer transaction, fn sees the transaction as the caller's narrow
+// interface, and a transaction that does not implement it is an error, not a panic.
 func testTransactions(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)
 	u := NewUser(t, d, "")
 	boom := errors.New("boom")
-	var pid string
-	err := d.InTx(ctx, func(tx store.Driver) error {
-		p := NewProject(t, tx, u.ID)
-		pid = p.ID
+	var db txProjects = d
+	var pid, inner string
+	err := store.InTx(ctx, db, func(tx txProjects) error {
+		pid = NewProject(t, tx, u.ID).ID
+		if err := store.InTx(ctx, tx, func(tx txProjects) error { inner = NewProject(t, tx, u.ID).ID; return nil }); err != nil {
+			t.Errorf("nested InTx = %v", err)
+		}
 		return boom
 	})
 	if !errors.Is(err, boom) {
 		t.Fatalf("InTx = %v, want boom", err)
 	}
-	if _, err := d.GetProject(ctx, pid); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("project written in a rolled-back transaction: GetProject = %v, want ErrNotFound", err)
+	for _, id := range []string{pid, inner} {
+		if _, err := d.GetProject(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("project written in a rolled-back transaction: GetProject = %v, want ErrNotFound", err)
+		}
 	}
-	if err := d.InTx(ctx, func(tx store.Driver) error { pid = NewProject(t, tx, u.ID).ID; return nil }); err != nil {
+	if err := store.InTx(ctx, db, func(tx txProjects) error { pid = NewProject(t, tx, u.ID).ID; return nil }); err != nil {
 		t.Fatalf("InTx(commit) = %v", err)
 	}
 	if _, err := d.GetProject(ctx, pid); err != nil {
 		t.Errorf("committed project: GetProject = %v", err)
+	}
+	type notAStore interface{ NoSuchMethod() }
+	called := false
+	err = store.InTx(ctx, db, func(notAStore) error { called = true; return nil })
+	if err == nil || called {
+		t.Errorf("InTx with an interface the transaction lacks = %v (fn called: %v), want an error", err, called)
 	}
 }
 

@@ -91,7 +91,7 @@ func SchemaName() string {
 }
 
 // NewUser inserts a user and returns it.
-func NewUser(t testing.TB, d store.Driver, role string) *store.User {
+func NewUser(t testing.TB, d store.Users, role string) *store.User {
 	t.Helper()
 	if role == "" {
 		role = store.RoleFreeUser
@@ -105,7 +105,7 @@ func NewUser(t testing.TB, d store.Driver, role string) *store.User {
 }
 
 // NewProject inserts a project owned by userID and returns it.
-func NewProject(t *testing.T, d store.Driver, userID string) *store.Project {
+func NewProject(t *testing.T, d store.Projects, userID string) *store.Project {
 	t.Helper()
 	p := &store.Project{ID: uuid.NewString(), UserID: userID, Name: "p " + userID[:4], Description: "d"}
 	if err := d.CreateProject(context.Background(), p); err != nil {
