@@ -155,6 +155,9 @@ func benchKnowledge(ctx context.Context, o *options) error {
 		}
 	}
 	fmt.Println()
+	if err := benchKBHTTP(ctx, o); err != nil {
+		return err
+	}
 	return kbRetrieval(ctx, o)
 }
 
