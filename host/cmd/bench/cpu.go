@@ -1,8 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // processCPU is the CPU time (user and system) this process has used so far, all threads. The
@@ -14,4 +22,99 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverCPU is the CPU time (user and system) used so far by the PostgreSQL backends connected
+// to the database of url, read from /proc: the server's share of an ingest, on a server of this
+// machine. It is the difference over a span that counts, so the backends must live through it
+// (pgx pools keep their connections); false when it cannot be read (a remote server).
+func serverCPU(ctx context.Context, url string) (time.Duration, bool) {
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, false
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return 0, false
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, false
+	}
+	var ticks int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// Fields after the command (which may hold spaces) in parentheses: utime and stime are
+		// the 12th and 13th of them.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			return 0, false
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + s
+	}
+	return time.Duration(ticks) * time.Second / 100, len(pids) > 0 // USER_HZ is 100 on Linux
+}
+
+// serverMeter adds up the PostgreSQL server's CPU time (serverCPU) over spans of a bench; with
+// no URL, or a server it cannot read, it measures nothing and prints an empty cell.
+type serverMeter struct {
+	url          string
+	start, total time.Duration
+	ok           bool
+}
+
+func (m *serverMeter) begin(ctx context.Context) {
+	if m.url != "" {
+		m.start, m.ok = serverCPU(ctx, m.url)
+	}
+}
+
+func (m *serverMeter) end(ctx context.Context) {
+	if !m.ok {
+		return
+	}
+	t, ok := serverCPU(ctx, m.url)
+	m.ok = ok
+	m.total += t - m.start
+}
+
+// mbs is bytes over the server CPU time measured, MB/s, or "" without a measure.
+func (m *serverMeter) mbs(bytes int) string {
+	if !m.ok || m.total <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", float64(bytes)/1e6/m.total.Seconds())
+}
+
+// pendingVectors is pgstore's count of embeddings its background indexer has not moved into the
+// HNSW index yet.
+type pendingVectors interface {
+	PendingVectors(ctx context.Context) (int64, error)
+}
+
+// waitIndexed waits until st's background vector indexer has nothing left (at once for a store
+// without one) and returns how long that took: the server CPU of an ingest then includes its
+// deferred index inserts.
+func waitIndexed(ctx context.Context, st any, vector bool) (time.Duration, error) {
+	p, ok := st.(pendingVectors)
+	if !ok || !vector {
+		return 0, nil
+	}
+	t0 := time.Now()
+	for {
+		n, err := p.PendingVectors(ctx)
+		if err != nil || n == 0 {
+			return time.Since(t0), err
+		}
+		if time.Since(t0) > 30*time.Minute {
+			return 0, fmt.Errorf("%d vectors still not indexed after 30 minutes", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -42,6 +42,8 @@ type kbHTTPResult struct {
 	docs, bytes int
 	chunks      int
 	wall, cpu   time.Duration
+	server      serverMeter   // PostgreSQL's CPU over the calls and the indexer's work after them
+	drain       time.Duration // how long the indexer went on after the last call
 }
 
 func (r kbHTTPResult) mbs() float64    { return float64(r.bytes) / 1e6 / r.wall.Seconds() }
@@ -51,7 +53,9 @@ func (r kbHTTPResult) cpuMBs() float64 { return float64(r.bytes) / 1e6 / r.cpu.S
 // POST /api/knowledge/batch/text, kbHTTPBatch a call, one call after the other, to a real host
 // (host/app: the wiring `reelforge serve` runs, plugins off) listening on loopback, on SQLite and
 // on PostgreSQL with pgvector in the same run. The host runs in this process, so `host CPU MB/s`
-// includes the bench's HTTP client (its bodies are encoded before the clock starts).
+// includes the bench's HTTP client (its bodies are encoded before the clock starts). `server CPU
+// MB/s` is PostgreSQL's backends' CPU over the calls and the background indexer's work after them
+// (its duration is the last column).
 func benchKBHTTP(ctx context.Context, o *options) error {
 	if *kbHTTPDocs <= 0 {
 		return nil
@@ -59,8 +63,8 @@ func benchKBHTTP(ctx context.Context, o *options) error {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("## Knowledge base over HTTP: batch/text, %d documents of 300 to 3,000 characters a call, a real host on loopback (load average %s)\n\n",
 		kbHTTPBatch, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
-	fmt.Println("| database | documents | chunks | MB | ingest MB/s | host CPU MB/s |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	fmt.Println("| database | documents | chunks | MB | ingest MB/s | host CPU MB/s | server CPU MB/s | indexer after the last call s |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
 	docs := shortDocs(rand.New(rand.NewPCG(5, 6)), *kbHTTPDocs)
 	var results []kbHTTPResult
 	dbs := []string{"sqlite"}
@@ -73,7 +77,12 @@ func benchKBHTTP(ctx context.Context, o *options) error {
 			return fmt.Errorf("knowledge over HTTP, %s: %w", db, err)
 		}
 		results = append(results, r)
-		fmt.Printf("| %s | %d | %d | %.2f | %.2f | %.2f |\n", r.driver, r.docs, r.chunks, float64(r.bytes)/1e6, r.mbs(), r.cpuMBs())
+		drain := ""
+		if r.driver != "sqlite" {
+			drain = fmt.Sprintf("%.1f", r.drain.Seconds())
+		}
+		fmt.Printf("| %s | %d | %d | %.2f | %.2f | %.2f | %s | %s |\n", r.driver, r.docs, r.chunks, float64(r.bytes)/1e6, r.mbs(), r.cpuMBs(),
+			r.server.mbs(r.bytes), drain)
 	}
 	fmt.Println()
 	sq := results[0]
@@ -169,6 +178,10 @@ func kbHTTPIngest(ctx context.Context, o *options, db string, docs []string) (kb
 		bodies = append(bodies, b)
 	}
 	client := &http.Client{Timeout: 5 * time.Minute}
+	if db != "sqlite" {
+		res.server.url = o.pgURL
+	}
+	res.server.begin(ctx)
 	t0, c0 := time.Now(), processCPU()
 	for _, b := range bodies {
 		n, err := batchText(client, base, tok, b)
@@ -178,6 +191,10 @@ func kbHTTPIngest(ctx context.Context, o *options, db string, docs []string) (kb
 		res.chunks += n
 	}
 	res.wall, res.cpu = time.Since(t0), processCPU()-c0
+	if res.drain, err = waitIndexed(ctx, h.Store, h.Store.SupportsVectorSearch()); err != nil {
+		return res, err
+	}
+	res.server.end(ctx)
 	return res, nil
 }
 

@@ -16,15 +16,26 @@ import (
 	"github.com/reelforge/reelforge/host/store/sqldb"
 )
 
-// vectorDims is the dimension of the embedding_vector column.
+// vectorDims is the dimension of the embedding_vector column (halfvec: half-precision floats).
 const vectorDims = 1536
+
+// halfVector is v as the embedding_vector column stores it, NULL for a vector of another dimension.
+func halfVector(v []float32) any {
+	if len(v) != vectorDims {
+		return nil
+	}
+	return pgvector.NewHalfVector(v)
+}
 
 // WriteChunks implements store.Knowledge: the chunks (with their keyword index value,
 // searchVector) and their embeddings go in with COPY (two round trips for a whole document, where
 // multi-row INSERTs of 50 rows take one per batch and make the server parse every parameter), then
-// the document is marked indexed, all in one transaction.
+// the document is marked indexed, all in one transaction. The vectors go into the HNSW index later
+// (indexer.go): until then the search scans them exactly.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
 	defer d.df.Reset()
+	var vectors int
+	defer func() { d.idx.wrote(vectors) }()
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
 		t, ok := tx.Conn().(txConn)
 		if !ok {
@@ -41,11 +52,7 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) err
 			}
 			row := []any{c.ID, c.EmbeddingModel, sqldb.EncodeVector(c.Embedding), now}
 			if d.vector {
-				var vec any // NULL for a vector of another dimension
-				if len(c.Embedding) == vectorDims {
-					vec = pgvector.NewVector(c.Embedding)
-				}
-				row = append(row, vec)
+				row = append(row, halfVector(c.Embedding))
 			}
 			embs = append(embs, row)
 		}
@@ -63,13 +70,23 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) err
 				return mapError(err)
 			}
 		}
-		return tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now)
+		if err := tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now); err != nil {
+			return err
+		}
+		if d.vector {
+			vectors = len(embs)
+		}
+		return nil
 	})
 }
 
 // AddEmbeddings implements store.Knowledge.
 func (d *Driver) AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error {
-	return d.DB.AddEmbeddingsWith(ctx, model, vecs, d.putEmbedding)
+	err := d.DB.AddEmbeddingsWith(ctx, model, vecs, d.putEmbedding)
+	if err == nil && d.vector {
+		d.idx.wrote(len(vecs))
+	}
+	return err
 }
 
 func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, rows []sqldb.EmbeddingRow, now time.Time) error {
@@ -80,12 +97,8 @@ func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, rows []sqldb.Em
 	return tx.InsertRows(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, embedding_vector, created_at)`, len(rows),
 		func(i int, a *sqldb.Args) string {
 			r := rows[i]
-			var vec any // NULL for a vector of another dimension
-			if len(r.Vector) == vectorDims {
-				vec = pgvector.NewVector(r.Vector)
-			}
 			return "(" + a.Add(r.ChunkID) + ", " + a.Add(r.Model) + ", " + a.Add(sqldb.EncodeVector(r.Vector)) + ", " +
-				a.Add(vec) + "::vector, " + a.Add(ts) + ")"
+				a.Add(halfVector(r.Vector)) + "::halfvec, " + a.Add(ts) + ")"
 		})
 }
 
@@ -207,8 +220,7 @@ func (d *Driver) NearestEmbeddings(ctx context.Context, v []float32, n int, exac
 		if set != nil {
 			return set
 		}
-		rows, err := tx.Query(ctx, `SELECT chunk_id FROM knowledge_embeddings ORDER BY embedding_vector <=> $1::vector LIMIT $2`,
-			pgvector.NewVector(v), n)
+		rows, err := tx.Query(ctx, `SELECT id FROM (`+nearestLeg("$1", "TRUE", "$2")+`) n ORDER BY dist, id`, pgvector.NewHalfVector(v), n)
 		if err != nil {
 			return err
 		}
@@ -223,6 +235,20 @@ func (d *Driver) NearestEmbeddings(ctx context.Context, v []float32, n int, exac
 		return rows.Err()
 	})
 	return ids, err
+}
+
+// nearestLeg is the vector leg's query: the n rows (id, dist: cosine distance to the query vector
+// v, a placeholder) nearest to v among the embeddings that cond (a condition on e) admits. The rows
+// in the HNSW index (vector_indexed) come from an index scan, those the indexer has not reached
+// yet from an exact scan of that small set (the pending index lists them): a chunk is found from
+// the commit of its ingest on, and the search never waits for the indexer.
+func nearestLeg(v, cond, n string) string {
+	leg := func(which string) string {
+		return `(SELECT e.chunk_id AS id, e.embedding_vector <=> ` + v + `::halfvec AS dist FROM knowledge_embeddings e
+			WHERE ` + which + ` AND ` + cond + ` ORDER BY dist LIMIT ` + n + `)`
+	}
+	return `SELECT nn.id, nn.dist FROM (` + leg(`e.vector_indexed`) + ` UNION ALL ` +
+		leg(`NOT e.vector_indexed AND e.embedding_vector IS NOT NULL`) + `) nn ORDER BY nn.dist, nn.id LIMIT ` + n
 }
 
 // Search sizes. The keyword leg reads and ranks a tsvector per matching row (about 10 µs each:
@@ -264,7 +290,7 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 			return err
 		}
 		var a sqldb.Args
-		v := a.Add(pgvector.NewVector(p.Vector))
+		v := a.Add(pgvector.NewHalfVector(p.Vector))
 		model := a.Add(p.Model)
 		vis := sqldb.Visible(store.Viewer{UserID: p.Viewer.UserID, Admin: p.Viewer.Admin, ProjectID: p.Viewer.ProjectID,
 			SourceID: p.Viewer.SourceID, SourceNames: p.Viewer.SourceNames}, &a, "")
@@ -288,11 +314,9 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 			w AS MATERIALIZED (` + wq + `),
 			m AS (` + m + `),
 			kw AS MATERIALIZED (SELECT m.id, m.len, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT ` + cp + `),
-			vn AS MATERIALIZED (SELECT e.chunk_id AS id, e.embedding_vector <=> ` + v + `::vector AS dist FROM knowledge_embeddings e
-				WHERE EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = ` + model + `
-					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND ` + docs + ` OFFSET 0)
-				ORDER BY dist LIMIT ` + cp + `),
-			scored AS MATERIALIZED (SELECT kw.id, 1 - COALESCE(vn.dist, (SELECT e.embedding_vector <=> ` + v + `::vector
+			vn AS MATERIALIZED (` + nearestLeg(v, `EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = `+model+`
+					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)`, cp) + `),
+			scored AS MATERIALIZED (SELECT kw.id, 1 - COALESCE(vn.dist, (SELECT e.embedding_vector <=> ` + v + `::halfvec
 					FROM knowledge_chunks c JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model
 					WHERE c.id = kw.id), 1) AS vs, kw.len, kw.kr
 				FROM kw LEFT JOIN vn ON vn.id = kw.id

@@ -24,6 +24,7 @@ type Driver struct {
 	pool   *pgxpool.Pool
 	vector bool
 	df     *sqldb.TermCounts[float64] // document frequencies of the keyword leg
+	idx    *indexer                   // the vector indexer (indexer.go); nil without pgvector or with ManualIndexer
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -36,6 +37,9 @@ type Options struct {
 	Schema string
 	Clock  func() time.Time
 	Logger *slog.Logger
+	// ManualIndexer leaves new embeddings out of the HNSW index until IndexPendingVectors is
+	// called (tests); by default a background indexer moves them in (indexer.go).
+	ManualIndexer bool
 }
 
 // migrationLock is the advisory lock key under which hosts migrate one at a time.
@@ -75,6 +79,9 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if err := d.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if vector && !opt.ManualIndexer {
+		d.startIndexer(log)
 	}
 	return d, nil
 }
@@ -119,35 +126,43 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 		return false, nil
 	}
 	for _, q := range []string{
-		`ALTER TABLE knowledge_embeddings ADD COLUMN IF NOT EXISTS embedding_vector public.vector(1536)`,
-		// Inline (6 KiB fits a page): scoring a candidate and the HNSW scan's heap check then read
+		// Half precision (migration 0700 converts a vector(1536) column of an older database).
+		`ALTER TABLE knowledge_embeddings ADD COLUMN IF NOT EXISTS embedding_vector public.halfvec(1536)`,
+		// Inline (3 KiB fits a page): scoring a candidate and the HNSW scan's heap check then read
 		// one page, not the TOAST table.
 		`ALTER TABLE knowledge_embeddings ALTER COLUMN embedding_vector SET STORAGE MAIN`,
 		vectorIndexDDL,
-		// Databases made before the index took its own parameters: the new index is built first
-		// (the search keeps an index meanwhile), then the old one goes. Both statements are
-		// idempotent and run under the migration lock.
+		pendingIndexDDL,
+		// Indexes of earlier versions: the new index is built first (the search keeps an index
+		// meanwhile), then the old ones go. Every statement is idempotent and runs under the
+		// migration lock.
 		`DROP INDEX IF EXISTS knowledge_embeddings_hnsw`,
+		`DROP INDEX IF EXISTS knowledge_embeddings_hnsw_m8`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return false, fmt.Errorf("pgstore: pgvector setup: %w", err)
 		}
 	}
-	log.Info("knowledge search path: pgvector (HNSW, cosine)")
+	log.Info("knowledge search path: pgvector (HNSW over halfvec, cosine; a background indexer)")
 	return true, nil
 }
 
-// vectorIndex is the HNSW index of the vector leg. Its graph has m 8 and ef_construction 32
-// (pgvector's defaults are 16 and 64): every chunk written inserts into the graph, searching it
-// with ef_construction candidates and relinking up to 2*m neighbours at the bottom layer, each a
-// 1536-dimension distance and a page; with these parameters an insert costs about a third. The
-// search makes up the recall with ef_search (the candidates the leg returns, 100 and more; see
-// searchSettings) and iterative scans. Changing the parameters means a new index name: the setup
-// builds the new index and drops the previous ones by name.
+// vectorIndex is the HNSW index of the vector leg, over the half-precision vectors of the rows the
+// indexer has moved in (partial: WHERE vector_indexed; see indexer.go). Its graph has m 8 and
+// ef_construction 32 (pgvector's defaults are 16 and 64): every row indexed inserts into the
+// graph, searching it with ef_construction candidates and relinking up to 2*m neighbours at the
+// bottom layer, each a 1536-dimension distance and a page; with these parameters an insert costs
+// about a third. The search makes up the recall with ef_search (the candidates the leg returns,
+// 100 and more; see searchSettings) and iterative scans. Changing the parameters means a new index
+// name: the setup builds the new index and drops the previous ones by name.
+//
+// pendingIndex lists the rows not in the graph yet, for the indexer and for the search's exact
+// scan of them.
 const (
-	vectorIndex    = "knowledge_embeddings_hnsw_m8"
+	vectorIndex    = "knowledge_embeddings_hnsw_h8"
 	vectorIndexDDL = `CREATE INDEX IF NOT EXISTS ` + vectorIndex + ` ON knowledge_embeddings
-		USING hnsw (embedding_vector public.vector_cosine_ops) WITH (m = 8, ef_construction = 32)`
+		USING hnsw (embedding_vector public.halfvec_cosine_ops) WITH (m = 8, ef_construction = 32) WHERE vector_indexed`
+	pendingIndexDDL = `CREATE INDEX IF NOT EXISTS knowledge_embeddings_pending ON knowledge_embeddings (chunk_id) WHERE NOT vector_indexed`
 )
 
 // DropVectorIndex drops the HNSW index, for a bulk load that builds it afterwards with
@@ -163,13 +178,15 @@ func (d *Driver) DropVectorIndex(ctx context.Context) error {
 	return nil
 }
 
-// BuildVectorIndex creates the HNSW index if it is missing, then updates the planner statistics
-// and the visibility map of the knowledge tables (VACUUM ANALYZE), as after a bulk load.
+// BuildVectorIndex marks every row indexed and creates the HNSW index over them if it is missing
+// (one CREATE INDEX instead of the indexer's inserts), then updates the planner statistics and the
+// visibility map of the knowledge tables (VACUUM ANALYZE), as after a bulk load.
 func (d *Driver) BuildVectorIndex(ctx context.Context) error {
 	if !d.vector {
 		return store.ErrNotSupported
 	}
-	for _, q := range []string{vectorIndexDDL, `VACUUM ANALYZE knowledge_chunks, knowledge_embeddings`} {
+	for _, q := range []string{`UPDATE knowledge_embeddings SET vector_indexed = TRUE WHERE NOT vector_indexed`, vectorIndexDDL,
+		`VACUUM ANALYZE knowledge_chunks, knowledge_embeddings`} {
 		if _, err := d.pool.Exec(ctx, q); err != nil {
 			return fmt.Errorf("pgstore: build vector index: %w", err)
 		}
@@ -213,6 +230,7 @@ func (d *Driver) Ping(ctx context.Context) error {
 
 // Close implements store.Driver.
 func (d *Driver) Close() error {
+	d.stopIndexer()
 	if d.pool != nil {
 		d.pool.Close()
 	}
@@ -228,7 +246,7 @@ func (d *Driver) ParallelWrites() bool { return true }
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector, df: d.df})
+		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector, df: d.df, idx: d.idx})
 	})
 }
 

@@ -1,0 +1,163 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reelforge/reelforge/host/store/pgstore"
+	"github.com/reelforge/reelforge/host/store/storetest"
+)
+
+// openSchema opens the driver on schema (made by the first open, dropped at the end of the test)
+// with opt, or skips the test without pgvector.
+func openSchema(t *testing.T, schema string, opt pgstore.Options) *pgstore.Driver {
+	t.Helper()
+	url := storetest.PostgresURL(t)
+	opt.Schema, opt.VectorSearch = schema, true
+	d, err := pgstore.Open(context.Background(), url, opt)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		if c, err := pgx.Connect(context.Background(), url); err == nil {
+			_, _ = c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			c.Close(context.Background())
+		}
+	})
+	if !d.SupportsVectorSearch() {
+		t.Skip("pgvector unavailable")
+	}
+	return d
+}
+
+func pending(t *testing.T, d *pgstore.Driver) int64 {
+	t.Helper()
+	n, err := d.PendingVectors(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPendingVectorsFound: chunks just written, before any indexer has run, are found by the
+// vector search (an exact scan of the pending rows) in the order of an exact scan; once indexed,
+// the same search finds them through the HNSW index.
+func TestPendingVectorsFound(t *testing.T) {
+	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
+	ctx := context.Background()
+	user := storetest.NewUser(t, d, "")
+	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds", "night lighting with one lamp")
+	if n := pending(t, d); n != 3 {
+		t.Fatalf("pending after the write = %d, want 3", n)
+	}
+	wantVectorHits(t, d, user.ID, 3)
+	v := storetest.Vector("night lighting")
+	before, err := d.NearestEmbeddings(ctx, v, 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := d.NearestEmbeddings(ctx, v, 3, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != 3 || !slices.Equal(before, exact) {
+		t.Fatalf("pending rows: nearest %v, exact %v", before, exact)
+	}
+	n, err := d.IndexPendingVectors(ctx, 100)
+	if err != nil || n != 3 {
+		t.Fatalf("IndexPendingVectors = %d, %v; want 3", n, err)
+	}
+	if n := pending(t, d); n != 0 {
+		t.Fatalf("pending after indexing = %d", n)
+	}
+	if n, err := d.IndexPendingVectors(ctx, 100); err != nil || n != 0 {
+		t.Fatalf("IndexPendingVectors again = %d, %v; want 0", n, err)
+	}
+	wantVectorHits(t, d, user.ID, 3)
+	after, err := d.NearestEmbeddings(ctx, v, 3, false)
+	if err != nil || !slices.Equal(after, exact) {
+		t.Fatalf("indexed rows: nearest %v (%v), exact %v", after, err, exact)
+	}
+	// The index scan is what finds them now: with the pending leg empty, an index without the
+	// rows would return none.
+	var inIndex int
+	if err := d.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_embeddings WHERE vector_indexed`).Scan(&inIndex); err != nil || inIndex != 3 {
+		t.Fatalf("rows marked indexed = %d, %v", inIndex, err)
+	}
+}
+
+// TestIndexerDrains: the background indexer moves what an ingest wrote into the index without
+// being asked.
+func TestIndexerDrains(t *testing.T) {
+	d := openSchema(t, storetest.SchemaName(), pgstore.Options{})
+	user := storetest.NewUser(t, d, "")
+	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
+	deadline := time.Now().Add(30 * time.Second)
+	for pending(t, d) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows still pending after 30 s", pending(t, d))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantVectorHits(t, d, user.ID, 2)
+}
+
+// TestIndexerTwoHosts: two hosts' indexers on one database, indexing at once, move each row in
+// once: the counts they report add up to the rows written, and nothing is left.
+func TestIndexerTwoHosts(t *testing.T) {
+	schema := storetest.SchemaName()
+	a := openSchema(t, schema, pgstore.Options{ManualIndexer: true})
+	b := openSchema(t, schema, pgstore.Options{ManualIndexer: true})
+	user := storetest.NewUser(t, a, "")
+	const docs, per = 20, 30
+	for i := range docs {
+		texts := make([]string, per)
+		for j := range texts {
+			texts[j] = fmt.Sprintf("chunk %d of document %d about night lighting", j, i)
+		}
+		addChunks(t, a, user.ID, texts...)
+	}
+	if n := pending(t, a); n != docs*per {
+		t.Fatalf("pending = %d, want %d", n, docs*per)
+	}
+	var mu sync.Mutex
+	total := 0
+	var wg sync.WaitGroup
+	for _, d := range []*pgstore.Driver{a, b, a, b} {
+		wg.Go(func() {
+			for {
+				n, err := d.IndexPendingVectors(context.Background(), 32)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+				left, err := d.PendingVectors(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if left == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if total != docs*per {
+		t.Fatalf("rows indexed, as the indexers counted them = %d, want %d", total, docs*per)
+	}
+	if n := pending(t, b); n != 0 {
+		t.Fatalf("pending after both = %d", n)
+	}
+	wantVectorHits(t, b, user.ID, 5)
+}
