@@ -176,6 +176,11 @@ type execution struct {
 	mu      sync.Mutex // held while the slot is taken back
 	holds   bool
 	waiting int
+	// ended: the execution returned (done). A WaitJob of its run that returns later (a plugin's
+	// Host call whose handler outlives the plugin's Run, the plugin killed under it) must not
+	// take a slot: nothing would give it back, and the executor would claim one run fewer for
+	// the rest of the host's life.
+	ended bool
 }
 
 // yield gives the slot back while the run awaits a job; the returned func takes one again (or
@@ -192,7 +197,7 @@ func (e *execution) yield(ctx context.Context) func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.waiting--
-		if e.holds {
+		if e.holds || e.ended || ctx.Err() != nil {
 			return
 		}
 		select {
@@ -207,6 +212,7 @@ func (e *execution) yield(ctx context.Context) func() {
 func (e *execution) done() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.ended = true
 	if e.holds {
 		<-e.slots
 		e.holds = false

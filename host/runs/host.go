@@ -173,6 +173,12 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 		return nil, fmt.Errorf("runs: store job: %w", err)
 	}
 	if req.Dispatch {
+		// The job is stored: it must now be handed to its executor, or failed, even when the
+		// caller is gone (a plugin killed during its CreateJob ends this call's context). A
+		// dispatch cut short would leave the job running under this host's lease with nothing
+		// working on it, and the step executed again (the run degraded) would await it until
+		// its time-out.
+		ctx = context.WithoutCancel(ctx)
 		s.dispatch(ctx, j)
 		if got, err := s.Store.GetJob(ctx, j.ID); err == nil {
 			j = got

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,5 +103,63 @@ func TestGeneratorJobsRunInThePlugin(t *testing.T) {
 				t.Errorf("job result = %s", j.Result)
 			}
 		})
+	}
+}
+
+// cancelAfterTx is a store that ends a context the moment a transaction commits: armed before a
+// CreateJob, it is the caller going away once the job is stored (a plugin killed during its
+// CreateJob Host call ends that call's context).
+type cancelAfterTx struct {
+	store.Driver
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+func (d *cancelAfterTx) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
+	err := d.Driver.InTx(ctx, fn)
+	if c := d.cancel.Swap(nil); c != nil && err == nil {
+		(*c)()
+	}
+	return err
+}
+
+// TestGeneratorJobDispatchedWhenItsCallerIsGone: a generator job stored by a CreateJob whose
+// caller went away right after (its plugin was killed) still goes to the generators plugin and is
+// resolved. Before, the dispatch ran on the dead caller's context: the job stayed running under
+// this host's lease with nothing working on it, and the step executed again on the fallback
+// awaited it until its time-out (120 s for speech): a run not terminal long after the kill.
+func TestGeneratorJobDispatchedWhenItsCallerIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &cancelAfterTx{Driver: openStore(t)}
+	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
+	eng := &jobEngine{res: &engine.RunResult{Status: engine.StatusCompleted, Outputs: map[string]any{"audio_url": "/a.wav"}},
+		reqs: make(chan *engine.RunRequest, 1)}
+	s.Plugins = jobPlugins{eng}
+	d := runs.NewPluginJobs(s)
+	s.Dispatcher = d
+	defer d.Stop()
+	r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st.cancel.Store(&cancel)
+	job, err := s.CreateJob(callCtx, &engine.JobRequest{RunID: r.ID, StepID: "voice", Type: engine.JobSpeech,
+		Request: json.RawMessage(`{"text":"hi"}`), Dispatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if callCtx.Err() == nil {
+		t.Fatal("the caller's context did not end once the job was stored: the test tests nothing")
+	}
+	var j *store.Job
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if j, err = st.GetJob(ctx, job.JobID); err == nil && j.Resolved() {
+			break
+		}
+	}
+	if j == nil || j.Status != store.JobCompleted || !strings.Contains(string(j.Result), "/a.wav") {
+		t.Fatalf("job = %+v, want completed by the plugin though its caller went away", j)
 	}
 }
