@@ -23,19 +23,27 @@ import (
 // TestKillsUnderLoad SIGKILLs an engine plugin 50 times, each time with runs in flight on it,
 // while busy loops load every core. Every run must end within its workflow's timeout: completed
 // (on the plugin, or re-run by its node fallback) or failed with a code, never WORKFLOW_CANCELLED
-// (nobody cancelled them), and none is left pending or running.
+// (nobody cancelled them), and none is left pending or running. It runs on SQLite, then on
+// PostgreSQL when TEST_DATABASE_URL is set (one after the other: each loads every core already).
 func TestKillsUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the echo plugin and kills it 50 times")
 	}
 	t.Parallel()
-	ctx := context.Background()
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "echo-plugin"), "github.com/reelforge/reelforge/internal/testplugin/echo/cmd/echo-plugin")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatalf("go build echo-plugin: %v", err)
 	}
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) { killUnderLoad(t, databases[db](t), dir) })
+	}
+}
+
+// killUnderLoad is TestKillsUnderLoad on store st, with the echo plugin built in dir.
+func killUnderLoad(t *testing.T, st store.Driver, dir string) {
+	ctx := context.Background()
 	echoEntry, err := manifest.ParseEngine("engines/echo.yaml", []byte("name: echo\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +51,6 @@ func TestKillsUnderLoad(t *testing.T) {
 	const timeout = time.Minute
 	wf := &manifest.Manifest{ID: "echo_wf", Name: "echo", Version: "1", Engine: "echo", Fallback: "node", Timeout: timeout,
 		Steps: []engine.Step{{ID: "write", Name: "Write", Agent: "script_writer"}}}
-	st := openStore(t)
 	s := newService(t, st, manifest.NewRegistryWith([]*manifest.Engine{echoEntry}, wf), runs.Options{Workers: 8})
 	set, err := plugins.NewSet(plugins.Config{Name: "echo", Dir: dir, Host: s.NoRunHost("echo"), Logger: s.Log,
 		BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, FailureThreshold: 1000, HealthInterval: 200 * time.Millisecond})

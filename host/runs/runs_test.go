@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
 	"github.com/reelforge/reelforge/plugins/node"
@@ -32,6 +34,32 @@ func openStore(t *testing.T) store.Driver {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// databases are the stores a test runs on: SQLite, and PostgreSQL when TEST_DATABASE_URL is set.
+var databases = map[string]func(t *testing.T) store.Driver{
+	"sqlite":   openStore,
+	"postgres": openPostgres,
+}
+
+// openPostgres opens a store in a fresh schema of TEST_DATABASE_URL (or skips the test), dropped
+// at the end of the test.
+func openPostgres(t *testing.T) store.Driver {
+	t.Helper()
+	url := storetest.PostgresURL(t)
+	schema := storetest.SchemaName()
+	st, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		st.Close()
+		if c, err := pgx.Connect(context.Background(), url); err == nil {
+			_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			c.Close(context.Background())
+		}
+	})
 	return st
 }
 
