@@ -357,7 +357,7 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 	s.fail(ctx, j.RunID, "", &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg, StepID: j.StepID})
 }
 
-// CompleteJob resolves a job done locally (plugins/generators' CompleteFunc), as if its
+// CompleteJob resolves a job with the answer of the plugin that did it (PluginJobs), as if its
 // ai-callback had arrived: result on success, else failure.
 func (s *Service) CompleteJob(ctx context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
 	status := store.JobCompleted
@@ -373,7 +373,7 @@ func (s *Service) CompleteJob(ctx context.Context, jobID string, result json.Raw
 	return nil
 }
 
-// RunOwner names the owner of a run (plugins/generators' OwnerFunc).
+// RunOwner names the owner of a run: the user a PluginJobs Run carries to the plugin doing the job.
 func (s *Service) RunOwner(ctx context.Context, runID string) (engine.UserContext, error) {
 	r, err := s.Store.GetRun(ctx, runID)
 	if err != nil {

@@ -46,7 +46,8 @@ type LLM interface {
 }
 
 // JobDispatcher submits generator jobs (music, videogen, speech, videoparse) to their executor,
-// which later posts ai-callback for the job. plugins/generators satisfies it.
+// which answers or later posts ai-callback for the job. PluginJobs satisfies it (the generators
+// plugin does the work).
 type JobDispatcher interface {
 	Dispatch(ctx context.Context, job *engine.Job, callbackURL string) error
 	// Local reports whether jobs of jobType are worked on by this host (its own processes), so

@@ -24,6 +24,7 @@ var rules = []rule{
 	{"sdk", []string{"host", "plugins"}, "the SDK is what engine authors build on; it knows nothing of the host or of the product plugins"},
 	{"plugins", []string{"host/store", "host/app"}, "a plugin reaches the host only through the plugin protocol (sdk/engine), never its database or its wiring"},
 	{"host/store", []string{"host/kb", "host/api", "host/runs"}, "the store keeps records; search policy, routes and run logic sit above it (its conformance suite too)"},
+	{"internal", []string{"host", "plugins"}, "internal/ is code shared by the host and the engine plugins (the external tools' client, the SSRF guard, the renderer): it depends on neither"},
 }
 
 // benchForbidden: a bench package (a package named *bench, beside what it measures) measures its own

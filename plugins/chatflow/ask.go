@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reelforge/reelforge/plugins/internal/extract"
-	"github.com/reelforge/reelforge/plugins/internal/outbound"
+	"github.com/reelforge/reelforge/internal/extract"
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )

@@ -22,22 +22,22 @@ const Version = "1.0.0"
 const StepID = "generate"
 
 // Engine runs one generator job per run: the manifest's settings.job_type (or the input job_type)
-// with the run's inputs as payload. The host submits the job (Host.CreateJob with Dispatch, which
-// reaches the host's Dispatcher); the engine awaits it and completes with its result. Safe for
-// concurrent use.
+// with the run's inputs as payload. The host submits the job (Host.CreateJob with Dispatch), which
+// it hands back to this engine as a Run of engine.JobWorkflow; the engine awaits the job and
+// completes with its result. Safe for concurrent use.
 type Engine struct {
 	opts Options
-	jobs *Dispatcher // does the jobs the host hands this engine (Runs of engine.JobWorkflow)
+	jobs *executor // does the jobs the host hands this engine (Runs of engine.JobWorkflow)
 }
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns a generators engine: it does the jobs the host hands it with opts (a Dispatcher's).
+// New returns a generators engine: it does the jobs the host hands it with opts.
 func New(opts Options) *Engine {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Engine{opts: opts, jobs: NewDispatcher(opts)}
+	return &Engine{opts: opts, jobs: newExecutor(opts)}
 }
 
 // Info describes the generators engine.
@@ -59,14 +59,17 @@ type engineSettings struct {
 
 // Run submits the generator job through the host and awaits it.
 func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
-	if req == nil || h == nil {
-		return nil, errcode.New(errcode.Validation, "a run request and a host are required")
+	if req == nil {
+		return nil, errcode.New(errcode.Validation, "a run request is required")
 	}
 	if req.RunID == "" {
 		return nil, errcode.Invalid("run_id", "is required")
 	}
 	if req.Workflow.ID == engine.JobWorkflow {
-		return e.job(ctx, req)
+		return e.job(ctx, req) // the job's answer is the Run's: no Host call
+	}
+	if h == nil {
+		return nil, errcode.New(errcode.Validation, "a host is required")
 	}
 	var set engineSettings
 	if len(req.Workflow.Settings) > 0 {

@@ -2,7 +2,7 @@
 //
 // The package runs in the generators plugin (cmd/generators-plugin), never in the host: the host
 // hands each generator job to the plugin's Engine (a Run of engine.JobWorkflow), which does it with
-// Dispatcher.Execute and answers when it is done. Execute submits a job by the generator protocol
+// its executor's Execute and answers when it is done. Execute submits a job by the generator protocol
 // of DESIGN.md (POST {url} with {job_id, type, payload, callback_url}, a 2xx answer, later a signed
 // ai-callback) when a URL is configured for the job's type, and otherwise does real work on this
 // machine, its tools being children of the plugin that die with it:
@@ -21,13 +21,12 @@
 //     any other fails with EXTERNAL_SERVICE_ERROR.
 //
 // Local files go under DataDir/assets/<user>/<kind>/<job id>.<ext>. A tool missing from PATH fails
-// the job with an EXTERNAL_SERVICE_ERROR saying what to install. (Dispatch, which starts local work
-// in the background and reports it through Options.CompleteFunc, serves the render bench and tests.)
+// the job with an EXTERNAL_SERVICE_ERROR saying what to install.
 //
 // The Engine ("generators") also runs one generator job per run for workflow manifests that name
 // it; most workflows reach generators through the node engine's generator steps.
 //
-// Start at Engine.Run and Dispatcher.Execute.
+// Start at Engine.Run and executor.Execute.
 package generators
 
 import (
@@ -39,12 +38,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/reelforge/reelforge/internal/netguard"
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/internal/proc"
-	"github.com/reelforge/reelforge/plugins/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -70,14 +68,7 @@ func Timeout(jobType string) (time.Duration, bool) {
 	return d, ok
 }
 
-// CompleteFunc reports a job done locally: result on success, or failure (then result is nil). The
-// host wires it to its job resolution, as if the job's ai-callback had arrived.
-type CompleteFunc func(ctx context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error
-
-// OwnerFunc tells who owns a run (user id and role), for the asset folder and the free_user mark.
-type OwnerFunc func(ctx context.Context, runID string) (engine.UserContext, error)
-
-// Options configure a Dispatcher (and an Engine).
+// Options configure an Engine.
 type Options struct {
 	// MusicURL, VideogenURL, SpeechURL and VideoparseURL are the external generators
 	// (MUSIC_API_URL, VIDEOGEN_API_URL, SPEECH_API_URL, VIDEOPARSE_API_URL). Empty: local work.
@@ -87,12 +78,6 @@ type Options struct {
 	// AssetBaseURL is how the host serves DataDir/assets: a file's URL is
 	// AssetBaseURL/<user>/<kind>/<file>. Default "/api/assets/files".
 	AssetBaseURL string
-	// CompleteFunc receives the results of local jobs. Without it local work is refused.
-	CompleteFunc CompleteFunc
-	// OwnerFunc names a run's owner. When it fails, the files go to user "shared" and videos get the
-	// mark. Only when it is nil are the payload's user_id and role used: a host must set it, since a
-	// payload can carry run inputs.
-	OwnerFunc OwnerFunc
 	// HTTPClient posts to the external generators above (addresses the operator configured, so
 	// not guarded); nil means a default client.
 	HTTPClient *http.Client
@@ -114,9 +99,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Dispatcher submits generator jobs. Create it with NewDispatcher and Stop it once at shutdown; it
-// is safe for concurrent use.
-type Dispatcher struct {
+// executor does the generator jobs the host hands the engine (Execute). Safe for concurrent use.
+type executor struct {
 	opts   Options
 	sem    chan struct{}
 	pages  *http.Client // the SSRF-guarded client of videoparse page fetches
@@ -125,17 +109,10 @@ type Dispatcher struct {
 	// children records the tools local jobs run (DataDir/children), for the host's start-up
 	// sweep of a previous life's leftovers.
 	children proc.Registry
-
-	ctx    context.Context // parent of local jobs; cancelled by Stop
-	cancel context.CancelFunc
-
-	mu      sync.Mutex // guards stopped and wg.Add against Stop
-	stopped bool
-	wg      sync.WaitGroup
 }
 
-// NewDispatcher returns a Dispatcher with opts.
-func NewDispatcher(opts Options) *Dispatcher {
+// newExecutor returns an executor with opts.
+func newExecutor(opts Options) *executor {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
@@ -161,24 +138,13 @@ func NewDispatcher(opts Options) *Dispatcher {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Dispatcher{opts: opts, sem: make(chan struct{}, opts.LocalConcurrency), ctx: ctx, cancel: cancel,
+	return &executor{opts: opts, sem: make(chan struct{}, opts.LocalConcurrency),
 		children: proc.Registry{Dir: ChildrenDir(opts.DataDir)},
 		pages:    netguard.New(opts.FetchAllow).Client(pageTimeout), tracks: netguard.New(opts.FetchAllow).Client(trackTimeout)}
 }
 
-// Stop cancels the local jobs in progress and waits for them to return (their jobs are reported as
-// failed if the CompleteFunc still accepts it). Dispatch refuses local work afterwards.
-func (d *Dispatcher) Stop() {
-	d.mu.Lock()
-	d.stopped = true
-	d.mu.Unlock()
-	d.cancel()
-	d.wg.Wait()
-}
-
 // URL returns the external generator configured for jobType, or "" for local work.
-func (d *Dispatcher) URL(jobType string) string {
+func (d *executor) URL(jobType string) string {
 	switch jobType {
 	case engine.JobMusic:
 		return d.opts.MusicURL
@@ -196,12 +162,6 @@ func (d *Dispatcher) URL(jobType string) string {
 // (internal/proc.Registry); the host sweeps it at start.
 func ChildrenDir(dataDir string) string { return filepath.Join(dataDir, "children") }
 
-// Local reports whether jobs of jobType are worked on here (no external generator configured):
-// they live and die with this process.
-func (d *Dispatcher) Local(jobType string) bool {
-	return d.URL(jobType) == ""
-}
-
 // failureCode is the catalogue code of a failed job of jobType.
 func failureCode(jobType string) errcode.Code {
 	switch jobType {
@@ -213,30 +173,7 @@ func failureCode(jobType string) errcode.Code {
 	return errcode.ExternalService
 }
 
-// Dispatch submits job. With an external generator configured for its type it posts {job_id,
-// type, payload, callback_url} and answers nil on a 2xx answer, else MUSIC_API_ERROR (music),
-// VIDEO_GEN_ERROR (videogen) or EXTERNAL_SERVICE_ERROR. Without one it checks the local tool and
-// starts the work in the background (reported through CompleteFunc), or answers
-// EXTERNAL_SERVICE_ERROR naming what to install. callbackURL is the ai-callback address, or the
-// callback base URL to which CallbackPath is added.
-func (d *Dispatcher) Dispatch(ctx context.Context, job *engine.Job, callbackURL string) error {
-	if job == nil || job.JobID == "" {
-		return errcode.Invalid("job_id", "is required")
-	}
-	if _, ok := timeouts[job.Type]; !ok {
-		return errcode.Invalid("type", fmt.Sprintf("%q is not a generator job type", job.Type))
-	}
-	payload, err := jobPayload(job.Request)
-	if err != nil {
-		return err
-	}
-	if url := d.URL(job.Type); url != "" {
-		return d.submit(ctx, url, job, payload, callbackURL)
-	}
-	return d.startLocal(job, payload)
-}
-
-func (d *Dispatcher) submit(ctx context.Context, url string, job *engine.Job, payload map[string]any, callbackURL string) error {
+func (d *executor) submit(ctx context.Context, url string, job *engine.Job, payload map[string]any, callbackURL string) error {
 	if callbackURL != "" && !strings.Contains(callbackURL, "/api/webhooks/") {
 		callbackURL = outbound.Join(callbackURL, CallbackPath)
 	}
@@ -246,7 +183,7 @@ func (d *Dispatcher) submit(ctx context.Context, url string, job *engine.Job, pa
 		err = fmt.Errorf("generator answered %s", ans.Brief())
 	}
 	if err != nil {
-		return errcode.E("generators.Dispatch", failureCode(job.Type), fmt.Sprintf("the %s generator did not accept the job", job.Type), err)
+		return errcode.E("generators.Execute", failureCode(job.Type), fmt.Sprintf("the %s generator did not accept the job", job.Type), err)
 	}
 	return nil
 }
@@ -258,7 +195,7 @@ func jobPayload(raw json.RawMessage) (map[string]any, error) {
 		return payload, nil
 	}
 	if err := json.Unmarshal(raw, &payload); err != nil {
-		return nil, errcode.E("generators.Dispatch", errcode.Validation, "the job request is not a JSON object", err)
+		return nil, errcode.E("generators.Execute", errcode.Validation, "the job request is not a JSON object", err)
 	}
 	if inner, ok := payload["payload"].(map[string]any); ok {
 		wrapped := true

@@ -1,9 +1,7 @@
 package generators_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -57,11 +54,12 @@ func downURL(t *testing.T) string {
 	return srv.URL
 }
 
-func TestDispatchToExternalGenerator(t *testing.T) {
+// TestJobToExternalGenerator: a job whose type has an external generator is posted to it, and the
+// plugin answers waiting (the generator calls back).
+func TestJobToExternalGenerator(t *testing.T) {
 	t.Parallel()
 	gen, url := startGenerator(t, http.StatusAccepted)
-	d := generators.NewDispatcher(generators.Options{MusicURL: url + "/music", SpeechURL: url + "/speech"})
-	t.Cleanup(d.Stop)
+	eng := plugin(t, generators.Options{MusicURL: url + "/music", SpeechURL: url + "/speech"})
 	tests := map[string]struct {
 		job         *engine.Job
 		callbackURL string
@@ -84,8 +82,8 @@ func TestDispatchToExternalGenerator(t *testing.T) {
 		},
 	}
 	for name, tt := range tests {
-		if err := d.Dispatch(t.Context(), tt.job, tt.callbackURL); err != nil {
-			t.Fatalf("%s: Dispatch() error = %v", name, err)
+		if res := doJob(t, eng, tt.job, engine.UserContext{}, tt.callbackURL); res.Status != engine.StatusWaiting {
+			t.Fatalf("%s: the job's Run = %+v, want waiting", name, res)
 		}
 		gen.mu.Lock()
 		got, path := gen.got[len(gen.got)-1], gen.paths[len(gen.paths)-1]
@@ -96,7 +94,8 @@ func TestDispatchToExternalGenerator(t *testing.T) {
 	}
 }
 
-func TestDispatchFailures(t *testing.T) {
+// TestJobFailures: a job that cannot be done fails with its type's code and says why.
+func TestJobFailures(t *testing.T) {
 	t.Parallel()
 	_, url500 := startGenerator(t, http.StatusInternalServerError)
 	down := downURL(t)
@@ -111,9 +110,9 @@ func TestDispatchFailures(t *testing.T) {
 		"speech down":          {opts: generators.Options{SpeechURL: down}, job: &engine.Job{JobID: "j", Type: engine.JobSpeech}, want: errcode.ExternalService},
 		"videoparse down":      {opts: generators.Options{VideoparseURL: down}, job: &engine.Job{JobID: "j", Type: engine.JobVideoparse}, want: errcode.ExternalService},
 		"music without a url":  {job: &engine.Job{JobID: "j", Type: engine.JobMusic}, want: errcode.ExternalService, wantMsg: "MUSIC_API_URL"},
-		"espeak-ng missing": {opts: generators.Options{LookPath: missing, CompleteFunc: ignore},
+		"espeak-ng missing": {opts: generators.Options{LookPath: missing},
 			job: &engine.Job{JobID: "j", Type: engine.JobSpeech}, want: errcode.ExternalService, wantMsg: "install espeak-ng"},
-		"ffmpeg missing": {opts: generators.Options{LookPath: missing, CompleteFunc: ignore},
+		"ffmpeg missing": {opts: generators.Options{LookPath: missing},
 			job: &engine.Job{JobID: "j", Type: engine.JobVideogen}, want: errcode.ExternalService, wantMsg: "install ffmpeg"},
 		"unknown type":   {job: &engine.Job{JobID: "j", Type: "graph"}, want: errcode.Validation},
 		"request no obj": {job: &engine.Job{JobID: "j", Type: engine.JobSpeech, Request: json.RawMessage(`[1]`)}, want: errcode.Validation},
@@ -121,86 +120,18 @@ func TestDispatchFailures(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			d := generators.NewDispatcher(tt.opts)
-			t.Cleanup(d.Stop)
-			err := d.Dispatch(t.Context(), tt.job, "http://host.test")
-			if got := errcode.Of(err); got != tt.want {
-				t.Fatalf("Dispatch() error = %v (%s), want %s", err, got, tt.want)
+			res := doJob(t, plugin(t, tt.opts), tt.job, engine.UserContext{}, "http://host.test")
+			if res.Status != engine.StatusFailed || res.Error == nil || res.Error.Code != string(tt.want) {
+				t.Fatalf("the job's Run = %+v (%+v), want failed with %s", res, res.Error, tt.want)
 			}
-			if msg := errcode.As(err).Message(); !strings.Contains(msg, tt.wantMsg) {
-				t.Errorf("Dispatch() message = %q, want it to contain %q", msg, tt.wantMsg)
+			if !strings.Contains(res.Error.Message, tt.wantMsg) {
+				t.Errorf("failure message = %q, want it to contain %q", res.Error.Message, tt.wantMsg)
 			}
 		})
 	}
 }
 
 func missing(string) (string, error) { return "", exec.ErrNotFound }
-
-func ignore(context.Context, string, json.RawMessage, *engine.RunError) error { return nil }
-
-// completions collects what local jobs report.
-type completions struct {
-	mu   sync.Mutex
-	done map[string]chan struct{}
-	res  map[string]json.RawMessage
-	errs map[string]*engine.RunError
-}
-
-func newCompletions() *completions {
-	return &completions{done: map[string]chan struct{}{}, res: map[string]json.RawMessage{}, errs: map[string]*engine.RunError{}}
-}
-
-func (c *completions) ch(id string) chan struct{} {
-	if c.done[id] == nil {
-		c.done[id] = make(chan struct{})
-	}
-	return c.done[id]
-}
-
-func (c *completions) complete(_ context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.res[jobID], c.errs[jobID] = result, failure
-	close(c.ch(jobID))
-	return nil
-}
-
-func (c *completions) wait(t *testing.T, jobID string) map[string]any {
-	t.Helper()
-	c.mu.Lock()
-	ch := c.ch(jobID)
-	c.mu.Unlock()
-	select {
-	case <-ch:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("job %s not completed within 60 s", jobID)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if f := c.errs[jobID]; f != nil {
-		t.Fatalf("job %s failed: %s %s", jobID, f.Code, f.Message)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(c.res[jobID], &m); err != nil {
-		t.Fatalf("job %s result %s: %v", jobID, c.res[jobID], err)
-	}
-	return m
-}
-
-func (c *completions) failure(t *testing.T, jobID string) *engine.RunError {
-	t.Helper()
-	c.mu.Lock()
-	ch := c.ch(jobID)
-	c.mu.Unlock()
-	select {
-	case <-ch:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("job %s not completed within 30 s", jobID)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.errs[jobID]
-}
 
 func needTools(t *testing.T, tools ...string) {
 	t.Helper()
@@ -215,34 +146,48 @@ func needTools(t *testing.T, tools ...string) {
 }
 
 type localBundle struct {
-	dir  string
-	d    *generators.Dispatcher
-	done *completions
+	dir   string
+	eng   engine.Engine
+	roles map[string]string // run id -> its owner's role; other runs have no known owner
 }
 
-// setupLocal is a dispatcher doing local work for runs of the given roles; fetchAllow is its
-// FetchAllow (the test pages are on 127.0.0.1, which the SSRF guard refuses otherwise).
+// setupLocal is the generators plugin doing local work for runs of the given roles; fetchAllow is
+// its FetchAllow (the test pages are on 127.0.0.1, which the SSRF guard refuses otherwise).
 func setupLocal(t *testing.T, roles map[string]string, fetchAllow ...string) *localBundle {
 	t.Helper()
-	b := &localBundle{dir: t.TempDir(), done: newCompletions()}
-	b.d = generators.NewDispatcher(generators.Options{DataDir: b.dir, CompleteFunc: b.done.complete, FetchAllow: fetchAllow,
-		OwnerFunc: func(_ context.Context, runID string) (engine.UserContext, error) {
-			role, ok := roles[runID]
-			if !ok {
-				return engine.UserContext{}, errors.New("no such run")
-			}
-			return engine.UserContext{UserID: "user-" + runID, Role: role}, nil
-		}})
-	t.Cleanup(b.d.Stop)
+	b := &localBundle{dir: t.TempDir(), roles: roles}
+	b.eng = plugin(t, generators.Options{DataDir: b.dir, FetchAllow: fetchAllow})
 	return b
 }
 
+// do hands job to the plugin for its run's owner, as the host does, and returns the answer.
+func (b *localBundle) do(t *testing.T, job *engine.Job) *engine.RunResult {
+	t.Helper()
+	owner := engine.UserContext{}
+	if role, ok := b.roles[job.RunID]; ok {
+		owner = engine.UserContext{UserID: "user-" + job.RunID, Role: role}
+	}
+	return doJob(t, b.eng, job, owner, "http://host.test")
+}
+
+// run does job and returns its result, failing the test when the job failed.
 func (b *localBundle) run(t *testing.T, job *engine.Job) map[string]any {
 	t.Helper()
-	if err := b.d.Dispatch(t.Context(), job, "http://host.test"); err != nil {
-		t.Fatalf("Dispatch(%s) error = %v", job.Type, err)
+	res := b.do(t, job)
+	if res.Status != engine.StatusCompleted {
+		t.Fatalf("job %s = %s %+v, want completed", job.JobID, res.Status, res.Error)
 	}
-	return b.done.wait(t, job.JobID)
+	return res.Outputs
+}
+
+// failure does job and returns its failure (nil when it completed).
+func (b *localBundle) failure(t *testing.T, job *engine.Job) *engine.RunError {
+	t.Helper()
+	res := b.do(t, job)
+	if res.Status == engine.StatusCompleted {
+		return nil
+	}
+	return res.Error
 }
 
 // probe answers ffprobe's streams and duration of a file.
@@ -364,10 +309,7 @@ func TestLocalVideoRefusesOtherUsersFiles(t *testing.T) {
 	// never reads the other user's file.
 	job := &engine.Job{JobID: "v-other", RunID: "run-a", Type: engine.JobVideogen,
 		Request: json.RawMessage(`{"duration":1,"audio_url":"/api/assets/files/someone-else/speech/x.wav"}`)}
-	if err := b.d.Dispatch(t.Context(), job, "http://host.test"); err != nil {
-		t.Fatal(err)
-	}
-	if f := b.done.failure(t, job.JobID); f == nil || f.Code != string(errcode.VideoGen) || !strings.Contains(f.Message, "x.wav") ||
+	if f := b.failure(t, job); f == nil || f.Code != string(errcode.VideoGen) || !strings.Contains(f.Message, "x.wav") ||
 		strings.Contains(f.Message, "someone-else") {
 		t.Errorf("failure = %+v, want VIDEO_GEN_ERROR naming the track but not its owner's folder", f)
 	}
@@ -391,11 +333,8 @@ func TestLocalVideoparse(t *testing.T) {
 		t.Errorf("videoparse result mismatch (-want +got):\n%s", diff)
 	}
 
-	if err := b.d.Dispatch(t.Context(), &engine.Job{JobID: "p-2", RunID: "run-1", Type: engine.JobVideoparse,
-		Request: json.RawMessage(`{"url":"` + downURL(t) + `"}`)}, ""); err != nil {
-		t.Fatalf("Dispatch() error = %v", err)
-	}
-	if f := b.done.failure(t, "p-2"); f == nil || f.Code != string(errcode.ExternalService) {
+	if f := b.failure(t, &engine.Job{JobID: "p-2", RunID: "run-1", Type: engine.JobVideoparse,
+		Request: json.RawMessage(`{"url":"` + downURL(t) + `"}`)}); f == nil || f.Code != string(errcode.ExternalService) {
 		t.Errorf("videoparse of a page that is down: failure = %+v, want EXTERNAL_SERVICE_ERROR", f)
 	}
 }
@@ -425,11 +364,8 @@ func TestLocalVideoparseRefusesPrivateAddresses(t *testing.T) {
 	for name, link := range links {
 		i++
 		id := fmt.Sprintf("p-%d", i)
-		if err := b.d.Dispatch(t.Context(), &engine.Job{JobID: id, RunID: "run-1", Type: engine.JobVideoparse,
-			Request: json.RawMessage(`{"url":"` + link + `"}`)}, ""); err != nil {
-			t.Fatalf("%s: Dispatch() error = %v", name, err)
-		}
-		if f := b.done.failure(t, id); f == nil || f.Code != string(errcode.Validation) || !strings.Contains(f.Message, "not allowed") {
+		if f := b.failure(t, &engine.Job{JobID: id, RunID: "run-1", Type: engine.JobVideoparse,
+			Request: json.RawMessage(`{"url":"` + link + `"}`)}); f == nil || f.Code != string(errcode.Validation) || !strings.Contains(f.Message, "not allowed") {
 			t.Errorf("%s: videoparse of %s: failure = %+v, want VALIDATION_ERROR (address not allowed)", name, link, f)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // on the ai-callback route); otherwise it does the work here, in this process and its children,
 // and answers the result, or the failure with its catalogue code. Cancelling ctx (the run was
 // cancelled, the host went away) kills the job's tools at once.
-func (d *Dispatcher) Execute(ctx context.Context, job *engine.Job, owner engine.UserContext, callbackURL string) (result json.RawMessage, failure *engine.RunError, waiting bool) {
+func (d *executor) Execute(ctx context.Context, job *engine.Job, owner engine.UserContext, callbackURL string) (result json.RawMessage, failure *engine.RunError, waiting bool) {
 	fail := func(err error) (json.RawMessage, *engine.RunError, bool) { return nil, d.failure(job.Type, err), false }
 	if job == nil || job.JobID == "" {
 		return fail(errcode.Invalid("job_id", "is required"))

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -35,58 +34,24 @@ type localJob struct {
 	owner   engine.UserContext
 }
 
-// startLocal checks that the job can be done here and starts it in the background.
-func (d *Dispatcher) startLocal(job *engine.Job, payload map[string]any) error {
-	if err := d.checkLocal(job, payload); err != nil {
-		return err
-	}
-	if d.opts.CompleteFunc == nil {
-		return errcode.New(errcode.ExternalService, fmt.Sprintf("no %s generator is configured: set %s", job.Type, envVars[job.Type]))
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.stopped {
-		return errcode.New(errcode.ExternalService, "the local generators are shutting down")
-	}
-	lj := &localJob{job: job, payload: payload}
-	d.wg.Add(1)
-	go func() { // exits when the job is done, its time-out passes, or Stop cancels d.ctx
-		defer d.wg.Done()
-		d.runLocal(lj)
-	}()
-	return nil
-}
-
 // checkLocal says whether job can be done on this machine: its tool is on PATH (music: the
 // creator gave a track).
-func (d *Dispatcher) checkLocal(job *engine.Job, payload map[string]any) error {
+func (d *executor) checkLocal(job *engine.Job, payload map[string]any) error {
 	if job.Type == engine.JobMusic && musicRef(payload) == "" {
 		return errcode.New(errcode.ExternalService,
 			"no music generator is configured and there is no local music tool: set MUSIC_API_URL to a music generator, or give a track of yours (music_url)")
 	}
 	if t, ok := tools[job.Type]; ok {
 		if _, err := d.opts.LookPath(t.program); err != nil {
-			return errcode.E("generators.Dispatch", errcode.ExternalService, fmt.Sprintf(
+			return errcode.E("generators.Execute", errcode.ExternalService, fmt.Sprintf(
 				"no %s generator is configured (%s) and %s is not on PATH: %s", job.Type, envVars[job.Type], t.program, t.install), err)
 		}
 	}
 	return nil
 }
 
-func (d *Dispatcher) runLocal(lj *localJob) {
-	ctx, cancel := context.WithTimeout(d.ctx, timeouts[lj.job.Type])
-	defer cancel()
-	lj.owner = d.owner(ctx, lj)
-	raw, failure := d.work(ctx, lj)
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
-	defer ccancel()
-	if err := d.opts.CompleteFunc(cctx, lj.job.JobID, raw, failure); err != nil {
-		d.opts.Logger.Warn("local generator result not recorded", "job_id", lj.job.JobID, "error", err)
-	}
-}
-
 // work does a local job within ctx (a slot of LocalConcurrency first): its result, or its failure.
-func (d *Dispatcher) work(ctx context.Context, lj *localJob) (json.RawMessage, *engine.RunError) {
+func (d *executor) work(ctx context.Context, lj *localJob) (json.RawMessage, *engine.RunError) {
 	var result map[string]any
 	var err error
 	select {
@@ -123,7 +88,7 @@ func (d *Dispatcher) work(ctx context.Context, lj *localJob) (json.RawMessage, *
 
 // failure turns err into the job's error: its catalogue code, else the job type's, with a public
 // message (a time-out says so).
-func (d *Dispatcher) failure(jobType string, err error) *engine.RunError {
+func (d *executor) failure(jobType string, err error) *engine.RunError {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator timed out", jobType)}
@@ -136,19 +101,6 @@ func (d *Dispatcher) failure(jobType string, err error) *engine.RunError {
 	return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator failed", jobType)}
 }
 
-// owner finds the run's owner with OwnerFunc; without one, from the payload's user_id and role.
-func (d *Dispatcher) owner(ctx context.Context, lj *localJob) engine.UserContext {
-	if d.opts.OwnerFunc == nil {
-		return engine.UserContext{UserID: str(lj.payload, "user_id"), Role: str(lj.payload, "role")}
-	}
-	u, err := d.opts.OwnerFunc(ctx, lj.job.RunID)
-	if err != nil {
-		d.opts.Logger.Warn("run owner unknown", "run_id", lj.job.RunID, "error", err)
-		return engine.UserContext{}
-	}
-	return u
-}
-
 // marked reports whether a video of this owner gets the visible mark: every role but the paid ones.
 func marked(u engine.UserContext) bool { return u.Role != "admin" && u.Role != "user" }
 
@@ -156,7 +108,7 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
 // assetPath is where a local result of kind for the job goes: the absolute file, its path relative to
 // DataDir, and its URL.
-func (d *Dispatcher) assetPath(lj *localJob, kind, ext string) (abs, rel, link string, err error) {
+func (d *executor) assetPath(lj *localJob, kind, ext string) (abs, rel, link string, err error) {
 	name := unsafeName.ReplaceAllString(lj.job.JobID, "") + "." + ext
 	under := filepath.Join(userDir(lj.owner), kind, name)
 	abs = filepath.Join(d.opts.DataDir, "assets", under)
@@ -177,7 +129,7 @@ func userDir(u engine.UserContext) string {
 // localFile resolves a media reference of the payload to a file of the owner's asset folder
 // (DataDir/assets/<user>): a path relative to DataDir or absolute, a file:// URL, or a URL under
 // AssetBaseURL. Anything else (remote URLs, other users' files, paths outside) is "".
-func (d *Dispatcher) localFile(lj *localJob, ref string) string {
+func (d *executor) localFile(lj *localJob, ref string) string {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return ""
@@ -207,7 +159,7 @@ func (d *Dispatcher) localFile(lj *localJob, ref string) string {
 
 // inFolder returns p (relative to DataDir, or absolute) when it names an existing regular file
 // inside folder, else "".
-func (d *Dispatcher) inFolder(folder, p string) string {
+func (d *executor) inFolder(folder, p string) string {
 	root, err := filepath.Abs(folder)
 	if err != nil {
 		return ""

@@ -48,7 +48,7 @@ func voiceFor(payload map[string]any) string {
 	return "en"
 }
 
-func (d *Dispatcher) speech(ctx context.Context, lj *localJob) (map[string]any, error) {
+func (d *executor) speech(ctx context.Context, lj *localJob) (map[string]any, error) {
 	text := str(lj.payload, "text", "script", "prompt", "summary", "topic", "title")
 	if r := []rune(text); len(r) > maxSpeechRunes {
 		text = string(r[:maxSpeechRunes])
@@ -85,14 +85,14 @@ func (d *Dispatcher) speech(ctx context.Context, lj *localJob) (map[string]any, 
 }
 
 // tools runs the renderer's programs, recorded with the dispatcher's other children.
-func (d *Dispatcher) tools() render.Tools { return render.Tools{Children: d.children} }
+func (d *executor) tools() render.Tools { return render.Tools{Children: d.children} }
 
 // ---------------------------------------------------------------- music
 
 // music has no local generator: a job that names a track of the creator's (music_url, a file of
 // theirs or an http(s) link) uses that track, once it is checked to hold audio; any other is
-// refused in Dispatch.
-func (d *Dispatcher) music(ctx context.Context, lj *localJob) (map[string]any, error) {
+// refused before any work (checkLocal).
+func (d *executor) music(ctx context.Context, lj *localJob) (map[string]any, error) {
 	ref := musicRef(lj.payload)
 	work, err := os.MkdirTemp("", "reelforge-music-")
 	if err != nil {
@@ -122,7 +122,7 @@ func musicRef(payload map[string]any) string {
 // video renders a job's video (or, with output "image", its still). The timeline comes from the
 // script's beats and the narration's sentence times (render.Plan); the material is the creator's
 // images and clips the payload names (the host adds the project's under "media").
-func (d *Dispatcher) video(ctx context.Context, lj *localJob) (map[string]any, error) {
+func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, error) {
 	if strings.EqualFold(str(lj.payload, "output"), "image") {
 		return d.still(ctx, lj)
 	}
@@ -217,7 +217,7 @@ func (d *Dispatcher) video(ctx context.Context, lj *localJob) (map[string]any, e
 
 // still renders a cover image of the payload's aspect_ratio (default the platform's) as a PNG: the
 // first of the creator's images cropped to it (a card without), with the title.
-func (d *Dispatcher) still(ctx context.Context, lj *localJob) (map[string]any, error) {
+func (d *executor) still(ctx context.Context, lj *localJob) (map[string]any, error) {
 	frame, err := render.ImageFrame(str(lj.payload, "aspect_ratio"), str(lj.payload, "platform"))
 	if err != nil {
 		return nil, errcode.Invalid("payload.aspect_ratio", err.Error())
@@ -256,7 +256,7 @@ func (d *Dispatcher) still(ctx context.Context, lj *localJob) (map[string]any, e
 // material is the creator's images and clips a payload names, in order, each once: "media" (the
 // project's material the host adds: {path, type} or plain references), "images", "clips", then
 // image_url/cover_url/clip_url. References outside the owner's asset folder are ignored.
-func (d *Dispatcher) material(lj *localJob) []render.Material {
+func (d *executor) material(lj *localJob) []render.Material {
 	var refs []string
 	for _, key := range []string{"media", "images", "clips"} {
 		var list []any
@@ -303,7 +303,7 @@ func (d *Dispatcher) material(lj *localJob) []render.Material {
 // track makes an audio reference usable: a file of the owner's, or an http(s) URL fetched through
 // the SSRF guard (at most maxTrackBytes) into work. A track that cannot be used fails the job
 // naming it: a video is never rendered silently without the music or voice it was given.
-func (d *Dispatcher) track(ctx context.Context, lj *localJob, ref, work, what string) (string, error) {
+func (d *executor) track(ctx context.Context, lj *localJob, ref, work, what string) (string, error) {
 	if p := d.localFile(lj, ref); p != "" {
 		return p, d.hasAudio(ctx, p, ref, what)
 	}
@@ -344,7 +344,7 @@ func (d *Dispatcher) track(ctx context.Context, lj *localJob, ref, work, what st
 }
 
 // hasAudio checks that ffprobe finds an audio stream in path.
-func (d *Dispatcher) hasAudio(ctx context.Context, path, ref, what string) error {
+func (d *executor) hasAudio(ctx context.Context, path, ref, what string) error {
 	info, err := d.probe(ctx, path)
 	if err == nil && info["has_audio"] == true {
 		return nil
@@ -356,7 +356,7 @@ func (d *Dispatcher) hasAudio(ctx context.Context, path, ref, what string) error
 }
 
 // duration is a media file's length: from a WAV header, else by ffprobe.
-func (d *Dispatcher) duration(ctx context.Context, path string) (float64, error) {
+func (d *executor) duration(ctx context.Context, path string) (float64, error) {
 	if dur, err := render.WAVDuration(path); err == nil {
 		return dur, nil
 	}

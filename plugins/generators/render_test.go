@@ -1,7 +1,6 @@
 package generators_test
 
 import (
-	"context"
 	"encoding/json"
 	"image/png"
 	"net/http"
@@ -63,14 +62,10 @@ func (b *renderBundle) run(t *testing.T, workflow string, inputs map[string]any,
 	if !ok {
 		t.Fatalf("no %s manifest", workflow)
 	}
-	h := &dispatchingHost{jobs: map[string]*engine.Job{}, done: map[string]chan struct{}{}}
-	h.d = generators.NewDispatcher(generators.Options{DataDir: b.dir, CompleteFunc: h.complete,
-		OwnerFunc: func(context.Context, string) (engine.UserContext, error) {
-			return engine.UserContext{UserID: b.user, Role: "user"}, nil
-		}})
-	t.Cleanup(h.d.Stop)
+	owner := engine.UserContext{UserID: b.user, Role: "user"}
+	h := newJobHost(plugin(t, generators.Options{DataDir: b.dir}), owner)
 	res, err := node.New(node.Options{}).Run(t.Context(), h, &engine.RunRequest{RunID: "run-" + workflow, Workflow: m.Workflow(),
-		Attempt: 1, Inputs: inputs, User: engine.UserContext{UserID: b.user, Role: "user"}})
+		Attempt: 1, Inputs: inputs, User: owner})
 	if err != nil || res.Status != engine.StatusCompleted {
 		t.Fatalf("Run(%s) = %+v, %v; want completed", workflow, res, err)
 	}
@@ -244,10 +239,7 @@ func TestRenderRefusesUndrawableCaptions(t *testing.T) {
 	b := setupLocal(t, map[string]string{"run-a": "user"})
 	job := &engine.Job{JobID: "v-cuneiform", RunID: "run-a", Type: engine.JobVideogen,
 		Request: json.RawMessage(`{"script":"𒀀𒀁𒀂 𒀃.","duration":2}`)}
-	if err := b.d.Dispatch(t.Context(), job, "http://host.test"); err != nil {
-		t.Fatal(err)
-	}
-	if f := b.done.failure(t, job.JobID); f == nil || f.Code != "VIDEO_GEN_ERROR" || !strings.Contains(f.Message, "no font draws") ||
+	if f := b.failure(t, job); f == nil || f.Code != "VIDEO_GEN_ERROR" || !strings.Contains(f.Message, "no font draws") ||
 		!strings.Contains(f.Message, "Cuneiform") {
 		t.Errorf("failure = %+v, want VIDEO_GEN_ERROR saying no font draws the Cuneiform captions", f)
 	}
@@ -269,10 +261,7 @@ func TestRenderFetchesMusicThroughTheGuard(t *testing.T) {
 
 	refused := setupLocal(t, map[string]string{"run-a": "user"})
 	job := &engine.Job{JobID: "v-refused", RunID: "run-a", Type: engine.JobVideogen, Request: req}
-	if err := refused.d.Dispatch(t.Context(), job, "http://host.test"); err != nil {
-		t.Fatal(err)
-	}
-	if f := refused.done.failure(t, job.JobID); f == nil || f.Code != "VIDEO_GEN_ERROR" || !strings.Contains(f.Message, "/m.wav") ||
+	if f := refused.failure(t, job); f == nil || f.Code != "VIDEO_GEN_ERROR" || !strings.Contains(f.Message, "/m.wav") ||
 		!strings.Contains(f.Message, "not allowed") || strings.Contains(f.Message, "secret") {
 		t.Errorf("failure = %+v, want VIDEO_GEN_ERROR naming the track (not its query) as not allowed", f)
 	}

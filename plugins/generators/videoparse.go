@@ -25,7 +25,7 @@ const (
 	pageMax     = 1 << 20
 )
 
-func (d *Dispatcher) videoparse(ctx context.Context, lj *localJob) (map[string]any, error) {
+func (d *executor) videoparse(ctx context.Context, lj *localJob) (map[string]any, error) {
 	ref := str(lj.payload, "url", "file_path", "video_url", "link")
 	if ref == "" {
 		return nil, errcode.Invalid("payload.url", "videoparse needs a url or a file_path")
@@ -48,7 +48,7 @@ func (d *Dispatcher) videoparse(ctx context.Context, lj *localJob) (map[string]a
 
 // probe runs ffprobe on a local file: duration, size, container, and the first video and audio
 // streams.
-func (d *Dispatcher) probe(ctx context.Context, path string) (map[string]any, error) {
+func (d *executor) probe(ctx context.Context, path string) (map[string]any, error) {
 	if _, err := d.opts.LookPath("ffprobe"); err != nil {
 		return nil, errcode.E("generators.videoparse", errcode.ExternalService,
 			"ffprobe is not on PATH: install ffmpeg (Debian/Ubuntu: apt-get install ffmpeg)", err)
@@ -127,7 +127,7 @@ func Platform(link string) string {
 }
 
 // pageMeta fetches a page (time-out, size cap, SSRF guard) and reads its own metadata.
-func (d *Dispatcher) pageMeta(ctx context.Context, u *url.URL) (map[string]any, error) {
+func (d *executor) pageMeta(ctx context.Context, u *url.URL) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

@@ -15,62 +15,61 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// dispatchingHost is the part of the host the generator steps of the node engine use: CreateJob
-// with Dispatch submits to the Dispatcher, whose CompleteFunc resolves the job and wakes WaitJob.
-type dispatchingHost struct {
-	d    *generators.Dispatcher
-	mu   sync.Mutex
-	jobs map[string]*engine.Job
-	done map[string]chan struct{}
+// jobHost is the part of the host the generator steps of the node engine use: CreateJob with
+// Dispatch hands the job to the generators plugin as the host's runs.PluginJobs does (a Run of
+// engine.JobWorkflow for the run's owner) and records its answer; WaitJob returns it.
+type jobHost struct {
+	eng   engine.Engine
+	owner engine.UserContext
+	mu    sync.Mutex
+	jobs  map[string]*engine.Job
 }
 
-func (h *dispatchingHost) ReportStep(context.Context, string, engine.TraceStep) error { return nil }
-func (h *dispatchingHost) ReportProgress(context.Context, string, float64, string) error {
+func newJobHost(eng engine.Engine, owner engine.UserContext) *jobHost {
+	return &jobHost{eng: eng, owner: owner, jobs: map[string]*engine.Job{}}
+}
+
+func (h *jobHost) ReportStep(context.Context, string, engine.TraceStep) error { return nil }
+func (h *jobHost) ReportProgress(context.Context, string, float64, string) error {
 	return nil
 }
-func (h *dispatchingHost) Search(context.Context, *engine.SearchRequest) ([]engine.SearchHit, error) {
+func (h *jobHost) Search(context.Context, *engine.SearchRequest) ([]engine.SearchHit, error) {
 	return nil, nil
 }
-func (h *dispatchingHost) Generate(context.Context, *engine.GenerateRequest) (*engine.GenerateResult, error) {
+func (h *jobHost) Generate(context.Context, *engine.GenerateRequest) (*engine.GenerateResult, error) {
 	return &engine.GenerateResult{}, nil
 }
 
-func (h *dispatchingHost) CreateJob(ctx context.Context, req *engine.JobRequest) (*engine.Job, error) {
+func (h *jobHost) CreateJob(ctx context.Context, req *engine.JobRequest) (*engine.Job, error) {
 	h.mu.Lock()
 	j := &engine.Job{JobID: fmt.Sprintf("job-%d", len(h.jobs)+1), RunID: req.RunID, Type: req.Type, Status: engine.JobRunning, Request: req.Request}
-	h.jobs[j.JobID], h.done[j.JobID] = j, make(chan struct{})
+	h.jobs[j.JobID] = j
+	run := jobRun(j, h.owner, "http://host.test")
 	h.mu.Unlock()
-	if err := h.d.Dispatch(ctx, j, "http://host.test"); err != nil {
-		e := errcode.As(err)
-		_ = h.complete(ctx, j.JobID, nil, &engine.RunError{Code: string(e.Code), Message: e.Message()})
-	}
-	return h.WaitJob(ctx, j.JobID)
-}
-
-func (h *dispatchingHost) complete(_ context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
+	res, err := h.eng.Run(ctx, nil, run)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	j := h.jobs[jobID]
-	j.Status, j.Result, j.Error = engine.JobCompleted, result, failure
-	if failure != nil {
-		j.Status = engine.JobFailed
+	switch {
+	case err != nil:
+		j.Status, j.Error = engine.JobFailed, &engine.RunError{Code: string(errcode.Of(err)), Message: err.Error()}
+	case res.Status == engine.StatusCompleted:
+		j.Status = engine.JobCompleted
+		j.Result, _ = json.Marshal(res.Outputs)
+	default:
+		j.Status, j.Error = engine.JobFailed, res.Error
 	}
-	close(h.done[jobID])
-	return nil
+	c := *j
+	return &c, nil
 }
 
-func (h *dispatchingHost) WaitJob(ctx context.Context, jobID string) (*engine.Job, error) {
-	h.mu.Lock()
-	ch := h.done[jobID]
-	h.mu.Unlock()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+func (h *jobHost) WaitJob(_ context.Context, jobID string) (*engine.Job, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c := *h.jobs[jobID]
+	j, ok := h.jobs[jobID]
+	if !ok {
+		return nil, errcode.New(errcode.NotFound, "Job not found")
+	}
+	c := *j
 	return &c, nil
 }
 
@@ -89,15 +88,10 @@ func TestVoiceoverVideoLocally(t *testing.T) {
 		t.Fatal("no voiceover_video manifest")
 	}
 	dir := t.TempDir()
-	h := &dispatchingHost{jobs: map[string]*engine.Job{}, done: map[string]chan struct{}{}}
-	h.d = generators.NewDispatcher(generators.Options{DataDir: dir, CompleteFunc: h.complete,
-		OwnerFunc: func(context.Context, string) (engine.UserContext, error) {
-			return engine.UserContext{UserID: "u-free", Role: "free_user"}, nil
-		}})
-	t.Cleanup(h.d.Stop)
-
+	owner := engine.UserContext{UserID: "u-free", Role: "free_user"}
+	h := newJobHost(plugin(t, generators.Options{DataDir: dir}), owner)
 	res, err := node.New(node.Options{}).Run(t.Context(), h, &engine.RunRequest{RunID: "run-vo", Workflow: m.Workflow(), Attempt: 1,
-		Inputs: map[string]any{"topic": "morning coffee", "duration": 10}, User: engine.UserContext{UserID: "u-free", Role: "free_user"}})
+		Inputs: map[string]any{"topic": "morning coffee", "duration": 10}, User: owner})
 	if err != nil || res.Status != engine.StatusCompleted {
 		t.Fatalf("Run() = %+v, %v; want completed", res, err)
 	}

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reelforge/reelforge/plugins/internal/outbound"
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )

@@ -55,28 +55,27 @@ func benchRender(ctx context.Context, _ *options) error {
 		}
 		media = append(media, "assets/bench/"+name)
 	}
-	done := make(chan completion, 1)
-	d := generators.NewDispatcher(generators.Options{DataDir: dir,
-		CompleteFunc: func(_ context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
-			done <- completion{result, failure}
-			return nil
-		}})
-	defer d.Stop()
+	// The jobs go to the generators engine as the host hands them to its plugin (runs.PluginJobs):
+	// a Run of engine.JobWorkflow carrying the job, answered when the work is done. The engine runs
+	// in this process: the work is the tools', children either way.
+	eng := generators.New(generators.Options{DataDir: dir})
+	owner := engine.UserContext{UserID: "bench", Role: "user"}
 	job := func(id, typ string, payload map[string]any) (map[string]any, time.Duration, time.Duration, error) {
-		payload["user_id"], payload["role"] = "bench", "user"
 		raw, _ := json.Marshal(payload)
+		var asInput map[string]any
+		j, _ := json.Marshal(engine.Job{JobID: id, RunID: "bench", Type: typ, Request: raw})
+		_ = json.Unmarshal(j, &asInput)
 		cpu0, t0 := childCPU(), time.Now()
-		if err := d.Dispatch(ctx, &engine.Job{JobID: id, RunID: "bench", Type: typ, Request: raw}, ""); err != nil {
-			return nil, 0, 0, err
-		}
-		c := <-done
+		res, err := eng.Run(ctx, nil, &engine.RunRequest{RunID: "bench", Workflow: engine.Workflow{ID: engine.JobWorkflow, Engine: generators.Name},
+			Inputs: map[string]any{"job": asInput}, User: owner, Attempt: 1})
 		wall, cpu := time.Since(t0), childCPU()-cpu0
-		if c.failure != nil {
-			return nil, 0, 0, fmt.Errorf("%s job: %s %s", typ, c.failure.Code, c.failure.Message)
+		switch {
+		case err != nil:
+			return nil, 0, 0, fmt.Errorf("%s job: %w", typ, err)
+		case res.Status != engine.StatusCompleted:
+			return nil, 0, 0, fmt.Errorf("%s job: %s %+v", typ, res.Status, res.Error)
 		}
-		var res map[string]any
-		err := json.Unmarshal(c.result, &res)
-		return res, wall, cpu, err
+		return res.Outputs, wall, cpu, nil
 	}
 	const secs = 30.0
 	speech, speechWall, speechCPU, err := job("speech", engine.JobSpeech, map[string]any{"script": renderScript, "duration": secs})
@@ -113,11 +112,6 @@ func benchRender(ctx context.Context, _ *options) error {
 	row("**voiceover_video**", speechWall+videoWall, speechCPU+videoCPU)
 	fmt.Println()
 	return nil
-}
-
-type completion struct {
-	result  json.RawMessage
-	failure *engine.RunError
 }
 
 // childCPU is the CPU time (user and system) of this process's finished children: the tools.

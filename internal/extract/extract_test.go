@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/reelforge/reelforge/plugins/internal/extract"
+	"github.com/reelforge/reelforge/internal/extract"
 )
 
 func TestBest(t *testing.T) {
