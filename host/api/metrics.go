@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/metrics"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -16,14 +17,27 @@ import (
 // series.
 const routeUnmatched = "unmatched"
 
-// defaultMetrics reads the store, the engine states and, when Engines reports them, the engine
-// restarts.
+// defaultMetrics reads the store, the engine states, the knowledge base's vector cache and, when
+// Engines reports them, the engine restarts.
 func (s *Server) defaultMetrics() *metrics.Metrics {
 	src := metrics.Sources{Engines: s.Engines, Log: s.Log}.FromStore(s.Store)
 	if r, ok := s.Engines.(metrics.EngineRestarts); ok {
 		src.Restarts = r
 	}
+	if s.KB != nil {
+		src.VectorCache = kbVectorCache{s.KB}
+	}
 	return metrics.New(src)
+}
+
+// kbVectorCache gives host/metrics the knowledge base's vector cache figures (metrics does not
+// import host/kb).
+type kbVectorCache struct{ kb *kb.Service }
+
+func (k kbVectorCache) VectorCacheStats() metrics.VectorCacheStats {
+	v := k.kb.VectorCacheStats()
+	return metrics.VectorCacheStats{Bytes: v.Bytes, BudgetBytes: v.BudgetBytes, Entries: v.Entries,
+		Hits: v.Hits, Misses: v.Misses, Evictions: v.Evictions}
 }
 
 // countRequests records every request in the Prometheus HTTP metrics by route template and status.

@@ -20,6 +20,7 @@ import (
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/host/kb"
 )
 
 func TestMetricsAccess(t *testing.T) {
@@ -63,7 +64,8 @@ func TestMetricsScrape(t *testing.T) {
 	cfg.JWTSecret = "test-secret-test-secret-test-secret"
 	cfg.DataDir = t.TempDir()
 	st := drivers()[0].open(t)
-	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
+	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler),
+		KB: kb.New(st, kb.Options{})}
 	app := s.App()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -126,7 +128,8 @@ func TestMetricsScrape(t *testing.T) {
 		}
 	}
 	for _, fam := range []string{"reelforge_http_request_duration_seconds", "reelforge_outbox_events",
-		"reelforge_db_pool_max_connections", "reelforge_db_pool_connections", "go_goroutines"} {
+		"reelforge_db_pool_max_connections", "reelforge_db_pool_connections", "go_goroutines",
+		"reelforge_knowledge_vector_cache_bytes", "reelforge_knowledge_vector_cache_evictions_total"} {
 		if _, ok := mfs[fam]; !ok {
 			t.Errorf("family %s missing from the scrape", fam)
 		}
@@ -174,7 +177,8 @@ func TestMetricsLabelsEveryMethod(t *testing.T) {
 	cfg.JWTSecret = "test-secret-test-secret-test-secret"
 	cfg.DataDir = t.TempDir()
 	st := drivers()[0].open(t)
-	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
+	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler),
+		KB: kb.New(st, kb.Options{})}
 	app := s.App()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -19,7 +19,10 @@ import (
 // (asks, rerank) when LLM_BASE_URL is set.
 func newKB(cfg *config.Config, st store.Driver, log *slog.Logger, holder string) *kb.Service {
 	opt := kb.Options{AskModel: cfg.KBAskModel, RerankOn: cfg.KBRerankOn, RerankModel: cfg.KBRerankModel,
-		MinScore: cfg.KBMinScore, Logger: log, Holder: holder, Lease: cfg.Lease}
+		MinScore: cfg.KBMinScore, VectorCacheMB: cfg.KBVectorCacheMB, Logger: log, Holder: holder, Lease: cfg.Lease}
+	if cfg.KBVectorCacheMB == 0 {
+		opt.VectorCacheMB = -1 // KB_VECTOR_CACHE_MB=0: no cache (kb.Options' 0 is its default)
+	}
 	if cfg.LLMBaseURL != "" {
 		opt.Chat = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
 		if cfg.EmbeddingModel != "" {

@@ -35,6 +35,9 @@ type Config struct {
 	KBRerankOn     bool
 	KBRerankModel  string
 	KBMinScore     float64
+	// KBVectorCacheMB is the memory budget, in MiB, of the decoded vectors the in-memory vector
+	// path keeps between searches (KB_VECTOR_CACHE_MB); 0 keeps none.
+	KBVectorCacheMB int
 
 	RunnerURL         string
 	ChatflowURL       string
@@ -122,6 +125,7 @@ func Defaults() Config {
 		DataDir:              "./data",
 		VectorSearch:         "auto",
 		KBMinScore:           0.2,
+		KBVectorCacheMB:      512, // kb.DefaultVectorCacheMB (config_test checks they agree)
 		EmbeddingModel:       "",
 		KBAskModel:           "gpt-4o-mini",
 		KBRerankModel:        "gpt-4o-mini",
@@ -172,6 +176,7 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.bool("KB_RERANK_ENABLED", &c.KBRerankOn)
 	r.str("KB_RERANK_MODEL", &c.KBRerankModel)
 	r.float("KB_MIN_SCORE", &c.KBMinScore)
+	r.int("KB_VECTOR_CACHE_MB", &c.KBVectorCacheMB)
 	r.str("RUNNER_URL", &c.RunnerURL)
 	r.str("CHATFLOW_URL", &c.ChatflowURL)
 	r.str("CHATFLOW_KB_ID", &c.ChatflowKBID)
@@ -233,6 +238,9 @@ func (c *Config) Validate() error {
 	}
 	if c.VectorSearch != "auto" && c.VectorSearch != "off" {
 		errs = append(errs, fmt.Errorf("KB_VECTOR_SEARCH: want auto or off, got %q", c.VectorSearch))
+	}
+	if c.KBVectorCacheMB < 0 {
+		errs = append(errs, fmt.Errorf("KB_VECTOR_CACHE_MB: must be 0 (no cache) or more"))
 	}
 	if c.BatchSize < 1 {
 		errs = append(errs, fmt.Errorf("AUTOMATION_BATCH_SIZE: must be at least 1"))

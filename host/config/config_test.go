@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/reelforge/reelforge/host/kb"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
@@ -50,5 +52,22 @@ func TestCORSAllowOrigins(t *testing.T) {
 		if _, err := LoadFrom(lookup(map[string]string{"CORS_ALLOW_ORIGINS": bad})); err == nil || !strings.Contains(err.Error(), "CORS_ALLOW_ORIGINS") {
 			t.Errorf("CORS_ALLOW_ORIGINS=%q: LoadFrom = %v, want an error naming it", bad, err)
 		}
+	}
+}
+
+// TestVectorCacheSetting: KB_VECTOR_CACHE_MB defaults to the knowledge base's own default, takes
+// 0 (no cache) and more, and refuses a negative budget.
+func TestVectorCacheSetting(t *testing.T) {
+	t.Parallel()
+	if got := Defaults().KBVectorCacheMB; got != kb.DefaultVectorCacheMB {
+		t.Errorf("default KB_VECTOR_CACHE_MB = %d, kb.DefaultVectorCacheMB = %d: one of them moved", got, kb.DefaultVectorCacheMB)
+	}
+	for _, v := range []string{"0", "64"} {
+		if c, err := LoadFrom(lookup(map[string]string{"KB_VECTOR_CACHE_MB": v})); err != nil || c.KBVectorCacheMB != map[string]int{"0": 0, "64": 64}[v] {
+			t.Errorf("KB_VECTOR_CACHE_MB=%s: %v, %v", v, c, err)
+		}
+	}
+	if _, err := LoadFrom(lookup(map[string]string{"KB_VECTOR_CACHE_MB": "-1"})); err == nil || !strings.Contains(err.Error(), "KB_VECTOR_CACHE_MB") {
+		t.Errorf("KB_VECTOR_CACHE_MB=-1: err = %v, want one naming it", err)
 	}
 }

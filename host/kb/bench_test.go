@@ -48,7 +48,8 @@ func BenchmarkIngestSQLite(b *testing.B) {
 
 // BenchmarkSearchSQLite is one search (3 Zipf words, top 5) over a corpus of KB_BENCH_CHUNKS
 // chunks (default 2000) of the same synthetic text. With KB_BENCH_DB the corpus is kept in that
-// file and reused by later runs.
+// file and reused by later runs. KB_BENCH_VECTOR_CACHE_MB sets kb.Options.VectorCacheMB (-1: no
+// vector cache, what the cache saves).
 func BenchmarkSearchSQLite(b *testing.B) {
 	ctx := context.Background()
 	size := 2000
@@ -64,7 +65,8 @@ func BenchmarkSearchSQLite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	s := kb.New(d, kb.Options{})
+	cacheMB, _ := strconv.Atoi(os.Getenv("KB_BENCH_VECTOR_CACHE_MB"))
+	s := kb.New(d, kb.Options{VectorCacheMB: cacheMB})
 	v := kbbench.NewVocab(rand.New(rand.NewPCG(1, 2)))
 	_, have, err := d.ListDocuments(ctx, store.Viewer{UserID: "u"}, 1, 0)
 	if err != nil {

@@ -58,11 +58,7 @@ func (s *Service) forget(chunkIDs []string) {
 		gone[id] = true
 	}
 	s.mu.Lock()
-	for k := range s.vecs {
-		if gone[k.chunkID] {
-			delete(s.vecs, k)
-		}
-	}
+	s.cache.forget(gone)
 	s.mu.Unlock()
 	s.changed()
 }

@@ -2,6 +2,12 @@
 // plus vector, SPEC.md rules 3 to 6), answers with citations, and keeps the audit log, feedback,
 // metrics, facts and the eval. Start at Service and its Search, Ask and Ingest methods.
 //
+// One file per concern: kb.go (the Service, its options and limits), ingest.go, batch.go (many
+// documents a call), search.go, vectors.go (the in-memory vector leg) and veccache.go (its
+// bounded cache), basis.go (the hits that ground an answer), ask.go, content.go (searches for
+// generated content), queries.go (feedback and metrics), eval.go, facts.go, reindex.go and
+// delete.go.
+//
 // The store (host/store) does the SQL; the sub-packages are the pure building blocks the service
 // puts together:
 //

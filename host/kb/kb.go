@@ -31,6 +31,7 @@ type Options struct {
 	RerankTimeout time.Duration  // 0: 5 s
 	MinScore      float64        // KB_MIN_SCORE: vector floor of hits sharing no term (at least rank.Floor)
 	Candidates    int            // per leg of the in-memory path; 0: 100
+	VectorCacheMB int            // KB_VECTOR_CACHE_MB: budget of the decoded vectors; 0: DefaultVectorCacheMB, below 0: none
 	Logger        *slog.Logger
 	// Holder names the host life that ingests (documents it adds are held by it under a lease of
 	// Lease, which the host renews: see store.Knowledge.RenewDocumentLeases). Empty: documents are
@@ -42,14 +43,14 @@ type Options struct {
 // Service is the knowledge base: ingest, search, ask, audit, eval and facts. It is safe for
 // concurrent use.
 type Service struct {
-	st   Store
-	emb  embed.Embedder
-	opt  Options
-	log  *slog.Logger
-	mu   sync.RWMutex
-	vecs map[vecKey][]float32  // decoded vectors (chunks never change in place)
-	gen  uint64                // bumped by every write of this service
-	refs map[string]*refsEntry // viewer -> readable embedded chunks, for refsTTL or until gen moves
+	st    Store
+	emb   embed.Embedder
+	opt   Options
+	log   *slog.Logger
+	mu    sync.RWMutex
+	cache *vecCache             // decoded vectors (chunks never change in place), within a budget
+	gen   uint64                // bumped by every write of this service
+	refs  map[string]*refsEntry // viewer -> readable embedded chunks, for refsTTL or until gen moves
 }
 
 // New returns the service over st.
@@ -70,7 +71,11 @@ func New(st Store, opt Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{st: st, emb: opt.Embedder, opt: opt, log: log, vecs: map[vecKey][]float32{}, refs: map[string]*refsEntry{}}
+	if opt.VectorCacheMB == 0 {
+		opt.VectorCacheMB = DefaultVectorCacheMB
+	}
+	budget := int64(max(opt.VectorCacheMB, 0)) << 20
+	return &Service{st: st, emb: opt.Embedder, opt: opt, log: log, cache: newVecCache(budget), refs: map[string]*refsEntry{}}
 }
 
 // Embedder returns the embedder new chunks are embedded with.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/chunk"
 	"github.com/reelforge/reelforge/host/kb/embed"
+	"github.com/reelforge/reelforge/host/kb/kbbench"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
@@ -629,6 +631,55 @@ func TestIngestTakesOverDeadHolder(t *testing.T) {
 		got, err := d.GetDocument(ctx, doc2.ID)
 		if err != nil || got.ParseStatus != store.DocFailed || got.ErrorMessage != "interrupted: host stopped" {
 			t.Errorf("document after its host's restart = %+v, %v; want failed with the reason", got, err)
+		}
+	})
+}
+
+// TestVectorCacheBudget ingests more vectors than a 1 MiB cache holds: the cache stays within its
+// budget by evicting, and searches through it (which reload what it evicted) find exactly what a
+// service with the whole corpus cached finds. A store that ranks vectors itself (pgvector) keeps
+// nothing in the cache.
+func TestVectorCacheBudget(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		small := kb.New(d, kb.Options{VectorCacheMB: 1})
+		v := kbbench.NewVocab(rand.New(rand.NewPCG(5, 6)))
+		chunks := 0
+		for chunks < 400 { // about 2.5 MB of 1536-dimension vectors
+			res := ingest(t, small, kb.IngestParams{UserID: u.ID, SourceName: "many", Visibility: store.VisibilityPrivate, Text: v.Text(10)})
+			chunks += res.ChunksCount
+		}
+		st := small.VectorCacheStats()
+		if d.SupportsVectorSearch() {
+			if st.Entries != 0 || st.Bytes != 0 {
+				t.Fatalf("pgvector: the cache holds %d vectors (%d bytes), want none", st.Entries, st.Bytes)
+			}
+		} else if st.BudgetBytes != 1<<20 || st.Bytes > st.BudgetBytes || st.Evictions == 0 || st.Entries == 0 || st.Entries >= chunks {
+			t.Fatalf("after ingesting %d chunks: %+v; want within 1 MiB, with evictions", chunks, st)
+		}
+		full := kb.New(d, kb.Options{})
+		for i := 0; i < 12; i++ {
+			q := kb.SearchParams{UserID: u.ID, Query: v.Word() + " " + v.Word() + " " + v.Word(), TopK: 10}
+			want, err := full.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := small.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, want, func(a, b kb.Hit) bool { return a.ChunkID == b.ChunkID && a.Scores == b.Scores }) {
+				t.Errorf("%q through the 1 MiB cache:\n%v\nwith all vectors cached:\n%v", q.Query, got, want)
+			}
+			if i == 0 && len(want) == 0 {
+				t.Errorf("%q found nothing: the comparison proves little", q.Query)
+			}
+		}
+		st = small.VectorCacheStats()
+		if !d.SupportsVectorSearch() && (st.Bytes > st.BudgetBytes || st.Misses == 0 || st.Hits == 0) {
+			t.Errorf("after the searches: %+v; want within budget, with hits and misses", st)
 		}
 	})
 }

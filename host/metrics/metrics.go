@@ -1,7 +1,7 @@
 // Package metrics is the host's Prometheus instrumentation: its own registry (never the global
 // default), HTTP request counters and latency histograms by route template, and collectors that
 // read gauges on scrape: runs, jobs and outbox events by state, engine states and restarts,
-// knowledge search and ask latency, and the database pool.
+// knowledge search and ask latency, the knowledge base's vector cache, and the database pool.
 //
 // Every source is optional: a nil source is simply not collected, so parts can be wired as they
 // land. Write renders the registry in the Prometheus text format; host/api serves it at /metrics.
@@ -52,13 +52,28 @@ type KnowledgeLatency interface {
 	RecentQueryLatencies(ctx context.Context, mode string, n int) ([]float64, error)
 }
 
+// VectorCache reports the knowledge base's cache of decoded vectors (kb.Service, adapted by
+// host/api).
+type VectorCache interface {
+	VectorCacheStats() VectorCacheStats
+}
+
+// VectorCacheStats are the vector cache's figures: what it holds against its budget, and its
+// lookups and evictions since the host started.
+type VectorCacheStats struct {
+	Bytes, BudgetBytes      int64
+	Entries                 int
+	Hits, Misses, Evictions uint64
+}
+
 // Sources are what the collectors read on scrape. Every field is optional.
 type Sources struct {
-	Ops       OpsCounter
-	Pool      PoolStater
-	Engines   EngineStates
-	Restarts  EngineRestarts
-	Knowledge KnowledgeLatency
+	Ops         OpsCounter
+	Pool        PoolStater
+	Engines     EngineStates
+	Restarts    EngineRestarts
+	Knowledge   KnowledgeLatency
+	VectorCache VectorCache
 	// Driver names the database in the pool metrics ("postgres", "sqlite").
 	Driver string
 	// Log receives collection errors (a scrape still answers with what it could read).
@@ -164,6 +179,18 @@ var (
 	descKB = prometheus.NewDesc(Namespace+"_knowledge_query_latency_seconds",
 		"Latency of the most recent knowledge queries (window of 200) by mode (search, ask).",
 		[]string{"mode"}, nil)
+	descVecBytes = prometheus.NewDesc(Namespace+"_knowledge_vector_cache_bytes",
+		"Bytes the knowledge base's cache of decoded vectors holds (estimated as its budget counts them).", nil, nil)
+	descVecBudget = prometheus.NewDesc(Namespace+"_knowledge_vector_cache_budget_bytes",
+		"Memory budget of the knowledge base's vector cache (KB_VECTOR_CACHE_MB).", nil, nil)
+	descVecEntries = prometheus.NewDesc(Namespace+"_knowledge_vector_cache_entries",
+		"Vectors the knowledge base's vector cache holds.", nil, nil)
+	descVecHits = prometheus.NewDesc(Namespace+"_knowledge_vector_cache_hits_total",
+		"Vector cache lookups that found the vector.", nil, nil)
+	descVecMisses = prometheus.NewDesc(Namespace+"_knowledge_vector_cache_misses_total",
+		"Vector cache lookups that did not (the vector was loaded from the database).", nil, nil)
+	descVecEvictions = prometheus.NewDesc(Namespace+"_knowledge_vector_cache_evictions_total",
+		"Vectors evicted from the vector cache to stay within its budget.", nil, nil)
 	descPoolMax = prometheus.NewDesc(Namespace+"_db_pool_max_connections",
 		"Connection limit of the database pool.", []string{"driver"}, nil)
 	descPoolConns = prometheus.NewDesc(Namespace+"_db_pool_connections",
@@ -190,7 +217,8 @@ type collector struct{ src Sources }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRuns, descJobs, descOutbox, descEngineState, descEngineRestarts,
-		descKB, descPoolMax, descPoolConns, descPoolWaits, descPoolWaitSeconds, descScrapeErrors} {
+		descKB, descVecBytes, descVecBudget, descVecEntries, descVecHits, descVecMisses, descVecEvictions,
+		descPoolMax, descPoolConns, descPoolWaits, descPoolWaitSeconds, descScrapeErrors} {
 		ch <- d
 	}
 }
@@ -252,6 +280,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- summary(descKB, ms, mode)
 		}
+	}
+	if c.src.VectorCache != nil {
+		v := c.src.VectorCache.VectorCacheStats()
+		gauge(descVecBytes, float64(v.Bytes))
+		gauge(descVecBudget, float64(v.BudgetBytes))
+		gauge(descVecEntries, float64(v.Entries))
+		ch <- prometheus.MustNewConstMetric(descVecHits, prometheus.CounterValue, float64(v.Hits))
+		ch <- prometheus.MustNewConstMetric(descVecMisses, prometheus.CounterValue, float64(v.Misses))
+		ch <- prometheus.MustNewConstMetric(descVecEvictions, prometheus.CounterValue, float64(v.Evictions))
 	}
 	if c.src.Pool != nil {
 		p := c.src.Pool.PoolStats()

@@ -89,6 +89,12 @@ func (fakeKB) RecentQueryLatencies(_ context.Context, mode string, n int) ([]flo
 	return []float64{}, nil
 }
 
+type fakeVectorCache struct{}
+
+func (fakeVectorCache) VectorCacheStats() metrics.VectorCacheStats {
+	return metrics.VectorCacheStats{Bytes: 6200, BudgetBytes: 1 << 20, Entries: 1, Hits: 9, Misses: 2, Evictions: 1}
+}
+
 type fakePool struct{}
 
 func (fakePool) PoolStats() store.PoolStats {
@@ -98,7 +104,7 @@ func (fakePool) PoolStats() store.PoolStats {
 func TestScrapeFakeSources(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(metrics.Sources{Ops: fakeOps{}, Engines: fakeEngines{}, Restarts: fakeEngines{},
-		Knowledge: fakeKB{}, Pool: fakePool{}, Driver: "sqlite"})
+		Knowledge: fakeKB{}, VectorCache: fakeVectorCache{}, Pool: fakePool{}, Driver: "sqlite"})
 	m.ObserveRequest("GET", "/api/projects/:id", 200, 20*time.Millisecond)
 	m.ObserveRequest("GET", "/api/projects/:id", 200, 30*time.Millisecond)
 	m.ObserveRequest("POST", "/api/auth/login", 401, time.Millisecond)
@@ -117,11 +123,17 @@ func TestScrapeFakeSources(t *testing.T) {
 		"outbox": {"reelforge_outbox_events", map[string]float64{"status=dead": 3, "status=pending": 0, "status=failed": 0}},
 		"engine state": {"reelforge_engine_state", map[string]float64{
 			"engine=graph,state=ready": 0, "engine=graph,state=degraded": 1, "engine=graph,state=disabled": 0}},
-		"restarts": {"reelforge_engine_restarts_total", map[string]float64{"engine=graph": 4}},
-		"kb":       {"reelforge_knowledge_query_latency_seconds", map[string]float64{"mode=ask": 3, "mode=search": 0}},
-		"pool max": {"reelforge_db_pool_max_connections", map[string]float64{"driver=sqlite": 8}},
-		"pool":     {"reelforge_db_pool_connections", map[string]float64{"driver=sqlite,state=in_use": 2, "driver=sqlite,state=idle": 1}},
-		"waits":    {"reelforge_db_pool_wait_seconds_total", map[string]float64{"driver=sqlite": 1.5}},
+		"restarts":               {"reelforge_engine_restarts_total", map[string]float64{"engine=graph": 4}},
+		"kb":                     {"reelforge_knowledge_query_latency_seconds", map[string]float64{"mode=ask": 3, "mode=search": 0}},
+		"vector cache bytes":     {"reelforge_knowledge_vector_cache_bytes", map[string]float64{"": 6200}},
+		"vector cache budget":    {"reelforge_knowledge_vector_cache_budget_bytes", map[string]float64{"": 1 << 20}},
+		"vector cache entries":   {"reelforge_knowledge_vector_cache_entries", map[string]float64{"": 1}},
+		"vector cache hits":      {"reelforge_knowledge_vector_cache_hits_total", map[string]float64{"": 9}},
+		"vector cache misses":    {"reelforge_knowledge_vector_cache_misses_total", map[string]float64{"": 2}},
+		"vector cache evictions": {"reelforge_knowledge_vector_cache_evictions_total", map[string]float64{"": 1}},
+		"pool max":               {"reelforge_db_pool_max_connections", map[string]float64{"driver=sqlite": 8}},
+		"pool":                   {"reelforge_db_pool_connections", map[string]float64{"driver=sqlite,state=in_use": 2, "driver=sqlite,state=idle": 1}},
+		"waits":                  {"reelforge_db_pool_wait_seconds_total", map[string]float64{"driver=sqlite": 1.5}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -151,7 +163,8 @@ func TestScrapeNilSources(t *testing.T) {
 	t.Parallel()
 	mfs := scrape(t, metrics.New(metrics.Sources{}))
 	for name := range mfs {
-		if strings.HasPrefix(name, "reelforge_runs") || strings.HasPrefix(name, "reelforge_db_") {
+		if strings.HasPrefix(name, "reelforge_runs") || strings.HasPrefix(name, "reelforge_db_") ||
+			strings.HasPrefix(name, "reelforge_knowledge_vector_cache") {
 			t.Errorf("family %s reported without a source", name)
 		}
 	}
