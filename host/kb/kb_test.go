@@ -671,7 +671,7 @@ func TestVectorCacheBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.EqualFunc(got, want, func(a, b kb.Hit) bool { return a.ChunkID == b.ChunkID && a.Scores == b.Scores }) {
-				t.Errorf("%q through the 1 MiB cache:\n%v\nwith all vectors cached:\n%v", q.Query, got, want)
+				t.Errorf("%q through the 1 MiB cache: %v\nwith all vectors cached: %v", q.Query, ranked(got), ranked(want))
 			}
 			if i == 0 && len(want) == 0 {
 				t.Errorf("%q found nothing: the comparison proves little", q.Query)
@@ -682,4 +682,13 @@ func TestVectorCacheBudget(t *testing.T) {
 			t.Errorf("after the searches: %+v; want within budget, with hits and misses", st)
 		}
 	})
+}
+
+// ranked is hits as chunk id and scores, for messages.
+func ranked(hits []kb.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = fmt.Sprintf("%s %+v", h.ChunkID, h.Scores)
+	}
+	return out
 }
