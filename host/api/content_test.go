@@ -71,7 +71,7 @@ func setupContentWith(t *testing.T, open func(*testing.T) store.Driver, limit in
 	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
 	cc := content.Config{Store: st, DataDir: cfg.DataDir, UploadLimit: int64(limit),
 		Fetcher: content.NewFetcher(content.FetcherConfig{Timeout: time.Second}),
-		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
+		SyncBlueprint: func(ctx context.Context, tx content.StrategyTasks, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
 		}}
 	if tweak != nil {

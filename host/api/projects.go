@@ -144,7 +144,7 @@ func (s *Server) createProject(c *fiber.Ctx) error {
 		p.Blueprint = in.Blueprint
 	}
 	// The project and its strategy tasks are stored together or not at all.
-	err := s.Store.InTx(s.ctx(c), func(tx store.Driver) error {
+	err := store.InTx(s.ctx(c), s.Store, func(tx Store) error {
 		if err := tx.CreateProject(s.ctx(c), p); err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func (s *Server) updateProject(c *fiber.Ctx) error {
 	// a second save of the project (a double submit) waits for the first's commit on the project
 	// row, so the blueprint kept and the tasks scheduled are the same save's.
 	var got *store.Project
-	err = s.Store.InTx(s.ctx(c), func(tx store.Driver) error {
+	err = store.InTx(s.ctx(c), s.Store, func(tx Store) error {
 		var err error
 		if got, err = tx.UpdateProject(s.ctx(c), up); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/reelforge/reelforge/host/access"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
@@ -32,11 +33,43 @@ type EngineHealth interface {
 	EngineStates() map[string]string
 }
 
+// Store is what the handlers read and write themselves; the services they call declare their own.
+type Store interface {
+	store.Transactor
+	Name() string
+	Ping(ctx context.Context) error
+	Now() time.Time
+	SupportsVectorSearch() bool
+
+	access.Getter            // every route that names a project
+	auth.KeyStore            // the API key routes
+	scheduler.BlueprintStore // a project's blueprint becomes its strategy tasks
+	CreateProject(ctx context.Context, p *store.Project) error
+	ListProjects(ctx context.Context, p store.ListProjectsParams) ([]store.Project, int, error)
+	UpdateProject(ctx context.Context, p store.UpdateProjectParams) (*store.Project, error)
+	SoftDeleteProject(ctx context.Context, id string) error
+	ListProjectTasks(ctx context.Context, projectID string) ([]store.Task, error)
+
+	// Idempotency-Key replays.
+	ReserveIdempotencyKey(ctx context.Context, r *store.IdempotentResponse, since time.Time) (*store.IdempotentResponse, error)
+	CompleteIdempotencyKey(ctx context.Context, r *store.IdempotentResponse) error
+	ReleaseIdempotencyKey(ctx context.Context, userID, key string) error
+
+	// The knowledge base's listings and batch ingests (searching and asking are kb's).
+	GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error)
+	GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error)
+	CanRead(ctx context.Context, v store.Viewer, sourceID string) (bool, error)
+	ListSources(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeSource, int, error)
+	ListDocuments(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeDocument, int, error)
+	CreateBatch(ctx context.Context, b *store.Batch) error
+	GetBatch(ctx context.Context, id string) (*store.Batch, error)
+}
+
 // Server holds what the handlers need. Fields are set by host/app before App is called; the
 // optional services (nil when a part is not wired) answer 503 RESOURCE_EXHAUSTED-free errors.
 type Server struct {
 	Config  *config.Config
-	Store   store.Driver
+	Store   Store
 	Auth    *auth.Service
 	Log     *slog.Logger
 	Engines EngineHealth

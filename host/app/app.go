@@ -384,7 +384,7 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 		Chatflow:    chatflow.Options{URL: cfg.ChatflowURL, DefaultChatflowID: cfg.ChatflowKBID},
 		Notifier:    notifier,
 		Log:         log,
-		SyncBlueprint: func(ctx context.Context, tx store.Driver, projectID string, bp json.RawMessage) error {
+		SyncBlueprint: func(ctx context.Context, tx content.StrategyTasks, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
 		},
 		KB: searcher,

@@ -33,7 +33,7 @@ func (s *Service) CaptureTask(ctx context.Context, userID, id string) (*store.Ca
 // task no longer pending is 409.
 func (s *Service) FinishCaptureTask(ctx context.Context, userID, id, status string) (*store.CaptureTask, error) {
 	var t *store.CaptureTask
-	err := s.st.InTx(ctx, func(tx store.Driver) error {
+	err := store.InTx(ctx, s.st, func(tx Store) error {
 		var err error
 		t, err = tx.SetCaptureTaskStatus(ctx, id, userID, []string{store.CapturePending}, status)
 		if err != nil || status != store.CaptureCompleted {

@@ -37,9 +37,47 @@ type Chatter interface {
 	Chat(ctx context.Context, model string, msgs []llm.Message) (string, error)
 }
 
+// Store is what the content service needs of the database.
+type Store interface {
+	store.Transactor
+	events.Outbox
+
+	// The corpus (inspirations) and the capture tasks made from it.
+	CreateCorpus(ctx context.Context, c *store.Corpus) error
+	GetCorpus(ctx context.Context, id string) (*store.Corpus, error)
+	ListCorpus(ctx context.Context, p store.ListCorpusParams) ([]store.Corpus, int, error)
+	CountCorpus(ctx context.Context, userID, projectID string) (store.CorpusCounts, error)
+	SetCorpusStatus(ctx context.Context, id, userID, status string) error
+	SoftDeleteCorpus(ctx context.Context, id, userID string) error
+	AddCorpusUsage(ctx context.Context, id string, delta int) error
+	CreateCaptureTask(ctx context.Context, t *store.CaptureTask) error
+	GetCaptureTask(ctx context.Context, id string) (*store.CaptureTask, error)
+	ListCaptureTasks(ctx context.Context, p store.ListCaptureTasksParams) ([]store.CaptureTask, int, error)
+	SetCaptureTaskStatus(ctx context.Context, id, userID string, from []string, status string) (*store.CaptureTask, error)
+
+	// Materials and the files of runs.
+	CreateAsset(ctx context.Context, a *store.Asset) error
+	GetAsset(ctx context.Context, id string) (*store.Asset, error)
+	GetAssetByPath(ctx context.Context, userID, filePath string) (*store.Asset, error)
+	ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error)
+	ListRunAssets(ctx context.Context, runID string) ([]store.Asset, error)
+	SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
+
+	// The strategy diagnosis saves its blueprint on the project, with SyncBlueprint's writes.
+	UpdateProject(ctx context.Context, p store.UpdateProjectParams) (*store.Project, error)
+	StrategyTasks
+}
+
+// StrategyTasks is what the SyncBlueprint hook writes (scheduler.SyncBlueprint's store), in the
+// transaction that saves a blueprint.
+type StrategyTasks interface {
+	Now() time.Time
+	ReplaceStrategyTasks(ctx context.Context, projectID string, tasks []store.StrategyTask) error
+}
+
 // Config configures New. Store, and DataDir or Blobs, are required; the rest is optional.
 type Config struct {
-	Store   store.Driver
+	Store   Store
 	DataDir string
 	// Blobs holds the bytes of uploaded files; nil means the folder DataDir.
 	Blobs       blob.Store
@@ -55,13 +93,13 @@ type Config struct {
 	Log            *slog.Logger
 	// SyncBlueprint, when set, turns a stored blueprint into the project's strategy tasks (the
 	// scheduler's hook); it runs in the transaction that saves the blueprint, on tx.
-	SyncBlueprint func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
+	SyncBlueprint func(ctx context.Context, tx StrategyTasks, projectID string, blueprint json.RawMessage) error
 	Now           func() time.Time
 }
 
 // Service implements the content routes. It is safe for concurrent use.
 type Service struct {
-	st             store.Driver
+	st             Store
 	dataDir        string // where local generators write the files of runs
 	blobs          blob.Store
 	limit          int64
@@ -73,7 +111,7 @@ type Service struct {
 	chatflow       chatflow.Options
 	kb             Searcher
 	log            *slog.Logger
-	syncBP         func(ctx context.Context, tx store.Driver, projectID string, blueprint json.RawMessage) error
+	syncBP         func(ctx context.Context, tx StrategyTasks, projectID string, blueprint json.RawMessage) error
 	now            func() time.Time
 }
 
@@ -217,7 +255,7 @@ func (s *Service) Collect(ctx context.Context, in CollectInput) (*store.Corpus, 
 	}
 	pv.Summary = c.AISummary
 	c.Metadata, _ = json.Marshal(meta)
-	err = s.st.InTx(ctx, func(tx store.Driver) error {
+	err = store.InTx(ctx, s.st, func(tx Store) error {
 		if err := tx.CreateCorpus(ctx, c); err != nil {
 			return err
 		}
@@ -358,7 +396,7 @@ func feedItem(v any, kind string) map[string]any {
 }
 
 // ownCorpus loads a live record of userID; anything else is 404 so ids cannot be probed.
-func (s *Service) ownCorpus(ctx context.Context, st store.Content, userID, id string) (*store.Corpus, error) {
+func (s *Service) ownCorpus(ctx context.Context, st Store, userID, id string) (*store.Corpus, error) {
 	c, err := st.GetCorpus(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (c.IsDeleted || c.UserID != userID)) {
 		return nil, errcode.New(errcode.NotFound, "Inspiration not found")
@@ -370,7 +408,7 @@ func (s *Service) ownCorpus(ctx context.Context, st store.Content, userID, id st
 // its usage_count by one, in one transaction.
 func (s *Service) ConvertToTask(ctx context.Context, userID, id string) (*store.CaptureTask, error) {
 	var task *store.CaptureTask
-	err := s.st.InTx(ctx, func(tx store.Driver) error {
+	err := store.InTx(ctx, s.st, func(tx Store) error {
 		c, err := s.ownCorpus(ctx, tx, userID, id)
 		if err != nil {
 			return err
@@ -460,7 +498,7 @@ func (s *Service) Upload(ctx context.Context, in UploadInput) (*store.Asset, err
 	if err != nil {
 		return nil, err
 	}
-	err = s.st.InTx(ctx, func(tx store.Driver) error {
+	err = store.InTx(ctx, s.st, func(tx Store) error {
 		if err := tx.CreateAsset(ctx, a); err != nil {
 			return err
 		}
@@ -610,7 +648,7 @@ func (s *Service) InspirationUpload(ctx context.Context, in UploadInput, title s
 	c := &store.Corpus{ID: cid, UserID: in.UserID, ProjectID: in.ProjectID, InspirationType: "collection", CorpusType: "article",
 		ContentType: a.FileType, Title: clip(firstNonEmpty(title, a.OriginalName, a.FileType+" inspiration"), maxTitleLen),
 		MediaURLs: []string{a.FileURL}, Tags: a.Tags, Metadata: meta, Status: store.CorpusUnread}
-	err = s.st.InTx(ctx, func(tx store.Driver) error {
+	err = store.InTx(ctx, s.st, func(tx Store) error {
 		if err := tx.CreateCorpus(ctx, c); err != nil {
 			return err
 		}

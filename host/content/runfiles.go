@@ -75,7 +75,7 @@ func (s *Service) RecordRunFiles(ctx context.Context, r *store.Run, result json.
 			continue
 		}
 		known[a.FilePath] = true
-		if err := s.st.InTx(ctx, func(tx store.Driver) error {
+		if err := store.InTx(ctx, s.st, func(tx Store) error {
 			if err := tx.CreateAsset(ctx, a); err != nil {
 				return err
 			}

@@ -118,7 +118,7 @@ func (s *Service) Diagnose(ctx context.Context, answers []Answer, project *store
 		if err != nil {
 			return nil, nil, fmt.Errorf("content: encode blueprint: %w", err)
 		}
-		err = s.st.InTx(ctx, func(tx store.Driver) error {
+		err = store.InTx(ctx, s.st, func(tx Store) error {
 			if _, err := tx.UpdateProject(ctx, store.UpdateProjectParams{ID: project.ID, Blueprint: raw}); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@
 package kb
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -14,11 +15,41 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 )
 
-// Store is what the service needs of the database.
+// Store is what the service needs of the database, by concern.
 type Store interface {
-	store.Knowledge
-	SupportsVectorSearch() bool
+	// Ingest and delete.
+	AddDocument(ctx context.Context, src store.NewSourceParams, doc *store.KnowledgeDocument) (*store.AddDocumentResult, error)
+	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
+	WriteChunks(ctx context.Context, p store.WriteChunksParams) error
+	GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error)
+	GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error)
+	DeleteDocument(ctx context.Context, id string) (chunkIDs []string, err error)
 	ParallelWrites() bool
+
+	// Search (keyword and vector legs, the vector cache).
+	KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error)
+	TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error)
+	ChunksByID(ctx context.Context, ids []string) ([]store.ChunkRow, error)
+	VectorSearch(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error)
+	SupportsVectorSearch() bool
+	EmbeddingRefs(ctx context.Context, v store.Viewer) ([]store.EmbeddingRef, error)
+	Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[string][]float32, error)
+
+	// Reindex to another embedding model.
+	SourceChunks(ctx context.Context, sourceID, afterID string, limit int) ([]store.ChunkRow, error)
+	AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error
+	SwitchEmbeddings(ctx context.Context, sourceID, model string) error
+
+	// The query log: audit, feedback, metrics.
+	LogQuery(ctx context.Context, q *store.KnowledgeQuery) error
+	GetQuery(ctx context.Context, id string) (*store.KnowledgeQuery, error)
+	SetFeedback(ctx context.Context, id string, rating int, notes string) error
+	QueryStats(ctx context.Context, userID string, window int) (*store.QueryStats, error)
+
+	// Facts.
+	PutFact(ctx context.Context, f *store.Fact) error
+	DeleteFact(ctx context.Context, userID, idOrKey string) error
+	ListFacts(ctx context.Context, userID string) ([]store.Fact, error)
 }
 
 // Options configure the service; zero values take the defaults.

@@ -80,9 +80,15 @@ type Sources struct {
 	Log *slog.Logger
 }
 
+// Store is a database FromStore reads: its name, and whichever of OpsCounter, PoolStater and
+// KnowledgeLatency it also offers.
+type Store interface {
+	Name() string
+}
+
 // FromStore fills the sources a store driver offers (counts, pool, knowledge latency) by probing
 // it; the engine sources stay as they are.
-func (s Sources) FromStore(d store.Driver) Sources {
+func (s Sources) FromStore(d Store) Sources {
 	if d == nil {
 		return s
 	}

@@ -64,9 +64,23 @@ type Options struct {
 	LockName string
 }
 
+// Store is what the scheduler needs of the database (SyncBlueprint's is BlueprintStore).
+type Store interface {
+	ListDueStrategyTasks(ctx context.Context, p store.DueStrategyTasksParams) ([]store.StrategyTask, error)
+	StartAutoRun(ctx context.Context, a *store.AutoRun) error
+	SetAutoRunRun(ctx context.Context, projectID, strategyTaskID, runID string) error
+	FinishAutoRun(ctx context.Context, p store.FinishAutoRunParams) error
+	GetAutoRun(ctx context.Context, projectID, strategyTaskID string) (*store.AutoRun, error)
+	SetSchedulerMark(ctx context.Context, name string, at time.Time) error
+	SchedulerMark(ctx context.Context, name string) (time.Time, error)
+	TryLeaderLock(ctx context.Context, name string) (lock store.LeaderLock, ok bool, err error)
+	GetUser(ctx context.Context, id string) (*store.User, error) // the owner a due task runs as
+	events.Outbox                                                // scheduler.task.skipped
+}
+
 // Scheduler lists and triggers due strategy tasks. It is safe for concurrent use.
 type Scheduler struct {
-	st  store.Driver
+	st  Store
 	opt Options
 
 	mu       sync.Mutex
@@ -81,7 +95,7 @@ type Scheduler struct {
 }
 
 // New returns a Scheduler over st.
-func New(st store.Driver, opt Options) *Scheduler {
+func New(st Store, opt Options) *Scheduler {
 	if opt.Mode == "" {
 		opt.Mode = ModeAutomation
 	}

@@ -92,12 +92,13 @@ type Transactor interface {
 }
 
 // InTx runs fn in one transaction of db: fn's store calls commit together, or none does when fn
-// returns an error (which InTx returns). fn sees the transaction as S, the caller's own store
-// interface, so that code inside a transaction touches no more of the store than code outside.
+// returns an error (which InTx returns). fn sees the transaction as S, the same narrow interface
+// the caller holds db as, so code inside a transaction touches no more of the store than code
+// outside.
 //
-// S is an interface every Driver satisfies (host/app's wiring checks that when it hands the
-// service a Driver); a transaction that is not an S is a programming error, returned as such.
-func InTx[S any](ctx context.Context, db Transactor, fn func(tx S) error) error {
+// A driver's transaction is a Driver of the same kind as the driver itself, so it is an S whenever
+// the driver is; a transaction that is not is a programming error, returned as such.
+func InTx[S Transactor](ctx context.Context, db S, fn func(tx S) error) error {
 	return db.InTx(ctx, func(tx Driver) error {
 		s, ok := tx.(S)
 		if !ok {

@@ -43,7 +43,12 @@ func benchScheduler(ctx context.Context, _ *options) error {
 		return err
 	}
 	prios := []string{store.PriorityHigh, store.PriorityMedium, store.PriorityLow}
-	err = st.InTx(ctx, func(tx store.Driver) error {
+	type seeder interface {
+		store.Transactor
+		store.Projects
+		store.Scheduling
+	}
+	err = store.InTx[seeder](ctx, st, func(tx seeder) error {
 		for i := range projects {
 			p := &store.Project{ID: uuid.NewString(), UserID: u.ID, Name: fmt.Sprintf("p%d", i)}
 			if err := tx.CreateProject(ctx, p); err != nil {

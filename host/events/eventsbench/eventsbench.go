@@ -31,9 +31,18 @@ type OutboxResult struct {
 	EmitPerSec   float64 `json:"emit_per_s"` // Emit in its own transaction, one at a time
 }
 
+// Store is what Outbox needs of a database: events.Emit's method in a transaction, the worker's,
+// and the driver's name for the result.
+type Store interface {
+	store.Transactor
+	events.Outbox
+	events.WorkerStore
+	Name() string
+}
+
 // Outbox stores n events in d, then runs a worker (batch size batch, 5 ms interval) until a local
 // receiver has accepted them all.
-func Outbox(ctx context.Context, d store.Driver, n, batch int) (*OutboxResult, error) {
+func Outbox(ctx context.Context, d Store, n, batch int) (*OutboxResult, error) {
 	var got atomic.Int64
 	all := make(chan struct{})
 	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +54,7 @@ func Outbox(ctx context.Context, d store.Driver, n, batch int) (*OutboxResult, e
 	defer rec.Close()
 	start := time.Now()
 	for i := range n {
-		err := d.InTx(ctx, func(tx store.Driver) error {
+		err := store.InTx(ctx, d, func(tx Store) error {
 			return events.Emit(ctx, tx, events.Event{Name: events.JobStatusChanged, Data: map[string]any{"jobId": i, "status": "running"}})
 		})
 		if err != nil {
