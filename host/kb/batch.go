@@ -1,27 +1,23 @@
+// IngestBatch: many documents of one call, in groups that share their transactions, the next
+// group parsed and embedded while the previous one is written.
+
 package kb
 
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
+	"runtime"
 	"sync"
+
+	"github.com/reelforge/reelforge/host/store"
 )
 
-// BatchWorkers is how many items of one IngestBatch are ingested at once on a database whose
-// writes run side by side (store.Driver.ParallelWrites). A serial ingest on PostgreSQL leaves the
-// host and the server idle much of the time, each waiting on the other (round trips, the commit's
-// WAL flush); two at once keep both busy, and on the project's two-core machine four gained
-// nothing more while holding up to all four connections of the default pool. On SQLite, whose
-// writers take turns, items go one at a time: there, four at once were slower (waiting writers
-// sleep in the busy handler). Figures in BENCHMARKS.md, ninth session.
-const BatchWorkers = 2
-
-// batchWorkers is the number of items IngestBatch runs at once on this service's store.
-func (s *Service) batchWorkers() int {
-	if s.st.ParallelWrites() {
-		return BatchWorkers
-	}
-	return 1
-}
+// BatchGroup is how many documents of an IngestBatch share a transaction: the documents are added
+// in one (store.AddDocuments) and their chunks written in another (store.WriteChunksBatch). A
+// document ingested alone costs two commits and about a dozen round trips to the database, which
+// for short documents (a few KB) was most of an ingest on PostgreSQL; a group pays them once.
+const BatchGroup = 16
 
 // BatchOutcome is the result of one item of IngestBatch: Result, or Err.
 type BatchOutcome struct {
@@ -29,38 +25,169 @@ type BatchOutcome struct {
 	Err    error
 }
 
-// IngestBatch ingests items, BatchWorkers at a time (one at a time on SQLite), and returns their
-// outcomes in item order. One item's failure does not stop the others.
+// batchJob is one document of an IngestBatch on its way through the stages.
+type batchJob struct {
+	item   int
+	p      IngestParams
+	nd     store.NewDocument
+	data   []byte
+	added  *store.AddDocumentResult
+	res    *IngestResult
+	chunks []store.KnowledgeChunk
+	err    error // the ingest's error once the job fails (before the write, or the write's)
+	done   bool  // nothing to write: a duplicate, or failed before the write with out set
+	out    BatchOutcome
+}
+
+// IngestBatch ingests items and returns their outcomes in item order; one item's failure does not
+// stop the others. It is Ingest for each item, in stages over groups of BatchGroup documents: add
+// the group's documents (one transaction), parse, split and embed them (on all cores), write their
+// chunks (one transaction). Group k+1 is added and embedded while group k is written, one group
+// ahead at most. On SQLite, whose writers take turns, the two transactions never overlap; a group
+// whose transaction fails is done again one document at a time, so each document gets its own
+// outcome.
 //
-// Items that would land as the same document (same content into the same source) run one after
-// the other, in item order, as they would in a serial loop: the first indexes it and the later
-// ones are duplicates of the indexed document, not of one still parsing.
+// An item that would land as the same document as an earlier one (same content into the same
+// source) is ingested after the groups, as in a serial loop: a duplicate of the indexed document.
 func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []BatchOutcome {
 	type sameDoc struct {
 		user, project, source string
 		content               [sha256.Size]byte
 	}
 	out := make([]BatchOutcome, len(items))
-	prev := map[sameDoc]chan struct{}{} // the last item seen of each document, closed when it is done
-	slots := make(chan struct{}, s.batchWorkers())
-	var wg sync.WaitGroup
+	seen := map[sameDoc]bool{}
+	var jobs []*batchJob
+	var repeats []int
 	for i, p := range items {
+		if err := p.Validate(); err != nil {
+			out[i].Err = err
+			continue
+		}
 		p.fillDefaults()
 		key := sameDoc{p.UserID, p.ProjectID, p.SourceName, sha256.Sum256(p.content())}
-		wait, done := prev[key], make(chan struct{})
-		prev[key] = done
-		wg.Go(func() {
-			defer close(done)
-			if wait != nil {
-				// Wait before taking a slot: the item waited on holds one or has finished.
-				<-wait
+		if seen[key] {
+			repeats = append(repeats, i)
+			continue
+		}
+		seen[key] = true
+		j := &batchJob{item: i, p: p}
+		j.nd, j.data = s.newDocument(p)
+		jobs = append(jobs, j)
+	}
+	var turn sync.Mutex // SQLite: one of the two transactions at a time
+	serial := func() func() {
+		if s.st.ParallelWrites() {
+			return func() {}
+		}
+		turn.Lock()
+		return turn.Unlock
+	}
+	ready := make(chan []*batchJob, 1)
+	go func() {
+		defer close(ready)
+		for start := 0; start < len(jobs); start += BatchGroup {
+			g := jobs[start:min(len(jobs), start+BatchGroup)]
+			s.addGroup(ctx, g, serial)
+			s.prepareGroup(ctx, g)
+			ready <- g
+		}
+	}()
+	for g := range ready {
+		s.writeGroup(ctx, g, serial)
+		for _, j := range g {
+			out[j.item] = j.out
+		}
+	}
+	for _, i := range repeats {
+		res, err := s.Ingest(ctx, items[i])
+		out[i] = BatchOutcome{Result: res, Err: err}
+	}
+	return out
+}
+
+// addGroup adds the group's documents in one transaction (one at a time if it fails) and sets
+// aside those with nothing to index.
+func (s *Service) addGroup(ctx context.Context, g []*batchJob, serial func() func()) {
+	docs := make([]store.NewDocument, len(g))
+	for i, j := range g {
+		docs[i] = j.nd
+	}
+	unlock := serial()
+	all, err := s.st.AddDocuments(ctx, docs)
+	unlock()
+	for i, j := range g {
+		if err == nil {
+			j.added = all[i]
+		} else {
+			unlock := serial()
+			j.added, j.err = s.st.AddDocument(ctx, j.nd.Source, j.nd.Document)
+			unlock()
+			if j.err != nil {
+				j.done, j.out = true, BatchOutcome{Err: fmt.Errorf("kb: add document: %w", j.err)}
+				continue
 			}
-			slots <- struct{}{}
+		}
+		res, done, err := s.added(j.added)
+		j.res = res
+		if done {
+			j.done, j.out = true, BatchOutcome{Result: res, Err: err}
+		}
+	}
+}
+
+// prepareGroup parses, splits and embeds the group's documents, as many at once as there are
+// cores.
+func (s *Service) prepareGroup(ctx context.Context, g []*batchJob) {
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, j := range g {
+		if j.done {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
 			defer func() { <-slots }()
-			res, err := s.Ingest(ctx, p)
-			out[i] = BatchOutcome{Result: res, Err: err}
+			j.chunks, j.err = s.prepare(ctx, j.added.Source, j.nd.Document, j.p, j.data)
 		})
 	}
 	wg.Wait()
-	return out
+}
+
+// writeGroup writes the chunks of the group's prepared documents in one transaction (one document
+// at a time if it fails, so a document indexed meanwhile by another ingest is a duplicate and the
+// others are written), then ends each document's ingest.
+func (s *Service) writeGroup(ctx context.Context, g []*batchJob, serial func() func()) {
+	var todo []*batchJob
+	var docs []store.WriteChunksParams
+	for _, j := range g {
+		if !j.done && j.err == nil {
+			todo = append(todo, j)
+			docs = append(docs, store.WriteChunksParams{DocumentID: j.nd.Document.ID, Chunks: j.chunks})
+		}
+	}
+	if len(docs) > 0 {
+		unlock := serial()
+		err := s.write(ctx, docs...)
+		unlock()
+		if err != nil && len(docs) == 1 {
+			todo[0].err = err
+		} else if err != nil {
+			for i, j := range todo {
+				unlock := serial()
+				j.err = s.write(ctx, docs[i])
+				unlock()
+			}
+		}
+	}
+	for _, j := range g {
+		if j.done {
+			continue
+		}
+		n := len(j.chunks)
+		if j.err != nil {
+			n = 0
+		}
+		res, err := s.finishIngest(ctx, j.res, j.nd.Document.ID, n, j.err)
+		j.out = BatchOutcome{Result: res, Err: err}
+	}
 }

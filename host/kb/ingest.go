@@ -121,6 +121,22 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 		return nil, err
 	}
 	p.fillDefaults()
+	nd, data := s.newDocument(p)
+	added, err := s.st.AddDocument(ctx, nd.Source, nd.Document)
+	if err != nil {
+		return nil, fmt.Errorf("kb: add document: %w", err)
+	}
+	res, done, err := s.added(added)
+	if done {
+		return res, err
+	}
+	n, ingestErr := s.index(ctx, added.Source, nd.Document, p, data)
+	return s.finishIngest(ctx, res, nd.Document.ID, n, ingestErr)
+}
+
+// newDocument is the document record of p (filled with its defaults) and p's content: it starts
+// in parsing, held by this service's holder.
+func (s *Service) newDocument(p IngestParams) (store.NewDocument, []byte) {
 	data := p.content()
 	sum := sha256.Sum256(data)
 	filename := p.Filename
@@ -147,32 +163,41 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 		until := time.Now().Add(s.opt.Lease)
 		doc.HeldBy, doc.LeaseUntil = s.opt.Holder, &until
 	}
-	added, err := s.st.AddDocument(ctx, store.NewSourceParams{ID: uuid.NewString(), CreatedBy: p.UserID, ProjectID: p.ProjectID,
-		Name: p.SourceName, Visibility: p.Visibility, Internal: p.Internal}, doc)
-	if err != nil {
-		return nil, fmt.Errorf("kb: add document: %w", err)
-	}
-	res := &IngestResult{Document: added.Document, Source: added.Source, Duplicate: added.Duplicate}
+	return store.NewDocument{Source: store.NewSourceParams{ID: uuid.NewString(), CreatedBy: p.UserID, ProjectID: p.ProjectID,
+		Name: p.SourceName, Visibility: p.Visibility, Internal: p.Internal}, Document: doc}, data
+}
+
+// added is the outcome of AddDocument for an ingest: done when there is nothing to index (a
+// duplicate: its result, or an error when the earlier ingest of the same content is still at
+// work); otherwise the result to complete with finish.
+func (s *Service) added(added *store.AddDocumentResult) (res *IngestResult, done bool, err error) {
+	res = &IngestResult{Document: added.Document, Source: added.Source, Duplicate: added.Duplicate}
 	if added.Duplicate {
 		if added.Document.ParseStatus != store.DocIndexed {
 			// Not a duplicate of something searchable: the earlier ingest of the same content is
 			// still at work (its host lives and renews its lease). Say so rather than answer as if
 			// the write were done.
-			return nil, errcode.Newf(errcode.Validation, "the same content is still being indexed as document %s (%s): retry when it is indexed",
+			return nil, true, errcode.Newf(errcode.Validation, "the same content is still being indexed as document %s (%s): retry when it is indexed",
 				added.Document.ID, added.Document.ParseStatus).WithStatus(409)
 		}
 		res.ChunksCount = added.Document.ChunkCount
-		return res, nil
+		return res, true, nil
 	}
 	if added.Retry {
-		s.log.Info("kb: ingesting again a document left failed or unfinished", "document", doc.ID)
+		s.log.Info("kb: ingesting again a document left failed or unfinished", "document", added.Document.ID)
 	}
-	n, ingestErr := s.index(ctx, added.Source, doc, p, data)
+	return res, false, nil
+}
+
+// finishIngest ends the ingest of document docID that wrote n chunks or failed with ingestErr: a
+// failure is kept on the document (failed, with its public reason), and the result carries the
+// document as stored.
+func (s *Service) finishIngest(ctx context.Context, res *IngestResult, docID string, n int, ingestErr error) (*IngestResult, error) {
 	if ingestErr != nil && !errors.Is(ingestErr, store.ErrConflict) {
 		if e := errcode.As(ingestErr); e == nil || e.Code != errcode.Validation {
-			s.log.Warn("kb: ingest failed", "document", doc.ID, "err", ingestErr)
+			s.log.Warn("kb: ingest failed", "document", docID, "err", ingestErr)
 		}
-		err := s.st.SetDocumentStatus(context.WithoutCancel(ctx), doc.ID, store.DocFailed, publicReason(ingestErr))
+		err := s.st.SetDocumentStatus(context.WithoutCancel(ctx), docID, store.DocFailed, publicReason(ingestErr))
 		if errors.Is(err, store.ErrConflict) {
 			ingestErr = err
 		} else if err != nil {
@@ -180,7 +205,8 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 		}
 	}
 	res.ChunksCount = n
-	if res.Document, err = s.st.GetDocument(ctx, doc.ID); err != nil {
+	var err error
+	if res.Document, err = s.st.GetDocument(ctx, docID); err != nil {
 		return nil, fmt.Errorf("kb: reload document: %w", err)
 	}
 	if errors.Is(ingestErr, store.ErrConflict) {
@@ -213,24 +239,37 @@ func firstLine(text string, max int) string {
 
 // index parses, splits, embeds and writes one document; it returns the chunk count.
 func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, p IngestParams, data []byte) (int, error) {
+	chunks, err := s.prepare(ctx, src, doc, p, data)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.write(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks}); err != nil {
+		return 0, err
+	}
+	return len(chunks), nil
+}
+
+// prepare parses, splits and embeds one document (no write but its status, when it is not in
+// parsing already): the chunks to write.
+func (s *Service) prepare(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, p IngestParams, data []byte) ([]store.KnowledgeChunk, error) {
 	if doc.ParseStatus != store.DocParsing {
 		if err := s.st.SetDocumentStatus(ctx, doc.ID, store.DocParsing, ""); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	text := p.Text
 	if p.IsFile {
 		var err error
 		if text, err = parse.Text(p.Filename, data); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	if strings.TrimSpace(text) == "" {
-		return 0, errcode.New(errcode.Validation, "the document contains no text")
+		return nil, errcode.New(errcode.Validation, "the document contains no text")
 	}
 	parts := chunk.Split(text, p.Chunk)
 	if len(parts) == 0 {
-		return 0, errcode.New(errcode.Validation, "the document contains no text")
+		return nil, errcode.New(errcode.Validation, "the document contains no text")
 	}
 	chunks := make([]store.KnowledgeChunk, len(parts))
 	texts := make([]string, len(parts))
@@ -240,7 +279,7 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 	var sb strings.Builder
 	for i, c := range parts {
 		if i%64 == 0 && ctx.Err() != nil {
-			return 0, ctx.Err()
+			return nil, ctx.Err()
 		}
 		full := withHeading(c.Text, c.Heading)
 		texts[i] = full
@@ -268,24 +307,36 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 	if local == nil {
 		vecs, err := s.embedAll(ctx, texts)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		for i := range chunks {
 			chunks[i].Embedding = vecs[i]
 		}
 	}
-	err := s.st.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks})
+	return chunks, nil
+}
+
+// write writes the chunks of one or more documents in one transaction and remembers their vectors.
+func (s *Service) write(ctx context.Context, docs ...store.WriteChunksParams) error {
+	var err error
+	if len(docs) == 1 {
+		err = s.st.WriteChunks(ctx, docs[0])
+	} else {
+		err = s.st.WriteChunksBatch(ctx, docs)
+	}
 	s.changed()
 	if err != nil {
-		return 0, err
+		return err
 	}
-	ids := make([]string, len(chunks))
-	vecs := make([][]float32, len(chunks))
-	for i, c := range chunks {
-		ids[i], vecs[i] = c.ID, c.Embedding
+	for _, d := range docs {
+		ids := make([]string, len(d.Chunks))
+		vecs := make([][]float32, len(d.Chunks))
+		for i, c := range d.Chunks {
+			ids[i], vecs[i] = c.ID, c.Embedding
+		}
+		s.remember(s.emb.Model(), ids, vecs)
 	}
-	s.remember(s.emb.Model(), ids, vecs)
-	return len(chunks), nil
+	return nil
 }
 
 // timeOrderedID is a new document or chunk id: a UUID of version 7, which starts with the time.

@@ -502,52 +502,55 @@ func TestReindex(t *testing.T) {
 	})
 }
 
-// overlapWatch is a driver whose WriteChunks holds each call until a second one is in flight
-// (or a few seconds pass), and records whether that happened: a serial ingest never overlaps.
-type overlapWatch struct {
+// batchWatch is a driver that counts the calls of an ingest's two transactions, one document or
+// several at a time, and can fail the next few WriteChunksBatch calls.
+type batchWatch struct {
 	store.Driver
-	mu       sync.Mutex
-	inFlight int
-	two      chan struct{}
-	once     sync.Once
+	mu                                   sync.Mutex
+	add, adds, write, writes, failWrites int
 }
 
-func (o *overlapWatch) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
-	o.mu.Lock()
-	o.inFlight++
-	if o.inFlight >= 2 {
-		o.once.Do(func() { close(o.two) })
-	}
-	o.mu.Unlock()
-	if o.ParallelWrites() {
-		select {
-		case <-o.two:
-		case <-time.After(3 * time.Second):
-		}
-	}
-	err := o.Driver.WriteChunks(ctx, p)
-	o.mu.Lock()
-	o.inFlight--
-	o.mu.Unlock()
-	return err
+func (w *batchWatch) AddDocument(ctx context.Context, src store.NewSourceParams, doc *store.KnowledgeDocument) (*store.AddDocumentResult, error) {
+	w.mu.Lock()
+	w.add++
+	w.mu.Unlock()
+	return w.Driver.AddDocument(ctx, src, doc)
 }
 
-func (o *overlapWatch) overlapped() bool {
-	select {
-	case <-o.two:
-		return true
-	default:
-		return false
-	}
+func (w *batchWatch) AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error) {
+	w.mu.Lock()
+	w.adds++
+	w.mu.Unlock()
+	return w.Driver.AddDocuments(ctx, docs)
 }
 
-// IngestBatch ingests items at once (one at a time on SQLite), answers in item order, keeps a bad item's error at its
-// place, and makes a repeated item a duplicate of the indexed document, as a serial loop would.
+func (w *batchWatch) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
+	w.mu.Lock()
+	w.write++
+	w.mu.Unlock()
+	return w.Driver.WriteChunks(ctx, p)
+}
+
+func (w *batchWatch) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
+	w.mu.Lock()
+	w.writes++
+	fail := w.failWrites > 0
+	w.failWrites--
+	w.mu.Unlock()
+	if fail {
+		return errors.New("batchWatch: this write fails")
+	}
+	return w.Driver.WriteChunksBatch(ctx, docs)
+}
+
+// IngestBatch answers in item order, keeps a bad item's error at its place, makes a repeated item
+// a duplicate of the indexed document, as a serial loop would, and adds and writes the distinct
+// documents of a group in one transaction each.
 func TestIngestBatch(t *testing.T) {
 	t.Parallel()
 	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
 		u := storetest.NewUser(t, d, "")
-		w := &overlapWatch{Driver: d, two: make(chan struct{})}
+		w := &batchWatch{Driver: d}
 		s := kb.New(w, kb.Options{})
 		item := func(title, text string) kb.IngestParams {
 			return kb.IngestParams{UserID: u.ID, SourceName: "batch", Visibility: store.VisibilityPrivate, Title: title, Text: text}
@@ -582,8 +585,43 @@ func TestIngestBatch(t *testing.T) {
 		if e := errcode.As(out[3].Err); e == nil || e.Code != errcode.Validation {
 			t.Errorf("empty item: %v, want VALIDATION_ERROR", out[3].Err)
 		}
-		if d.ParallelWrites() != w.overlapped() {
-			t.Errorf("writes of the batch in flight at once: %v; want %v (ParallelWrites)", w.overlapped(), d.ParallelWrites())
+		// The three distinct documents: one AddDocuments, one WriteChunksBatch; the two repeats
+		// went through Ingest after them (AddDocument each, nothing to write).
+		if w.adds != 1 || w.writes != 1 || w.add != 2 || w.write != 0 {
+			t.Errorf("AddDocuments %d, WriteChunksBatch %d, AddDocument %d, WriteChunks %d; want 1, 1, 2, 0", w.adds, w.writes, w.add, w.write)
+		}
+	})
+}
+
+// TestIngestBatchGroups: a batch of several groups is written a group at a time, every document
+// indexed and found; a group whose transaction fails is written one document at a time.
+func TestIngestBatchGroups(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		w := &batchWatch{Driver: d, failWrites: 1}
+		s := kb.New(w, kb.Options{})
+		n := 2*kb.BatchGroup + 3
+		items := make([]kb.IngestParams, n)
+		for i := range items {
+			items[i] = kb.IngestParams{UserID: u.ID, SourceName: "groups", Visibility: store.VisibilityPrivate,
+				Text: fmt.Sprintf("Note %d: the marmot%d shot needs a second lamp.", i, i)}
+		}
+		for i, o := range s.IngestBatch(ctx, items) {
+			if o.Err != nil || o.Result.Duplicate || o.Result.Document.ParseStatus != store.DocIndexed || o.Result.ChunksCount != 1 {
+				t.Fatalf("item %d = %+v, %v; want indexed", i, o.Result, o.Err)
+			}
+		}
+		// Three groups; the first one's batch write failed and its documents went one by one.
+		if w.adds != 3 || w.writes != 3 || w.write != kb.BatchGroup {
+			t.Errorf("AddDocuments %d, WriteChunksBatch %d, WriteChunks %d; want 3, 3, %d", w.adds, w.writes, w.write, kb.BatchGroup)
+		}
+		for _, i := range []int{0, kb.BatchGroup, n - 1} {
+			hits, err := s.Search(ctx, kb.SearchParams{UserID: u.ID, Query: fmt.Sprintf("marmot%d", i)})
+			if err != nil || len(hits) == 0 || !strings.Contains(hits[0].ChunkText, fmt.Sprintf("marmot%d ", i)) {
+				t.Errorf("Search(marmot%d) = %+v, %v", i, hits, err)
+			}
 		}
 	})
 }

@@ -143,6 +143,12 @@ type AddDocumentResult struct {
 	Retry bool
 }
 
+// NewDocument is one document of AddDocuments: its source and the document, as AddDocument takes them.
+type NewDocument struct {
+	Source   NewSourceParams
+	Document *KnowledgeDocument
+}
+
 // IngestStale is how long a document written without a lease (before migration 0290) may stay
 // uploading or parsing before a new upload of the same file takes it over. A document with a lease
 // is taken over as soon as its lease runs out. Should a slow ingest still finish, the document is
@@ -224,6 +230,9 @@ type Knowledge interface {
 	// (Duplicate) and nothing changes, unless that document is failed or abandoned: then doc
 	// takes it over (Retry, see AddDocumentResult) and doc.ID becomes its id.
 	AddDocument(ctx context.Context, src NewSourceParams, doc *KnowledgeDocument) (*AddDocumentResult, error)
+	// AddDocuments is AddDocument for each of docs, in order, in one transaction (a batch's
+	// documents: one commit instead of one each); on an error none is added.
+	AddDocuments(ctx context.Context, docs []NewDocument) ([]*AddDocumentResult, error)
 	// RenewDocumentLeases extends the leases of the documents holder is ingesting.
 	RenewDocumentLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
 	// FailAbandonedDocuments fails, with reason, the documents left uploading or parsing by a
@@ -237,6 +246,10 @@ type Knowledge interface {
 	// count, in one transaction (filling the vector column where the database has one); a
 	// document indexed already is ErrConflict and nothing is written.
 	WriteChunks(ctx context.Context, p WriteChunksParams) error
+	// WriteChunksBatch is WriteChunks for several documents in one transaction (on PostgreSQL one
+	// COPY for all their chunks); if any of them is indexed already it is ErrConflict and nothing
+	// is written.
+	WriteChunksBatch(ctx context.Context, docs []WriteChunksParams) error
 	// GetSource and GetDocument return ErrNotFound for unknown ids (visibility is the caller's).
 	GetSource(ctx context.Context, id string) (*KnowledgeSource, error)
 	GetDocument(ctx context.Context, id string) (*KnowledgeDocument, error)

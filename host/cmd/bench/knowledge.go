@@ -38,7 +38,7 @@ var (
 	kbRecall = flag.Int("kb-recall", 0, "on postgres+pgvector, also measure the HNSW leg's recall@100 against an exact scan over this many of the queries")
 	kbKeep   = flag.Bool("kb-keep", false, "keep the PostgreSQL schemas of the knowledge bench (their names are printed) instead of dropping them")
 	kbBatch  = flag.Int("kb-batch-chunks", 5000, "after the search, ingest about this many chunks more through kb.IngestBatch (batch/text: "+
-		"100 documents a call, kb.BatchWorkers at once on PostgreSQL) for its MB/s (0: skip; skipped with -kb-schema)")
+		"100 documents a call, in groups of kb.BatchGroup) for its MB/s (0: skip; skipped with -kb-schema)")
 	kbSchema = flag.String("kb-schema", "", "on PostgreSQL, the schema of the ingest and search part (kept afterwards); when it already "+
 		"holds that part's corpus (a run with -kb-keep), its documents are regenerated, not ingested again, and the search runs on it")
 )
@@ -312,11 +312,7 @@ func kbBatchIngest(ctx context.Context, name string, st store.Driver, chunks int
 		return err
 	}
 	meter.end(ctx)
-	workers := 1
-	if st.ParallelWrites() {
-		workers = kb.BatchWorkers
-	}
-	fmt.Printf("| %s, batch/text (%d at once) | %.2f | %.2f | %s | %d | | | |\n", name, workers,
+	fmt.Printf("| %s, batch/text (groups of %d) | %.2f | %.2f | %s | %d | | | |\n", name, kb.BatchGroup,
 		float64(bytes)/1e6/wall.Seconds(), float64(bytes)/1e6/cpu.Seconds(), meter.mbs(bytes), done)
 	return nil
 }

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -27,34 +28,42 @@ func halfVector(v []float32) any {
 	return pgvector.NewHalfVector(v)
 }
 
-// WriteChunks implements store.Knowledge: the chunks (with their keyword index value,
-// searchVector) and their embeddings go in with COPY (two round trips for a whole document, where
-// multi-row INSERTs of 50 rows take one per batch and make the server parse every parameter), then
-// the document is marked indexed, all in one transaction. The vectors go into the HNSW index later
-// (indexer.go): until then the search scans them exactly.
+// WriteChunks implements store.Knowledge through WriteChunksBatch.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
+	return d.WriteChunksBatch(ctx, []store.WriteChunksParams{p})
+}
+
+// WriteChunksBatch implements store.Knowledge: the chunks of all the documents (with their
+// keyword index value, searchVector) and their embeddings go in with COPY (two round trips for the
+// whole batch, where multi-row INSERTs of 50 rows take one per batch and make the server parse
+// every parameter), then the documents are marked indexed in one UPDATE, all in one transaction.
+// The vectors go into the HNSW index later (indexer.go): until then the search scans them exactly.
+func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
 	defer d.df.Reset()
 	var vectors int
 	defer func() { d.idx.wrote(vectors) }()
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
 		t, ok := tx.Conn().(txConn)
 		if !ok {
-			return tx.WriteChunksWith(ctx, p, d.putEmbedding)
+			return tx.WriteChunksBatchWith(ctx, docs, d.putEmbedding)
 		}
 		now := tx.Now()
-		chunks := make([][]any, len(p.Chunks))
-		var embs [][]any
-		for i, c := range p.Chunks {
-			chunks[i] = []any{c.ID, c.SourceID, p.DocumentID, c.Index, c.Text, c.Heading, c.TokenCount, c.SearchText,
-				searchVector(c.SearchText), sqldb.JOr(c.Metadata, "{}"), c.EmbeddingModel, now}
-			if c.Embedding == nil {
-				continue
+		var chunks, embs [][]any
+		ids, counts := make([]string, len(docs)), make([]int32, len(docs))
+		for i, p := range docs {
+			ids[i], counts[i] = p.DocumentID, int32(len(p.Chunks))
+			for _, c := range p.Chunks {
+				chunks = append(chunks, []any{c.ID, c.SourceID, p.DocumentID, c.Index, c.Text, c.Heading, c.TokenCount, c.SearchText,
+					searchVector(c.SearchText), sqldb.JOr(c.Metadata, "{}"), c.EmbeddingModel, now})
+				if c.Embedding == nil {
+					continue
+				}
+				row := []any{c.ID, c.EmbeddingModel, sqldb.EncodeVector(c.Embedding), now}
+				if d.vector {
+					row = append(row, halfVector(c.Embedding))
+				}
+				embs = append(embs, row)
 			}
-			row := []any{c.ID, c.EmbeddingModel, sqldb.EncodeVector(c.Embedding), now}
-			if d.vector {
-				row = append(row, halfVector(c.Embedding))
-			}
-			embs = append(embs, row)
 		}
 		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"knowledge_chunks"}, []string{"id", "source_id", "document_id",
 			"chunk_index", "chunk_text", "heading", "token_count", "search_text", "search_tsv", "metadata", "embedding_model", "created_at"},
@@ -70,8 +79,22 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) err
 				return mapError(err)
 			}
 		}
-		if err := tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now); err != nil {
-			return err
+		if len(docs) == 1 {
+			if err := tx.MarkIndexed(ctx, ids[0], int(counts[0]), now); err != nil {
+				return err
+			}
+		} else {
+			// MarkIndexed for all at once; a document indexed already (or gone) leaves a row
+			// unchanged, and the batch is a conflict (the caller writes such a batch one
+			// document at a time to learn which).
+			n, err := tx.Exec(ctx, `UPDATE knowledge_documents d SET parse_status = $3, error_message = '', chunk_count = u.n, updated_at = $4
+				FROM unnest($1::text[], $2::int[]) AS u(id, n) WHERE d.id = u.id AND d.parse_status <> $3`, ids, counts, store.DocIndexed, tx.T(now))
+			if err != nil {
+				return err
+			}
+			if n != int64(len(docs)) {
+				return fmt.Errorf("%w: %d of the %d documents of the batch are indexed already or gone", store.ErrConflict, int64(len(docs))-n, len(docs))
+			}
 		}
 		if d.vector {
 			vectors = len(embs)

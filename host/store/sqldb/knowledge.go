@@ -163,6 +163,25 @@ func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *s
 	return &res, nil
 }
 
+// AddDocuments implements store.Knowledge: AddDocument for each document in one transaction.
+func (db *DB) AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error) {
+	out := make([]*store.AddDocumentResult, len(docs))
+	err := db.WithTx(ctx, func(tx *DB) error {
+		for i, d := range docs {
+			r, err := tx.AddDocument(ctx, d.Source, d.Document)
+			if err != nil {
+				return err
+			}
+			out[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // retryDocument claims the existing document d of the same hash for a new ingest when d is not
 // indexed and no ingest is working on it: failed, or left uploading or parsing by a holder whose
 // lease ran out (a host killed mid-ingest; a document written without a lease: for longer than
@@ -301,6 +320,18 @@ func (db *DB) WriteChunksWith(ctx context.Context, p store.WriteChunksParams, pu
 			return err
 		}
 		return tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now)
+	})
+}
+
+// WriteChunksBatchWith is WriteChunksWith for several documents in one transaction.
+func (db *DB) WriteChunksBatchWith(ctx context.Context, docs []store.WriteChunksParams, put EmbeddingWriter) error {
+	return db.WithTx(ctx, func(tx *DB) error {
+		for _, p := range docs {
+			if err := tx.WriteChunksWith(ctx, p, put); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

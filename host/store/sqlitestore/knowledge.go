@@ -17,6 +17,13 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) err
 	return err
 }
 
+// WriteChunksBatch implements store.Knowledge.
+func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
+	err := d.DB.WriteChunksBatchWith(ctx, docs, sqldb.InsertEmbeddings)
+	d.df.Reset()
+	return err
+}
+
 // newTermCounts is the document-frequency cache of the keyword leg. Writes of this process reset
 // it; those of another process (the CLI's ingest) are seen within TTL. A stale count only shifts
 // which common terms the keyword leg leaves out.

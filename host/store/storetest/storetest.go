@@ -46,6 +46,7 @@ var suites = []struct {
 	{"knowledge_concurrent_uploads", testKnowledgeConcurrentUploads},
 	{"knowledge_visibility", testKnowledgeVisibility},
 	{"knowledge_chunks", testKnowledgeChunks},
+	{"knowledge_batch", testKnowledgeBatch},
 	{"knowledge_term_stats", testKnowledgeTermStats},
 	{"knowledge_delete", testKnowledgeDelete},
 	{"knowledge_queries", testKnowledgeQueries},
