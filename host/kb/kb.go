@@ -19,8 +19,10 @@ import (
 type Store interface {
 	// Ingest and delete.
 	AddDocument(ctx context.Context, src store.NewSourceParams, doc *store.KnowledgeDocument) (*store.AddDocumentResult, error)
+	AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error)
 	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
 	WriteChunks(ctx context.Context, p store.WriteChunksParams) error
+	WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error
 	GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error)
 	GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error)
 	DeleteDocument(ctx context.Context, id string) (chunkIDs []string, err error)
