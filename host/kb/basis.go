@@ -43,10 +43,11 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 		forms[t] = wordForms(t)
 		lookup = append(lookup, forms[t]...)
 	}
-	docs, df, err := s.st.TermStats(ctx, lookup)
+	stats, err := s.st.TermStats(ctx, lookup)
 	if err != nil {
 		return nil, err
 	}
+	docs, df := stats.Docs, stats.DF
 	artifact := map[string]bool{}
 	for i, b := range bigrams {
 		if df[b] == 0 && ((i > 0 && overlaps(bigrams[i-1], b) && df[bigrams[i-1]] > 0) ||

@@ -1,20 +1,10 @@
 package kb
 
 import (
-	"context"
 	"testing"
 
 	"github.com/reelforge/reelforge/host/store"
 )
-
-type fixedStats struct {
-	docs int
-	df   map[string]int
-}
-
-func (f fixedStats) TermStats(context.Context, []string) (int, map[string]int, error) {
-	return f.docs, f.df, nil
-}
 
 // bestByBM25 reorders a store's keyword matches by BM25 with the whole index's statistics and
 // keeps the best n. The store ranked "short" first: FTS5 gives "reel", held by most chunks, no
@@ -26,12 +16,9 @@ func TestBestByBM25(t *testing.T) {
 		{ID: "long", SearchText: "hook reel reel reel"},
 		{ID: "none", SearchText: "opening shot"},
 	}
-	stats := fixedStats{docs: 100, df: map[string]int{"hook": 2, "reel": 60}}
+	stats := store.TermStats{Docs: 100, AvgLen: 3, DF: map[string]int{"hook": 2, "reel": 60}}
 	split := map[string][]string{}
-	got, err := bestByBM25(context.Background(), stats, []string{"hook", "reel"}, rows, 2, split)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := bestByBM25([]string{"hook", "reel"}, rows, 2, stats, split)
 	if len(got) != 2 || got[0].ID != "long" || got[1].ID != "short" {
 		ids := []string{}
 		for _, r := range got {

@@ -30,9 +30,9 @@ type Store interface {
 
 	// Search (keyword and vector legs, the vector cache).
 	KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error)
-	TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error)
+	TermStats(ctx context.Context, terms []string) (store.TermStats, error)
 	ChunksByID(ctx context.Context, ids []string) ([]store.ChunkRow, error)
-	VectorSearch(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error)
+	VectorCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error)
 	SupportsVectorSearch() bool
 	EmbeddingRefs(ctx context.Context, v store.Viewer) ([]store.EmbeddingRef, error)
 	Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[string][]float32, error)
@@ -63,9 +63,12 @@ type Options struct {
 	RerankModel   string         // KB_RERANK_MODEL
 	RerankTimeout time.Duration  // 0: 5 s
 	MinScore      float64        // KB_MIN_SCORE: vector floor of hits sharing no term (at least rank.Floor)
-	Candidates    int            // per leg of the in-memory path; 0: 100
+	Candidates    int            // per leg of every path; 0: 100
 	VectorCacheMB int            // KB_VECTOR_CACHE_MB: budget of the decoded vectors; 0: DefaultVectorCacheMB, below 0: none
-	Logger        *slog.Logger
+	// KeywordOnly leaves out the vector leg: hits are the keyword leg's, by BM25 alone. The
+	// benchmark's baseline for the hybrid, over the same chunks and the same store.
+	KeywordOnly bool
+	Logger      *slog.Logger
 	// Holder names the host life that ingests (documents it adds are held by it under a lease of
 	// Lease, which the host renews: see store.Knowledge.RenewDocumentLeases). Empty: documents are
 	// held by nobody and only IngestStale frees one whose ingest died.

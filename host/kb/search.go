@@ -1,5 +1,5 @@
-// Search: the hybrid search (pgvector in SQL or the in-memory ranking), its filters, rerank and
-// log.
+// Search: the hybrid search (the keyword leg and the vector leg's candidates, from pgvector or
+// the in-memory scan, ranked by host/kb/rank), its filters, rerank and log.
 
 package kb
 
@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/kb/rank"
 	"github.com/reelforge/reelforge/host/kb/segment"
@@ -114,7 +115,9 @@ func (s *Service) search(ctx context.Context, p SearchParams) ([]Hit, error) {
 	viewer := store.Viewer{UserID: p.UserID, Admin: p.Admin, ProjectID: p.ProjectID, SourceNames: p.SourceNames, DocumentIDs: p.DocumentIDs}
 	terms := segment.Query(p.Query)
 	var qv []float32
-	if vs, err := s.emb.Embed(ctx, []string{p.Query}); err != nil {
+	if s.opt.KeywordOnly {
+		// No vector leg: BM25 alone.
+	} else if vs, err := s.emb.Embed(ctx, []string{p.Query}); err != nil {
 		s.log.Warn("kb: embed query; keyword leg only", "err", err)
 	} else if len(vs) == 1 {
 		qv = vs[0]
@@ -126,22 +129,7 @@ func (s *Service) search(ctx context.Context, p SearchParams) ([]Hit, error) {
 	if s.opt.RerankOn && s.opt.Chat != nil {
 		want = max(want, min(2*p.TopK, MaxTopK))
 	}
-	var hits []Hit
-	if s.st.SupportsVectorSearch() && len(qv) > 0 {
-		rows, err := s.st.VectorSearch(ctx, store.SearchParams{Viewer: viewer, Terms: terms, Vector: qv, Model: s.emb.Model(),
-			Limit: want, Floor: s.opt.MinScore, Cap: s.opt.Candidates,
-			Weights: store.FusionWeights{Vector: rank.SQLVectorWeight, Keyword: rank.SQLKeywordWeight}})
-		if err != nil && !errors.Is(err, store.ErrNotSupported) {
-			return nil, fmt.Errorf("kb: vector search: %w", err)
-		}
-		if err == nil {
-			for _, r := range rows {
-				hits = append(hits, hitOf(r, Scores{Vector: r.Vector, Keyword: r.Keyword, Total: r.Total}))
-			}
-			return s.finish(ctx, p, hits), nil
-		}
-	}
-	hits, err := s.memorySearch(ctx, viewer, terms, qv, want)
+	hits, err := s.rank(ctx, viewer, terms, qv, want)
 	if err != nil {
 		return nil, err
 	}
@@ -153,107 +141,142 @@ func hitOf(r store.ChunkRow, sc Scores) Hit {
 		DocumentID: r.DocumentID, DocumentTitle: r.DocumentTitle, ChunkIndex: r.Index, Scores: sc, meta: r.Metadata}
 }
 
-// memorySearch is rule 5 with the candidate rule of DESIGN.md: the keyword leg's best matches (by
-// BM25, see bestByBM25) and the vector leg's nearest neighbours, scored together in memory.
-func (s *Service) memorySearch(ctx context.Context, v store.Viewer, terms []string, qv []float32, want int) ([]Hit, error) {
-	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: 2 * s.opt.Candidates})
+// rank is the search of every path, DESIGN.md's candidate rule under host/kb/rank's ranking:
+// the keyword leg's best matches (by BM25 with the whole index's statistics, see bestByBM25) and
+// the vector leg's nearest neighbours, with each candidate's cosine. The paths differ only in
+// where the vector leg runs: the database's vector index (pgvector) or a scan of the readable
+// vectors in memory (SQLite, PostgreSQL without pgvector, KB_VECTOR_SEARCH=off). The ranking,
+// its statistics and its weights are the same, so is the top 10 (up to the index's recall).
+func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv []float32, want int) ([]Hit, error) {
+	n := s.opt.Candidates
+	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: 2 * n})
 	if err != nil {
 		return nil, fmt.Errorf("kb: keyword candidates: %w", err)
 	}
-	split := map[string][]string{} // a candidate's terms, once split (indexTerms)
-	if len(kw) > s.opt.Candidates {
-		if kw, err = bestByBM25(ctx, s.st, terms, kw, s.opt.Candidates, split); err != nil {
-			return nil, fmt.Errorf("kb: keyword candidates: %w", err)
-		}
+	stats, err := s.st.TermStats(ctx, terms)
+	if err != nil {
+		return nil, fmt.Errorf("kb: term statistics: %w", err)
 	}
-	rows := map[string]store.ChunkRow{}
-	order := make([]string, 0, len(kw)+s.opt.Candidates)
+	split := map[string][]string{} // a candidate's terms, once split (indexTerms)
+	kw = bestByBM25(terms, kw, n, stats, split)
+	rows := make(map[string]store.ChunkRow, len(kw)+n)
+	order := make([]string, 0, len(kw)+n)
 	for _, r := range kw {
 		rows[r.ID] = r
 		order = append(order, r.ID)
 	}
-	vecs := map[string][]float32{}
+	cos := map[string]float64{}
 	if len(qv) > 0 {
-		near, all, err := s.neighbours(ctx, v, qv, s.opt.Candidates, order)
-		if err != nil {
+		if err := s.vectorLeg(ctx, v, qv, n, rows, &order, cos); err != nil {
 			return nil, err
-		}
-		vecs = all
-		var missing []string
-		for _, id := range near {
-			if _, ok := rows[id]; !ok {
-				missing = append(missing, id)
-				order = append(order, id)
-			}
-		}
-		if len(missing) > 0 {
-			more, err := s.st.ChunksByID(ctx, missing)
-			if err != nil {
-				return nil, fmt.Errorf("kb: load candidates: %w", err)
-			}
-			for _, r := range more {
-				rows[r.ID] = r
-			}
 		}
 	}
 	cands := make([]rank.Candidate, 0, len(order))
-	ids := make([]string, 0, len(order))
 	for _, id := range order {
 		r, ok := rows[id]
 		if !ok {
 			continue
 		}
-		ids = append(ids, id)
 		ts, ok := split[id]
 		if !ok {
 			ts = indexTerms(r.SearchText)
 		}
-		cands = append(cands, rank.Candidate{ID: id, Terms: ts, Vector: vecs[id]})
+		cands = append(cands, rank.Candidate{ID: id, Terms: ts, Cosine: cos[id]})
 	}
-	scored := rank.Score(rank.Query{Terms: terms, Vector: qv}, cands, rank.Options{TopK: want, Floor: s.opt.MinScore})
+	scored := rank.Score(terms, cands, rank.Options{TopK: want, Floor: s.opt.MinScore, Stats: rankStats(stats),
+		Semantic: embed.Semantic(s.emb)})
 	hits := make([]Hit, 0, len(scored))
 	for _, h := range scored {
-		hits = append(hits, hitOf(rows[ids[h.Index]], Scores{Vector: h.Vector, Keyword: h.Keyword, Total: h.Total}))
+		hits = append(hits, hitOf(rows[h.ID], Scores{Vector: h.Vector, Keyword: h.Keyword, Total: h.Total}))
 	}
 	return hits, nil
 }
 
-// termStatser is the part of the store bestByBM25 needs (store.Knowledge.TermStats).
-type termStatser interface {
-	TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error)
+// vectorLeg adds the n readable chunks nearest to qv to rows and order, and the cosine with qv of
+// every candidate (those already in rows too) to cos: through the store's vector index when it has
+// one, otherwise by the in-memory scan.
+func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n int, rows map[string]store.ChunkRow, order *[]string, cos map[string]float64) error {
+	known := append([]string(nil), *order...)
+	if s.st.SupportsVectorSearch() {
+		got, err := s.st.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: qv, Model: s.emb.Model(), Limit: n, ChunkIDs: known})
+		if err == nil {
+			for _, r := range got {
+				cos[r.ID] = r.Vector
+				if _, ok := rows[r.ID]; !ok {
+					rows[r.ID] = r
+					*order = append(*order, r.ID)
+				}
+			}
+			return nil
+		}
+		if !errors.Is(err, store.ErrNotSupported) {
+			return fmt.Errorf("kb: vector candidates: %w", err)
+		}
+	}
+	near, vecs, err := s.neighbours(ctx, v, qv, n, known)
+	if err != nil {
+		return err
+	}
+	for id, vec := range vecs {
+		cos[id] = rank.Cosine(qv, vec)
+	}
+	var missing []string
+	for _, id := range near {
+		if _, ok := rows[id]; !ok {
+			missing = append(missing, id)
+			*order = append(*order, id)
+		}
+	}
+	if len(missing) > 0 {
+		more, err := s.st.ChunksByID(ctx, missing)
+		if err != nil {
+			return fmt.Errorf("kb: load candidates: %w", err)
+		}
+		for _, r := range more {
+			rows[r.ID] = r
+		}
+	}
+	return nil
+}
+
+// rankStats are a store's term statistics as rank's BM25 takes them.
+func rankStats(st store.TermStats) rank.Stats {
+	return rank.Stats{Docs: st.Docs, AvgLen: st.AvgLen, DF: func(t string) int { return st.DF[t] }}
 }
 
 // bestByBM25 keeps the n best of rows (a store's keyword matches, twice as many as wanted) by
-// rank.Keyword's BM25 with the whole index's statistics, best first. The store's own full-text
-// rank only picks the rows to look at. Both give common terms no say: FTS5's bm25 gives a term
-// held by half the chunks or more no weight, pgstore's keyword leg leaves such terms out, and
-// both search only a query's rarer terms once they match many rows. So their best 100 leave out
-// chunks that a query's common terms (single Chinese characters, say) put among BM25's best: on
-// drcd, 13 of 100 candidates differed on SQLite, and MRR@10 fell below BM25's own (BENCHMARKS.md,
-// ninth session). With twice the rows to choose from, the choice is BM25's. The terms of the rows
-// kept are left in split, by chunk id, for the scoring that follows.
-func bestByBM25(ctx context.Context, st termStatser, terms []string, rows []store.ChunkRow, n int, split map[string][]string) ([]store.ChunkRow, error) {
-	docs, df, err := st.TermStats(ctx, terms)
-	if err != nil {
-		return nil, err
-	}
+// rank's BM25 with the whole index's statistics, best first, ties to the lower id. The store's
+// own full-text rank only picks the rows to look at. Both give common terms no say: FTS5's bm25
+// gives a term held by half the chunks or more no weight, pgstore's keyword leg leaves such terms
+// out past its row budget, and both search only a query's rarer terms once they match many rows.
+// So their best 100 leave out chunks that a query's common terms (single Chinese characters, say)
+// put among BM25's best: on drcd, 13 of 100 candidates differed on SQLite, and MRR@10 fell below
+// BM25's own (BENCHMARKS.md, ninth session). With twice the rows to choose from, the choice is
+// BM25's, and the same on every driver. The terms of the rows kept are left in split, by chunk
+// id, for the scoring that follows.
+func bestByBM25(terms []string, rows []store.ChunkRow, n int, stats store.TermStats, split map[string][]string) []store.ChunkRow {
 	cands := make([]rank.Candidate, len(rows))
 	for i, r := range rows {
 		cands[i] = rank.Candidate{ID: r.ID, Terms: indexTerms(r.SearchText)}
 	}
-	score := rank.Keyword(terms, cands, rank.Options{Power: 1,
-		Stats: rank.Stats{Docs: docs, DF: func(t string) int { return df[t] }}})
+	score := rank.BM25(terms, cands, rank.Options{Stats: rankStats(stats)})
 	order := make([]int, len(rows))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
-	out := make([]store.ChunkRow, 0, n)
-	for _, i := range order[:n] {
+	sort.Slice(order, func(a, b int) bool {
+		x, y := order[a], order[b]
+		if score[x] != score[y] {
+			return score[x] > score[y]
+		}
+		return rows[x].ID < rows[y].ID
+	})
+	out := make([]store.ChunkRow, 0, min(n, len(rows)))
+	for _, i := range order[:min(n, len(rows))] {
 		out = append(out, rows[i])
 		split[rows[i].ID] = cands[i].Terms
 	}
-	return out, nil
+	return out
 }
 
 // indexTerms splits a stored search text (segment.IndexForm: terms joined by single spaces)

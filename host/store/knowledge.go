@@ -106,8 +106,9 @@ type ChunkRow struct {
 	Metadata       json.RawMessage
 	EmbeddingModel string
 	Embedding      []float32 // filled only by calls that say so
-	// Scores filled by the pgvector search (rule 4) and the keyword leg (Keyword only).
-	Vector, Keyword, Total float64
+	// Vector is the cosine VectorCandidates computed; Keyword the driver's own full-text rank
+	// (KeywordCandidates), which only picks candidates: kb ranks them by its own BM25.
+	Vector, Keyword float64
 }
 
 // Viewer is who reads the knowledge base, and the optional filters every candidate must pass.
@@ -161,22 +162,26 @@ type WriteChunksParams struct {
 	Chunks     []KnowledgeChunk
 }
 
-// SearchParams is one search (keyword leg, vector leg or the pgvector ranking).
+// SearchParams is one leg of a search: the keyword leg (KeywordCandidates) or the vector leg
+// (VectorCandidates). The stores return candidates; host/kb/rank ranks them, on every path.
 type SearchParams struct {
 	Viewer Viewer
 	Terms  []string  // segmented distinct query terms
 	Vector []float32 // query embedding
 	Model  string    // embedding model of Vector
-	Limit  int       // candidates (legs) or hits (VectorSearch)
-	Floor  float64   // VectorSearch: drop rows without a keyword match and vector below it
-	Cap    int       // VectorSearch: keyword and vector candidates per leg
-	// VectorSearch: total = Weights.Vector * vector score + Weights.Keyword * keyword score. The
-	// weights are search policy (host/kb/rank); the store only applies them.
-	Weights FusionWeights
+	Limit  int       // candidates
+	// VectorCandidates: chunks (the keyword leg's candidates) whose cosine with Vector to return
+	// besides the nearest neighbours.
+	ChunkIDs []string
 }
 
-// FusionWeights weigh the two legs of a hybrid search's total.
-type FusionWeights struct{ Vector, Keyword float64 }
+// TermStats are the keyword index's statistics that BM25 needs, over every chunk whoever may
+// read it.
+type TermStats struct {
+	Docs   int            // chunks
+	AvgLen float64        // mean terms per chunk (token_count)
+	DF     map[string]int // chunks holding each term asked for, 0 for a term no chunk holds
+}
 
 // EmbeddingRef names a chunk and its active embedding model.
 type EmbeddingRef struct {
@@ -262,20 +267,23 @@ type Knowledge interface {
 	// KeywordCandidates returns the best keyword matches v may read (driver full text: FTS5 bm25 or
 	// ts_rank), best first, Keyword set to the driver's rank.
 	KeywordCandidates(ctx context.Context, p SearchParams) ([]ChunkRow, error)
-	// TermStats returns the number of chunks and each term's document frequency (0 for a term no
-	// chunk holds) over the whole keyword index, whoever may read the chunks: the statistics kb's
-	// own BM25 chooses keyword candidates by. Drivers cache them for a while and drop them at
-	// their own writes; PostgreSQL estimates them on large tables.
-	TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error)
+	// TermStats returns the number of chunks, their mean length and each term's document
+	// frequency over the whole keyword index, whoever may read the chunks: the statistics of
+	// kb's BM25 (host/kb/rank), the same on every driver for the same corpus. Drivers cache them
+	// for a while and drop them at their own writes; PostgreSQL estimates them on large tables.
+	TermStats(ctx context.Context, terms []string) (TermStats, error)
 	// EmbeddingRefs lists the chunks v may read with their active embedding model.
 	EmbeddingRefs(ctx context.Context, v Viewer) ([]EmbeddingRef, error)
 	// Embeddings loads the vectors of refs (missing ones are left out).
 	Embeddings(ctx context.Context, refs []EmbeddingRef) (map[string][]float32, error)
 	// ChunksByID loads chunks (without embeddings) in any order.
 	ChunksByID(ctx context.Context, ids []string) ([]ChunkRow, error)
-	// VectorSearch is the ranking of SPEC.md rule 4 in one SQL expression over the vector index:
-	// ErrNotSupported when the driver has no vector search.
-	VectorSearch(ctx context.Context, p SearchParams) ([]ChunkRow, error)
+	// VectorCandidates is the vector leg through the database's vector index: the p.Limit chunks
+	// v may read whose embeddings (of p.Model) are nearest to p.Vector, then those of
+	// p.ChunkIDs that v may read and that have such an embedding and are not among them, each
+	// with Vector set to its cosine with p.Vector clamped to 0..1. ErrNotSupported when the
+	// driver has no vector index (the host then scans the vectors itself).
+	VectorCandidates(ctx context.Context, p SearchParams) ([]ChunkRow, error)
 	// SourceChunks lists up to limit chunks of a source in id order, those after afterID ("": from
 	// the first), so a reindex reads a large source a page at a time.
 	SourceChunks(ctx context.Context, sourceID, afterID string, limit int) ([]ChunkRow, error)

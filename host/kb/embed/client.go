@@ -53,6 +53,9 @@ func (c *Client) Model() string { return c.model }
 // Dimensions returns the configured vector size.
 func (c *Client) Dimensions() int { return c.dims }
 
+// Semantic returns true: an embedding model's vectors carry meaning (see embed.Semantic).
+func (c *Client) Semantic() bool { return true }
+
 type embedRequest struct {
 	Model string   `json:"model"`
 	Input []string `json:"input"`

@@ -19,6 +19,18 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// Semantic reports whether e's vectors carry meaning beyond the words a text shares with
+// another (a trained embedding model), as opposed to hashing those words (Local). The ranking
+// fuses a semantic embedder's leg by weight; a non-semantic one may only add hits to the keyword
+// leg's (package rank). An embedder says which it is with a Semantic() bool method; one without
+// it is taken as semantic.
+func Semantic(e Embedder) bool {
+	if s, ok := e.(interface{ Semantic() bool }); ok {
+		return s.Semantic()
+	}
+	return true
+}
+
 // LocalModel is the model name stored with vectors made by Local.
 const LocalModel = "local-hash-1536-v1"
 
@@ -70,6 +82,9 @@ func (*Local) Model() string { return LocalModel }
 
 // Dimensions returns 1536.
 func (*Local) Dimensions() int { return LocalDimensions }
+
+// Semantic returns false: Local hashes the words of a text, it knows no synonyms.
+func (*Local) Semantic() bool { return false }
 
 // Embed returns one unit vector per text (all zeros for a text without terms).
 func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) {

@@ -1,9 +1,27 @@
-// Package rank is the in-memory hybrid scoring of SPEC.md rule 5: candidates are scored by a
-// keyword leg (BM25 relative to the best candidate's, squared: 0..1) and a vector leg (cosine
-// similarity clamped to 0..1),
-// total = 0.7*vector + 0.3*keyword, sorted by total descending and cut to top_k. A relevance
-// floor drops candidates that share no term with the query and whose vector score is below Floor,
-// so a query of random letters returns no hits.
+// Package rank is the one ranking of the knowledge base's search, on every path (SQLite,
+// PostgreSQL with pgvector, PostgreSQL without): the stores only return candidates, their terms,
+// their cosine with the query and the corpus statistics; the keyword score (BM25) and the fusion
+// of the two legs happen here.
+//
+// Each candidate has a keyword score, BM25 with the whole corpus's statistics, reported relative
+// to the best candidate's and squared (0..1), and a vector score, its cosine with the query
+// clamped to 0..1. How the two are fused depends on whether the embedder carries semantic signal:
+//
+//   - A semantic embedder (a real embedding model): total = VectorWeight*vector +
+//     KeywordWeight*keyword (SPEC.md rule 5), sorted by total. The vector leg may reorder the
+//     keyword leg's hits: that is what it is for.
+//   - A non-semantic embedder (the local hashing embedder, a bag of hashed words): its cosine is a
+//     noisier copy of the keyword signal, and letting it reorder BM25's hits ranks answers below
+//     plain BM25 on some questions. So the keyword leg's hits keep BM25's order exactly (ties by
+//     chunk id), and the vector leg only adds, after them, the candidates BM25 did not find (no
+//     query term) whose cosine reaches the floor. For every question, the rank of any chunk BM25
+//     returns is the rank BM25 gives it: the hybrid cannot rank an answer below BM25, whatever the
+//     language or domain. Totals stay VectorWeight*vector + KeywordWeight*keyword and sorted: a
+//     hit's reported vector score is its cosine, capped so its total does not exceed the total of
+//     the hit before it (see Score).
+//
+// A relevance floor drops candidates that share no term with the query and whose cosine is below
+// Floor, so a query of random letters returns no hits.
 package rank
 
 import (
@@ -11,14 +29,11 @@ import (
 	"sort"
 )
 
-// The fusion weights, total = vector weight * vector score + keyword weight * keyword score: this
-// is their one place. SPEC.md rule 5 (Score, in memory) and rule 4 (the pgvector statement, which
-// host/kb hands them to as store.SearchParams.Weights) weigh the legs differently.
+// The fusion weights, total = VectorWeight * vector score + KeywordWeight * keyword score: their
+// one place, for every path (SPEC.md rule 5's weights).
 const (
-	vectorWeight     = 0.7
-	keywordWeight    = 0.3
-	SQLVectorWeight  = 0.65
-	SQLKeywordWeight = 0.35
+	VectorWeight  = 0.7
+	KeywordWeight = 0.3
 )
 
 // Floor is the default relevance floor on the vector score of a candidate with no keyword match.
@@ -27,13 +42,10 @@ const (
 // random-letter queries in rank_test.go); a vector match without any shared term is noise.
 const Floor = 0.4
 
-// KeywordPower is the exponent of the relative keyword score, (s / max s)^KeywordPower. The
-// keyword leg ranks better than the local embedder's vectors (BM25 alone beats vectors alone on
-// both public sets), but s/max compresses its margins: a chunk at 90% of the best BM25 scores 0.9,
-// and a cosine gap of 0.04 overturns that. Squaring keeps 0..1 and the keyword order and widens
-// the margins near the top (0.81), so the vector leg mostly breaks near-ties. On every question of
-// ../shared/bench, power 1 → 2: drcd hit@5 0.9921 → 0.9926, MRR@10 0.9613 → 0.9644; squad11
-// 0.9119 → 0.9133, 0.8263 → 0.8284 (BENCHMARKS.md). pgstore's SQL squares the same way.
+// KeywordPower is the exponent of the reported relative keyword score, (s / max s)^KeywordPower.
+// It keeps 0..1 and the keyword order and widens the margins near the top (0.9 → 0.81), so in
+// the semantic fusion the vector leg mostly breaks near-ties; in the non-semantic order it only
+// shapes the reported score.
 const KeywordPower = 2
 
 // BM25 parameters: k1 0.9 and b 0.4 (the benchmark baseline's, good for short chunks).
@@ -42,18 +54,13 @@ const (
 	DefaultB  = 0.4
 )
 
-// Candidate is one chunk to score. Terms are its segment.Terms (or its stored index form split on
-// spaces); Vector its embedding (nil when it has none: vector score 0).
+// Candidate is one chunk to score. Terms are its segment.Terms (its stored index form split on
+// spaces); Cosine its embedding's cosine with the query's, in 0..1 (0 when either has none),
+// computed by whoever holds the vectors: the store's vector index or the host's memory.
 type Candidate struct {
 	ID     string
 	Terms  []string
-	Vector []float32
-}
-
-// Query is the segmented and embedded query.
-type Query struct {
-	Terms  []string // segment.Query(text): distinct terms
-	Vector []float32
+	Cosine float64
 }
 
 // Stats are corpus statistics for BM25. Zero Stats means: compute them over the candidate set.
@@ -68,11 +75,11 @@ type Options struct {
 	TopK  int     // 0 means 5
 	Floor float64 // 0 means Floor; negative disables the floor
 	K1, B float64 // BM25; 0 means the defaults
-	// SquashK > 0 scores keywords as s/(s+SquashK) (absolute); 0, the default, scores them as
-	// (s/max(s))^Power over the candidates (relative), which measured better on the benchmark sets.
-	SquashK float64
-	Power   float64 // the relative score's exponent; 0 means KeywordPower (benchmarks try others)
-	Stats   Stats
+	Power float64 // the reported keyword score's exponent; 0 means KeywordPower
+	Stats Stats
+	// Semantic says the embedder carries semantic signal: the legs are fused by their weighted
+	// sum. Otherwise the keyword leg's order is kept and the vector leg only adds candidates.
+	Semantic bool
 }
 
 // Hit is one scored candidate.
@@ -84,40 +91,79 @@ type Hit struct {
 	Total   float64
 }
 
-// Score ranks candidates for q and returns at most TopK hits, best first (ties by candidate
-// order).
-func Score(q Query, cands []Candidate, opt Options) []Hit {
+// Score ranks candidates for the query terms and returns at most TopK hits, best first. Ties go
+// to the lower ID, so the order does not depend on the order the candidates came in (each path
+// gathers them its own way).
+func Score(terms []string, cands []Candidate, opt Options) []Hit {
 	if opt.TopK <= 0 {
 		opt.TopK = 5
 	}
 	if opt.Floor == 0 {
 		opt.Floor = Floor
 	}
-	kw := Keyword(q.Terms, cands, opt)
+	pow := opt.Power
+	if pow == 0 {
+		pow = KeywordPower
+	}
+	bm := BM25(terms, cands, opt)
+	best := 0.0
+	for _, s := range bm {
+		best = math.Max(best, s)
+	}
 	hits := make([]Hit, 0, len(cands))
 	for i, c := range cands {
-		v := Cosine(q.Vector, c.Vector)
-		if kw[i] == 0 && v < opt.Floor {
+		if bm[i] == 0 && c.Cosine < opt.Floor {
 			continue
 		}
-		hits = append(hits, Hit{Index: i, ID: c.ID, Vector: v, Keyword: kw[i],
-			Total: vectorWeight*v + keywordWeight*kw[i]})
+		k := 0.0
+		if bm[i] > 0 {
+			k = math.Pow(bm[i]/best, pow)
+		}
+		hits = append(hits, Hit{Index: i, ID: c.ID, Vector: c.Cosine, Keyword: k,
+			Total: VectorWeight*c.Cosine + KeywordWeight*k})
 	}
-	sort.SliceStable(hits, func(a, b int) bool { return hits[a].Total > hits[b].Total })
+	if opt.Semantic {
+		sort.SliceStable(hits, func(a, b int) bool {
+			if hits[a].Total != hits[b].Total {
+				return hits[a].Total > hits[b].Total
+			}
+			return hits[a].ID < hits[b].ID
+		})
+	} else {
+		// BM25's order for the chunks BM25 finds, then the vector leg's additions by cosine.
+		sort.SliceStable(hits, func(a, b int) bool {
+			x, y := bm[hits[a].Index], bm[hits[b].Index]
+			if x != y {
+				return x > y
+			}
+			if x == 0 && hits[a].Vector != hits[b].Vector {
+				return hits[a].Vector > hits[b].Vector
+			}
+			return hits[a].ID < hits[b].ID
+		})
+		// Report totals in that order under the same formula: a hit's vector score counts up to
+		// where its total reaches the previous hit's. The keyword scores fall along the order,
+		// so the cap is never below 0.
+		prev := math.Inf(1)
+		for i := range hits {
+			h := &hits[i]
+			if h.Total > prev {
+				h.Vector = math.Max(0, (prev-KeywordWeight*h.Keyword)/VectorWeight)
+				h.Total = math.Min(prev, VectorWeight*h.Vector+KeywordWeight*h.Keyword)
+			}
+			prev = h.Total
+		}
+	}
 	if len(hits) > opt.TopK {
 		hits = hits[:opt.TopK]
 	}
 	return hits
 }
 
-// Keyword returns the keyword score in 0..1 of every candidate: BM25 with opt's parameters and
-// statistics, divided by the best candidate's and raised to KeywordPower (or squashed as
-// s/(s+SquashK) when SquashK > 0).
-func Keyword(terms []string, cands []Candidate, opt Options) []float64 {
-	k1, b, sk, pow := opt.K1, opt.B, opt.SquashK, opt.Power
-	if pow == 0 {
-		pow = KeywordPower
-	}
+// BM25 returns the BM25 score of every candidate for terms (0 for one holding no query term),
+// with opt's parameters and statistics; without statistics, those of the candidate set.
+func BM25(terms []string, cands []Candidate, opt Options) []float64 {
+	k1, b := opt.K1, opt.B
 	if k1 == 0 {
 		k1 = DefaultK1
 	}
@@ -171,9 +217,9 @@ func Keyword(terms []string, cands []Candidate, opt Options) []float64 {
 		if opt.Stats.DF != nil {
 			df = math.Max(df, float64(opt.Stats.DF(t)))
 		}
+		n := math.Max(n, df)
 		idf[qi] = IDF(n, df)
 	}
-	maxS := 0.0
 	for ci, tf := range tfs {
 		if tf == nil {
 			continue
@@ -186,21 +232,11 @@ func Keyword(terms []string, cands []Candidate, opt Options) []float64 {
 			}
 		}
 		out[ci] = s
-		maxS = math.Max(maxS, s)
-	}
-	for ci, s := range out {
-		if sk <= 0 {
-			if maxS > 0 {
-				out[ci] = math.Pow(s/maxS, pow)
-			}
-		} else {
-			out[ci] = s / (s + sk)
-		}
 	}
 	return out
 }
 
-// IDF is BM25's idf: ln(1 + (n - df + 0.5)/(df + 0.5)).
+// IDF is BM25's idf: ln(1 + (n - df + 0.5)/(df + 0.5)), above 0 for every df ≤ n.
 func IDF(n, df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
 
 // Cosine returns the cosine similarity of a and b clamped to 0..1 (0 when either is empty or

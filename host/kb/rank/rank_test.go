@@ -2,6 +2,7 @@ package rank
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -17,47 +18,56 @@ var corpus = []string{
 	"Weekly analytics reports track watch time, completion rate and follower growth.",
 }
 
-func cands(t *testing.T) []Candidate {
-	vs, _ := embed.NewLocal().Embed(context.Background(), corpus)
+// cands are the corpus's chunks with their cosine to query q under the local embedder.
+func cands(q string) []Candidate {
+	emb := embed.NewLocal()
+	vs, _ := emb.Embed(context.Background(), corpus)
+	qv := emb.Vector(q)
 	out := make([]Candidate, len(corpus))
 	for i, c := range corpus {
-		out[i] = Candidate{ID: string(rune('a' + i)), Terms: segment.Terms(c), Vector: vs[i]}
+		out[i] = Candidate{ID: string(rune('a' + i)), Terms: segment.Terms(c), Cosine: Cosine(qv, vs[i])}
 	}
 	return out
 }
 
-func query(s string) Query {
-	return Query{Terms: segment.Query(s), Vector: embed.NewLocal().Vector(s)}
-}
-
-func TestScore(t *testing.T) {
-	cs := cands(t)
-	hits := Score(query("can I repost short videos?"), cs, Options{TopK: 2})
-	if len(hits) == 0 || hits[0].ID != "a" {
-		t.Fatalf("hits %+v", hits)
-	}
-	for _, h := range hits {
+// checkTotals: every hit's scores are in 0..1, its total is the weighted sum and the totals fall.
+func checkTotals(t *testing.T, hits []Hit) {
+	t.Helper()
+	for i, h := range hits {
 		if h.Total < 0 || h.Total > 1 || h.Keyword < 0 || h.Keyword > 1 || h.Vector < 0 || h.Vector > 1 {
 			t.Fatalf("score out of range %+v", h)
 		}
-		if d := h.Total - (vectorWeight*h.Vector + keywordWeight*h.Keyword); d > 1e-9 || d < -1e-9 {
-			t.Fatalf("total %+v", h)
+		if d := h.Total - (VectorWeight*h.Vector + KeywordWeight*h.Keyword); math.Abs(d) > 1e-9 {
+			t.Fatalf("total %+v is not the weighted sum", h)
+		}
+		if i > 0 && h.Total > hits[i-1].Total {
+			t.Fatalf("totals rise at %d: %+v after %+v", i, h, hits[i-1])
 		}
 	}
-	if hits := Score(query("视频"), cs, Options{}); len(hits) == 0 || hits[0].ID != "c" {
-		t.Fatalf("Chinese hits %+v", hits)
+}
+
+func TestScore(t *testing.T) {
+	for _, semantic := range []bool{false, true} {
+		q := "can I repost short videos?"
+		hits := Score(segment.Query(q), cands(q), Options{TopK: 2, Semantic: semantic})
+		if len(hits) == 0 || hits[0].ID != "a" {
+			t.Fatalf("semantic %v: hits %+v", semantic, hits)
+		}
+		checkTotals(t, hits)
+		if hits := Score(segment.Query("视频"), cands("视频"), Options{Semantic: semantic}); len(hits) == 0 || hits[0].ID != "c" {
+			t.Fatalf("semantic %v: Chinese hits %+v", semantic, hits)
+		}
 	}
 }
 
 func TestFloorDropsGibberish(t *testing.T) {
-	cs := cands(t)
 	rng := rand.New(rand.NewSource(1))
 	for i := 0; i < 3000; i++ {
 		b := make([]byte, 4+i%12)
 		for j := range b {
 			b[j] = byte('a' + rng.Intn(26))
 		}
-		if hits := Score(query(string(b)), cs, Options{}); len(hits) != 0 {
+		if hits := Score(segment.Query(string(b)), cands(string(b)), Options{Semantic: i%2 == 0}); len(hits) != 0 {
 			t.Fatalf("query %q: hits %+v", b, hits)
 		}
 	}
@@ -72,21 +82,70 @@ func TestCosine(t *testing.T) {
 	}
 }
 
-// TestKeywordRelativeSquared: the best candidate scores 1, the others (s/max)², in keyword order;
-// a candidate with no query term scores 0.
+// TestKeywordRelativeSquared: the best candidate's keyword score is 1, the others' (s/max)²; a
+// candidate with no query term scores 0.
 func TestKeywordRelativeSquared(t *testing.T) {
 	cs := []Candidate{
 		{ID: "two", Terms: []string{"repost", "ban", "x"}},
 		{ID: "one", Terms: []string{"repost", "y", "z"}},
-		{ID: "none", Terms: []string{"logo", "teal", "z"}},
+		{ID: "none", Terms: []string{"logo", "teal", "z"}, Cosine: 0.9},
 	}
 	terms := []string{"repost", "ban"}
-	sq := Keyword(terms, cs, Options{})
-	lin := Keyword(terms, cs, Options{Power: 1})
-	if sq[0] != 1 || lin[0] != 1 || sq[2] != 0 || lin[2] != 0 {
-		t.Fatalf("squared %v, linear %v", sq, lin)
+	bm := BM25(terms, cs, Options{})
+	hits := Score(terms, cs, Options{TopK: 3})
+	if len(hits) != 3 || hits[0].ID != "two" || hits[1].ID != "one" || hits[2].ID != "none" {
+		t.Fatalf("hits %+v", hits)
 	}
-	if !(lin[1] > 0 && lin[1] < 1) || math.Abs(sq[1]-lin[1]*lin[1]) > 1e-12 {
-		t.Fatalf("second candidate: squared %v, linear %v", sq[1], lin[1])
+	if hits[0].Keyword != 1 || hits[2].Keyword != 0 || math.Abs(hits[1].Keyword-math.Pow(bm[1]/bm[0], 2)) > 1e-12 {
+		t.Fatalf("keyword scores %+v, bm25 %v", hits, bm)
+	}
+	checkTotals(t, hits)
+}
+
+// TestNonSemanticKeepsBM25: with a non-semantic embedder, whatever the cosines, the hits are
+// BM25's own ranking (the same candidates scored without vectors) followed by the candidates
+// without a query term, by cosine; so no chunk ranks below where BM25 alone puts it. Random
+// corpora, queries and cosines, not any benchmark set.
+func TestNonSemanticKeepsBM25(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	words := make([]string, 60)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	pick := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = words[int(float64(len(words))*math.Pow(rng.Float64(), 2))] // Zipf-like
+		}
+		return out
+	}
+	for round := 0; round < 2000; round++ {
+		cs := make([]Candidate, 5+rng.Intn(40))
+		for i := range cs {
+			cs[i] = Candidate{ID: fmt.Sprintf("c%03d", (i*37+round)%1000), Terms: pick(3 + rng.Intn(30)), Cosine: rng.Float64()}
+		}
+		terms := pick(1 + rng.Intn(4))
+		df := map[string]int{}
+		for _, tm := range terms {
+			df[tm] = 1 + rng.Intn(2000)
+		}
+		opt := Options{TopK: 10, Stats: Stats{Docs: 5000, AvgLen: 15, DF: func(t string) int { return df[t] }}}
+		hybrid := Score(terms, cs, opt)
+		plain := make([]Candidate, len(cs))
+		for i, c := range cs {
+			plain[i] = Candidate{ID: c.ID, Terms: c.Terms}
+		}
+		bm25 := Score(terms, plain, opt)
+		checkTotals(t, hybrid)
+		for i, h := range bm25 {
+			if i >= len(hybrid) || hybrid[i].Index != h.Index {
+				t.Fatalf("round %d: hybrid %+v departs from BM25 %+v at %d", round, hybrid, bm25, i)
+			}
+		}
+		for _, h := range hybrid[len(bm25):] {
+			if h.Keyword != 0 || cs[h.Index].Cosine < Floor {
+				t.Fatalf("round %d: an addition of the vector leg %+v has a keyword match or a cosine below the floor", round, h)
+			}
+		}
 	}
 }

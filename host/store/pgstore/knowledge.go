@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -143,8 +142,8 @@ func tsQuery(terms []string) string {
 	return strings.Join(parts, " | ")
 }
 
-// KeywordCandidates implements store.Knowledge: the keyword leg of VectorSearch alone (the
-// idf-weighted ts_rank over search_tsv of the rows keywordRows picks), for the in-memory path.
+// KeywordCandidates implements store.Knowledge: the keyword leg's candidates, by the idf-weighted
+// ts_rank over search_tsv of the rows keywordRows picks (kb then ranks them by its own BM25).
 func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
 	var out []store.ChunkRow
 	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
@@ -195,13 +194,6 @@ func weightsCTE(ws []termWeight, a *sqldb.Args) string {
 	return `SELECT to_tsquery('simple', t) AS tq, wt AS w FROM unnest(` + a.Add(qs) + `::text[], ` + a.Add(wts) + `::float8[]) AS x(t, wt)`
 }
 
-// lengthNorm is BM25's length term for the scored rows: k1 (1 - b + b len/avg), with k1 0.9 and
-// b 0.4 as in the in-memory ranking (rank.DefaultK1, rank.DefaultB) and the average over the
-// candidates, as rank.Keyword takes it without corpus statistics. ts_rank ignores a row's length,
-// so a long chunk that mentions a term in passing ranked level with a short one about it; dividing
-// each row's rank by 1 + lengthNorm is BM25's factor for a term that occurs once.
-const lengthNorm = `0.9 * (1 - 0.4 + 0.4 * len / GREATEST(AVG(len) OVER (), 1))`
-
 // keywordRank is the raw keyword score of the stored tsvector tsv over the w CTE: ts_rank of the
 // simple configuration per query term (0 for a term the row lacks), weighted by the term's idf
 // (ts_rank alone ignores how common a term is). setweight returns a decompressed copy, made once
@@ -236,7 +228,7 @@ func (d *Driver) NearestEmbeddings(ctx context.Context, v []float32, n int, exac
 	}
 	var ids []string
 	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		set := searchSettings(ctx, tx, 2*n) // as VectorSearch sets them for n candidates
+		set := searchSettings(ctx, tx, 2*n) // as VectorCandidates sets them for n candidates
 		if exact {
 			_, set = tx.Exec(ctx, `SELECT set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`)
 		}
@@ -283,33 +275,20 @@ const (
 	maxStages     = 8    // stages of the keyword leg's row selection (see keywordRows)
 )
 
-// VectorSearch implements store.Knowledge: SPEC.md rule 4 as one SQL statement,
-// total = p.Weights.Vector * (1 - cosine distance) + p.Weights.Keyword * keyword score (SQL
-// parameters; host/kb/rank holds the values), over the union of the keyword
-// leg's candidates (GIN index, idf-weighted ts_rank) and the HNSW index's nearest neighbours, both
-// under the visibility filter.
-func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
+// VectorCandidates implements store.Knowledge: the vector leg over the HNSW index, under the
+// visibility filter: the p.Limit nearest chunks, then the cosines of the p.ChunkIDs the index scan
+// did not return (each computed for that row alone). Only candidates and their cosines: the
+// ranking is host/kb/rank's, the same on every path.
+func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
 	if !d.vector || len(p.Vector) != vectorDims {
 		return nil, store.ErrNotSupported
 	}
-	if p.Weights == (store.FusionWeights{}) {
-		return nil, errors.New("pgstore: VectorSearch without fusion weights")
-	}
-	capN := p.Cap
-	if capN <= 0 {
-		capN = 100
-	}
-	capN = max(capN, p.Limit)
 	var out []store.ChunkRow
 	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
 		// Twice the candidates: with the index's small graph (m 8, see vectorIndex) an ef_search
-		// of 2*cap finds the true nearest neighbours about as often as pgvector's default graph
-		// with ef_search = cap did, at about the same cost.
-		if err := searchSettings(ctx, tx, 2*capN); err != nil {
-			return err
-		}
-		ws, err := termWeights(ctx, tx, d.df, p.Terms)
-		if err != nil {
+		// of 2*limit finds the true nearest neighbours about as often as pgvector's default graph
+		// with ef_search = limit did, at about the same cost.
+		if err := searchSettings(ctx, tx, 2*p.Limit); err != nil {
 			return err
 		}
 		var a sqldb.Args
@@ -321,52 +300,37 @@ func (d *Driver) VectorSearch(ctx context.Context, p store.SearchParams) ([]stor
 		if len(p.Viewer.DocumentIDs) > 0 {
 			docs = a.In("c.document_id", p.Viewer.DocumentIDs)
 		}
-		cp := a.Add(capN)
-		wq := weightsCTE(ws, &a)
-		// The keyword score (keywordRank over lengthNorm) is relative to the best candidate's and
-		// squared (0..1, like the vector score), so neither leg drowns the other and the vector
-		// leg mostly breaks the keyword leg's near-ties: the in-memory path's rule
-		// (rank.KeywordPower). The vector leg's rows keep the distance the index scan computed,
-		// and the keyword leg's their rank: each row's other score is computed once, for it alone
-		// (a keyword row's vector is read only when the vector leg did not return it). The hits'
-		// text and names are read for the top rows only.
-		kr := keywordRank
-		m := keywordRows(ws, &a, docs)
-		wv, wk := a.Add(p.Weights.Vector), a.Add(p.Weights.Keyword)
+		ids := p.ChunkIDs
+		if ids == nil {
+			ids = []string{}
+		}
+		// A zero vector (a text without terms) has no cosine distance (NaN): cosine 0, as
+		// rank.Cosine gives it.
 		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
-			w AS MATERIALIZED (` + wq + `),
-			m AS (` + m + `),
-			kw AS MATERIALIZED (SELECT m.id, m.len, m.kr FROM m ORDER BY m.kr DESC, m.id LIMIT ` + cp + `),
 			vn AS MATERIALIZED (` + nearestLeg(v, `EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = `+model+`
-					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)`, cp) + `),
-			scored AS MATERIALIZED (SELECT kw.id, 1 - COALESCE(vn.dist, (SELECT e.embedding_vector <=> ` + v + `::halfvec
-					FROM knowledge_chunks c JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model
-					WHERE c.id = kw.id), 1) AS vs, kw.len, kw.kr
-				FROM kw LEFT JOIN vn ON vn.id = kw.id
-				UNION ALL
-				SELECT vn.id, 1 - vn.dist, k.len, k.kr FROM vn CROSS JOIN LATERAL (SELECT c.token_count AS len, ` + kr("c.search_tsv") + ` AS kr
-					FROM knowledge_chunks c WHERE c.id = vn.id) k
-				WHERE NOT EXISTS (SELECT 1 FROM kw WHERE kw.id = vn.id)),
-			bm AS (SELECT id, vs, kr / (1 + ` + lengthNorm + `) AS kr FROM scored),
-			n AS (SELECT id, vs, CASE WHEN MAX(kr) OVER () > 0 THEN POWER(kr / MAX(kr) OVER (), 2) ELSE 0 END AS ks FROM bm),
-			top AS MATERIALIZED (SELECT id, vs, ks, ` + wv + `::float8 * vs + ` + wk + `::float8 * ks AS total FROM n
-				WHERE NOT (ks = 0 AND vs < ` + a.Add(p.Floor) + `) ORDER BY total DESC, id LIMIT ` + a.Add(p.Limit) + `)
-			SELECT ` + sqldb.ChunkCols + `, top.vs, top.ks, top.total
-			FROM top JOIN knowledge_chunks c ON c.id = top.id
+					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)`, a.Add(p.Limit)) + `),
+			kn AS (SELECT c.id, e.embedding_vector <=> ` + v + `::halfvec AS dist
+				FROM knowledge_chunks c JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model
+				WHERE c.id = ANY(` + a.Add(ids) + `::text[]) AND e.model = ` + model + ` AND c.source_id IN (SELECT id FROM vis) AND ` + docs + `
+					AND NOT EXISTS (SELECT 1 FROM vn WHERE vn.id = c.id)),
+			u AS (SELECT id, dist, 0 AS leg FROM vn UNION ALL SELECT id, dist, 1 FROM kn)
+			SELECT ` + sqldb.ChunkCols + `, CASE WHEN u.dist IS NULL OR u.dist = 'NaN'::float8 THEN 0
+				ELSE GREATEST(0, LEAST(1, 1 - u.dist)) END
+			FROM u JOIN knowledge_chunks c ON c.id = u.id
 			JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
-			ORDER BY top.total DESC, c.id`
+			ORDER BY u.leg, u.dist, c.id`
 		rows, err := tx.Query(ctx, q, a.List...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c store.ChunkRow
-			var vs, ks, total float64
-			if c, err = sqldb.ScanChunk(rows, &vs, &ks, &total); err != nil {
+			var cos float64
+			c, err := sqldb.ScanChunk(rows, &cos)
+			if err != nil {
 				return err
 			}
-			c.Vector, c.Keyword, c.Total = vs, ks, total
+			c.Vector = cos
 			out = append(out, c)
 		}
 		return rows.Err()
@@ -423,9 +387,10 @@ type termWeight struct {
 	idf float64
 }
 
-// termWeights returns the query terms that count, rarest first: those held by at most half the
-// chunks (or the rarest one when all are that common; the others weigh almost nothing in BM25's
-// idf), each with its idf, ln(1 + (n - df + 0.5) / (df + 0.5)).
+// termWeights returns the query terms that count, rarest first: all of them when they match no
+// more than keywordBudget rows together, else those held by at most half the chunks (or the
+// rarest one when all are that common; the others weigh almost nothing in BM25's idf), each with
+// its idf, ln(1 + (n - df + 0.5) / (df + 0.5)).
 //
 // On a large table (5000 chunks and more) the corpus size is the planner's estimate (counting it
 // reads every row) and a term among the most common lexemes of the tsvector column's statistics
@@ -449,6 +414,9 @@ func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[floa
 			forms = append(forms, q)
 		}
 	}
+	if len(forms) == 0 {
+		return nil, nil
+	}
 	n, df, err := termCounts(ctx, tx, cache, forms)
 	if err != nil {
 		return nil, err
@@ -459,14 +427,25 @@ func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[floa
 			all = append(all, termWeight{q: q, df: df[q]})
 		}
 	}
-	return weigh(all, n), nil
+	return weigh(all, n.N), nil
 }
 
 // termCounts returns the corpus size and the document frequency of each of forms (terms in their
 // to_tsquery form, tsQuery of one term), from the cache or counted as termWeights says.
-func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], forms []string) (float64, map[string]float64, error) {
+func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], forms []string) (sqldb.Corpus[float64], map[string]float64, error) {
 	n, df, qs := cache.Lookup(forms)
 	if len(qs) == 0 {
+		if n.N == 0 { // no term to count, and no corpus kept: count the corpus alone
+			var avg *float64
+			var total int64
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*), AVG(token_count)::float8 FROM knowledge_chunks`).Scan(&total, &avg); err != nil {
+				return n, nil, err
+			}
+			n.N = float64(total)
+			if avg != nil {
+				n.AvgLen = *avg
+			}
+		}
 		return n, df, nil
 	}
 	lex := make([]string, len(qs))
@@ -478,42 +457,48 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 		est AS (SELECT COALESCE((SELECT r FROM rel), -1) AS r),
 		st AS (SELECT ps.most_common_elems::text::text[] AS e, ps.most_common_elem_freqs AS f FROM pg_stats ps, rel
 			WHERE ps.schemaname = rel.ns AND ps.tablename = 'knowledge_chunks' AND ps.attname = 'search_tsv')
-		SELECT CASE WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END, x.q,
+		SELECT CASE WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END,
+			CASE WHEN est.r >= 5000 THEN (SELECT AVG(token_count)::float8 FROM (SELECT token_count FROM knowledge_chunks LIMIT 20000) y)
+				ELSE (SELECT AVG(token_count)::float8 FROM knowledge_chunks) END, x.q,
 			CASE WHEN est.r >= 5000 AND x.f > 0 THEN -1 ELSE
 				(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', x.q) LIMIT $3) y) END,
 			x.f
 		FROM est, (SELECT u.q, COALESCE((SELECT st.f[array_position(st.e, u.l)] FROM st), 0) AS f
 			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, qs, lex, dfCap)
 	if err != nil {
-		return 0, nil, err
+		return sqldb.Corpus[float64]{}, nil, err
 	}
 	defer rows.Close()
 	fresh := map[string]float64{}
 	for rows.Next() {
 		var total, count int64
+		var avg *float64
 		var q string
 		var freq float64
-		if err := rows.Scan(&total, &q, &count, &freq); err != nil {
-			return 0, nil, err
+		if err := rows.Scan(&total, &avg, &q, &count, &freq); err != nil {
+			return n, nil, err
 		}
-		n = float64(total)
+		n.N = float64(total)
+		if avg != nil {
+			n.AvgLen = *avg
+		}
 		f := float64(count)
 		if count < 0 || count >= dfCap {
-			f = math.Max(f, freq*n)
+			f = math.Max(f, freq*n.N)
 		}
 		fresh[q] = f
 		df[q] = f
 	}
 	if err := rows.Err(); err != nil {
-		return 0, nil, err
+		return n, nil, err
 	}
 	cache.Store(n, fresh)
 	return n, df, nil
 }
 
 // TermStats implements store.Knowledge through termCounts (cached, and estimated on a large
-// table).
-func (d *Driver) TermStats(ctx context.Context, terms []string) (int, map[string]int, error) {
+// table: the chunk count from the planner's, the mean length from the first 20,000 rows).
+func (d *Driver) TermStats(ctx context.Context, terms []string) (store.TermStats, error) {
 	form := make(map[string]string, len(terms)) // term -> its to_tsquery form
 	forms := make([]string, 0, len(terms))
 	for _, t := range terms {
@@ -524,22 +509,29 @@ func (d *Driver) TermStats(ctx context.Context, terms []string) (int, map[string
 	}
 	n, counts, err := termCounts(ctx, d.DB, d.df, forms)
 	if err != nil {
-		return 0, nil, err
+		return store.TermStats{}, err
 	}
 	df := make(map[string]int, len(terms))
 	for _, t := range terms {
 		df[t] = int(math.Round(counts[form[t]])) // 0 for a term with no form
 	}
-	return int(math.Round(n)), df, nil
+	return store.TermStats{Docs: int(math.Round(n.N)), AvgLen: n.AvgLen, DF: df}, nil
 }
 
 // weigh keeps the terms that count, rarest first, with their idf over a corpus of n chunks.
 func weigh(all []termWeight, n float64) []termWeight {
 	n = math.Max(n, 1)
 	sort.SliceStable(all, func(i, j int) bool { return all[i].df < all[j].df })
+	total := 0.0
+	for _, w := range all {
+		total += w.df
+	}
 	var keep []termWeight
 	for _, w := range all {
-		if w.df <= n/2 {
+		// Within the budget every term searches: kb ranks by BM25, which gives a common term a
+		// small weight, not none, and a chunk holding only that term is still a candidate, as on
+		// SQLite.
+		if w.df <= n/2 || total <= keywordBudget {
 			keep = append(keep, w)
 		}
 	}

@@ -69,9 +69,9 @@ func TestVectorPathReported(t *testing.T) {
 	}
 }
 
-// TestVectorSearchNotStarved: a reader who may see a few chunks among many nearer ones of another
+// TestVectorCandidatesNotStarved: a reader who may see a few chunks among many nearer ones of another
 // user still gets them from the vector leg alone (the HNSW scan goes on past the hidden rows).
-func TestVectorSearchNotStarved(t *testing.T) {
+func TestVectorCandidatesNotStarved(t *testing.T) {
 	d := openVector(t)
 	ctx := context.Background()
 	a, b := storetest.NewUser(t, d, ""), storetest.NewUser(t, d, "")
@@ -82,17 +82,17 @@ func TestVectorSearchNotStarved(t *testing.T) {
 	addChunks(t, d, a.ID, many...)
 	mine := addChunks(t, d, b.ID, "zebrafish memo for the launch", "zebrafish memo on lighting", "zebrafish memo draft")
 	want := 3
-	rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: b.ID}, Vector: storetest.Vector("zebrafish memo"),
-		Model: storetest.Model, Limit: 10, Floor: -1, Cap: 5, Weights: storetest.Weights})
+	rows, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: store.Viewer{UserID: b.ID}, Vector: storetest.Vector("zebrafish memo"),
+		Model: storetest.Model, Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != want {
-		t.Fatalf("VectorSearch = %d rows, want the reader's %d", len(rows), want)
+		t.Fatalf("VectorCandidates = %d rows, want the reader's %d", len(rows), want)
 	}
 	for _, r := range rows {
 		if r.DocumentID != mine[0] {
-			t.Errorf("VectorSearch shows document %s of another user", r.DocumentID)
+			t.Errorf("VectorCandidates shows document %s of another user", r.DocumentID)
 		}
 	}
 }
@@ -202,10 +202,10 @@ func TestVectorIndexUpgrade(t *testing.T) {
 // n hits.
 func wantVectorHits(t *testing.T, d store.Driver, userID string, n int) {
 	t.Helper()
-	rows, err := d.VectorSearch(context.Background(), store.SearchParams{Viewer: store.Viewer{UserID: userID},
-		Vector: storetest.Vector("night lighting"), Model: storetest.Model, Limit: 5, Floor: -1, Weights: storetest.Weights})
+	rows, err := d.VectorCandidates(context.Background(), store.SearchParams{Viewer: store.Viewer{UserID: userID},
+		Vector: storetest.Vector("night lighting"), Model: storetest.Model, Limit: 5})
 	if err != nil || len(rows) != n {
-		t.Fatalf("VectorSearch = %d rows, %v; want %d", len(rows), err, n)
+		t.Fatalf("VectorCandidates = %d rows, %v; want %d", len(rows), err, n)
 	}
 }
 
@@ -231,10 +231,10 @@ func TestBulkVectorIndex(t *testing.T) {
 	wantVectorHits(t, d, user.ID, 3)
 }
 
-// TestVectorSearchScores: each hit's vector score is 1 minus its cosine distance whichever leg
-// found it (the vector leg carries the distance of its index scan, the keyword leg's rows are
-// scored alone), its keyword score is relative to the best candidate's, and the total is rule 4's.
-func TestVectorSearchScores(t *testing.T) {
+// TestVectorCandidatesScores: each candidate's vector score is its cosine (1 minus its cosine
+// distance, clamped to 0..1), whether the index scan found it or it was asked about, and every
+// chunk asked about comes back once.
+func TestVectorCandidatesScores(t *testing.T) {
 	d := openVector(t)
 	ctx := context.Background()
 	u := storetest.NewUser(t, d, "")
@@ -245,30 +245,30 @@ func TestVectorSearchScores(t *testing.T) {
 	for _, tx := range texts {
 		vecs[tx] = storetest.Vector(tx)
 	}
+	refs, err := d.EmbeddingRefs(ctx, store.Viewer{UserID: u.ID})
+	if err != nil || len(refs) != len(texts) {
+		t.Fatalf("EmbeddingRefs = %v, %v", refs, err)
+	}
+	var all []string
+	for _, r := range refs {
+		all = append(all, r.ChunkID)
+	}
 	q := storetest.Vector("night lighting")
-	for _, capN := range []int{1, 2, 100} {
-		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Vector: q, Model: storetest.Model,
-			Terms: storetest.Terms("budget microphones"), Limit: 10, Floor: -1, Cap: capN, Weights: storetest.Weights})
+	for _, limit := range []int{1, 2, 100} {
+		rows, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Vector: q, Model: storetest.Model,
+			Limit: limit, ChunkIDs: all})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) == 0 {
-			t.Fatalf("cap %d: no hits", capN)
+		if len(rows) != len(texts) {
+			t.Fatalf("limit %d: %d rows, want every chunk once (%d)", limit, len(rows), len(texts))
 		}
-		best := 0.0
 		for _, r := range rows {
-			best = max(best, r.Keyword)
 			// The stored vectors are half precision (about 3 significant digits).
-			want := cosine(q, vecs[r.Text])
+			want := max(0, min(1, cosine(q, vecs[r.Text])))
 			if diff := r.Vector - want; diff > 2e-3 || diff < -2e-3 {
-				t.Errorf("cap %d: %q vector score %.6f, want 1 - cosine distance %.6f", capN, r.Text, r.Vector, want)
+				t.Errorf("limit %d: %q vector score %.6f, want the cosine %.6f", limit, r.Text, r.Vector, want)
 			}
-			if total := storetest.Weights.Vector*r.Vector + storetest.Weights.Keyword*r.Keyword; total-r.Total > 1e-9 || r.Total-total > 1e-9 {
-				t.Errorf("cap %d: %q total %.6f, want %.6f", capN, r.Text, r.Total, total)
-			}
-		}
-		if best != 1 {
-			t.Errorf("cap %d: best keyword score %v, want 1", capN, best)
 		}
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// TermCounts keeps the document frequencies of search terms (and, where a driver keeps one, the
-// corpus size n they were counted over) for TTL. Counting a term reads every row holding it, and
+// TermCounts keeps the document frequencies of search terms (and the corpus they were counted
+// over: its size and mean chunk length) for TTL. Counting a term reads every row holding it, and
 // the same common words come back query after query. The driver calls Reset after each of its
 // own writes; other processes' writes show within TTL, and a stale count only moves a term's
 // weight a little.
@@ -16,17 +16,24 @@ type TermCounts[V int | float64] struct {
 
 	mu sync.Mutex
 	at time.Time
-	n  V
+	n  Corpus[V]
 	m  map[string]V
 }
 
-// Lookup returns the corpus size, the counts of the keys it holds and the keys it does not.
-// Once the set is older than TTL it is dropped and every key is missing.
-func (c *TermCounts[V]) Lookup(keys []string) (n V, got map[string]V, missing []string) {
+// Corpus is what term counts were counted over: the number of chunks and their mean length in
+// terms (BM25's avgdl).
+type Corpus[V int | float64] struct {
+	N      V
+	AvgLen float64
+}
+
+// Lookup returns the corpus (zero when none is kept), the counts of the keys it holds and the
+// keys it does not. Once the set is older than TTL it is dropped and every key is missing.
+func (c *TermCounts[V]) Lookup(keys []string) (n Corpus[V], got map[string]V, missing []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m != nil && time.Since(c.at) > c.TTL {
-		c.m, c.n = nil, 0
+		c.m, c.n = nil, Corpus[V]{}
 	}
 	got = make(map[string]V, len(keys))
 	for _, k := range keys {
@@ -39,8 +46,8 @@ func (c *TermCounts[V]) Lookup(keys []string) (n V, got map[string]V, missing []
 	return c.n, got, missing
 }
 
-// Store adds counts made over a corpus of n; a different n starts a new set.
-func (c *TermCounts[V]) Store(n V, counts map[string]V) {
+// Store adds counts made over corpus n; a different corpus starts a new set.
+func (c *TermCounts[V]) Store(n Corpus[V], counts map[string]V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || c.n != n || len(c.m) > c.Max {
@@ -54,6 +61,6 @@ func (c *TermCounts[V]) Store(n V, counts map[string]V) {
 // Reset drops everything (after a write).
 func (c *TermCounts[V]) Reset() {
 	c.mu.Lock()
-	c.m, c.n = nil, 0
+	c.m, c.n = nil, Corpus[V]{}
 	c.mu.Unlock()
 }

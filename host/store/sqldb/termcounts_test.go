@@ -7,19 +7,19 @@ import (
 
 func TestTermCounts(t *testing.T) {
 	c := &TermCounts[float64]{TTL: time.Hour, Max: 3}
-	if n, got, missing := c.Lookup([]string{"a", "b"}); n != 0 || len(got) != 0 || len(missing) != 2 {
+	if n, got, missing := c.Lookup([]string{"a", "b"}); n.N != 0 || len(got) != 0 || len(missing) != 2 {
 		t.Fatalf("empty: %v %v %v", n, got, missing)
 	}
-	c.Store(100, map[string]float64{"a": 3, "b": 0})
-	if n, got, missing := c.Lookup([]string{"a", "b", "c"}); n != 100 || got["a"] != 3 || len(got) != 2 || len(missing) != 1 || missing[0] != "c" {
+	c.Store(Corpus[float64]{N: 100, AvgLen: 5}, map[string]float64{"a": 3, "b": 0})
+	if n, got, missing := c.Lookup([]string{"a", "b", "c"}); n.N != 100 || n.AvgLen != 5 || got["a"] != 3 || len(got) != 2 || len(missing) != 1 || missing[0] != "c" {
 		t.Errorf("after Store: %v %v %v", n, got, missing)
 	}
-	c.Store(200, map[string]float64{"c": 1}) // another corpus size: the old counts go
+	c.Store(Corpus[float64]{N: 200}, map[string]float64{"c": 1}) // another corpus size: the old counts go
 	if _, got, _ := c.Lookup([]string{"a", "c"}); len(got) != 1 || got["c"] != 1 {
 		t.Errorf("new corpus size kept old counts: %v", got)
 	}
-	c.Store(200, map[string]float64{"d": 1, "e": 1, "f": 1})
-	c.Store(200, map[string]float64{"g": 1}) // over Max: starts over
+	c.Store(Corpus[float64]{N: 200}, map[string]float64{"d": 1, "e": 1, "f": 1})
+	c.Store(Corpus[float64]{N: 200}, map[string]float64{"g": 1}) // over Max: starts over
 	if _, got, _ := c.Lookup([]string{"c", "g"}); len(got) != 1 || got["g"] != 1 {
 		t.Errorf("over Max: %v", got)
 	}
@@ -28,7 +28,7 @@ func TestTermCounts(t *testing.T) {
 		t.Errorf("after Reset: %v", got)
 	}
 	c.TTL = 0
-	c.Store(1, map[string]float64{"h": 1})
+	c.Store(Corpus[float64]{N: 1}, map[string]float64{"h": 1})
 	time.Sleep(time.Millisecond)
 	if _, got, _ := c.Lookup([]string{"h"}); len(got) != 0 {
 		t.Errorf("past TTL: %v", got)

@@ -104,10 +104,11 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) (kept []string
 	if len(terms) == 0 {
 		return nil, 0, nil
 	}
-	_, df, err := d.TermStats(ctx, terms)
+	st, err := d.TermStats(ctx, terms)
 	if err != nil {
 		return nil, 0, err
 	}
+	df := st.DF
 	total := 0
 	var known []string
 	for _, t := range terms {
@@ -138,30 +139,31 @@ func (d *Driver) searchTerms(ctx context.Context, terms []string) (kept []string
 	return out, sum, nil
 }
 
-// TermStats implements store.Knowledge: the chunk count and the FTS5 vocabulary's document
-// frequencies, cached (sqldb.TermCounts).
-func (d *Driver) TermStats(ctx context.Context, terms []string) (docs int, df map[string]int, err error) {
-	docs, df, missing := d.df.Lookup(terms)
-	if len(missing) == 0 {
-		return docs, df, nil
-	}
-	counted := make(map[string]int, len(missing))
-	for _, t := range missing {
-		counted[t] = 0 // a term the vocabulary does not list
-	}
-	if err := d.countTerms(ctx, missing, counted); err != nil {
-		return 0, nil, err
-	}
-	if docs == 0 { // the cache is new (empty, expired or reset by a write): count the chunks too
-		if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_chunks`).Scan(&docs); err != nil {
-			return 0, nil, err
+// TermStats implements store.Knowledge: the chunk count, their mean token_count and the FTS5
+// vocabulary's document frequencies, cached (sqldb.TermCounts).
+func (d *Driver) TermStats(ctx context.Context, terms []string) (store.TermStats, error) {
+	n, df, missing := d.df.Lookup(terms)
+	if len(missing) > 0 || n.N == 0 {
+		counted := make(map[string]int, len(missing))
+		for _, t := range missing {
+			counted[t] = 0 // a term the vocabulary does not list
+		}
+		if len(missing) > 0 {
+			if err := d.countTerms(ctx, missing, counted); err != nil {
+				return store.TermStats{}, err
+			}
+		}
+		if n.N == 0 { // the cache is new (empty, expired or reset by a write): count the chunks too
+			if err := d.QueryRow(ctx, `SELECT COUNT(*), COALESCE(AVG(token_count), 0) FROM knowledge_chunks`).Scan(&n.N, &n.AvgLen); err != nil {
+				return store.TermStats{}, err
+			}
+		}
+		d.df.Store(n, counted)
+		for t, c := range counted {
+			df[t] = c
 		}
 	}
-	d.df.Store(docs, counted)
-	for t, n := range counted {
-		df[t] = n
-	}
-	return docs, df, nil
+	return store.TermStats{Docs: n.N, AvgLen: n.AvgLen, DF: df}, nil
 }
 
 // countTerms adds the document frequencies of terms to df from the FTS5 vocabulary.
@@ -214,8 +216,9 @@ func (d *Driver) keywordQuery(ctx context.Context, p store.SearchParams, q strin
 	return out, rows.Err()
 }
 
-// VectorSearch implements store.Knowledge: SQLite scores vectors in memory.
-func (d *Driver) VectorSearch(context.Context, store.SearchParams) ([]store.ChunkRow, error) {
+// VectorCandidates implements store.Knowledge: SQLite has no vector index; the host scans the
+// vectors itself.
+func (d *Driver) VectorCandidates(context.Context, store.SearchParams) ([]store.ChunkRow, error) {
 	return nil, store.ErrNotSupported
 }
 

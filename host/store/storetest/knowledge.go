@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
 )
-
-// Weights are the fusion weights the suite searches with: not the product's (host/kb/rank), so a
-// driver that ignored its parameters and used those would fail.
-var Weights = store.FusionWeights{Vector: 0.6, Keyword: 0.4}
 
 // AddDoc writes texts as one document of the source (one chunk per text, with its search text and
 // vector from Terms and Vector) and returns the document.
@@ -29,7 +26,7 @@ func AddDoc(t *testing.T, d store.Driver, user, project, source, visibility stri
 	var chunks []store.KnowledgeChunk
 	for i, tx := range texts {
 		chunks = append(chunks, store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID,
-			Index: i, Text: tx, SearchText: SearchText(tx), EmbeddingModel: Model, Embedding: Vector(tx)})
+			Index: i, Text: tx, SearchText: SearchText(tx), TokenCount: len(Terms(tx)), EmbeddingModel: Model, Embedding: Vector(tx)})
 	}
 	if err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
 		t.Fatalf("WriteChunks: %v", err)
@@ -221,20 +218,19 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 				t.Errorf("ListSources = %d sources, want %d", len(srcs), len(want))
 			}
 			if d.SupportsVectorSearch() {
-				rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: tc.v, Terms: Terms("zebrafish memo"),
-					Vector: Vector("zebrafish memo"), Model: Model, Limit: 10, Floor: 0.4, Cap: 50, Weights: Weights})
+				rows, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: tc.v, Vector: Vector("zebrafish memo"), Model: Model, Limit: 10})
 				if err != nil {
-					t.Fatalf("VectorSearch: %v", err)
+					t.Fatalf("VectorCandidates: %v", err)
 				}
 				if len(rows) != len(want) {
-					t.Errorf("VectorSearch = %d rows, want %d", len(rows), len(want))
+					t.Errorf("VectorCandidates = %d rows, want %d", len(rows), len(want))
 				}
 				for _, r := range rows {
 					if !want[r.DocumentID] {
-						t.Errorf("VectorSearch shows document %s", r.DocumentID)
+						t.Errorf("VectorCandidates shows document %s", r.DocumentID)
 					}
-					if math.Abs(r.Total-(Weights.Vector*r.Vector+Weights.Keyword*r.Keyword)) > 1e-6 || r.Keyword <= 0 || r.Vector <= 0 {
-						t.Errorf("VectorSearch scores %v %v %v break rule 4", r.Vector, r.Keyword, r.Total)
+					if r.Vector <= 0 || r.Vector > 1 {
+						t.Errorf("VectorCandidates cosine %v, want in (0, 1]", r.Vector)
 					}
 				}
 			}
@@ -260,13 +256,16 @@ func testKnowledgeTermStats(t *testing.T, open Opener) {
 	a, b := NewUser(t, d, ""), NewUser(t, d, "")
 	AddDoc(t, d, a.ID, "", "s", store.VisibilityPrivate, "hook opening", "hook reel")
 	AddDoc(t, d, b.ID, "", "s", store.VisibilityPrivate, "reel shot")
-	docs, df, err := d.TermStats(ctx, []string{"hook", "reel", "absent"})
-	if err != nil || docs != 3 || df["hook"] != 2 || df["reel"] != 2 || df["absent"] != 0 {
-		t.Fatalf("TermStats = %d, %v, %v; want 3 chunks, hook 2, reel 2, absent 0", docs, df, err)
+	st, err := d.TermStats(ctx, []string{"hook", "reel", "absent"})
+	if err != nil || st.Docs != 3 || st.DF["hook"] != 2 || st.DF["reel"] != 2 || st.DF["absent"] != 0 || st.AvgLen != 2 {
+		t.Fatalf("TermStats = %+v, %v; want 3 chunks of 2 terms, hook 2, reel 2, absent 0", st, err)
 	}
-	AddDoc(t, d, b.ID, "", "s", store.VisibilityPrivate, "hook close-up")
-	if docs, df, err = d.TermStats(ctx, []string{"hook"}); err != nil || docs != 4 || df["hook"] != 3 {
-		t.Fatalf("after a write: TermStats = %d, %v, %v; want 4 chunks, hook 3", docs, df, err)
+	AddDoc(t, d, b.ID, "", "s", store.VisibilityPrivate, "hook closeup shot")
+	if st, err = d.TermStats(ctx, []string{"hook"}); err != nil || st.Docs != 4 || st.DF["hook"] != 3 || st.AvgLen != 2.25 {
+		t.Fatalf("after a write: TermStats = %+v, %v; want 4 chunks of 2.25 terms, hook 3", st, err)
+	}
+	if st, err = d.TermStats(ctx, nil); err != nil || st.Docs != 4 || st.AvgLen != 2.25 {
+		t.Fatalf("TermStats without terms = %+v, %v; want 4 chunks of 2.25 terms", st, err)
 	}
 }
 
@@ -386,5 +385,82 @@ func testKnowledgeQueries(t *testing.T, open Opener) {
 	}
 	if facts, _ := d.ListFacts(ctx, b.ID); len(facts) != 0 {
 		t.Errorf("ListFacts(other) = %+v, want none", facts)
+	}
+}
+
+// testKnowledgeVectorCandidates: the vector leg of a driver with a vector index returns the
+// nearest readable chunks and the cosines of the chunks it is asked about, the cosines the host
+// computes from the same vectors (so the ranking that follows is the same on every path); a
+// driver without one says so (ErrNotSupported) and the host scans the vectors itself.
+func testKnowledgeVectorCandidates(t *testing.T, open Opener) {
+	d := open(t)
+	ctx := context.Background()
+	a, b := NewUser(t, d, ""), NewUser(t, d, "")
+	words := []string{"hook", "reel", "opening", "shot", "teal", "logo", "caption", "rhythm", "cover", "script"}
+	var texts []string
+	for i := 0; i < 24; i++ {
+		texts = append(texts, fmt.Sprintf("%s %s %s", words[i%10], words[(i*3+1)%10], words[(i*7+2)%10]))
+	}
+	texts = append(texts, "!!!") // no terms: a zero vector, cosine 0
+	AddDoc(t, d, a.ID, "", "s", store.VisibilityPrivate, texts...)
+	hidden := AddDoc(t, d, b.ID, "", "s", store.VisibilityPrivate, "hook reel opening")
+	v := store.Viewer{UserID: a.ID}
+	q := Vector("hook reel opening")
+	if !d.SupportsVectorSearch() {
+		if _, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: q, Model: Model, Limit: 5}); !errors.Is(err, store.ErrNotSupported) {
+			t.Fatalf("VectorCandidates without a vector index = %v, want ErrNotSupported", err)
+		}
+		return
+	}
+	refs, err := d.EmbeddingRefs(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vecs, err := d.Embeddings(ctx, refs)
+	if err != nil || len(vecs) != len(texts) {
+		t.Fatalf("Embeddings = %d, %v; want %d", len(vecs), err, len(texts))
+	}
+	want := map[string]float64{} // the exact cosines, clamped to 0..1
+	ids := make([]string, 0, len(vecs))
+	for id, vec := range vecs {
+		var dot float64
+		for i := range vec {
+			dot += float64(vec[i]) * float64(q[i]) // unit vectors
+		}
+		want[id] = math.Max(0, math.Min(1, dot))
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		return want[ids[i]] > want[ids[j]] || (want[ids[i]] == want[ids[j]] && ids[i] < ids[j])
+	})
+	hiddenChunk, err := d.EmbeddingRefs(ctx, store.Viewer{UserID: b.ID})
+	if err != nil || len(hiddenChunk) != 1 {
+		t.Fatalf("EmbeddingRefs of the other user = %v, %v", hiddenChunk, err)
+	}
+	asked := []string{ids[0], ids[10], ids[len(ids)-1], hiddenChunk[0].ChunkID}
+	rows, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: q, Model: Model, Limit: 5, ChunkIDs: asked})
+	if err != nil {
+		t.Fatalf("VectorCandidates: %v", err)
+	}
+	// The tolerance covers a vector column stored at half precision.
+	const tol = 2e-3
+	seen := map[string]bool{}
+	for i, r := range rows {
+		if r.DocumentID == hidden.ID {
+			t.Fatalf("VectorCandidates returns a chunk the viewer may not read")
+		}
+		if seen[r.ID] {
+			t.Fatalf("VectorCandidates returns chunk %s twice", r.ID)
+		}
+		seen[r.ID] = true
+		if math.Abs(r.Vector-want[r.ID]) > tol {
+			t.Errorf("chunk %q: cosine %v, want %v", r.Text, r.Vector, want[r.ID])
+		}
+		if i < 5 && want[r.ID] < want[ids[4]]-tol {
+			t.Errorf("neighbour %d %q (cosine %v) is not among the 5 nearest (5th: %v)", i, r.Text, want[r.ID], want[ids[4]])
+		}
+	}
+	if len(rows) != 7 || !seen[ids[10]] || !seen[ids[len(ids)-1]] {
+		t.Fatalf("VectorCandidates = %d rows, want the 5 nearest and the 2 readable chunks asked about beyond them", len(rows))
 	}
 }

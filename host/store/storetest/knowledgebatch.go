@@ -59,10 +59,9 @@ func testKnowledgeBatch(t *testing.T, open Opener) {
 		t.Errorf("keyword search for aardvark: %v", ids)
 	}
 	if d.SupportsVectorSearch() {
-		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: v, Vector: Vector("budget microphone"), Model: Model,
-			Limit: 3, Floor: -1, Weights: Weights})
+		rows, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: Vector("budget microphone"), Model: Model, Limit: 3})
 		if err != nil || len(rows) != 3 {
-			t.Errorf("VectorSearch right after the write = %d rows, %v; want 3", len(rows), err)
+			t.Errorf("VectorCandidates right after the write = %d rows, %v; want 3", len(rows), err)
 		}
 	}
 	// A batch with a document indexed already: a conflict, and its other document stays unwritten.

@@ -22,8 +22,8 @@ func testKnowledgeDelete(t *testing.T, open Opener) {
 	if ids := keywordIDs(t, d, v, "hook"); !ids[gone.ID] || !ids[kept.ID] {
 		t.Fatalf("before: keyword hits %v, want both documents", ids)
 	}
-	if docs, df, err := d.TermStats(ctx, []string{"hook"}); err != nil || docs != 3 || df["hook"] != 3 {
-		t.Fatalf("before: TermStats = %d, %v, %v", docs, df, err)
+	if st, err := d.TermStats(ctx, []string{"hook"}); err != nil || st.Docs != 3 || st.DF["hook"] != 3 {
+		t.Fatalf("before: TermStats = %+v, %v", st, err)
 	}
 	before, err := d.GetSource(ctx, gone.SourceID)
 	if err != nil {
@@ -38,8 +38,8 @@ func testKnowledgeDelete(t *testing.T, open Opener) {
 	if ids := keywordIDs(t, d, v, "hook"); ids[gone.ID] || !ids[kept.ID] {
 		t.Errorf("after: keyword hits %v, want only the kept document", ids)
 	}
-	if docs, df, err := d.TermStats(ctx, []string{"hook", "reel"}); err != nil || docs != 1 || df["hook"] != 1 || df["reel"] != 0 {
-		t.Errorf("after: TermStats = %d, %v, %v; want 1 chunk, hook 1, reel 0", docs, df, err)
+	if st, err := d.TermStats(ctx, []string{"hook", "reel"}); err != nil || st.Docs != 1 || st.DF["hook"] != 1 || st.DF["reel"] != 0 {
+		t.Errorf("after: TermStats = %+v, %v; want 1 chunk, hook 1, reel 0", st, err)
 	}
 	refs, err := d.EmbeddingRefs(ctx, v)
 	if err != nil || len(refs) != 1 {
@@ -49,14 +49,14 @@ func testKnowledgeDelete(t *testing.T, open Opener) {
 		t.Errorf("after: Embeddings of the old refs = %d vectors, %v; want only the kept one", len(vecs), err)
 	}
 	if d.SupportsVectorSearch() {
-		rows, err := d.VectorSearch(ctx, store.SearchParams{Viewer: v, Terms: Terms("hook opening shot"), Vector: Vector("hook opening shot"),
-			Model: Model, Weights: Weights, Limit: 10, Cap: 50})
+		rows, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: Vector("hook opening shot"), Model: Model, Limit: 10,
+			ChunkIDs: chunkIDs})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rows {
 			if r.DocumentID == gone.ID {
-				t.Errorf("after: VectorSearch found a chunk of the deleted document")
+				t.Errorf("after: VectorCandidates found a chunk of the deleted document")
 			}
 		}
 	}

@@ -48,6 +48,7 @@ var suites = []struct {
 	{"knowledge_chunks", testKnowledgeChunks},
 	{"knowledge_batch", testKnowledgeBatch},
 	{"knowledge_term_stats", testKnowledgeTermStats},
+	{"knowledge_vector_candidates", testKnowledgeVectorCandidates},
 	{"knowledge_delete", testKnowledgeDelete},
 	{"knowledge_queries", testKnowledgeQueries},
 	{"outbox", testOutbox},

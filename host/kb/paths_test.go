@@ -1,0 +1,146 @@
+package kb_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/store"
+)
+
+// pathCorpus is a fixed corpus of English and Chinese documents built from a small vocabulary,
+// each document of its own length (so no two chunks tie on BM25 by accident), one of them long
+// enough for several chunks; and the queries to run on it, some sharing no word with any document
+// but a stem (the vector leg's additions).
+func pathCorpus() (docs []string, queries []string) {
+	en := []string{"hook", "opening", "shot", "reel", "caption", "rhythm", "music", "cover", "lighting", "budget",
+		"microphone", "grading", "colour", "script", "teaser", "thumbnail", "audience", "retention", "editing", "transition"}
+	zh := []string{"完播率", "短视频", "封面", "脚本", "直播", "转化率", "选品", "话术", "剪辑", "字幕"}
+	r := rand.New(rand.NewPCG(24, 3))
+	for i := 0; i < 48; i++ {
+		var b strings.Builder
+		for w := 0; w < 6+i; w++ {
+			if i%4 == 3 {
+				b.WriteString(zh[int(float64(len(zh))*r.Float64()*r.Float64())])
+				if w%5 == 4 {
+					b.WriteString("。")
+				}
+				continue
+			}
+			if w > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(en[int(float64(len(en))*r.Float64()*r.Float64())])
+		}
+		docs = append(docs, b.String())
+	}
+	var long []string
+	for i := 0; i < 300; i++ {
+		long = append(long, en[(i*7)%len(en)])
+	}
+	docs = append(docs, strings.Join(long, " "))
+	queries = []string{"hook opening", "caption rhythm music", "lighting budget", "microphone", "colour grading script",
+		"retention of the audience", "thumbnail teaser", "transition", "editing shots", "microphones and budgets", "reels with captions",
+		"完播率", "短视频封面", "直播转化率", "字幕剪辑", "hook 脚本"}
+	return docs, queries
+}
+
+// TestOneRankingOnEveryPath: the three search paths (SQLite; PostgreSQL with pgvector, whose
+// vector leg is the HNSW index; PostgreSQL without, whose vector leg is the in-memory scan) give
+// the same top 10 for the same corpus and query, with the same scores; and on each, the hybrid
+// keeps the keyword leg's BM25 ranking and only adds after it (the local embedder is not
+// semantic), so no query's hit ranks lower than under BM25 alone.
+func TestOneRankingOnEveryPath(t *testing.T) {
+	docs, queries := pathCorpus()
+	type hit struct {
+		key                    string // document title and chunk index: ids differ between databases
+		vector, keyword, total float64
+	}
+	results := map[string][][]hit{}
+	for _, name := range []string{"sqlite", "postgres", "postgres-novector"} {
+		t.Run(name, func(t *testing.T) {
+			d := drivers[name](t)
+			if name == "postgres" && !d.SupportsVectorSearch() {
+				t.Skip("pgvector is not available")
+			}
+			ctx := context.Background()
+			hybrid, bm25 := kb.New(d, kb.Options{}), kb.New(d, kb.Options{KeywordOnly: true})
+			user := "00000000-0000-0000-0000-0000000000aa"
+			for i, text := range docs {
+				ingest(t, hybrid, kb.IngestParams{UserID: user, SourceName: "paths", Visibility: store.VisibilityPrivate,
+					Title: fmt.Sprintf("doc-%02d", i), Text: text})
+			}
+			var got [][]hit
+			for _, q := range queries {
+				p := kb.SearchParams{UserID: user, Query: q, TopK: 10}
+				hs, err := hybrid.Search(ctx, p)
+				if err != nil {
+					t.Fatalf("search %q: %v", q, err)
+				}
+				base, err := bm25.Search(ctx, p)
+				if err != nil {
+					t.Fatalf("BM25 search %q: %v", q, err)
+				}
+				var row []hit
+				for _, h := range hs {
+					row = append(row, hit{fmt.Sprintf("%s#%d", h.DocumentTitle, h.ChunkIndex), h.Scores.Vector, h.Scores.Keyword, h.Scores.Total})
+				}
+				got = append(got, row)
+				if len(base) > len(hs) {
+					t.Fatalf("%q: BM25 alone has %d hits, the hybrid %d", q, len(base), len(hs))
+				}
+				for i, b := range base {
+					if hs[i].ChunkID != b.ChunkID {
+						t.Errorf("%q: hit %d is %s#%d, BM25 alone has %s#%d there", q, i+1, hs[i].DocumentTitle, hs[i].ChunkIndex, b.DocumentTitle, b.ChunkIndex)
+					}
+				}
+				for _, h := range hs[len(base):] {
+					if h.Scores.Keyword != 0 {
+						t.Errorf("%q: the hybrid adds a keyword match BM25 alone left out: %+v", q, h.Scores)
+					}
+				}
+			}
+			results[name] = got
+		})
+	}
+	ref, ok := results["sqlite"]
+	if !ok {
+		return
+	}
+	added := 0
+	for name, got := range results {
+		for qi, q := range queries {
+			a, b := ref[qi], got[qi]
+			same := len(a) == len(b)
+			for i := 0; same && i < len(a); i++ {
+				same = a[i].key == b[i].key && abs(a[i].keyword-b[i].keyword) < 1e-3 && abs(a[i].total-b[i].total) < 2e-3
+			}
+			if !same {
+				t.Errorf("%q: %s's top 10 %v differs from sqlite's %v", q, name, b, a)
+			}
+			if name == "sqlite" {
+				for _, h := range a {
+					if h.keyword == 0 {
+						added++
+					}
+				}
+				if len(a) == 0 {
+					t.Errorf("%q: no hits", q)
+				}
+			}
+		}
+	}
+	if added == 0 {
+		t.Errorf("no query got a hit from the vector leg alone: the corpus does not test the vector leg's additions")
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
