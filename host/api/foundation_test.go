@@ -212,3 +212,39 @@ func TestProjectListingBytes(t *testing.T) {
 		})
 	}
 }
+
+// bigIndex is a store whose vector index reports twice the size of its buffer cache.
+type bigIndex struct{ store.Driver }
+
+func (bigIndex) SupportsVectorSearch() bool { return true }
+func (bigIndex) VectorIndexStatus(context.Context) (store.VectorIndexStatus, error) {
+	return store.VectorIndexStatus{IndexBytes: 800 << 20, SharedBufferBytes: 128 << 20, Pending: 7}, nil
+}
+
+// TestHealthVectorIndex: with pgvector, /health reports the HNSW index's size against
+// shared_buffers (PostgreSQL's own figures) and warns when the index does not fit.
+func TestHealthVectorIndex(t *testing.T) {
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		d := drivers()[1].open(t)
+		if !d.SupportsVectorSearch() {
+			t.Skip("pgvector unavailable")
+		}
+		r := setup(t, func(*testing.T) store.Driver { return d }).do("GET", "/health", "", nil)
+		db, _ := r.body["database"].(map[string]any)
+		vi, _ := db["vector_index"].(map[string]any)
+		if r.status != 200 || vi == nil || vi["shared_buffers_bytes"].(float64) < 1<<20 || vi["fits_buffer_cache"] != true || r.body["warnings"] != nil {
+			t.Errorf("health = %d %s; want the vector index's figures, fitting, no warning", r.status, r.raw)
+		}
+	})
+	t.Run("too big", func(t *testing.T) {
+		t.Parallel()
+		d := drivers()[0].open(t)
+		r := setup(t, func(*testing.T) store.Driver { return bigIndex{d} }).do("GET", "/health", "", nil)
+		w, _ := r.body["warnings"].([]any)
+		if r.status != 200 || r.body["status"] != "ok" || len(w) != 1 || !strings.Contains(w[0].(string), "shared_buffers to at least 1001 MB") {
+			t.Errorf("health = %d %s; want ok with a warning naming shared_buffers", r.status, r.raw)
+		}
+	})
+}

@@ -2,12 +2,14 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/host/plugins"
+	"github.com/reelforge/reelforge/host/store"
 )
 
 // health answers DECISIONS.md's shape: 200 when the database answers, 503 when it does not.
@@ -33,12 +35,27 @@ func (s *Server) health(c *fiber.Ctx) error {
 	if !dbOK {
 		status, code = "degraded", fiber.StatusServiceUnavailable
 	}
+	db := fiber.Map{"driver": s.Store.Name(), "ok": dbOK, "search_path": searchPath}
 	body := fiber.Map{
 		"status":   status,
 		"version":  s.Config.Version,
 		"uptime_s": math.Round(time.Since(s.started).Seconds()*10) / 10,
-		"database": fiber.Map{"driver": s.Store.Name(), "ok": dbOK, "search_path": searchPath},
+		"database": db,
 		"engines":  engines,
+	}
+	if r, ok := s.Store.(store.VectorIndexReporter); ok && dbOK && s.Store.SupportsVectorSearch() {
+		if vi, err := r.VectorIndexStatus(ctx); err == nil {
+			fits := vi.IndexBytes <= vi.SharedBufferBytes
+			db["vector_index"] = fiber.Map{"index_bytes": vi.IndexBytes, "shared_buffers_bytes": vi.SharedBufferBytes,
+				"fits_buffer_cache": fits, "pending": vi.Pending}
+			if !fits {
+				// Not degraded (searches work), but each one then reads index pages from outside
+				// PostgreSQL's cache: slower, and much slower on the first pass after a restart.
+				body["warnings"] = []string{fmt.Sprintf("the knowledge base's HNSW index (%d MB) is larger than PostgreSQL's shared_buffers (%d MB): "+
+					"vector searches read index pages from outside the buffer cache; set shared_buffers to at least %d MB (README, PostgreSQL)",
+					vi.IndexBytes>>20, vi.SharedBufferBytes>>20, (vi.IndexBytes>>20)+(vi.IndexBytes>>22)+1)}
+			}
+		}
 	}
 	// Each engine's detailed state (ready, unconfigured, degraded, restarting, disabled) and why
 	// it is not ready: its tool's check, a crash, the handshake's refusal, its entry.

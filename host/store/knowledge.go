@@ -150,6 +150,19 @@ type NewDocument struct {
 	Document *KnowledgeDocument
 }
 
+// VectorIndexStatus is the state of a driver's vector index (pgstore with pgvector), for /health:
+// the index's size against the database's buffer cache, and the rows not in the index yet.
+type VectorIndexStatus struct {
+	IndexBytes        int64 // the HNSW index, on disk
+	SharedBufferBytes int64 // PostgreSQL's shared_buffers
+	Pending           int64 // embeddings the background indexer has not moved into the index yet
+}
+
+// VectorIndexReporter is a driver that has a vector index to report on (pgstore with pgvector).
+type VectorIndexReporter interface {
+	VectorIndexStatus(ctx context.Context) (VectorIndexStatus, error)
+}
+
 // IngestStale is how long a document written without a lease (before migration 0290) may stay
 // uploading or parsing before a new upload of the same file takes it over. A document with a lease
 // is taken over as soon as its lease runs out. Should a slow ingest still finish, the document is

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/reelforge/reelforge/host/store"
 )
 
 // The vector indexer. An ingest writes its embeddings with vector_indexed FALSE, outside the
@@ -171,6 +173,21 @@ func (d *Driver) IndexPendingVectors(ctx context.Context, n int) (int, error) {
 		return 0, err
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// VectorIndexStatus implements store.VectorIndexReporter: the HNSW index's size on disk, the
+// server's shared_buffers, and the rows pending, counted up to 10,000 (for /health, which should
+// stay cheap).
+func (d *Driver) VectorIndexStatus(ctx context.Context) (store.VectorIndexStatus, error) {
+	var st store.VectorIndexStatus
+	if !d.vector {
+		return st, store.ErrNotSupported
+	}
+	err := d.pool.QueryRow(ctx, `SELECT COALESCE(pg_relation_size(to_regclass($1)), 0),
+			(SELECT setting::bigint * pg_size_bytes(COALESCE(NULLIF(unit, ''), '1B')) FROM pg_settings WHERE name = 'shared_buffers'),
+			(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_embeddings WHERE NOT vector_indexed LIMIT 10000) p)`,
+		vectorIndex).Scan(&st.IndexBytes, &st.SharedBufferBytes, &st.Pending)
+	return st, err
 }
 
 // PendingVectors is the number of embeddings not in the HNSW index yet.
