@@ -34,6 +34,7 @@ type options struct {
 var sections = []section{
 	{"api", benchAPI},
 	{"knowledge", benchKnowledge},
+	{"retrieval", kbRetrieval},
 	{"events", benchEvents},
 	{"scheduler", benchScheduler},
 	{"runs", benchRuns},
