@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -24,7 +22,6 @@ import (
 type Driver struct {
 	*sqldb.DB
 	sqlDB *sql.DB
-	reads *readCache             // nil inside a transaction
 	df    *sqldb.TermCounts[int] // shared with the drivers of InTx
 }
 
@@ -42,8 +39,9 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	}
 	// The settings are connPragmas; _txlock and _stmt_cache_size are the driver's own:
 	// transactions BEGIN IMMEDIATE, and each connection keeps its 64 most recently used prepared
-	// statements, so the same statement is not compiled again every time it runs (an ingest runs
-	// a dozen statements a document; compiling them was about a tenth of its CPU time).
+	// statements, reads and writes, in transactions or not, so the same statement is not compiled
+	// again every time it runs (an ingest runs a dozen statements a document; compiling them was
+	// about a tenth of its CPU time). It is the driver's only statement cache.
 	sqlDB, err := sql.Open(driverName, "file:"+path+"?_txlock=immediate&_stmt_cache_size=64")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open: %w", err)
@@ -51,8 +49,8 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	sqlDB.SetMaxOpenConns(8)
 	sqlDB.SetMaxIdleConns(8)
 	sqlDB.SetConnMaxIdleTime(0)
-	d := &Driver{sqlDB: sqlDB, reads: newReadCache(sqlDB), df: newTermCounts()}
-	d.DB = sqldb.New(poolConn{dbConn: dbConn{sqlDB}, reads: d.reads}, d.begin, dialect, opt.Clock)
+	d := &Driver{sqlDB: sqlDB, df: newTermCounts()}
+	d.DB = sqldb.New(dbConn{sqlDB}, d.begin, dialect, opt.Clock)
 	// The database file belongs to this host process (README: one host per SQLite file), so
 	// it sees every write to projects and may keep listing pages.
 	d.DB.CacheProjectLists()
@@ -131,7 +129,6 @@ func (d *Driver) Close() error {
 	if d.sqlDB == nil {
 		return nil
 	}
-	d.reads.close()
 	return d.sqlDB.Close()
 }
 
@@ -182,116 +179,6 @@ func (c dbConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, e
 
 func (c dbConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
 	return c.q.QueryRowContext(ctx, sqldb.RebindSQLite(q), args...)
-}
-
-// poolConn runs statements on the pool and keeps the reads it repeats prepared. Parsing and
-// planning a SELECT is most of what SQLite spends on a small listing (a callgrind count of
-// BenchmarkListProjects put the parser and code generator above the row reads), so a prepared
-// statement per query text saves it on every call after the first.
-//
-// Only reads outside transactions are cached. Caches that also prepared writes and statements
-// inside transactions made concurrent writers fail with SQLITE_BUSY, twice (the first session's,
-// and one of the third that prepared only a transaction's writes, through Tx.StmtContext: host/runs'
-// lease tests caught it); a reset read statement holds no lock, and database/sql resets it when
-// the rows close.
-type poolConn struct {
-	dbConn
-	reads *readCache
-}
-
-// Query and QueryRow rebind once and call database/sql directly (dbConn's methods would
-// rebind the rebound text again).
-func (c poolConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
-	q = sqldb.RebindSQLite(q)
-	var rows *sql.Rows
-	var err error
-	if st := c.reads.get(ctx, q); st != nil {
-		rows, err = st.QueryContext(ctx, args...)
-	} else {
-		rows, err = c.q.QueryContext(ctx, q, args...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
-}
-
-func (c poolConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	q = sqldb.RebindSQLite(q)
-	if st := c.reads.get(ctx, q); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return c.q.QueryRowContext(ctx, q, args...)
-}
-
-// readCache holds the prepared SELECTs, at most readCacheMax of them (later texts run
-// unprepared). The host's query texts are nearly a fixed set: values are bound, except the
-// projects listing's LIMIT and OFFSET (a page size and offset per text) and lists of values
-// (kept out, see readCacheMaxParams).
-type readCache struct {
-	db *sql.DB
-	mu sync.RWMutex
-	m  map[string]*sql.Stmt
-}
-
-const readCacheMax = 256
-
-// readCacheMaxParams keeps out queries built around lists of values (IN (?1, ?2, ...)): each
-// length is another text, and a few of them would fill the cache.
-const readCacheMaxParams = 16
-
-func newReadCache(db *sql.DB) *readCache { return &readCache{db: db, m: map[string]*sql.Stmt{}} }
-
-// get returns the prepared statement of q, or nil when q is not a single SELECT or the cache is
-// full (the caller then runs q unprepared).
-func (c *readCache) get(ctx context.Context, q string) *sql.Stmt {
-	c.mu.RLock()
-	st, n := c.m[q], len(c.m)
-	c.mu.RUnlock()
-	if st != nil || n >= readCacheMax || strings.Count(q, "?") > readCacheMaxParams || !isSelect(q) {
-		return st
-	}
-	prepared, err := c.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil // the unprepared call reports the error
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old := c.m[q]; old != nil {
-		prepared.Close()
-		return old
-	}
-	c.m[strings.Clone(q)] = prepared
-	return prepared
-}
-
-func (c *readCache) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for q, st := range c.m {
-		st.Close()
-		delete(c.m, q)
-	}
-}
-
-// isSelect reports whether q is one read-only statement (WITH ... SELECT included; a
-// RETURNING clause would make it a write).
-func isSelect(q string) bool {
-	q = strings.TrimSpace(q)
-	if len(q) < 6 || strings.Contains(q, ";") {
-		return false
-	}
-	head := strings.ToUpper(q[:6])
-	if head != "SELECT" && !strings.HasPrefix(head, "WITH") {
-		return false
-	}
-	upper := strings.ToUpper(q)
-	for _, w := range []string{"INSERT ", "UPDATE ", "DELETE ", "RETURNING"} {
-		if strings.Contains(upper, w) {
-			return false
-		}
-	}
-	return true
 }
 
 type txConn struct{ tx *sql.Tx }
