@@ -173,8 +173,8 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-// The projects listing is written by hand (listingProjects); it must be the bytes encoding/json
-// writes for the same envelope, on both drivers, empty pages included.
+// The projects listing (Fiber's encoder, goccy/go-json) must be the bytes encoding/json writes for
+// the same envelope, on both drivers, empty pages included ("data":[], never null).
 func TestProjectListingBytes(t *testing.T) {
 	t.Parallel()
 	for _, d := range drivers() {

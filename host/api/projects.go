@@ -2,8 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -56,33 +54,10 @@ func (s *Server) listProjects(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return listingProjects(c, items, total, page, limit)
-}
-
-// listingProjects answers as listing does, byte for byte, writing each project with
-// store.Project.AppendJSON instead of reflection (the most frequent read of the frontend; see
-// BENCHMARKS.md).
-func listingProjects(c *fiber.Ctx, items []store.Project, total, page, limit int) error {
-	b := make([]byte, 0, 64+320*len(items))
-	b = append(b, `{"data":[`...)
-	for i := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = items[i].AppendJSON(b); err != nil {
-			return fmt.Errorf("api: encode project %s: %w", items[i].ID, err)
-		}
+	if items == nil {
+		items = []store.Project{} // an empty page is [], not null
 	}
-	b = append(b, `],"limit":`...)
-	b = strconv.AppendInt(b, int64(limit), 10)
-	b = append(b, `,"page":`...)
-	b = strconv.AppendInt(b, int64(page), 10)
-	b = append(b, `,"success":true,"total":`...)
-	b = strconv.AppendInt(b, int64(total), 10)
-	b = append(b, '}')
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(b)
+	return listing(c, items, total, page, limit)
 }
 
 type projectInput struct {
