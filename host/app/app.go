@@ -97,6 +97,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 		st.Close()
 		return nil, err
 	}
+	if cfg.DatabaseURL == "" && !h.soleOnDataDir {
+		// One host per SQLite file: the driver keeps projects listing pages that only this
+		// process's writes invalidate (sqlitestore.Open). A second host would serve stale pages.
+		h.unlock()
+		st.Close()
+		return nil, errors.New("app: another live host serves the SQLite database in DATA_DIR (DATA_DIR/host.lock is held); " +
+			"a SQLite file belongs to one host: hosts that share a database use PostgreSQL (DATABASE_URL)")
+	}
 	h.Life = h.HostID + "/" + randomHex(4)
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log, Holder: h.Life}
 	h.Server.KB = newKB(cfg, st, log, h.Life)

@@ -9,9 +9,10 @@ import (
 )
 
 // listCache keeps recent pages of the projects listing, the read a frontend repeats most, so a
-// repeat costs no SQL. Only a driver whose database has a single writer process may use it
-// (SQLite: the file belongs to one host); several hosts sharing PostgreSQL could not see each
-// other's writes, so pgstore leaves it off.
+// repeat costs no SQL (make bench's API target needs it on SQLite: see sqlitestore.Open). Only a
+// driver whose database has a single process writing projects may use it (SQLite: the file
+// belongs to one host, which app.New enforces); several hosts sharing PostgreSQL could not see
+// each other's writes, so pgstore leaves it off.
 //
 // Coherence rests on one rule: every write to projects calls projectsChanged after it is
 // committed (a transaction collects them and reports at its end), which moves the generation

@@ -2,8 +2,12 @@ package sqlitestore_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
@@ -64,4 +68,68 @@ func TestPragmas(t *testing.T) {
 			t.Errorf("PRAGMA %s = %s, want %s", name, got, w)
 		}
 	}
+}
+
+// TestProjectListingCache: the driver keeps pages of the projects listing (see Open); every
+// committed write to projects, alone or in a transaction, is seen by the next listing, and a
+// rolled-back one is not.
+func TestProjectListingCache(t *testing.T) {
+	ctx := context.Background()
+	d := open(t)
+	u := storetest.NewUser(t, d, "")
+	page := store.ListProjectsParams{UserID: u.ID, Limit: 20}
+	names := func() []string {
+		t.Helper()
+		items, total, err := d.ListProjects(ctx, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range items {
+			out = append(out, p.Name)
+		}
+		if total != len(out) {
+			t.Errorf("total %d for %d items", total, len(out))
+		}
+		return out
+	}
+	want := func(step string, w ...string) {
+		t.Helper()
+		for range 2 { // the second read is served from the cache
+			if got := names(); strings.Join(got, ",") != strings.Join(w, ",") {
+				t.Fatalf("%s: listing = %q, want %q", step, got, w)
+			}
+		}
+	}
+	want("empty")
+	a := &store.Project{ID: uuid.NewString(), UserID: u.ID, Name: "a"}
+	if err := d.CreateProject(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	want("create", "a")
+	if err := d.InTx(ctx, func(tx store.Driver) error {
+		return tx.CreateProject(ctx, &store.Project{ID: uuid.NewString(), UserID: u.ID, Name: "b"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want("create in a transaction", "b", "a")
+	errRollback := errors.New("roll back")
+	if err := d.InTx(ctx, func(tx store.Driver) error {
+		if err := tx.CreateProject(ctx, &store.Project{ID: uuid.NewString(), UserID: u.ID, Name: "c"}); err != nil {
+			return err
+		}
+		return errRollback
+	}); !errors.Is(err, errRollback) {
+		t.Fatalf("InTx = %v", err)
+	}
+	want("rolled back", "b", "a")
+	renamed := "a2"
+	if _, err := d.UpdateProject(ctx, store.UpdateProjectParams{ID: a.ID, Name: &renamed}); err != nil {
+		t.Fatal(err)
+	}
+	want("update", "b", "a2")
+	if err := d.SoftDeleteProject(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	want("delete", "b")
 }
