@@ -147,6 +147,22 @@ func (e *env) migrate(ctx context.Context) error {
 	return st.Close()
 }
 
+// flags is the flag set of the subcommand name: a parse error is returned (not an exit), and
+// usage goes to standard error.
+func (e *env) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// noArgs fails with a usage error when a subcommand that takes only flags got more.
+func noArgs(fs *flag.FlagSet, pos []string) error {
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, fs.Name(), pos)
+	}
+	return nil
+}
+
 // parseArgs parses fs over args, allowing flags after positional arguments (`kb ingest DIR --user
 // E`); it returns the positional arguments.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {

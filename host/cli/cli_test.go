@@ -15,6 +15,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/app"
 	"github.com/reelforge/reelforge/host/config"
+	hostplugins "github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqldb"
 )
@@ -256,7 +257,7 @@ func TestPluginsCheck(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "node") || !strings.Contains(out, " ready ") {
 		t.Errorf("plugins check (node only) = %d\n%s%s", code, out, errs)
 	}
-	sum, err := fileSHA256(filepath.Join(plugins, "node-plugin"))
+	sum, err := hostplugins.FileSHA256(filepath.Join(plugins, "node-plugin"))
 	if err != nil || !strings.Contains(out, sum) {
 		t.Errorf("output does not carry the sha256 %s:\n%s", sum, out)
 	}

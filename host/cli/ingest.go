@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -47,8 +46,7 @@ var errInterrupted = errors.New("interrupted: run the same command again to cont
 
 // kbIngest: kb ingest DIR --user EMAIL [--source NAME] [--project ID] [--visibility V] [--every N].
 func (e *env) kbIngest(ctx context.Context, args []string) error {
-	fset := flag.NewFlagSet("kb ingest", flag.ContinueOnError)
-	fset.SetOutput(e.stderr)
+	fset := e.flags("kb ingest")
 	user := fset.String("user", "", "email of the owner of the source (required)")
 	source := fset.String("source", "default", "name of the knowledge source")
 	project := fset.String("project", "", "project id of the source (default none)")

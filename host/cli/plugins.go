@@ -2,10 +2,7 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +15,7 @@ import (
 	"github.com/reelforge/reelforge/host/app"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -32,15 +30,14 @@ type pluginReport struct {
 // pluginsCheck: load every manifest, start each engine's plugin, print name, version, sha256 and
 // health; a problem makes the exit code non-zero.
 func (e *env) pluginsCheck(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("plugins check", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := e.flags("plugins check")
 	timeout := fs.Duration("timeout", 10*time.Second, "for each plugin's start, Info and Health")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: plugins check takes no arguments", errUsage)
+	if err := noArgs(fs, pos); err != nil {
+		return err
 	}
 	reg, err := manifest.Load(e.cfg.ManifestDir)
 	if err != nil {
@@ -80,8 +77,7 @@ func (e *env) pluginsCheck(ctx context.Context, args []string) error {
 // manifestsCheck validates a manifest folder (its workflows and its engines/ registry) as the host
 // does at start and on SIGHUP, and prints every problem with its file and field.
 func (e *env) manifestsCheck(args []string) error {
-	fs := flag.NewFlagSet("manifests check", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := e.flags("manifests check")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -127,7 +123,7 @@ func checkPlugin(ctx context.Context, cfg *config.Config, en *manifest.Engine, n
 		return r
 	}
 	path := filepath.Join(cfg.PluginDir, en.Plugin)
-	sum, err := fileSHA256(path)
+	sum, err := plugins.FileSHA256(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && name == manifest.EngineNode {
 			r.health = "disabled: no plugin binary (runs in process)"
@@ -217,17 +213,4 @@ func unusedPlugins(dir string, binaries []string) []string {
 		}
 	}
 	return out
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -396,7 +396,7 @@ func TestClosedClientIsUnavailableNotCancelled(t *testing.T) {
 	}
 	t.Parallel()
 	dir := buildEcho(t)
-	sum, err := fileSHA256(filepath.Join(dir, "echo-plugin"))
+	sum, err := FileSHA256(filepath.Join(dir, "echo-plugin"))
 	if err != nil {
 		t.Fatal(err)
 	}

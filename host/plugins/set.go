@@ -134,12 +134,18 @@ func (s *Set) Engine(name string) (engine.Engine, error) {
 }
 
 // States returns the state of every engine, for /health.
-func (s *Set) States() map[string]State {
+func (s *Set) States() map[string]State { return perEngine(s, (*Supervisor).State) }
+
+// Restarts returns how many times each engine's plugin was restarted, for the metrics.
+func (s *Set) Restarts() map[string]int { return perEngine(s, (*Supervisor).Restarts) }
+
+// perEngine maps every engine's name to what f reads of its supervisor.
+func perEngine[T any](s *Set, f func(*Supervisor) T) map[string]T {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make(map[string]State, len(s.sups))
+	out := make(map[string]T, len(s.sups))
 	for n, sup := range s.sups {
-		out[n] = sup.State()
+		out[n] = f(sup)
 	}
 	return out
 }

@@ -167,7 +167,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	var failed error
 	if s.cfg.SHA256 == "" {
-		sum, err := fileSHA256(s.path)
+		sum, err := FileSHA256(s.path)
 		if err != nil {
 			failed = errcode.E(op, errcode.ExternalService, fmt.Sprintf("engine %s plugin binary unreadable", s.cfg.Name), err)
 		}
@@ -516,7 +516,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func fileSHA256(path string) (string, error) {
+// FileSHA256 is the hex SHA-256 of the file at path: the sum a plugin binary is pinned to
+// (go-plugin's SecureConfig checks it at every start).
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
