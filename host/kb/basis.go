@@ -1,3 +1,5 @@
+// The basis of an answer: which hits hold enough of the question to ground it.
+
 package kb
 
 import (

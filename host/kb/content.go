@@ -1,3 +1,5 @@
+// The searches of generated content and of chat answers: SearchFor with their own rules.
+
 package kb
 
 import (

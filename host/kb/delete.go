@@ -1,3 +1,5 @@
+// Deleting a document with its chunks, and dropping their vectors from the cache.
+
 package kb
 
 import (
@@ -61,13 +63,4 @@ func (s *Service) forget(chunkIDs []string) {
 	s.cache.forget(gone)
 	s.mu.Unlock()
 	s.changed()
-}
-
-// DeleteFact removes the caller's fact named by its id or key; 404 when there is none.
-func (s *Service) DeleteFact(ctx context.Context, userID, idOrKey string) error {
-	err := s.st.DeleteFact(ctx, userID, idOrKey)
-	if errors.Is(err, store.ErrNotFound) {
-		return errcode.New(errcode.NotFound, "Fact not found")
-	}
-	return err
 }

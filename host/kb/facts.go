@@ -4,10 +4,12 @@ package kb
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
 // Field limits of facts.
@@ -28,4 +30,13 @@ func (s *Service) PutFact(ctx context.Context, userID, key, value string) (*stor
 // Facts lists the caller's facts.
 func (s *Service) Facts(ctx context.Context, userID string) ([]store.Fact, error) {
 	return s.st.ListFacts(ctx, userID)
+}
+
+// DeleteFact removes the caller's fact named by its id or key; 404 when there is none.
+func (s *Service) DeleteFact(ctx context.Context, userID, idOrKey string) error {
+	err := s.st.DeleteFact(ctx, userID, idOrKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return errcode.New(errcode.NotFound, "Fact not found")
+	}
+	return err
 }
