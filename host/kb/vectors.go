@@ -112,13 +112,15 @@ func (s *Service) vectors(ctx context.Context, e *refsEntry, model string) (*vec
 			return nil, fmt.Errorf("kb: load embeddings: %w", err)
 		}
 		s.mu.Lock()
+		dropped := s.cache.dropped
 		for _, r := range missing {
 			if vec, ok := got[r.ChunkID]; ok {
-				s.put(vecKey{r.ChunkID, model}, vec)
+				s.cache.put(vecKey{r.ChunkID, model}, vec)
 				set.ids = append(set.ids, r.ChunkID)
 				set.vecs = append(set.vecs, vec)
 			}
 		}
+		s.releaseSets(dropped)
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
@@ -134,11 +136,10 @@ func (s *Service) vectors(ctx context.Context, e *refsEntry, model string) (*vec
 	return set, nil
 }
 
-// put caches a decoded vector; s.mu must be held. When that evicts vectors, the viewers' sets
-// (which may hold them) are let go, so that only the cache keeps vectors between searches.
-func (s *Service) put(k vecKey, vec []float32) {
-	dropped := s.cache.dropped
-	s.cache.put(k, vec)
+// releaseSets lets the viewers' sets go when the cache dropped vectors since its count was
+// dropped (the sets may hold them), so that only the cache keeps vectors between searches; s.mu
+// must be held.
+func (s *Service) releaseSets(dropped uint64) {
 	if s.cache.dropped != dropped {
 		for _, e := range s.refs {
 			e.set = nil
@@ -154,11 +155,13 @@ func (s *Service) remember(model string, ids []string, vecs [][]float32) {
 		return
 	}
 	s.mu.Lock()
+	dropped := s.cache.dropped
 	for i, id := range ids {
 		if vecs[i] != nil {
-			s.put(vecKey{id, model}, vecs[i])
+			s.cache.put(vecKey{id, model}, vecs[i])
 		}
 	}
+	s.releaseSets(dropped)
 	s.mu.Unlock()
 }
 
