@@ -20,6 +20,7 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/storetest"
 	"github.com/reelforge/reelforge/plugins/node"
+	"github.com/reelforge/reelforge/sdk/engine"
 )
 
 // runsLauncher adapts runs.Service to launch.Runner as host/app does.
@@ -56,9 +57,9 @@ func setupRuns(t *testing.T, open func(*testing.T) store.Driver, quota int) (*te
 	cfg.JWTSecret = "test-secret-test-secret-test-secret"
 	cfg.DataDir = t.TempDir()
 	cfg.FreeRunsPerDay = quota
-	svc := runs.New(st, reg, runs.Options{FreeRunsPerDay: quota, Poll: 50 * time.Millisecond, Workers: 2,
-		SweepInterval: time.Second, CallbackBaseURL: "http://127.0.0.1:3001"})
-	svc.InProcess["node"] = node.New(node.Options{RetryBackoff: time.Millisecond})
+	svc := runs.New(runs.Deps{Store: st, Manifests: reg, InProcess: map[string]engine.Engine{"node": node.New(node.Options{RetryBackoff: time.Millisecond})}},
+		runs.Options{FreeRunsPerDay: quota, Poll: 50 * time.Millisecond, Workers: 2,
+			SweepInterval: time.Second, CallbackBaseURL: "http://127.0.0.1:3001"})
 	svc.StartExecutor(context.Background())
 	t.Cleanup(svc.StopExecutor)
 	sch := scheduler.New(st, scheduler.Options{Runner: runsLauncher{svc}, Known: func(id string) bool { _, ok := reg.Get(id); return ok },

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -42,6 +43,12 @@ type env struct {
 // newEnv serves the API over SQLite with the in-process node engine and the shipped manifests.
 func newEnv(t *testing.T, quota int, reg *manifest.Registry) *env {
 	t.Helper()
+	return newEnvWith(t, quota, reg, nil)
+}
+
+// newEnvWith is newEnv with jobs as the dispatcher of generator jobs (nil: none, they fail).
+func newEnvWith(t *testing.T, quota int, reg *manifest.Registry, jobs runs.JobDispatcher) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"), sqlitestore.Options{})
 	if err != nil {
@@ -56,9 +63,12 @@ func newEnv(t *testing.T, quota int, reg *manifest.Registry) *env {
 	cfg := config.Defaults()
 	cfg.CallbackSecret = testSecret
 	cfg.FreeRunsPerDay = quota
-	svc := runs.New(st, reg, runs.Options{FreeRunsPerDay: quota, Poll: 50 * time.Millisecond, Workers: 4,
+	deps := runs.Deps{Store: st, Manifests: reg, InProcess: map[string]engine.Engine{"node": node.New(node.Options{RetryBackoff: time.Millisecond})}}
+	if jobs != nil {
+		deps.Jobs = func(*runs.Service) runs.JobDispatcher { return jobs }
+	}
+	svc := runs.New(deps, runs.Options{FreeRunsPerDay: quota, Poll: 50 * time.Millisecond, Workers: 4,
 		SweepInterval: 50 * time.Millisecond, CallbackBaseURL: "http://127.0.0.1:3001"})
-	svc.InProcess["node"] = node.New(node.Options{RetryBackoff: time.Millisecond})
 	svc.StartExecutor(ctx)
 	svc.StartSweeper(ctx)
 	t.Cleanup(func() { svc.StopSweeper(); svc.StopExecutor() })
@@ -245,7 +255,8 @@ func TestFreeUserQuota(t *testing.T) {
 	}
 }
 
-// toggleDispatcher resolves generator jobs through the signed ai-callback route when on.
+// toggleDispatcher resolves generator jobs through the signed ai-callback route when on; off, it
+// refuses them as a host without a generator does (the job fails).
 type toggleDispatcher struct {
 	on  atomic.Bool
 	env *env
@@ -256,7 +267,7 @@ func (d *toggleDispatcher) Local(string) bool { return false }
 
 func (d *toggleDispatcher) Dispatch(ctx context.Context, job *engine.Job, callbackURL string) error {
 	if !d.on.Load() {
-		return nil // never calls back: the job times out
+		return errors.New("no generator answers")
 	}
 	go func() {
 		raw, _ := json.Marshal(map[string]any{"job_id": job.JobID, "type": job.Type, "status": "completed",
@@ -290,8 +301,9 @@ func TestRetryFromFailedStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, 20, manifest.NewRegistryWith(engines, m))
-	d := &toggleDispatcher{env: e}
+	d := &toggleDispatcher{}
+	e := newEnvWith(t, 20, manifest.NewRegistryWith(engines, m), d)
+	d.env = e
 	u := e.user("r@example.com")
 	_, body := e.do(u, "POST", "/api/workflow/start", map[string]any{"workflow": "music_test", "inputs": map[string]any{"topic": "rain"}})
 	rid := body["run_id"].(string)
@@ -302,7 +314,6 @@ func TestRetryFromFailedStep(t *testing.T) {
 	_, tr := e.do(u, "GET", "/api/workflow/trace/"+rid, nil)
 	first, _ := json.Marshal(tr["trace"].([]any)[0])
 
-	e.runs.Dispatcher = d // set before the retry; read by the executor after it claims the run
 	d.on.Store(true)
 	st, body := e.do(u, "POST", "/api/workflow/retry/"+rid, nil)
 	if st != 200 || body["status"] != "pending" {

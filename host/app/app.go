@@ -22,7 +22,9 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/leader"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/runs"
@@ -57,7 +59,9 @@ type Host struct {
 	// Plugins supervises the engine plugins; nil when PLUGINS_ENABLED=false.
 	Plugins *plugins.Set
 
-	dispatcher interface{ Stop() } // generator jobs (plugins/generators)
+	// leader is the host's leadership (host/leader), followed by the scheduler's tick, the job
+	// sweeper and the time-driven events.
+	leader *leader.Leader
 	// HostID names this host in its leases (hostIdentity); Life this start of it, the holder of
 	// the jobs, ingests and Idempotency-Keys it works on (holds.go). unlock gives up
 	// DATA_DIR/host.lock.
@@ -106,22 +110,24 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 			"a SQLite file belongs to one host: hosts that share a database use PostgreSQL (DATABASE_URL)")
 	}
 	h.Life = h.HostID + "/" + randomHex(4)
-	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log, Holder: h.Life}
-	h.Server.KB = newKB(cfg, st, log, h.Life)
+	h.leader = leader.New(st, leader.Name, log)
+	// Each service is built with what it uses, in dependency order; the runs service and its two
+	// consumers (tasks, scheduler) are joined by launch.Runner one way and OnFinish the other.
+	knowledge := newKB(cfg, st, log, h.Life)
 	h.wireEvents()
-	if err := h.wireRuns(cfg, log); err != nil {
+	contentSvc := newContent(cfg, st, log, h.Hub, kbSearch{knowledge}, blobs)
+	if err := h.wireRuns(cfg, log, knowledge, contentSvc); err != nil {
 		st.Close()
 		return nil, err
 	}
 	known := h.knownWorkflows
 	h.Tasks = tasks.New(st, tasks.Options{Log: log, Known: known, Notifier: h.Hub, Runner: launcher{h.Runs}})
 	h.Scheduler = scheduler.New(st, scheduler.Options{Mode: cfg.SchedulerMode, Interval: cfg.SchedulerInterval,
-		Known: known, Log: log, Runner: launcher{h.Runs}})
+		Known: known, Log: log, Runner: launcher{h.Runs}, Leader: h.leader})
 	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
-	h.Runs.Leader = h.Scheduler.Leader
-	h.Server.Tasks, h.Server.Scheduler = h.Tasks, h.Scheduler
-	h.Server.Content = newContent(cfg, st, log, h.Hub, kbSearch{h.Server.KB}, blobs)
-	h.Runs.Assets, h.Runs.Media = h.Server.Content, h.Server.Content
+	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log, Holder: h.Life,
+		Engines: engineStates{h}, KB: knowledge, Content: contentSvc, Runs: h.Runs, Tasks: h.Tasks, Scheduler: h.Scheduler,
+		Hub: h.Hub, Notifier: h.Hub, Notifications: h.Events}
 	return h, nil
 }
 
@@ -150,7 +156,7 @@ func newBlobs(ctx context.Context, cfg *config.Config, log *slog.Logger) (blob.S
 
 // wireRuns loads the manifests and builds the runs service, its in-process engines and (unless
 // PLUGINS_ENABLED=false) one plugin supervisor per engine the manifests name.
-func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
+func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger, knowledge *kb.Service, contentSvc *content.Service) error {
 	reg, err := manifest.Load(cfg.ManifestDir)
 	if err != nil {
 		if _, serr := os.Stat(cfg.ManifestDir); !errors.Is(serr, os.ErrNotExist) {
@@ -159,34 +165,29 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger) error {
 		log.Warn("no manifest folder: no workflow can be started (set MANIFEST_DIR)", "dir", cfg.ManifestDir)
 		reg = manifest.NewRegistry()
 	}
-	svc := runs.New(h.Store, reg, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL,
-		HostID: h.HostID, Life: h.Life, Lease: cfg.Lease})
-	svc.Log = log.With("component", "runs")
-	if h.Hub != nil {
-		svc.Notifier = h.Hub
+	runsLog := log.With("component", "runs")
+	deps := runs.Deps{Store: h.Store, Manifests: reg, InProcess: inProcess(reg, cfg, log), Notifier: h.Hub,
+		Searcher: kbSearch{knowledge}, Assets: contentSvc, Media: contentSvc, Log: runsLog, Leader: h.leader.IsLeader,
+		// Generator jobs run in the engine plugin whose entry declares their type, never in the host.
+		Jobs: func(s *runs.Service) runs.JobDispatcher { return runs.NewPluginJobs(s) }}
+	if cfg.LLMBaseURL != "" {
+		deps.LLM = runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey}), Model: cfg.KBAskModel}
 	}
-	h.dispatcher = wireEngines(svc, reg, cfg, log)
 	if cfg.PluginsEnabled {
-		set, err := plugins.NewSet(pluginConfigs(reg, svc, cfg, log)...)
+		set, err := plugins.NewSet(pluginConfigs(reg, cfg, runsLog)...)
 		if err != nil {
 			return fmt.Errorf("app: plugins: %w", err)
 		}
-		h.Plugins, svc.Plugins = set, set
+		h.Plugins, deps.Plugins = set, set
 	}
-	h.Runs = svc
-	if cfg.LLMBaseURL != "" {
-		svc.LLM = runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey}), Model: cfg.KBAskModel}
-	}
-	if h.Server.KB != nil {
-		svc.Searcher = kbSearch{h.Server.KB}
-	}
-	h.Server.Runs = svc
-	h.Server.Engines = engineStates{h}
+	h.Runs = runs.New(deps, runs.Options{FreeRunsPerDay: cfg.FreeRunsPerDay, CallbackBaseURL: cfg.CallbackBaseURL,
+		HostID: h.HostID, Life: h.Life, Lease: cfg.Lease})
 	return nil
 }
 
-// pluginConfigs are the supervisor configs of the enabled engines of reg.
-func pluginConfigs(reg *manifest.Registry, svc *runs.Service, cfg *config.Config, log *slog.Logger) []plugins.Config {
+// pluginConfigs are the supervisor configs of the enabled engines of reg. A plugin's Host calls
+// that serve no run of the host are refused and logged to log (runs.NoRunHost).
+func pluginConfigs(reg *manifest.Registry, cfg *config.Config, log *slog.Logger) []plugins.Config {
 	var cfgs []plugins.Config
 	for _, e := range reg.EngineList() {
 		if !e.Enabled {
@@ -194,7 +195,7 @@ func pluginConfigs(reg *manifest.Registry, svc *runs.Service, cfg *config.Config
 			continue
 		}
 		cfgs = append(cfgs, plugins.Config{Name: e.Name, Dir: cfg.PluginDir, Binary: e.Plugin, SHA256: e.SHA256,
-			Env: []string{engine.SettingsEnvValue(EngineSettings(e, cfg))}, Host: svc.NoRunHost(e.Name), Logger: log})
+			Env: []string{engine.SettingsEnvValue(EngineSettings(e, cfg))}, Host: runs.NoRunHost(e.Name, log), Logger: log})
 	}
 	return cfgs
 }
@@ -213,7 +214,7 @@ func (h *Host) Reload() error {
 	}
 	h.Runs.SetManifests(reg)
 	if h.Plugins != nil {
-		if err := h.Plugins.Apply(pluginConfigs(reg, h.Runs, h.Config, h.Log)); err != nil {
+		if err := h.Plugins.Apply(pluginConfigs(reg, h.Config, h.Log.With("component", "runs"))); err != nil {
 			h.Log.Warn("after the reload some engine plugins did not start: their workflows run on node", "err", err)
 		}
 	}
@@ -358,7 +359,7 @@ func (h *Host) Run(ctx context.Context) error {
 	// handed back (leases ended), so the next start or another host takes them over at once.
 	h.Runs.StopSweeper()
 	h.Runs.DrainExecutor(time.Until(stopping.Add(h.Config.ShutdownTimeout)))
-	h.dispatcher.Stop()
+	h.Runs.StopJobs()
 	stopHolds()
 	if h.Plugins != nil {
 		h.Plugins.Stop()
@@ -366,6 +367,7 @@ func (h *Host) Run(ctx context.Context) error {
 	h.stopEvents()
 	h.Scheduler.Shutdown()
 	h.Tasks.Stop()
+	h.leader.Release()
 	if cerr := h.Store.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

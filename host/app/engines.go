@@ -7,7 +7,6 @@ import (
 
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/manifest"
-	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/plugins/automation"
 	"github.com/reelforge/reelforge/plugins/chatflow"
 	"github.com/reelforge/reelforge/plugins/graph"
@@ -55,18 +54,15 @@ func EngineSettings(e *manifest.Engine, cfg *config.Config) map[string]string {
 	return out
 }
 
-// wireEngines builds the in-process engines of the registry (node always) and the dispatcher of
-// generator jobs, which hands them to the generators plugin (never worked on in the host).
-func wireEngines(svc *runs.Service, reg *manifest.Registry, cfg *config.Config, log *slog.Logger) *runs.PluginJobs {
-	svc.InProcess = map[string]engine.Engine{}
+// inProcess builds the in-process engines of the registry (node always).
+func inProcess(reg *manifest.Registry, cfg *config.Config, log *slog.Logger) map[string]engine.Engine {
+	out := map[string]engine.Engine{}
 	for name, build := range inProcessEngines() {
 		e, ok := reg.Engine(name)
 		if !ok && name != manifest.EngineNode {
 			continue
 		}
-		svc.InProcess[name] = build(EngineSettings(e, cfg), log.With("engine", name))
+		out[name] = build(EngineSettings(e, cfg), log.With("engine", name))
 	}
-	d := runs.NewPluginJobs(svc)
-	svc.Dispatcher = d
-	return d
+	return out
 }

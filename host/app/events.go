@@ -10,8 +10,8 @@ import (
 // frameChannel is the LISTEN/NOTIFY channel that carries WebSocket frames between hosts.
 const frameChannel = "reelforge_ws_frames"
 
-// wireEvents builds the WebSocket hub (with a bus between hosts on PostgreSQL) and the outbound
-// event worker, and hands them to the API. Services that send client frames take h.Hub as their
+// wireEvents builds the WebSocket hub (with a bus between hosts on PostgreSQL), the outbound
+// event worker and the time-driven events. Services that send client frames take h.Hub as their
 // events.Notifier.
 func (h *Host) wireEvents() {
 	var bus events.Bus
@@ -23,12 +23,8 @@ func (h *Host) wireEvents() {
 	h.Events = events.NewWorker(h.Store, events.WorkerConfig{URL: cfg.EventWebhookURL, Secret: cfg.WebhookSecret,
 		Enabled: cfg.NotificationsOn, Timeout: cfg.NotificationTimeout, BatchSize: cfg.BatchSize,
 		Interval: cfg.BatchInterval, EnabledEvents: cfg.EnabledEvents, Lease: cfg.Lease, Log: h.Log})
-	// Only the scheduler's leader (advisory lock on PostgreSQL) emits the time-driven events.
-	h.Scheduled = events.NewScheduled(h.Store, events.ScheduledOptions{Log: h.Log,
-		Leader: func(ctx context.Context) bool { return h.Scheduler == nil || h.Scheduler.Leader(ctx) }})
-	h.Server.Hub = h.Hub
-	h.Server.Notifier = h.Hub
-	h.Server.Notifications = h.Events
+	// Only the leader (advisory lock on PostgreSQL) emits the time-driven events.
+	h.Scheduled = events.NewScheduled(h.Store, events.ScheduledOptions{Log: h.Log, Leader: h.leader.IsLeader})
 }
 
 // startEvents starts the hub's listener, the delivery worker and the scheduled events.

@@ -107,7 +107,7 @@ func startHost(t *testing.T, databaseURL string, extra ...string) *hostHarness {
 		cancel()
 		h.Runs.StopSweeper()
 		h.Runs.StopExecutor()
-		h.dispatcher.Stop()
+		h.Runs.StopJobs()
 		h.Plugins.Stop()
 		h.Tasks.Stop()
 		h.Store.Close()

@@ -50,7 +50,7 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 	if b.JobID == "" {
 		return nil, errcode.Invalid("job_id", "is required")
 	}
-	j, err := s.Store.GetJob(ctx, b.JobID)
+	j, err := s.st.GetJob(ctx, b.JobID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errcode.New(errcode.NotFound, "Job not found")
 	}
@@ -99,7 +99,7 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 	}
 	resolved, ok := s.resolve(ctx, j.ID, status, result, jerr)
 	if !ok {
-		if cur, err := s.Store.GetJob(ctx, j.ID); err == nil {
+		if cur, err := s.st.GetJob(ctx, j.ID); err == nil {
 			dup.Status = cur.Status
 		}
 		return dup, nil
@@ -110,7 +110,7 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 	}
 	res := s.engineCallback(ctx, kind, resolved, raw, &b)
 	s.apply(context.WithoutCancel(ctx), j.RunID, "", res)
-	if r, err := s.Store.GetRun(ctx, j.RunID); err == nil {
+	if r, err := s.st.GetRun(ctx, j.RunID); err == nil {
 		out.Status = r.Status
 	}
 	return out, nil
@@ -119,17 +119,10 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 // engineCallback asks the engine of the job's type what the callback means for the run: its live
 // plugin, else its in-process engine, else the host reads the SPEC.md fields itself.
 func (s *Service) engineCallback(ctx context.Context, kind string, j *store.Job, raw []byte, b *callbackBody) *engine.RunResult {
-	var eng engine.Engine
 	name := s.jobEngine(j.Type)
-	if s.Plugins != nil {
-		eng, _ = s.Plugins.Engine(name)
-	}
-	if eng == nil {
-		eng = s.InProcess[name]
-	}
-	if eng != nil {
+	if eng := s.route(name).eng; eng != nil {
 		h := &runHost{s: s, engine: name, runID: j.RunID}
-		if r, err := s.Store.GetRun(ctx, j.RunID); err == nil {
+		if r, err := s.st.GetRun(ctx, j.RunID); err == nil {
 			h = s.hostFor(name, r)
 		}
 		res, err := eng.Callback(ctx, h, &engine.CallbackRequest{RunID: j.RunID, Job: *toEngineJob(j), Kind: kind, Payload: raw})
@@ -137,7 +130,7 @@ func (s *Service) engineCallback(ctx context.Context, kind string, j *store.Job,
 			return res
 		}
 		if err != nil {
-			s.Log.Warn("runs: engine callback", "run_id", j.RunID, "job_id", j.ID, "err", err)
+			s.log.Warn("runs: engine callback", "run_id", j.RunID, "job_id", j.ID, "err", err)
 			e := errcode.As(err)
 			if e == nil || e.Code != errcode.WorkflowInvalidState {
 				code, msg := string(errcode.Of(err)), err.Error()
@@ -284,14 +277,14 @@ func (s *Service) StopSweeper() {
 
 // Sweep handles the jobs due now once.
 func (s *Service) Sweep(ctx context.Context) {
-	if s.Leader != nil && !s.Leader(ctx) {
+	if s.leader != nil && !s.leader(ctx) {
 		return
 	}
-	now := s.Store.Now()
-	due, err := s.Store.ListDueJobs(ctx, now, 100)
+	now := s.st.Now()
+	due, err := s.st.ListDueJobs(ctx, now, 100)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.Log.Warn("runs: list due jobs", "err", err)
+			s.log.Warn("runs: list due jobs", "err", err)
 		}
 		return
 	}
@@ -305,13 +298,13 @@ func (s *Service) Sweep(ctx context.Context) {
 	// Each is claimed by the same test it was listed by: one handed back and claimed by a host since
 	// the listing is left to that host.
 	before := now.Add(-s.opts.OrphanAfter)
-	orphans, err := s.Store.ListOrphanRuns(ctx, before, 100)
+	orphans, err := s.st.ListOrphanRuns(ctx, before, 100)
 	if err != nil {
 		return
 	}
 	for _, id := range orphans {
-		if _, err := s.Store.ClaimOrphanRun(ctx, id, before, "orphan"); err == nil {
-			s.Log.Warn("runs: a running run had nothing driving it: executing it again", "run_id", id)
+		if _, err := s.st.ClaimOrphanRun(ctx, id, before, "orphan"); err == nil {
+			s.log.Warn("runs: a running run had nothing driving it: executing it again", "run_id", id)
 			s.kick()
 		}
 	}
@@ -319,9 +312,9 @@ func (s *Service) Sweep(ctx context.Context) {
 
 func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 	p, _, _ := s.policy(j.Type)
-	if j.RetryCount < j.MaxRetries && isGenerator(j.Type) && s.Dispatcher != nil {
+	if j.RetryCount < j.MaxRetries && isGenerator(j.Type) && s.dispatcher != nil {
 		next := now.Add(p.BackoffFor(j.RetryCount+1) + p.Timeout)
-		rj, err := s.Store.RetryJob(ctx, j.ID, next)
+		rj, err := s.st.RetryJob(ctx, j.ID, next)
 		if err != nil {
 			return
 		}
@@ -342,9 +335,9 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 		// An engine job: execute the run again after the back-off; the engine makes a new job,
 		// which carries the retry count on.
 		at := now.Add(p.BackoffFor(j.RetryCount + 1))
-		_, err := s.Store.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at, Unclaim: true})
+		_, err := s.st.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at, Unclaim: true})
 		if err != nil {
-			s.Log.Warn("runs: hand a timed-out run back for a retry", "run_id", j.RunID, "err", err)
+			s.log.Warn("runs: hand a timed-out run back for a retry", "run_id", j.RunID, "err", err)
 		}
 		if err == nil {
 			go func() {
@@ -365,7 +358,7 @@ func (s *Service) CompleteJob(ctx context.Context, jobID string, result json.Raw
 		status, result = store.JobFailed, nil
 	}
 	if _, ok := s.resolve(ctx, jobID, status, result, failure); !ok {
-		if _, err := s.Store.GetJob(ctx, jobID); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.st.GetJob(ctx, jobID); errors.Is(err, store.ErrNotFound) {
 			return errcode.New(errcode.NotFound, "Job not found")
 		}
 		return errcode.New(errcode.WorkflowInvalidState, "the job was resolved already")
@@ -375,14 +368,14 @@ func (s *Service) CompleteJob(ctx context.Context, jobID string, result json.Raw
 
 // RunOwner names the owner of a run: the user a PluginJobs Run carries to the plugin doing the job.
 func (s *Service) RunOwner(ctx context.Context, runID string) (engine.UserContext, error) {
-	r, err := s.Store.GetRun(ctx, runID)
+	r, err := s.st.GetRun(ctx, runID)
 	if err != nil {
 		return engine.UserContext{}, err
 	}
 	var uc engine.UserContext
 	_ = json.Unmarshal(r.UserContext, &uc)
 	uc.UserID = r.UserID
-	if u, err := s.Store.GetUser(ctx, r.UserID); err == nil {
+	if u, err := s.st.GetUser(ctx, r.UserID); err == nil {
 		uc.Role, uc.Username = u.Role, u.Username
 	}
 	return uc, nil

@@ -17,9 +17,9 @@ func TestDrainFinishesOrHandsBack(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	p := newUser(t, st)
-	s := newService(t, st, testRegistry(t, renderManifest()), runs.Options{Lease: time.Hour})
-	d := &localDispatcher{s: s} // the render never ends
-	s.Dispatcher = d
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, renderManifest()),
+		Jobs: func(s *runs.Service) runs.JobDispatcher { return &localDispatcher{s: s} }}, // the render never ends
+		runs.Options{Lease: time.Hour})
 	s.StartExecutor(ctx)
 	r, err := s.Start(ctx, runs.StartParams{Workflow: "render", User: p, Inputs: map[string]any{"topic": "tea"}})
 	if err != nil {

@@ -55,9 +55,7 @@ func TestPluginKilledWithRunsInFlight(t *testing.T) {
 			{ID: "write", Name: "Write", Agent: "script_writer"},
 			{ID: "speak", Name: "Speak", Agent: "generator", DependsOn: []string{"write"}, With: json.RawMessage(`{"job_type":"speech"}`)},
 		}}
-	s := newService(t, st, testRegistry(t, m), runs.Options{Workers: 8})
-	s.Dispatcher = &slowDispatcher{s: s, delay: 500 * time.Millisecond}
-	set, err := plugins.NewSet(plugins.Config{Name: "node", Dir: dir, Host: s, BackoffMin: 50 * time.Millisecond,
+	set, err := plugins.NewSet(plugins.Config{Name: "node", Dir: dir, Host: runs.NoRunHost("node", nil), BackoffMin: 50 * time.Millisecond,
 		HealthInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +64,9 @@ func TestPluginKilledWithRunsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer set.Stop()
-	s.Plugins = set
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, m), Plugins: set,
+		Jobs: func(s *runs.Service) runs.JobDispatcher { return &slowDispatcher{s: s, delay: 500 * time.Millisecond} }},
+		runs.Options{Workers: 8})
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
 	p := newUser(t, st)

@@ -51,7 +51,7 @@ func TestJobEndEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
-	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest())}, runs.Options{})
 	owner := newUser(t, st)
 	proj := &store.Project{ID: uuid.NewString(), UserID: owner.UserID, Name: "p"}
 	if err := st.CreateProject(ctx, proj); err != nil {
@@ -127,9 +127,8 @@ func TestProgressFramesOncePerChange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
-	s := newService(t, st, registry(t), runs.Options{Workers: 1})
 	rec := &frameRecorder{}
-	s.Notifier = rec
+	s := newService(t, runs.Deps{Store: st, Manifests: registry(t), Notifier: rec}, runs.Options{Workers: 1})
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
 	r, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: newUser(t, st), Inputs: map[string]any{"topic": "coffee"}})
@@ -161,7 +160,7 @@ func TestUndispatchedJobUsesItsCode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
-	s := newService(t, st, registry(t), runs.Options{})
+	s := newService(t, runs.Deps{Store: st, Manifests: registry(t)}, runs.Options{})
 	r, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: newUser(t, st), Inputs: map[string]any{"topic": "x"}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -107,16 +108,16 @@ func (s *Service) DrainExecutor(grace time.Duration) {
 // completed steps are kept), and the jobs it was working on itself are resolved as interrupted.
 // An external job that may still call back is left to its callback or its time-out.
 func (s *Service) TakeBack(ctx context.Context) {
-	n, err := s.Store.TakeBackRuns(ctx, s.opts.HostID)
+	n, err := s.st.TakeBackRuns(ctx, s.opts.HostID)
 	if err != nil {
-		s.Log.Warn("runs: take back the runs of this host's previous life", "host_id", s.opts.HostID, "err", err)
+		s.log.Warn("runs: take back the runs of this host's previous life", "host_id", s.opts.HostID, "err", err)
 	}
-	m, err := s.Store.TakeBackJobs(ctx, s.opts.HostID)
+	m, err := s.st.TakeBackJobs(ctx, s.opts.HostID)
 	if err != nil {
-		s.Log.Warn("runs: take back the jobs of this host's previous life", "host_id", s.opts.HostID, "err", err)
+		s.log.Warn("runs: take back the jobs of this host's previous life", "host_id", s.opts.HostID, "err", err)
 	}
 	if n > 0 || m > 0 {
-		s.Log.Warn("runs: taking back the work of this host's previous life", "host_id", s.opts.HostID, "runs", n, "jobs", m)
+		s.log.Warn("runs: taking back the work of this host's previous life", "host_id", s.opts.HostID, "runs", n, "jobs", m)
 	}
 	s.interruptAbandoned(ctx)
 }
@@ -130,8 +131,8 @@ func (s *Service) holdJobs(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := s.Store.RenewJobLeases(ctx, s.life, s.opts.Lease); err != nil && ctx.Err() == nil {
-				s.Log.Warn("runs: renew job leases", "err", err)
+			if _, err := s.st.RenewJobLeases(ctx, s.life, s.opts.Lease); err != nil && ctx.Err() == nil {
+				s.log.Warn("runs: renew job leases", "err", err)
 			}
 		}
 	}
@@ -139,10 +140,10 @@ func (s *Service) holdJobs(ctx context.Context) {
 
 // interruptAbandoned resolves the jobs whose holder stopped renewing: their work died with it.
 func (s *Service) interruptAbandoned(ctx context.Context) {
-	jobs, err := s.Store.ListAbandonedJobs(ctx, s.Store.Now(), 100)
+	jobs, err := s.st.ListAbandonedJobs(ctx, s.st.Now(), 100)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.Log.Warn("runs: list abandoned jobs", "err", err)
+			s.log.Warn("runs: list abandoned jobs", "err", err)
 		}
 		return
 	}
@@ -157,7 +158,7 @@ func (s *Service) interrupt(ctx context.Context, j *store.Job) {
 	msg := fmt.Sprintf("interrupted: the host doing this %s job (%s) stopped before it finished", j.Type, hostOf(j.HeldBy))
 	if _, ok := s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)),
 		Message: msg, StepID: j.StepID}); ok {
-		s.Log.Warn("runs: job interrupted by the stop of its host", "job_id", j.ID, "run_id", j.RunID, "holder", j.HeldBy)
+		s.log.Warn("runs: job interrupted by the stop of its host", "job_id", j.ID, "run_id", j.RunID, "holder", j.HeldBy)
 	}
 }
 
@@ -250,7 +251,7 @@ func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 		// Each claim has its own holder id, so a late update of an earlier execution of the same run
 		// on this host cannot pass the guard of a later one.
 		owner := s.opts.HostID + "/" + uuid.NewString()[:8]
-		r, err := s.Store.ClaimRun(ctx, owner, s.opts.Lease)
+		r, err := s.st.ClaimRun(ctx, owner, s.opts.Lease)
 		if err == nil {
 			ex := &execution{slots: s.slots, holds: true}
 			l.wg.Add(1)
@@ -267,7 +268,7 @@ func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 		<-s.slots
 		<-s.admit
 		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-			s.Log.Warn("runs: claim", "err", err)
+			s.log.Warn("runs: claim", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -277,49 +278,60 @@ func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 	}
 }
 
+// choice is an engine picked to serve a run or a call: the engine (nil when none can), the name
+// it serves under, and why it is not the one asked for ("" when it is).
+type choice struct {
+	eng      engine.Engine
+	name     string
+	degraded string
+}
+
 // route picks the engine for engine name: the live plugin, else the in-process engine of that name
 // when the plugins are off, else nil. It says why it degraded when the plugin is not live.
-func (s *Service) route(name string) (engine.Engine, string, string) {
-	if s.Plugins != nil {
-		e, err := s.Plugins.Engine(name)
+func (s *Service) route(name string) choice {
+	if s.plugins != nil {
+		e, err := s.plugins.Engine(name)
 		if err == nil {
-			return e, name, ""
+			return choice{eng: e, name: name}
 		}
-		if ip := s.InProcess[name]; ip != nil {
-			return ip, name, fmt.Sprintf("engine %s plugin unavailable: in process", name)
+		if ip := s.inProcess[name]; ip != nil {
+			return choice{eng: ip, name: name, degraded: fmt.Sprintf("engine %s plugin unavailable: in process", name)}
 		}
-		return nil, name, fmt.Sprintf("engine %s plugin unavailable", name)
+		return choice{name: name, degraded: fmt.Sprintf("engine %s plugin unavailable", name)}
 	}
-	if ip := s.InProcess[name]; ip != nil {
-		return ip, name, ""
+	if ip := s.inProcess[name]; ip != nil {
+		return choice{eng: ip, name: name}
 	}
-	return nil, name, "plugins are switched off (PLUGINS_ENABLED=false)"
+	return choice{name: name, degraded: "plugins are switched off (PLUGINS_ENABLED=false)"}
 }
 
 // runEngine picks the engine that executes a run of manifest engine name: the live plugin, else
 // the in-process node engine with the manifest's steps.
-func (s *Service) runEngine(name string) (engine.Engine, string, string) {
-	if e, ok := s.Manifests().Engine(name); ok && !e.Enabled && name != "node" {
-		return s.InProcess["node"], "node", fmt.Sprintf("engine %s is disabled (%s: enabled: false): runs on the in-process node engine", name, e.File)
+func (s *Service) runEngine(name string) choice {
+	node := func(why string) choice {
+		return choice{eng: s.inProcess[manifest.EngineNode], name: manifest.EngineNode, degraded: why}
 	}
-	if s.Plugins != nil {
-		e, err := s.Plugins.Engine(name)
+	if e, ok := s.Manifests().Engine(name); ok && !e.Enabled && name != manifest.EngineNode {
+		return node(fmt.Sprintf("engine %s is disabled (%s: enabled: false): runs on the in-process node engine", name, e.File))
+	}
+	if s.plugins != nil {
+		e, err := s.plugins.Engine(name)
 		if err == nil {
-			return e, name, ""
+			return choice{eng: e, name: name}
 		}
-		if name == "node" {
-			return s.InProcess["node"], "node", "node plugin unavailable: in-process node engine"
+		if name == manifest.EngineNode {
+			return node("node plugin unavailable: in-process node engine")
 		}
 		why := err.Error()
 		if ce := errcode.As(err); ce != nil {
 			why = ce.Message()
 		}
-		return s.InProcess["node"], "node", fmt.Sprintf("engine %s unavailable (%s): degraded to the in-process node engine", name, why)
+		return node(fmt.Sprintf("engine %s unavailable (%s): degraded to the in-process node engine", name, why))
 	}
-	if name == "node" {
-		return s.InProcess["node"], "node", ""
+	if name == manifest.EngineNode {
+		return node("")
 	}
-	return s.InProcess["node"], "node", fmt.Sprintf("plugins are off (PLUGINS_ENABLED=false): engine %s runs on the in-process node engine", name)
+	return node(fmt.Sprintf("plugins are off (PLUGINS_ENABLED=false): engine %s runs on the in-process node engine", name))
 }
 
 // execute runs a claimed run on its engine and stores the outcome.
@@ -333,23 +345,24 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 	if r.Recoveries > maxRecoveries {
 		e := &engine.RunError{Code: string(errcode.WorkflowStepFailed), StepID: "recovery", Message: fmt.Sprintf(
 			"the run was taken over %d times (its host stopped, or nothing was driving it); giving up", r.Recoveries)}
-		now := s.Store.Now()
+		now := s.st.Now()
 		_ = s.ReportStep(ctx, r.ID, engine.TraceStep{StepID: "recovery", StepName: "recovery", Agent: "host",
 			Status: engine.StepFailed, StartedAt: &now, CompletedAt: &now, Error: &engine.StepError{Code: e.Code, Message: e.Message}})
 		s.fail(ctx, r.ID, owner, e)
 		return
 	}
 	if r.Recoveries > 0 && r.Status == store.RunRunning {
-		s.Log.Warn("runs: taking over a run whose host stopped", "run_id", r.ID, "recoveries", r.Recoveries)
+		s.log.Warn("runs: taking over a run whose host stopped", "run_id", r.ID, "recoveries", r.Recoveries)
 	}
 	wf := m.Workflow()
-	eng, name, degraded := s.runEngine(m.Engine)
+	picked := s.runEngine(m.Engine)
+	eng, name, degraded := picked.eng, picked.name, picked.degraded
 	deg := degraded
-	started, err := s.Store.UpdateRun(ctx, r.ID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{
+	started, err := s.st.UpdateRun(ctx, r.ID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{
 		Status: store.RunRunning, Owner: owner, Started: true, Engine: name, Degraded: &deg})
 	if err != nil {
 		if !errors.Is(err, store.ErrStale) {
-			s.Log.Warn("runs: start run", "run_id", r.ID, "err", err)
+			s.log.Warn("runs: start run", "run_id", r.ID, "err", err)
 		}
 		return
 	}
@@ -383,7 +396,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 			case <-leaseDone:
 				return
 			case <-t.C:
-				if err := s.Store.RenewLease(context.WithoutCancel(ctx), r.ID, owner, s.opts.Lease); errors.Is(err, store.ErrStale) {
+				if err := s.st.RenewLease(context.WithoutCancel(ctx), r.ID, owner, s.opts.Lease); errors.Is(err, store.ErrStale) {
 					cancel() // cancelled, or taken by another host
 					return
 				}
@@ -394,7 +407,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 	req, err := s.runRequest(ctx, r, wf, degraded)
 	if err != nil {
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.Unknown), Message: "could not prepare the run"})
-		s.Log.Error("runs: prepare", "run_id", r.ID, "err", err)
+		s.log.Error("runs: prepare", "run_id", r.ID, "err", err)
 		return
 	}
 	if eng == nil {
@@ -402,23 +415,23 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		return
 	}
 	res, err := eng.Run(runCtx, s.hostFor(name, r), req)
-	if err != nil && degraded == "" && s.outage(m.Engine, err) && (name != "node" || s.Plugins != nil) &&
+	if err != nil && degraded == "" && s.outage(m.Engine, err) && (name != "node" || s.plugins != nil) &&
 		ctx.Err() == nil && runCtx.Err() == nil {
 		// The plugin died during the run, or the engine's external tool is down: finish the run on
 		// the in-process node engine, from the steps it completed.
 		reason := fmt.Sprintf("engine %s failed (%s): degraded to the in-process node engine", m.Engine, errcode.As(err).Message())
-		s.Log.Warn("runs: engine failed, degrading", "run_id", r.ID, "err", err)
+		s.log.Warn("runs: engine failed, degrading", "run_id", r.ID, "err", err)
 		s.failJobs(ctx, r.ID, false, &engine.RunError{Code: string(errcode.Of(err)), Message: "the run degraded to the node engine"})
 		if req2, rerr := s.runRequest(ctx, r, wf, reason); rerr == nil {
-			_, _ = s.Store.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
+			_, _ = s.st.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
 				Owner: owner, Engine: "node", Degraded: &reason})
-			res, err = s.InProcess["node"].Run(runCtx, s.hostFor("node", r), req2)
+			res, err = s.inProcess["node"].Run(runCtx, s.hostFor("node", r), req2)
 		}
 	}
 	if ctx.Err() != nil {
 		// The host is stopping: hand the run back with an expired lease for the next executor.
-		now := s.Store.Now()
-		_, _ = s.Store.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Owner: owner, Lease: &now, Unclaim: true})
+		now := s.st.Now()
+		_, _ = s.st.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Owner: owner, Lease: &now, Unclaim: true})
 		return
 	}
 	if err != nil {
@@ -451,7 +464,7 @@ func (s *Service) runRequest(ctx context.Context, r *store.Run, wf engine.Workfl
 	if len(r.ResumeInput) > 0 {
 		_ = json.Unmarshal(r.ResumeInput, &req.ResumeInput)
 	}
-	steps, err := s.Store.ListTraceSteps(ctx, r.ID)
+	steps, err := s.st.ListTraceSteps(ctx, r.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -486,7 +499,7 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 		}
 		b, _ := json.Marshal(out)
 		hundred := 100.0
-		r, err := s.Store.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunCompleted, Owner: owner,
+		r, err := s.st.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunCompleted, Owner: owner,
 			Outputs: b, Completed: true, Release: true, ClearError: true, Progress: &hundred})
 		if err == nil {
 			s.notifyProgress(ctx, r, 100)
@@ -498,14 +511,14 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 			aw = &engine.Awaiting{Prompt: "Input needed"}
 		}
 		b, _ := json.Marshal(aw)
-		r, err := s.Store.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunPaused, Owner: owner, Awaiting: b, Release: true})
+		r, err := s.st.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunPaused, Owner: owner, Awaiting: b, Release: true})
 		if err == nil {
 			s.notifyStatus(ctx, r)
 		}
 	case engine.StatusWaiting:
 		// Stays running until a callback or the job's time-out; no lease: nothing executes it now.
-		_, err := s.Store.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunRunning, Owner: owner, Release: true})
-		s.Log.Debug("runs: waiting", "run_id", runID, "err", err)
+		_, err := s.st.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunRunning, Owner: owner, Release: true})
+		s.log.Debug("runs: waiting", "run_id", runID, "err", err)
 	default:
 		s.fail(ctx, runID, owner, res.Error)
 	}
@@ -520,7 +533,7 @@ func (s *Service) fail(ctx context.Context, runID, owner string, e *engine.RunEr
 		e.Code = string(errcode.WorkflowStepFailed)
 	}
 	b, _ := json.Marshal(e)
-	r, err := s.Store.UpdateRun(ctx, runID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{Status: store.RunFailed,
+	r, err := s.st.UpdateRun(ctx, runID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{Status: store.RunFailed,
 		Owner: owner, Error: b, Completed: true, Release: true})
 	if err == nil {
 		s.finished(ctx, r)
@@ -540,7 +553,7 @@ func (s *Service) outage(name string, err error) bool {
 // failJobs fails the unresolved jobs of a run; without generators, it leaves generator jobs in
 // flight (a step executed again awaits the job it ordered before).
 func (s *Service) failJobs(ctx context.Context, runID string, generators bool, e *engine.RunError) []string {
-	jobs, err := s.Store.ListRunJobs(ctx, runID)
+	jobs, err := s.st.ListRunJobs(ctx, runID)
 	if err != nil {
 		return nil
 	}

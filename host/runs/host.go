@@ -32,14 +32,14 @@ func (s *Service) ReportStep(ctx context.Context, runID string, step engine.Trac
 		step.Status = engine.StepRunning
 	}
 	if step.StartedAt == nil && step.Status != engine.StepPending && step.Status != engine.StepSkipped {
-		now := s.Store.Now()
+		now := s.st.Now()
 		step.StartedAt = &now
 	}
 	b, err := json.Marshal(step)
 	if err != nil {
 		return errcode.E("runs.ReportStep", errcode.Validation, "trace step is not JSON", err)
 	}
-	if err := s.Store.UpsertTraceStep(ctx, &store.TraceStep{RunID: runID, StepID: step.StepID, Status: step.Status, Step: b}); err != nil {
+	if err := s.st.UpsertTraceStep(ctx, &store.TraceStep{RunID: runID, StepID: step.StepID, Status: step.Status, Step: b}); err != nil {
 		return fmt.Errorf("runs: store trace step: %w", err)
 	}
 	return nil
@@ -48,13 +48,13 @@ func (s *Service) ReportStep(ctx context.Context, runID string, step engine.Trac
 // ReportProgress implements engine.Host.
 func (s *Service) ReportProgress(ctx context.Context, runID string, progress float64, currentStep string) error {
 	progress = min(max(progress, 0), 100)
-	if err := s.Store.SetRunProgress(ctx, runID, progress, currentStep); err != nil {
+	if err := s.st.SetRunProgress(ctx, runID, progress, currentStep); err != nil {
 		if errors.Is(err, store.ErrStale) {
 			return nil // the run left running (cancelled): nothing to show
 		}
 		return fmt.Errorf("runs: store progress: %w", err)
 	}
-	if r, err := s.Store.GetRun(ctx, runID); err == nil {
+	if r, err := s.st.GetRun(ctx, runID); err == nil {
 		s.notifyProgress(ctx, r, progress)
 	}
 	return nil
@@ -63,21 +63,15 @@ func (s *Service) ReportProgress(ctx context.Context, runID string, progress flo
 // notifyProgress sends a task:progress frame when the run's progress or current step changed
 // since the last frame of the run.
 func (s *Service) notifyProgress(ctx context.Context, r *store.Run, progress float64) {
-	if s.Notifier == nil {
-		return
-	}
 	key := strconv.FormatFloat(progress, 'g', -1, 64) + "|" + r.CurrentStep
 	s.mu.Lock()
-	if s.progressSent == nil {
-		s.progressSent = map[string]string{}
-	}
 	same := s.progressSent[r.ID] == key
 	s.progressSent[r.ID] = key
 	s.mu.Unlock()
 	if same {
 		return
 	}
-	s.Notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskProgress,
+	s.notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskProgress,
 		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "progress": progress, "current_step": r.CurrentStep}})
 }
 
@@ -115,18 +109,18 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 	if !ok {
 		return nil, errcode.Invalid("type", fmt.Sprintf("unknown job type %q: no engine of the registry declares it", req.Type))
 	}
-	run, err := s.Store.GetRun(ctx, req.RunID)
+	run, err := s.st.GetRun(ctx, req.RunID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errcode.New(errcode.NotFound, "Run not found")
 		}
 		return nil, err
 	}
-	if req.Type == engine.JobVideogen && s.Media != nil && len(req.Request) > 0 {
+	if req.Type == engine.JobVideogen && s.media != nil && len(req.Request) > 0 {
 		// The render gets the creator's material; the same step asks the same, so a step executed
 		// again still finds the job it made before.
 		r := *req
-		if r.Request, err = s.Media.AddRunMedia(ctx, run, req.Request); err != nil {
+		if r.Request, err = s.media.AddRunMedia(ctx, run, req.Request); err != nil {
 			return nil, fmt.Errorf("runs: material of the render: %w", err)
 		}
 		req = &r
@@ -136,7 +130,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 	// when that one is still in flight or completed with the same request: expensive generator work
 	// is not ordered twice.
 	retries := 0
-	if prev, err := s.Store.ListRunJobs(ctx, req.RunID); err == nil {
+	if prev, err := s.st.ListRunJobs(ctx, req.RunID); err == nil {
 		for i := len(prev) - 1; i >= 0; i-- {
 			j := &prev[i]
 			if j.Type != req.Type || j.StepID != req.StepID {
@@ -145,7 +139,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 			if j.Status == store.JobTimeout {
 				retries = max(retries, j.RetryCount+1)
 			}
-			if j.Abandoned(s.Store.Now()) {
+			if j.Abandoned(s.st.Now()) {
 				// Its work stopped with the host doing it (this host's previous life, or
 				// another): say so on the job and order the work anew.
 				s.interrupt(ctx, j)
@@ -160,11 +154,11 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 	cbURL := s.opts.CallbackBaseURL + s.callbackPath(req.Type)
 	cb, _ := json.Marshal(map[string]any{"url": cbURL, "signature": "sha256 HMAC of the body with CALLBACK_SECRET in X-Signature"})
 	j := &store.Job{ID: uuid.NewString(), RunID: req.RunID, StepID: req.StepID, Type: req.Type, Request: req.Request,
-		Callback: cb, RetryCount: retries, MaxRetries: p.MaxRetries, TimeoutAt: s.Store.Now().Add(p.Timeout)}
+		Callback: cb, RetryCount: retries, MaxRetries: p.MaxRetries, TimeoutAt: s.st.Now().Add(p.Timeout)}
 	if len(j.Request) == 0 {
 		j.Request = json.RawMessage(`{}`)
 	}
-	if err := s.Store.InTx(ctx, func(tx store.Driver) error {
+	if err := s.st.InTx(ctx, func(tx store.Driver) error {
 		if err := tx.CreateJob(ctx, j); err != nil {
 			return err
 		}
@@ -180,7 +174,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 		// its time-out.
 		ctx = context.WithoutCancel(ctx)
 		s.dispatch(ctx, j)
-		if got, err := s.Store.GetJob(ctx, j.ID); err == nil {
+		if got, err := s.st.GetJob(ctx, j.ID); err == nil {
 			j = got
 		}
 	}
@@ -189,7 +183,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 
 // dispatch submits a generator job; without a dispatcher, or when it refuses, the job fails.
 func (s *Service) dispatch(ctx context.Context, j *store.Job) {
-	if !isGenerator(j.Type) || s.Dispatcher == nil {
+	if !isGenerator(j.Type) || s.dispatcher == nil {
 		msg := fmt.Sprintf("no executor is configured for %s jobs", j.Type)
 		s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)), Message: msg})
 		return
@@ -197,13 +191,13 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 	// Work this host does itself is held under this life's lease: if the host dies, the job is
 	// known to be interrupted (CreateJob, the sweeper). An external executor holds its own job.
 	holder := ""
-	if s.Dispatcher.Local(j.Type) {
+	if s.dispatcher.Local(j.Type) {
 		holder = s.life
 	}
-	if err := s.Store.MarkJobDispatched(ctx, j.ID, holder, s.opts.Lease); err != nil {
-		s.Log.Warn("runs: mark job dispatched", "job_id", j.ID, "err", err)
+	if err := s.st.MarkJobDispatched(ctx, j.ID, holder, s.opts.Lease); err != nil {
+		s.log.Warn("runs: mark job dispatched", "job_id", j.ID, "err", err)
 	}
-	if err := s.Dispatcher.Dispatch(ctx, toEngineJob(j), s.opts.CallbackBaseURL+s.callbackPath(j.Type)); err != nil {
+	if err := s.dispatcher.Dispatch(ctx, toEngineJob(j), s.opts.CallbackBaseURL+s.callbackPath(j.Type)); err != nil {
 		e := errcode.As(err)
 		re := &engine.RunError{Code: string(errcode.ExternalService), Message: err.Error()}
 		if e != nil {
@@ -224,7 +218,7 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 		errObj, _ = json.Marshal(e)
 	}
 	var j *store.Job
-	err := s.Store.InTx(ctx, func(tx store.Driver) error {
+	err := s.st.InTx(ctx, func(tx store.Driver) error {
 		var err error
 		if j, err = tx.ResolveJob(ctx, jobID, status, result, errObj); err != nil {
 			return err
@@ -233,14 +227,14 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 	})
 	if err != nil {
 		if !errors.Is(err, store.ErrStale) {
-			s.Log.Warn("runs: resolve job", "job_id", jobID, "err", err)
+			s.log.Warn("runs: resolve job", "job_id", jobID, "err", err)
 		}
 		return nil, false
 	}
-	if status == store.JobCompleted && s.Assets != nil {
+	if status == store.JobCompleted && s.assets != nil {
 		// Before the step awaiting the job goes on: the file is an asset by the time a run's
 		// result names it.
-		if r, err := s.Store.GetRun(ctx, j.RunID); err == nil {
+		if r, err := s.st.GetRun(ctx, j.RunID); err == nil {
 			s.recordFiles(ctx, r, result)
 		}
 	}
@@ -300,7 +294,7 @@ func (s *Service) WaitJob(ctx context.Context, jobID string) (*engine.Job, error
 		s.mu.Lock()
 		s.waiters[jobID] = append(s.waiters[jobID], ch)
 		s.mu.Unlock()
-		j, err := s.Store.GetJob(ctx, jobID)
+		j, err := s.st.GetJob(ctx, jobID)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, errcode.New(errcode.NotFound, "Job not found")
@@ -310,7 +304,7 @@ func (s *Service) WaitJob(ctx context.Context, jobID string) (*engine.Job, error
 		if j.Resolved() {
 			return toEngineJob(j), nil
 		}
-		if j.Abandoned(s.Store.Now()) {
+		if j.Abandoned(s.st.Now()) {
 			s.interrupt(ctx, j)
 			continue
 		}
@@ -333,18 +327,18 @@ func (s *Service) WaitJob(ctx context.Context, jobID string) (*engine.Job, error
 
 // Search implements engine.Host; without a knowledge base it finds nothing.
 func (s *Service) Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
-	if s.Searcher == nil || req == nil {
+	if s.searcher == nil || req == nil {
 		return []engine.SearchHit{}, nil
 	}
-	return s.Searcher.Search(ctx, req)
+	return s.searcher.Search(ctx, req)
 }
 
 // Generate implements engine.Host; without a language model it answers OK=false.
 func (s *Service) Generate(ctx context.Context, req *engine.GenerateRequest) (*engine.GenerateResult, error) {
-	if s.LLM == nil || req == nil {
+	if s.llm == nil || req == nil {
 		return &engine.GenerateResult{OK: false}, nil
 	}
-	return s.LLM.Generate(ctx, req)
+	return s.llm.Generate(ctx, req)
 }
 
 func toEngineJob(j *store.Job) *engine.Job {

@@ -51,8 +51,7 @@ func killUnderLoad(t *testing.T, st store.Driver, dir string) {
 	const timeout = time.Minute
 	wf := &manifest.Manifest{ID: "echo_wf", Name: "echo", Version: "1", Engine: "echo", Fallback: "node", Timeout: timeout,
 		Steps: []engine.Step{{ID: "write", Name: "Write", Agent: "script_writer"}}}
-	s := newService(t, st, manifest.NewRegistryWith([]*manifest.Engine{echoEntry}, wf), runs.Options{Workers: 8})
-	set, err := plugins.NewSet(plugins.Config{Name: "echo", Dir: dir, Host: s.NoRunHost("echo"), Logger: s.Log,
+	set, err := plugins.NewSet(plugins.Config{Name: "echo", Dir: dir, Host: runs.NoRunHost("echo", nil),
 		BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, FailureThreshold: 1000, HealthInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +60,8 @@ func killUnderLoad(t *testing.T, st store.Driver, dir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(set.Stop)
-	s.Plugins = set
+	s := newService(t, runs.Deps{Store: st, Manifests: manifest.NewRegistryWith([]*manifest.Engine{echoEntry}, wf), Plugins: set},
+		runs.Options{Workers: 8})
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
 	sup, _ := set.Supervisor("echo")

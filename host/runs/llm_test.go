@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/reelforge/reelforge/host/kb/llm"
-	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
@@ -16,7 +15,8 @@ import (
 func TestGenerate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := runs.New(openStore(t), manifest.NewRegistry(), runs.Options{})
+	st := openStore(t)
+	s := runs.New(runs.Deps{Store: st}, runs.Options{})
 	res, err := s.Generate(ctx, &engine.GenerateRequest{Prompt: "hi"})
 	if err != nil || res.OK {
 		t.Errorf("Generate without a model = %+v, %v; want OK=false", res, err)
@@ -38,7 +38,8 @@ func TestGenerate(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": "a script"}}}})
 	}))
 	defer srv.Close()
-	s.LLM = runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: srv.URL, Retries: -1}), Model: "m1"}
+	s = runs.New(runs.Deps{Store: st, LLM: runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: srv.URL, Retries: -1}), Model: "m1"}},
+		runs.Options{})
 	res, err = s.Generate(ctx, &engine.GenerateRequest{System: "you write", Prompt: "hi"})
 	if err != nil || !res.OK || res.Text != "a script" {
 		t.Errorf("Generate = %+v, %v", res, err)

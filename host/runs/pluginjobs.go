@@ -45,10 +45,10 @@ func (p *PluginJobs) Local(string) bool { return true }
 // code) when no live plugin can take the job.
 func (p *PluginJobs) Dispatch(ctx context.Context, job *engine.Job, callbackURL string) error {
 	name := p.s.jobEngine(job.Type)
-	if p.s.Plugins == nil {
+	if p.s.plugins == nil {
 		return errcode.Newf(errcode.ExternalService, "%s jobs run only in the %s plugin, and plugins are switched off (PLUGINS_ENABLED=false)", job.Type, name)
 	}
-	eng, err := p.s.Plugins.Engine(name)
+	eng, err := p.s.plugins.Engine(name)
 	if err != nil {
 		why := err.Error()
 		if ce := errcode.As(err); ce != nil {
@@ -56,7 +56,7 @@ func (p *PluginJobs) Dispatch(ctx context.Context, job *engine.Job, callbackURL 
 		}
 		return errcode.Newf(errcode.ExternalService, "the %s plugin that runs %s jobs is unavailable: %s", name, job.Type, why)
 	}
-	r, err := p.s.Store.GetRun(ctx, job.RunID)
+	r, err := p.s.st.GetRun(ctx, job.RunID)
 	if err != nil {
 		return fmt.Errorf("runs: the run of job %s: %w", job.JobID, err)
 	}
@@ -104,7 +104,7 @@ func (p *PluginJobs) resolve(job *engine.Job, name string, res *engine.RunResult
 	case err != nil:
 		failure = &engine.RunError{Code: string(p.s.jobErrorCode(job.Type)),
 			Message: fmt.Sprintf("the %s plugin stopped during the %s job (the plugin is restarted)", name, job.Type)}
-		p.s.Log.Warn("runs: a plugin stopped during a job", "engine", name, "job_id", job.JobID, "type", job.Type, "err", err)
+		p.s.log.Warn("runs: a plugin stopped during a job", "engine", name, "job_id", job.JobID, "type", job.Type, "err", err)
 	case res == nil:
 		failure = &engine.RunError{Code: string(p.s.jobErrorCode(job.Type)), Message: fmt.Sprintf("the %s plugin gave no answer", name)}
 	case res.Status == engine.StatusWaiting:
@@ -121,7 +121,7 @@ func (p *PluginJobs) resolve(job *engine.Job, name string, res *engine.RunResult
 		}
 	}
 	if err := p.s.CompleteJob(ctx, job.JobID, result, failure); err != nil {
-		p.s.Log.Info("runs: a plugin's job answer not recorded", "job_id", job.JobID, "err", err)
+		p.s.log.Info("runs: a plugin's job answer not recorded", "job_id", job.JobID, "err", err)
 	}
 }
 

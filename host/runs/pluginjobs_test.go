@@ -59,16 +59,14 @@ func TestGeneratorJobsRunInThePlugin(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st := openStore(t)
-			s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
+			deps := runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest()), Plugins: tt.plugins,
+				Jobs: func(s *runs.Service) runs.JobDispatcher { return runs.NewPluginJobs(s) }}
 			if tt.eng != nil {
 				tt.eng.reqs = make(chan *engine.RunRequest, 1)
-				s.Plugins = jobPlugins{tt.eng}
-			} else if tt.plugins != nil {
-				s.Plugins = tt.plugins
+				deps.Plugins = jobPlugins{tt.eng}
 			}
-			d := runs.NewPluginJobs(s)
-			s.Dispatcher = d
-			defer d.Stop()
+			s := newService(t, deps, runs.Options{})
+			defer s.StopJobs()
 			r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
 			if err != nil {
 				t.Fatal(err)
@@ -131,13 +129,11 @@ func TestGeneratorJobDispatchedWhenItsCallerIsGone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := &cancelAfterTx{Driver: openStore(t)}
-	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
 	eng := &jobEngine{res: &engine.RunResult{Status: engine.StatusCompleted, Outputs: map[string]any{"audio_url": "/a.wav"}},
 		reqs: make(chan *engine.RunRequest, 1)}
-	s.Plugins = jobPlugins{eng}
-	d := runs.NewPluginJobs(s)
-	s.Dispatcher = d
-	defer d.Stop()
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest()), Plugins: jobPlugins{eng},
+		Jobs: func(s *runs.Service) runs.JobDispatcher { return runs.NewPluginJobs(s) }}, runs.Options{})
+	defer s.StopJobs()
 	r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
 	if err != nil {
 		t.Fatal(err)

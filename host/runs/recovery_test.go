@@ -88,9 +88,9 @@ func TestRestartTakesBackItsOwnWorkAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := newService(t, st, testRegistry(t, renderManifest()), runs.Options{HostID: "h1", Lease: time.Hour})
-	d := &localDispatcher{s: s, complete: true, local: true}
-	s.Dispatcher = d
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, renderManifest()),
+		Jobs: func(s *runs.Service) runs.JobDispatcher { return &localDispatcher{s: s, complete: true, local: true} }},
+		runs.Options{HostID: "h1", Lease: time.Hour})
 	s.StartExecutor(ctx)
 	t.Cleanup(s.StopExecutor)
 
@@ -122,8 +122,8 @@ func TestAwaitingRunsDoNotHoldSlots(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	p := newUser(t, st)
-	s := newService(t, st, testRegistry(t, renderManifest(), quickManifest()), runs.Options{Workers: 1})
-	s.Dispatcher = &localDispatcher{s: s}
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, renderManifest(), quickManifest()),
+		Jobs: func(s *runs.Service) runs.JobDispatcher { return &localDispatcher{s: s} }}, runs.Options{Workers: 1})
 	s.StartExecutor(ctx)
 	t.Cleanup(s.StopExecutor)
 

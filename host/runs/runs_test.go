@@ -69,15 +69,16 @@ func graphManifest() *manifest.Manifest {
 		Steps: []engine.Step{{ID: "write", Name: "Write", Agent: "script_writer"}}}
 }
 
-func newService(t *testing.T, st store.Driver, reg *manifest.Registry, opts runs.Options) *runs.Service {
+func newService(t *testing.T, deps runs.Deps, opts runs.Options) *runs.Service {
 	t.Helper()
 	opts.Poll, opts.SweepInterval = 20*time.Millisecond, 20*time.Millisecond
 	if opts.Lease == 0 {
 		opts.Lease = 3 * time.Second
 	}
-	s := runs.New(st, reg, opts)
-	s.InProcess["node"] = node.New(node.Options{RetryBackoff: time.Millisecond})
-	return s
+	if deps.InProcess == nil {
+		deps.InProcess = map[string]engine.Engine{"node": node.New(node.Options{RetryBackoff: time.Millisecond})}
+	}
+	return runs.New(deps, opts)
 }
 
 // testRegistry holds ms and the repository's engine registry (manifests/engines).
@@ -154,7 +155,7 @@ func TestRestartPicksUpExpiredLease(t *testing.T) {
 	}
 	time.Sleep(5 * time.Millisecond)
 
-	s := newService(t, st, reg, runs.Options{})
+	s := newService(t, runs.Deps{Store: st, Manifests: reg}, runs.Options{})
 	var finished atomic.Int32
 	s.OnFinish(func(ctx context.Context, r *store.Run) { finished.Add(1) })
 	s.StartExecutor(ctx)
@@ -223,11 +224,11 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	eng := &waitingEngine{}
-	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{Policies: map[string]manifest.JobPolicy{
-		engine.JobGraph: {MaxRetries: 2, Timeout: 100 * time.Millisecond, Exponential: true, Backoff: 10 * time.Millisecond}}})
-	s.Plugins = fakePlugins{eng}
 	var logs syncBuf
-	s.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest()), Plugins: fakePlugins{eng},
+		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+		runs.Options{Policies: map[string]manifest.JobPolicy{
+			engine.JobGraph: {MaxRetries: 2, Timeout: 100 * time.Millisecond, Exponential: true, Backoff: 10 * time.Millisecond}}})
 	s.StartExecutor(ctx)
 	s.StartSweeper(ctx)
 	defer s.StopExecutor()
@@ -296,8 +297,7 @@ func TestCancelReachesEngineAndJobs(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	eng := &waitingEngine{block: true}
-	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
-	s.Plugins = fakePlugins{eng}
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest()), Plugins: fakePlugins{eng}}, runs.Options{})
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
 	p := newUser(t, st)
@@ -349,8 +349,7 @@ func TestDegradation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			st := openStore(t)
-			s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
-			s.Plugins = plugins
+			s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest()), Plugins: plugins}, runs.Options{})
 			s.StartExecutor(ctx)
 			defer s.StopExecutor()
 			r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
@@ -381,9 +380,9 @@ func TestDisabledEngineRunsOnFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newService(t, st, manifest.NewRegistryWith([]*manifest.Engine{off}, graphManifest()), runs.Options{})
 	live := &waitingEngine{}
-	s.Plugins = fakePlugins{live}
+	s := newService(t, runs.Deps{Store: st, Manifests: manifest.NewRegistryWith([]*manifest.Engine{off}, graphManifest()),
+		Plugins: fakePlugins{live}}, runs.Options{})
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
 	r, err := s.Start(ctx, runs.StartParams{Workflow: "g", User: newUser(t, st)})
@@ -426,7 +425,7 @@ func TestTooManyRecoveriesFails(t *testing.T) {
 		}
 		time.Sleep(3 * time.Millisecond)
 	}
-	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{})
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest())}, runs.Options{})
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
 	got := waitStatus(t, st, r.ID, store.RunFailed, store.RunCompleted)
@@ -448,8 +447,8 @@ func TestOrphanRunsEndFailed(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	eng := &idleEngine{}
-	s := newService(t, st, testRegistry(t, graphManifest()), runs.Options{OrphanAfter: 30 * time.Millisecond})
-	s.Plugins = fakePlugins{eng}
+	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest()), Plugins: fakePlugins{eng}},
+		runs.Options{OrphanAfter: 30 * time.Millisecond})
 	s.StartExecutor(ctx)
 	s.StartSweeper(ctx)
 	defer s.StopExecutor()
@@ -488,7 +487,7 @@ func TestConcurrentStartsKeepTheQuota(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	reg := registry(t)
-	s := newService(t, st, reg, runs.Options{FreeRunsPerDay: 3})
+	s := newService(t, runs.Deps{Store: st, Manifests: reg}, runs.Options{FreeRunsPerDay: 3})
 	free, paid := newUser(t, st), newUser(t, st)
 	free.Role = store.RoleFreeUser
 	const n = 10

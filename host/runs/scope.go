@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -42,7 +43,7 @@ func (s *Service) hostFor(name string, r *store.Run) *runHost {
 
 // refuse logs and returns the refusal of a call outside the run.
 func (h *runHost) refuse(call, what string) error {
-	h.s.Log.Warn("runs: engine call outside its run refused", "engine", h.engine, "call", call, "run_id", h.runID, "asked", what)
+	h.s.log.Warn("runs: engine call outside its run refused", "engine", h.engine, "call", call, "run_id", h.runID, "asked", what)
 	return errcode.New(errcode.Authorization, fmt.Sprintf("%s: the call serves run %s, not %s", call, h.runID, what))
 }
 
@@ -87,7 +88,7 @@ func (h *runHost) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 
 // WaitJob implements engine.Host: jobs of the run only.
 func (h *runHost) WaitJob(ctx context.Context, jobID string) (*engine.Job, error) {
-	j, err := h.s.Store.GetJob(ctx, jobID)
+	j, err := h.s.st.GetJob(ctx, jobID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errcode.New(errcode.NotFound, "Job not found")
 	}
@@ -118,18 +119,23 @@ func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*e
 	return h.s.Generate(ctx, req)
 }
 
-// NoRunHost answers a plugin's Host calls that serve no Run or Callback call of the host (no call
-// id, or one that has ended): each is refused with AUTHORIZATION_ERROR and logged. It is the
-// fallback Host of the plugin supervisors.
-func (s *Service) NoRunHost(name string) engine.Host { return noRunHost{s: s, engine: name} }
+// NoRunHost answers the Host calls of engine name's plugin that serve no Run or Callback call of
+// the host (no call id, or one that has ended): each is refused with AUTHORIZATION_ERROR and
+// logged to log (nil: discarded). It is the fallback Host of the plugin supervisors.
+func NoRunHost(name string, log *slog.Logger) engine.Host {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return noRunHost{log: log, engine: name}
+}
 
 type noRunHost struct {
-	s      *Service
+	log    *slog.Logger
 	engine string
 }
 
 func (n noRunHost) refuse(call string) error {
-	n.s.Log.Warn("runs: engine call outside any run refused", "engine", n.engine, "call", call)
+	n.log.Warn("runs: engine call outside any run refused", "engine", n.engine, "call", call)
 	return errcode.New(errcode.Authorization, call+": the call serves no run the host gave this engine")
 }
 

@@ -57,11 +57,9 @@ func TestPluginCallsAreScopedToTheirRun(t *testing.T) {
 	}
 	probe := &manifest.Manifest{ID: "probe", Name: "probe", Version: "1", Engine: "echo", Fallback: "node", Timeout: time.Minute,
 		Steps: []engine.Step{{ID: "write", Name: "Write", Agent: "script_writer"}}}
-	s := newService(t, st, manifest.NewRegistryWith(append(engines, echoEntry), probe, graphManifest()), runs.Options{})
 	var logs syncBuf
-	s.Log = slog.New(slog.NewTextHandler(&logs, nil))
-	s.Searcher = ownerSearcher{}
-	set, err := plugins.NewSet(plugins.Config{Name: "echo", Dir: dir, Host: s.NoRunHost("echo"), Logger: s.Log})
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	set, err := plugins.NewSet(plugins.Config{Name: "echo", Dir: dir, Host: runs.NoRunHost("echo", log), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +67,8 @@ func TestPluginCallsAreScopedToTheirRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(set.Stop)
-	s.Plugins = set
+	s := newService(t, runs.Deps{Store: st, Manifests: manifest.NewRegistryWith(append(engines, echoEntry), probe, graphManifest()),
+		Plugins: set, Searcher: ownerSearcher{}, Log: log}, runs.Options{})
 
 	// Another user's run, waiting on a job.
 	other := newUser(t, st)
@@ -133,10 +132,8 @@ func TestPluginCallsAreScopedToTheirRun(t *testing.T) {
 // A Host call that serves no run (no call id, or one that ended) is refused and logged.
 func TestNoRunHostRefuses(t *testing.T) {
 	t.Parallel()
-	s := newService(t, openStore(t), testRegistry(t), runs.Options{})
 	var logs syncBuf
-	s.Log = slog.New(slog.NewTextHandler(&logs, nil))
-	h := s.NoRunHost("rogue")
+	h := runs.NoRunHost("rogue", slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx := context.Background()
 	_, jobErr := h.CreateJob(ctx, &engine.JobRequest{RunID: "r", Type: engine.JobGraph})
 	_, waitErr := h.WaitJob(ctx, "j")

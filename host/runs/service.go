@@ -1,15 +1,18 @@
 // Package runs starts, executes and tracks workflow runs and their external jobs.
 //
-// A run is stored pending before anything executes (Start). The executor (Executor.Start) claims
-// runnable runs from the store with a lease, so another host or a restarted one picks up the runs a
-// dead host left: they are executed again from their completed steps. Each run goes to the engine
-// its manifest names: the live plugin when its supervisor says ready, else the in-process node
-// engine with the manifest's steps (the trace says which engine ran each step and why it degraded).
+// New builds the Service from its parts (Deps) and settings (Options). A run is stored pending
+// before anything executes (Service.Start). The executor (StartExecutor) claims runnable runs from
+// the store with a lease, so another host or a restarted one picks up the runs a dead host left:
+// they are executed again from their completed steps. Each run goes to the engine its manifest
+// names: the live plugin when its supervisor says ready, else the in-process node engine with the
+// manifest's steps (the trace says which engine ran each step and why it degraded).
 //
 // The Service is the engine.Host of every engine: steps, progress, jobs, knowledge search and the
-// language model. Jobs carry timeout_at and retries by type (SPEC.md Limits); the Sweeper times them
-// out, retries them with back-off, and fails their run with WORKFLOW_TIMEOUT when none are left.
-// Inbound callbacks (Callback) resolve a job once; a repeat is reported as a duplicate.
+// language model; each engine call gets a Host scoped to its run (scope.go). Jobs carry timeout_at
+// and retries by type (their engine's job policies, host/manifest); the job sweeper (StartSweeper,
+// Sweep) times them out, retries them with back-off, and fails their run with WORKFLOW_TIMEOUT
+// when none are left. Inbound callbacks (Service.Callback) resolve a job once; a repeat is
+// reported as a duplicate. Generator jobs go to a JobDispatcher (the host's is PluginJobs).
 package runs
 
 import (
@@ -94,21 +97,43 @@ type Options struct {
 	Policies map[string]manifest.JobPolicy
 }
 
-// Service runs workflows. Set the exported fields, then call Start on the executor (StartWorkers).
-type Service struct {
-	Store      store.Driver
-	Plugins    Engines                  // nil: plugins off, everything in process
-	InProcess  map[string]engine.Engine // "node" is required; others serve callbacks while their plugin is down
-	Notifier   events.Notifier
-	Searcher   Searcher      // nil: no knowledge base, searches find nothing
-	LLM        LLM           // nil: Generate answers OK=false
-	Dispatcher JobDispatcher // nil: generator jobs fail with EXTERNAL_SERVICE_ERROR
-	Assets     AssetRecorder // nil: the files runs make are not recorded as assets
-	Media      MediaSource   // nil: renders get only the files their payload names
-	Log        *slog.Logger
-	// Leader reports whether this host is the leader (the advisory lock on PostgreSQL); the job
-	// sweeper works only on the leader. nil: always.
+// Deps are the parts a Service works with, handed to New. Store is required; a nil part leaves
+// out what its comment says.
+type Deps struct {
+	Store     store.Driver
+	Manifests *manifest.Registry // the workflow manifests and engine registry at start (nil: none; SetManifests replaces them)
+	Plugins   Engines            // nil: plugins off, everything in process
+	// InProcess are the engines this process runs itself, by registry name: "node" (every
+	// workflow's fallback) and the adapters that serve callbacks while their plugin is down.
+	InProcess map[string]engine.Engine
+	Notifier  events.Notifier // nil: no WebSocket frames
+	Searcher  Searcher        // nil: no knowledge base, searches find nothing
+	LLM       LLM             // nil: Generate answers OK=false
+	// Jobs makes the dispatcher of generator jobs for the Service it reports to (the host's is
+	// NewPluginJobs); nil: generator jobs fail with their type's code.
+	Jobs   func(*Service) JobDispatcher
+	Assets AssetRecorder // nil: the files runs make are not recorded as assets
+	Media  MediaSource   // nil: renders get only the files their payload names
+	Log    *slog.Logger  // nil: discarded
+	// Leader reports whether this host is the leader (host/leader: the advisory lock on
+	// PostgreSQL); the job sweeper works only on the leader. nil: always.
 	Leader func(ctx context.Context) bool
+}
+
+// Service runs workflows: New builds it with its parts, StartExecutor and StartSweeper start its
+// work.
+type Service struct {
+	st         store.Driver
+	plugins    Engines
+	inProcess  map[string]engine.Engine
+	notifier   events.Notifier
+	searcher   Searcher
+	llm        LLM
+	dispatcher JobDispatcher
+	assets     AssetRecorder
+	media      MediaSource
+	log        *slog.Logger
+	leader     func(ctx context.Context) bool
 
 	opts Options
 	reg  atomic.Pointer[manifest.Registry] // the workflow manifests and engine registry in force
@@ -135,8 +160,8 @@ type Service struct {
 
 var _ engine.Host = (*Service)(nil)
 
-// New returns a Service; the fields may be set after it.
-func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
+// New returns a Service over deps; zero Options take their defaults.
+func New(deps Deps, opts Options) *Service {
 	if opts.FreeRunsPerDay <= 0 {
 		opts.FreeRunsPerDay = 20
 	}
@@ -162,16 +187,40 @@ func New(st store.Driver, reg *manifest.Registry, opts Options) *Service {
 		opts.Life = opts.HostID + "/" + uuid.NewString()[:8]
 	}
 	s := &Service{
-		Store: st, opts: opts, Notifier: events.Discard{},
-		InProcess: map[string]engine.Engine{},
-		Log:       slog.New(slog.DiscardHandler),
-		active:    map[string]*execution{}, waiters: map[string][]chan struct{}{},
+		st: deps.Store, plugins: deps.Plugins, inProcess: maps.Clone(deps.InProcess), notifier: deps.Notifier,
+		searcher: deps.Searcher, llm: deps.LLM, assets: deps.Assets, media: deps.Media, log: deps.Log, leader: deps.Leader,
+		opts:   opts,
+		active: map[string]*execution{}, waiters: map[string][]chan struct{}{}, progressSent: map[string]string{},
 		wake:  make(chan struct{}, 1),
 		life:  opts.Life,
 		slots: make(chan struct{}, opts.Workers), admit: make(chan struct{}, opts.Workers*maxWaitingPerSlot),
 	}
+	if s.inProcess == nil {
+		s.inProcess = map[string]engine.Engine{}
+	}
+	if s.notifier == nil {
+		s.notifier = events.Discard{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if deps.Jobs != nil {
+		s.dispatcher = deps.Jobs(s)
+	}
+	reg := deps.Manifests
+	if reg == nil {
+		reg = manifest.NewRegistry()
+	}
 	s.reg.Store(reg)
 	return s
+}
+
+// StopJobs stops the dispatcher's work in flight and waits for it, when the dispatcher can be
+// stopped (PluginJobs); it refuses new work afterwards. The host calls it after DrainExecutor.
+func (s *Service) StopJobs() {
+	if d, ok := s.dispatcher.(interface{ Stop() }); ok {
+		d.Stop()
+	}
 }
 
 // Manifests returns the workflow manifests and engine registry in force. A run reads its manifest
@@ -224,7 +273,7 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 	}
 	var pctx json.RawMessage
 	if p.ProjectID != "" {
-		proj, err := access.Project(ctx, s.Store, p.User, p.ProjectID, access.InBody)
+		proj, err := access.Project(ctx, s.st, p.User, p.ProjectID, access.InBody)
 		if err != nil {
 			return nil, err
 		}
@@ -252,9 +301,9 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 	if quota {
 		// The store counts the day's runs and stores this one in one step, so concurrent starts
 		// cannot all pass the count before any of them is stored.
-		now := s.Store.Now()
+		now := s.st.Now()
 		day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-		err = s.Store.CreateRunInQuota(ctx, r, store.RunQuota{Since: day, Limit: s.opts.FreeRunsPerDay})
+		err = s.st.CreateRunInQuota(ctx, r, store.RunQuota{Since: day, Limit: s.opts.FreeRunsPerDay})
 		switch {
 		case errors.Is(err, store.ErrQuotaExceeded):
 			e := errcode.Newf(errcode.QuotaExceeded, "Free users may start %d runs a day", s.opts.FreeRunsPerDay)
@@ -264,7 +313,7 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 			return nil, errcode.New(errcode.Authentication, "")
 		}
 	} else {
-		err = s.Store.CreateRun(ctx, r)
+		err = s.st.CreateRun(ctx, r)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("runs: store run: %w", err)
@@ -278,7 +327,7 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 // admin or an automation key) belongs to: the owner. A key's run is a scheduler run named after
 // the key; an admin's keeps its trigger and names the admin when nothing else does.
 func (s *Service) onBehalf(ctx context.Context, p *StartParams, proj *store.Project) (*auth.Principal, error) {
-	owner, err := s.Store.GetUser(ctx, proj.UserID)
+	owner, err := s.st.GetUser(ctx, proj.UserID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, access.Forbidden()
@@ -323,7 +372,7 @@ func (s *Service) check(workflow string, inputs map[string]any) (*manifest.Manif
 
 // Get returns the run when p may see it (its owner, or an admin); else 404 NOT_FOUND.
 func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*store.Run, error) {
-	r, err := s.Store.GetRun(ctx, id)
+	r, err := s.st.GetRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (p == nil || (r.UserID != p.UserID && !p.IsAdmin()))) {
 		return nil, errcode.New(errcode.NotFound, "Run not found")
 	}
@@ -335,7 +384,7 @@ func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*store
 
 // Trace returns the run's trace steps in order.
 func (s *Service) Trace(ctx context.Context, runID string) ([]json.RawMessage, error) {
-	steps, err := s.Store.ListTraceSteps(ctx, runID)
+	steps, err := s.st.ListTraceSteps(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("runs: load trace: %w", err)
 	}
@@ -357,7 +406,7 @@ type JobRef struct {
 
 // Jobs returns the run's jobs, oldest first.
 func (s *Service) Jobs(ctx context.Context, runID string) ([]JobRef, error) {
-	jobs, err := s.Store.ListRunJobs(ctx, runID)
+	jobs, err := s.st.ListRunJobs(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("runs: load jobs: %w", err)
 	}
@@ -370,7 +419,7 @@ func (s *Service) Jobs(ctx context.Context, runID string) ([]JobRef, error) {
 
 // List lists the caller's runs.
 func (s *Service) List(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error) {
-	return s.Store.ListRuns(ctx, p)
+	return s.st.ListRuns(ctx, p)
 }
 
 var cancellable = []string{store.RunPending, store.RunRunning, store.RunPaused}
@@ -388,7 +437,7 @@ func (s *Service) Cancel(ctx context.Context, p *auth.Principal, id string) (*st
 // 404 NOT_FOUND; a run not pending, running or paused: 409 WORKFLOW_INVALID_STATE.
 func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) {
 	errObj, _ := json.Marshal(engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "Run cancelled"})
-	r, err := s.Store.UpdateRun(ctx, id, cancellable, store.RunUpdate{Status: store.RunCancelled, Error: errObj,
+	r, err := s.st.UpdateRun(ctx, id, cancellable, store.RunUpdate{Status: store.RunCancelled, Error: errObj,
 		Completed: true, Release: true, ClearAwait: true})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errcode.New(errcode.NotFound, "Run not found")
@@ -406,15 +455,15 @@ func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) 
 		ex.cancel()
 	}
 	jobIDs := s.failJobs(ctx, id, true, &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
-	if jc, ok := s.Dispatcher.(jobCanceller); ok {
+	if jc, ok := s.dispatcher.(jobCanceller); ok {
 		for _, jid := range jobIDs {
 			jc.CancelJob(jid) // its render stops now, not when it would have ended
 		}
 	}
-	if eng, _, _ := s.route(r.Engine); eng != nil {
+	if eng := s.route(r.Engine).eng; eng != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if err := eng.Cancel(cctx, &engine.CancelRequest{RunID: id, JobIDs: jobIDs}); err != nil {
-			s.Log.Warn("engine cancel", "run_id", id, "err", err)
+			s.log.Warn("engine cancel", "run_id", id, "err", err)
 		}
 		cancel()
 	}
@@ -439,8 +488,8 @@ func (s *Service) Resume(ctx context.Context, p *auth.Principal, id string, inpu
 	maps.Copy(merged, input)
 	in, _ := json.Marshal(merged)
 	ri, _ := json.Marshal(input)
-	now := s.Store.Now()
-	r, err = s.Store.UpdateRun(ctx, id, []string{store.RunPaused}, store.RunUpdate{Status: store.RunRunning,
+	now := s.st.Now()
+	r, err = s.st.UpdateRun(ctx, id, []string{store.RunPaused}, store.RunUpdate{Status: store.RunRunning,
 		Inputs: in, ResumeInput: ri, ClearAwait: true, Lease: &now})
 	if errors.Is(err, store.ErrStale) {
 		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a paused run can be resumed", s.status(ctx, id))
@@ -463,7 +512,7 @@ func (s *Service) Retry(ctx context.Context, p *auth.Principal, id string) (*sto
 	if r.Status != store.RunFailed {
 		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a failed run can be retried", r.Status)
 	}
-	r, err = s.Store.UpdateRun(ctx, id, []string{store.RunFailed}, store.RunUpdate{Status: store.RunPending,
+	r, err = s.st.UpdateRun(ctx, id, []string{store.RunFailed}, store.RunUpdate{Status: store.RunPending,
 		ClearError: true, ClearOutput: true, NextAttempt: true, Release: true})
 	if errors.Is(err, store.ErrStale) {
 		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a failed run can be retried", s.status(ctx, id))
@@ -477,7 +526,7 @@ func (s *Service) Retry(ctx context.Context, p *auth.Principal, id string) (*sto
 }
 
 func (s *Service) status(ctx context.Context, id string) string {
-	if r, err := s.Store.GetRun(ctx, id); err == nil {
+	if r, err := s.st.GetRun(ctx, id); err == nil {
 		return r.Status
 	}
 	return "gone"
@@ -500,21 +549,18 @@ func (s *Service) finished(ctx context.Context, r *store.Run) {
 }
 
 func (s *Service) notifyStatus(ctx context.Context, r *store.Run) {
-	if s.Notifier == nil {
-		return
-	}
-	s.Notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskStatus,
+	s.notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskStatus,
 		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "status": r.Status, "workflow": r.WorkflowID}})
 }
 
 // recordFiles records the files result names as assets of run r. A file that cannot be recorded
 // is logged: the run's outcome stands, and its result still names the file.
 func (s *Service) recordFiles(ctx context.Context, r *store.Run, result json.RawMessage) {
-	if s.Assets == nil || len(result) == 0 {
+	if s.assets == nil || len(result) == 0 {
 		return
 	}
-	if _, err := s.Assets.RecordRunFiles(context.WithoutCancel(ctx), r, result); err != nil {
-		s.Log.Warn("runs: the run's files were not all recorded as assets", "run_id", r.ID, "err", err)
+	if _, err := s.assets.RecordRunFiles(context.WithoutCancel(ctx), r, result); err != nil {
+		s.log.Warn("runs: the run's files were not all recorded as assets", "run_id", r.ID, "err", err)
 	}
 }
 

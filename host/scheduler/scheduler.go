@@ -25,6 +25,7 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/launch"
+	"github.com/reelforge/reelforge/host/leader"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -48,9 +49,6 @@ var ValidWorkflows = []string{"voiceover", "graphic", "music", "video", "live", 
 // markAutomation names the store mark of the automation tool's last pending-tasks call.
 const markAutomation = "automation_last_call"
 
-// leaderLockName names the leader lock of the cron timer.
-const leaderLockName = "scheduler-leader"
-
 // Options configure a Scheduler; zero values take the defaults.
 type Options struct {
 	Mode     string        // automation_managed (default) or cron
@@ -60,7 +58,10 @@ type Options struct {
 	Known func(id string) bool
 	Clock func() time.Time // nil: time.Now
 	Log   *slog.Logger
-	// LockName names the leader lock (default "scheduler-leader"); tests use one per test.
+	// Leader is the host's leader (host/leader), which the job sweeper and the time-driven events
+	// follow too; nil: the scheduler makes its own of lock LockName (default leader.Name; tests
+	// use one per test) and gives it up at Shutdown.
+	Leader   *leader.Leader
 	LockName string
 }
 
@@ -89,7 +90,8 @@ type Scheduler struct {
 	fallback bool
 	forced   bool    // the deprecated Start turned the timer on
 	last     *Report // the last tick's report
-	lock     store.LeaderLock
+	leader   *leader.Leader
+	ownLock  bool // leader is the scheduler's own: Shutdown releases it
 	cron     *cron.Cron
 	tickMu   sync.Mutex // one tick at a time on this host
 }
@@ -118,10 +120,15 @@ func New(st Store, opt Options) *Scheduler {
 			return false
 		}
 	}
-	if opt.LockName == "" {
-		opt.LockName = leaderLockName
+	s := &Scheduler{st: st, opt: opt, started: opt.Clock(), leader: opt.Leader}
+	if s.leader == nil {
+		name := opt.LockName
+		if name == "" {
+			name = leader.Name
+		}
+		s.leader, s.ownLock = leader.New(st, name, opt.Log), true
 	}
-	return &Scheduler{st: st, opt: opt, started: opt.Clock()}
+	return s
 }
 
 // Status is the answer of GET /api/scheduler/status.
@@ -500,29 +507,8 @@ func (s *Scheduler) skipped(ctx context.Context, rep *Report, sk Skip) {
 	}
 }
 
-// Leader reports whether this host holds the leader lock, taking it when free. A lock whose
-// connection broke is given up and taken again when possible.
-func (s *Scheduler) Leader(ctx context.Context) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lock != nil {
-		if err := s.lock.Check(ctx); err == nil {
-			return true
-		}
-		s.lock.Release()
-		s.lock = nil
-		s.opt.Log.Warn("scheduler: leader lock lost")
-	}
-	l, ok, err := s.st.TryLeaderLock(ctx, s.opt.LockName)
-	if err != nil {
-		s.opt.Log.Warn("scheduler: leader lock", "error", err)
-		return false
-	}
-	if ok {
-		s.lock = l
-	}
-	return ok
-}
+// Leader reports whether this host is the leader (Options.Leader), taking the lock when free.
+func (s *Scheduler) Leader(ctx context.Context) bool { return s.leader.IsLeader(ctx) }
 
 // Periodic is what the timer runs every interval: it checks the fallback and, in mode cron or
 // while the fallback is on, ticks when this host is the leader. ticked reports whether it did.
@@ -571,7 +557,8 @@ func (s *Scheduler) Serve(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops the timer, waits for a tick in flight and gives up the leader lock.
+// Shutdown stops the timer, waits for a tick in flight and gives up the leader lock when it is the
+// scheduler's own (a shared Options.Leader is its owner's to release).
 func (s *Scheduler) Shutdown() {
 	s.mu.Lock()
 	c := s.cron
@@ -580,10 +567,7 @@ func (s *Scheduler) Shutdown() {
 	if c != nil {
 		<-c.Stop().Done()
 	}
-	s.mu.Lock()
-	if s.lock != nil {
-		s.lock.Release()
-		s.lock = nil
+	if s.ownLock {
+		s.leader.Release()
 	}
-	s.mu.Unlock()
 }

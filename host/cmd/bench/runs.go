@@ -51,8 +51,7 @@ func benchRuns(ctx context.Context, o *options) error {
 		if err != nil {
 			return err
 		}
-		s := runs.New(st, manifest.NewRegistry(m), runs.Options{Workers: 8, Poll: 5 * time.Millisecond})
-		s.InProcess["node"] = node.New(node.Options{})
+		deps := runs.Deps{Store: st, Manifests: manifest.NewRegistry(m), InProcess: map[string]engine.Engine{"node": node.New(node.Options{})}}
 		var set *plugins.Set
 		if mode == "node plugin" {
 			if _, err := os.Stat(filepath.Join(pluginDir, "node-plugin")); err != nil {
@@ -60,14 +59,15 @@ func benchRuns(ctx context.Context, o *options) error {
 				st.Close()
 				continue
 			}
-			if set, err = plugins.NewSet(plugins.Config{Name: "node", Dir: pluginDir, Host: s}); err != nil {
+			if set, err = plugins.NewSet(plugins.Config{Name: "node", Dir: pluginDir, Host: runs.NoRunHost("node", nil)}); err != nil {
 				return err
 			}
 			if err := set.Start(ctx); err != nil {
 				return err
 			}
-			s.Plugins = set
+			deps.Plugins = set
 		}
+		s := runs.New(deps, runs.Options{Workers: 8, Poll: 5 * time.Millisecond})
 		rate, lat, failed, err := runLoad(ctx, s, st, o)
 		if err != nil {
 			return err
