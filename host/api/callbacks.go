@@ -8,16 +8,17 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/reelforge/reelforge/host/runs"
+	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// callbackRoutes registers the inbound callbacks of external executors. They are public (no bearer
-// token): each request is authenticated by its X-Signature instead (DECISIONS.md, Inbound callbacks).
+// callbackRoutes registers the inbound callbacks of external executors, one route a callback kind
+// (engine.CallbackPath). They are public (no bearer token): each request is authenticated by its
+// X-Signature instead (DECISIONS.md, Inbound callbacks).
 func (s *Server) callbackRoutes(r fiber.Router) {
-	r.Post("/webhooks/graph-callback", s.callback(runs.KindGraph))
-	r.Post("/webhooks/automation-callback", s.callback(runs.KindAutomation))
-	r.Post("/webhooks/ai-callback", s.callback(runs.KindAI))
+	for _, kind := range engine.CallbackKinds {
+		r.Post(engine.CallbackPath(kind), s.callback(kind))
+	}
 }
 
 // VerifySignature reports whether header is `sha256=<hex HMAC-SHA256 of body>` under secret.

@@ -139,7 +139,7 @@ func (s *Server) App() *fiber.App {
 	public.Post("/auth/register", s.authRateLimit, s.register)
 	public.Post("/auth/login", s.authRateLimit, s.login)
 	public.Post("/auth/refresh", s.authRateLimit, s.refresh)
-	s.callbackRoutes(public)
+	s.callbackRoutes(app)
 
 	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)

@@ -2,6 +2,8 @@ package api
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -80,12 +82,11 @@ func (s *Server) orchestratorRun(c *fiber.Ctx) error {
 		return err
 	}
 	trigger := in.Trigger
-	switch trigger {
-	case "":
+	switch {
+	case trigger == "":
 		trigger = store.TriggerScheduler
-	case store.TriggerScheduler, store.TriggerManual, store.TriggerWebhook, store.TriggerAPI:
-	default:
-		return errcode.Invalid("trigger", "must be scheduler, manual, webhook or api")
+	case !slices.Contains(store.Triggers, trigger):
+		return errcode.Invalid("trigger", "must be one of "+strings.Join(store.Triggers, ", "))
 	}
 	r, err := rs.Start(s.ctx(c), runs.StartParams{Workflow: in.WorkflowID, Inputs: in.Inputs, User: principal(c),
 		ProjectID: in.ProjectID, StrategyTaskID: in.StrategyTaskID, Trigger: trigger, TriggeredBy: "orchestrator"})

@@ -3,7 +3,8 @@ package app
 import (
 	"context"
 	"sync"
-	"time"
+
+	"github.com/reelforge/reelforge/internal/lease"
 )
 
 // interruptedIngest is the reason kept on a document whose ingest died with its host.
@@ -29,14 +30,7 @@ func (h *Host) keepHolds(ctx context.Context) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(h.Config.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		lease.Keep(ctx, h.Config.Lease, func(ctx context.Context) bool {
 			if _, err := h.Store.RenewDocumentLeases(ctx, h.Life, h.Config.Lease); err != nil && ctx.Err() == nil {
 				h.Log.Warn("holds: renew ingest leases", "err", err)
 			}
@@ -48,7 +42,8 @@ func (h *Host) keepHolds(ctx context.Context) (stop func()) {
 			} else if n > 0 {
 				h.Log.Warn("holds: ingests whose host stopped failed as interrupted", "documents", n)
 			}
-		}
+			return true // a failed renewal is tried again at the next tick, before the lease runs out
+		})
 	}()
 	return func() {
 		cancel()

@@ -13,33 +13,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
 // EnginesDir is the folder of MANIFEST_DIR that holds the engine registry: one file per engine.
 const EnginesDir = "engines"
-
-// Callback kinds: which of the three signed callback routes an engine's jobs come back on.
-const (
-	// CallbackGraph and CallbackAutomation: the job's callback goes to the engine's Callback, which
-	// says what it means for the run (/api/webhooks/graph-callback, /automation-callback).
-	CallbackGraph      = "graph"
-	CallbackAutomation = "automation"
-	// CallbackAI: the job is resolved by the callback and the step awaiting it (Host.WaitJob) goes
-	// on (/api/webhooks/ai-callback). The default.
-	CallbackAI = "ai"
-)
-
-// CallbackPath is the route an external executor calls back for jobs of callback kind kind.
-func CallbackPath(kind string) string {
-	switch kind {
-	case CallbackGraph:
-		return "/api/webhooks/graph-callback"
-	case CallbackAutomation:
-		return "/api/webhooks/automation-callback"
-	}
-	return "/api/webhooks/ai-callback"
-}
 
 var (
 	engineNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
@@ -62,8 +41,8 @@ type Engine struct {
 	// Settings are given to the engine (the plugin reads them with engine.Settings); Resolve reads
 	// the environment variables they refer to.
 	Settings map[string]Setting
-	// Callback is the callback kind of the engine's jobs (CallbackGraph, CallbackAutomation or
-	// CallbackAI).
+	// Callback is the callback kind of the engine's jobs (engine.CallbackGraph,
+	// engine.CallbackAutomation or engine.CallbackAI).
 	Callback string
 	// OutageCodes are the error codes that mean the engine's external tool is down: a run failing
 	// with one of them (or with EXTERNAL_SERVICE_ERROR) degrades to its fallback.
@@ -117,7 +96,7 @@ func (p JobPolicy) BackoffFor(n int) time.Duration {
 
 // TakesCallbacks reports whether the engine's Callback interprets its jobs' callbacks.
 func (e *Engine) TakesCallbacks() bool {
-	return e.Callback == CallbackGraph || e.Callback == CallbackAutomation
+	return e.Callback == engine.CallbackGraph || e.Callback == engine.CallbackAutomation
 }
 
 // Outage reports whether code says the engine (its plugin or its external tool) is unavailable.
@@ -238,8 +217,8 @@ func ParseEngine(name string, b []byte) (*Engine, error) {
 	}
 	switch e.Callback {
 	case "":
-		e.Callback = CallbackAI
-	case CallbackGraph, CallbackAutomation, CallbackAI:
+		e.Callback = engine.CallbackAI
+	case engine.CallbackGraph, engine.CallbackAutomation, engine.CallbackAI:
 	default:
 		v.add("callback", "unknown callback kind %q (want graph, automation or ai)", e.Callback)
 	}

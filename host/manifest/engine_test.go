@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -91,7 +92,7 @@ func TestEngineEntry(t *testing.T) {
 	if p.MaxRetries != 2 || p.Timeout != 30*time.Second || p.BackoffFor(3) != 4*time.Second || p.ErrorCode != errcode.GraphRunner {
 		t.Errorf("Jobs[greeting] = %+v", p)
 	}
-	if got := manifest.CallbackPath(e.Callback); got != "/api/webhooks/graph-callback" {
+	if got := engine.CallbackPath(e.Callback); got != "/api/webhooks/graph-callback" {
 		t.Errorf("CallbackPath(%q) = %q", e.Callback, got)
 	}
 }

@@ -39,11 +39,6 @@ var reservedSteps = map[string]bool{
 	"prompt": true, "sources": true, "skipped": true, "skipped_steps": true, "hashtags": true,
 }
 
-// generatorJobs are the job types a generator step may ask for.
-var generatorJobs = map[string]bool{
-	engine.JobSpeech: true, engine.JobMusic: true, engine.JobVideogen: true, engine.JobVideoparse: true,
-}
-
 // Error is one problem of one manifest file; Load joins them.
 type Error struct {
 	File    string // path of the file
@@ -333,8 +328,8 @@ func (v *validator) steps(fs []fileStep) []engine.Step {
 		}
 		if s.Agent == "generator" {
 			jt, _ := s.With["job_type"].(string)
-			if !generatorJobs[jt] {
-				v.add(at+".with.job_type", "generator needs job_type speech, music, videogen or videoparse, got %q", jt)
+			if !engine.IsGeneratorJob(jt) {
+				v.add(at+".with.job_type", "generator needs job_type %s, got %q", strings.Join(engine.GeneratorJobs, ", "), jt)
 			}
 		}
 		if o, ok := s.With["optional"]; ok {

@@ -12,13 +12,6 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// Callback kinds: the three inbound callback routes.
-const (
-	KindGraph      = "graph"
-	KindAutomation = "automation"
-	KindAI         = "ai"
-)
-
 // CallbackResult answers an inbound callback.
 type CallbackResult struct {
 	JobID     string `json:"job_id"`
@@ -63,7 +56,7 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 	}
 	if b.Status == "running" || b.Status == "pending" || b.Status == "accepted" {
 		// Progress only: the job stays open; the engine may record steps and progress.
-		if s.takesCallbacks(j.Type) && kind != KindAI {
+		if s.takesCallbacks(j.Type) && kind != engine.CallbackAI {
 			res := s.engineCallback(ctx, kind, j, raw, &b)
 			if res != nil && res.Status != engine.StatusCompleted {
 				s.apply(context.WithoutCancel(ctx), j.RunID, "", res)
@@ -105,7 +98,7 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 		return dup, nil
 	}
 	out := &CallbackResult{JobID: j.ID, RunID: j.RunID, Status: resolved.Status}
-	if !s.takesCallbacks(j.Type) || kind == KindAI {
+	if !s.takesCallbacks(j.Type) || kind == engine.CallbackAI {
 		return out, nil // the step awaiting it (WaitJob) takes it from here
 	}
 	res := s.engineCallback(ctx, kind, resolved, raw, &b)
@@ -312,7 +305,7 @@ func (s *Service) Sweep(ctx context.Context) {
 
 func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 	p, _, _ := s.policy(j.Type)
-	if j.RetryCount < j.MaxRetries && isGenerator(j.Type) && s.dispatcher != nil {
+	if j.RetryCount < j.MaxRetries && engine.IsGeneratorJob(j.Type) && s.dispatcher != nil {
 		next := now.Add(p.BackoffFor(j.RetryCount+1) + p.Timeout)
 		rj, err := s.st.RetryJob(ctx, j.ID, next)
 		if err != nil {
@@ -328,7 +321,7 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 	if _, ok := s.resolve(ctx, j.ID, store.JobTimeout, nil, &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg}); !ok {
 		return
 	}
-	if isGenerator(j.Type) {
+	if engine.IsGeneratorJob(j.Type) {
 		return // the step awaiting it decides (an optional step is skipped)
 	}
 	if j.RetryCount < j.MaxRetries {

@@ -27,7 +27,7 @@ func (d *slowDispatcher) Dispatch(ctx context.Context, job *engine.Job, _ string
 		time.Sleep(d.delay)
 		raw, _ := json.Marshal(map[string]any{"job_id": job.JobID, "type": job.Type, "status": "completed",
 			"result": map[string]any{"audio_url": "https://example.com/a.wav"}})
-		_, _ = d.s.Callback(context.Background(), runs.KindAI, raw)
+		_, _ = d.s.Callback(context.Background(), engine.CallbackAI, raw)
 	}()
 	return nil
 }

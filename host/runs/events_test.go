@@ -76,13 +76,13 @@ func TestJobEndEvents(t *testing.T) {
 	}{
 		{"callback completed", func(id string) {
 			for range 2 { // the repeat is a duplicate: no second end
-				if _, err := s.Callback(ctx, runs.KindAI, []byte(`{"job_id":"`+id+`","status":"completed","result":{"audio_url":"x"}}`)); err != nil {
+				if _, err := s.Callback(ctx, engine.CallbackAI, []byte(`{"job_id":"`+id+`","status":"completed","result":{"audio_url":"x"}}`)); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}, map[string]int{events.JobStatusChanged: 2, events.JobCompleted: 1}},
 		{"callback failed", func(id string) {
-			if _, err := s.Callback(ctx, runs.KindAI, []byte(`{"job_id":"`+id+`","status":"failed","error":{"message":"no"}}`)); err != nil {
+			if _, err := s.Callback(ctx, engine.CallbackAI, []byte(`{"job_id":"`+id+`","status":"failed","error":{"message":"no"}}`)); err != nil {
 				t.Fatal(err)
 			}
 		}, map[string]int{events.JobStatusChanged: 2, events.JobFailed: 1}},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/lease"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -124,18 +125,12 @@ func (s *Service) TakeBack(ctx context.Context) {
 
 // holdJobs renews the leases of the jobs this host's life works on, until ctx ends.
 func (s *Service) holdJobs(ctx context.Context) {
-	t := time.NewTicker(s.opts.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.st.RenewJobLeases(ctx, s.life, s.opts.Lease); err != nil && ctx.Err() == nil {
-				s.log.Warn("runs: renew job leases", "err", err)
-			}
+	lease.Keep(ctx, s.opts.Lease, func(ctx context.Context) bool {
+		if _, err := s.st.RenewJobLeases(ctx, s.life, s.opts.Lease); err != nil && ctx.Err() == nil {
+			s.log.Warn("runs: renew job leases", "err", err)
 		}
-	}
+		return true // a failed renewal is tried again at the next tick, before the lease runs out
+	})
 }
 
 // interruptAbandoned resolves the jobs whose holder stopped renewing: their work died with it.
@@ -385,24 +380,20 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		delete(s.active, r.ID)
 		s.mu.Unlock()
 	}()
-	// Keep the lease while the engine works.
-	leaseDone := make(chan struct{})
-	defer close(leaseDone)
-	go func() {
-		t := time.NewTicker(s.opts.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-leaseDone:
-				return
-			case <-t.C:
-				if err := s.st.RenewLease(context.WithoutCancel(ctx), r.ID, owner, s.opts.Lease); errors.Is(err, store.ErrStale) {
-					cancel() // cancelled, or taken by another host
-					return
-				}
-			}
+	// Keep the lease while the engine works, also while the host stops (the run is handed back).
+	leaseCtx, stopLease := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLease()
+	go lease.Keep(leaseCtx, s.opts.Lease, func(lctx context.Context) bool {
+		err := s.st.RenewLease(lctx, r.ID, owner, s.opts.Lease)
+		if errors.Is(err, store.ErrStale) {
+			cancel() // cancelled, or taken by another host
+			return false
 		}
-	}()
+		if err != nil && lctx.Err() == nil {
+			s.log.Warn("runs: renew run lease", "run_id", r.ID, "err", err) // tried again at the next tick
+		}
+		return true
+	})
 
 	req, err := s.runRequest(ctx, r, wf, degraded)
 	if err != nil {
@@ -559,7 +550,7 @@ func (s *Service) failJobs(ctx context.Context, runID string, generators bool, e
 	}
 	var ids []string
 	for _, j := range jobs {
-		if j.Resolved() || (!generators && isGenerator(j.Type)) {
+		if j.Resolved() || (!generators && engine.IsGeneratorJob(j.Type)) {
 			continue
 		}
 		ids = append(ids, j.ID)

@@ -89,17 +89,9 @@ func (s *Service) policy(typ string) (manifest.JobPolicy, *manifest.Engine, bool
 // kind of the engine that declares the job type.
 func (s *Service) callbackPath(typ string) string {
 	if _, e, ok := s.Manifests().Job(typ); ok {
-		return manifest.CallbackPath(e.Callback)
+		return engine.CallbackPath(e.Callback)
 	}
-	return manifest.CallbackPath(manifest.CallbackAI)
-}
-
-func isGenerator(typ string) bool {
-	switch typ {
-	case engine.JobMusic, engine.JobVideogen, engine.JobSpeech, engine.JobVideoparse:
-		return true
-	}
-	return false
+	return engine.CallbackPathAI
 }
 
 // CreateJob implements engine.Host: it stores the job with timeout_at and max_retries of its type,
@@ -145,7 +137,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 				s.interrupt(ctx, j)
 				continue
 			}
-			if req.StepID != "" && isGenerator(j.Type) && sameJSON(j.Request, req.Request) &&
+			if req.StepID != "" && engine.IsGeneratorJob(j.Type) && sameJSON(j.Request, req.Request) &&
 				(j.Status == store.JobRunning || j.Status == store.JobCompleted) {
 				return toEngineJob(j), nil
 			}
@@ -183,7 +175,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 
 // dispatch submits a generator job; without a dispatcher, or when it refuses, the job fails.
 func (s *Service) dispatch(ctx context.Context, j *store.Job) {
-	if !isGenerator(j.Type) || s.dispatcher == nil {
+	if !engine.IsGeneratorJob(j.Type) || s.dispatcher == nil {
 		msg := fmt.Sprintf("no executor is configured for %s jobs", j.Type)
 		s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)), Message: msg})
 		return

@@ -33,6 +33,9 @@ const (
 	TriggerAPI       = "api"
 )
 
+// Triggers are the Run.Trigger values, as the API documents and checks them.
+var Triggers = []string{TriggerScheduler, TriggerManual, TriggerWebhook, TriggerAPI}
+
 // Run is one workflow execution.
 type Run struct {
 	ID             string          `json:"run_id"`

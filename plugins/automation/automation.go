@@ -32,9 +32,6 @@ const Name = "automation"
 // Version is the version of the automation engine.
 const Version = "1.0.0"
 
-// CallbackPath is where the tool posts its callbacks, relative to the callback base URL.
-const CallbackPath = "/api/webhooks/automation-callback"
-
 // StepID is the trace step the engine keeps for the tool's workflow.
 const StepID = "automation"
 
@@ -155,7 +152,7 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	url := outbound.Join(e.opts.WebhookURL, set.WebhookPath)
 	body := map[string]any{
 		"run_id": req.RunID, "workflow_name": set.WorkflowName, "workflow_id": req.Workflow.ID, "inputs": inputs,
-		"callback_url": outbound.Join(base, CallbackPath), "user_context": req.User, "project_context": req.Project,
+		"callback_url": outbound.Join(base, engine.CallbackPathAutomation), "user_context": req.User, "project_context": req.Project,
 	}
 	jobReq, err := json.Marshal(map[string]any{"url": url, "method": http.MethodPost, "payload": body})
 	if err != nil {

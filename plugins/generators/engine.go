@@ -80,8 +80,8 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	if set.JobType == "" {
 		set.JobType, _ = req.Inputs["job_type"].(string)
 	}
-	if _, ok := timeouts[set.JobType]; !ok {
-		return nil, errcode.Invalid("job_type", "must be music, videogen, speech or videoparse")
+	if !engine.IsGeneratorJob(set.JobType) {
+		return nil, errcode.Invalid("job_type", "must be one of "+strings.Join(engine.GeneratorJobs, ", "))
 	}
 	payload := maps.Clone(req.Inputs)
 	if payload == nil {

@@ -47,26 +47,8 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// CallbackPath is where external generators post their callbacks, relative to the callback base URL.
-const CallbackPath = "/api/webhooks/ai-callback"
-
 // trackTimeout bounds the fetch of a music or narration track given as a link.
 const trackTimeout = 60 * time.Second
-
-// Timeouts are the per-type job time-outs (SPEC.md Limits; speech and videoparse are not listed
-// there and take the host's policy). Local work is bounded by them too.
-var timeouts = map[string]time.Duration{
-	engine.JobMusic:      300 * time.Second,
-	engine.JobVideogen:   600 * time.Second,
-	engine.JobSpeech:     120 * time.Second,
-	engine.JobVideoparse: 60 * time.Second,
-}
-
-// Timeout returns the time-out of a generator job type, and false for a type that is not one.
-func Timeout(jobType string) (time.Duration, bool) {
-	d, ok := timeouts[jobType]
-	return d, ok
-}
 
 // Options configure an Engine.
 type Options struct {
@@ -174,8 +156,8 @@ func failureCode(jobType string) errcode.Code {
 }
 
 func (d *executor) submit(ctx context.Context, url string, job *engine.Job, payload map[string]any, callbackURL string) error {
-	if callbackURL != "" && !strings.Contains(callbackURL, "/api/webhooks/") {
-		callbackURL = outbound.Join(callbackURL, CallbackPath)
+	if callbackURL != "" && !strings.HasSuffix(callbackURL, engine.CallbackPathAI) {
+		callbackURL = outbound.Join(callbackURL, engine.CallbackPathAI)
 	}
 	body := map[string]any{"job_id": job.JobID, "type": job.Type, "payload": payload, "callback_url": callbackURL}
 	ans, err := outbound.PostJSON(ctx, d.opts.HTTPClient, url, body, d.opts.SubmitTimeout)

@@ -20,7 +20,7 @@ func (d *executor) Execute(ctx context.Context, job *engine.Job, owner engine.Us
 	if job == nil || job.JobID == "" {
 		return fail(errcode.Invalid("job_id", "is required"))
 	}
-	if _, ok := timeouts[job.Type]; !ok {
+	if !engine.IsGeneratorJob(job.Type) {
 		return fail(errcode.Invalid("type", fmt.Sprintf("%q is not a generator job type", job.Type)))
 	}
 	payload, err := jobPayload(job.Request)
@@ -36,7 +36,13 @@ func (d *executor) Execute(ctx context.Context, job *engine.Job, owner engine.Us
 	if err := d.checkLocal(job, payload); err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeouts[job.Type])
+	// Local work ends at the job's time-out: timeout_at, which the host sets from the job type's
+	// policy in the engine registry (manifests/engines/generators.yaml, the one place it is
+	// written). A job without one (a caller other than the host) is bounded by ctx alone.
+	cancel := context.CancelFunc(func() {})
+	if !job.TimeoutAt.IsZero() {
+		ctx, cancel = context.WithDeadline(ctx, job.TimeoutAt)
+	}
 	defer cancel()
 	raw, f := d.work(ctx, &localJob{job: job, payload: payload, owner: owner})
 	return raw, f, false

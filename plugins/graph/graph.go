@@ -38,9 +38,6 @@ const Name = "graph"
 // Version is the version of the graph engine.
 const Version = "1.0.0"
 
-// CallbackPath is where the runner posts its callbacks, relative to the callback base URL.
-const CallbackPath = "/api/webhooks/graph-callback"
-
 // SummaryStepID is the trace step the engine keeps for the runner's work as a whole.
 const SummaryStepID = "graph_runner"
 
@@ -167,7 +164,7 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	}
 	body := runBody{
 		RunID: req.RunID, WorkflowID: req.Workflow.ID, GraphID: set.GraphID, Inputs: inputs,
-		CallbackURL: outbound.Join(base, CallbackPath), UserContext: req.User, ProjectContext: req.Project,
+		CallbackURL: outbound.Join(base, engine.CallbackPathGraph), UserContext: req.User, ProjectContext: req.Project,
 		ResumeInput: req.ResumeInput, Attempt: req.Attempt,
 	}
 	url := e.opts.RunnerURL + "/run"

@@ -73,7 +73,7 @@ func callbackSink(t *testing.T, secret string) (string, <-chan json.RawMessage) 
 		raw, _ := io.ReadAll(r.Body)
 		mac := hmac.New(sha256.New, []byte(secret))
 		mac.Write(raw)
-		if r.URL.Path != graph.CallbackPath || !hmac.Equal([]byte(r.Header.Get("X-Signature")), []byte("sha256="+hex.EncodeToString(mac.Sum(nil)))) {
+		if r.URL.Path != engine.CallbackPathGraph || !hmac.Equal([]byte(r.Header.Get("X-Signature")), []byte("sha256="+hex.EncodeToString(mac.Sum(nil)))) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}

@@ -1,5 +1,10 @@
 package apidoc
 
+import (
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
+)
+
 // Security names how an operation is authenticated.
 type Security string
 
@@ -149,7 +154,7 @@ func Ops() []Op {
 			Resp: workflowReport(),
 			Desc: "Admins see every user's runs (scope all), other users their own (scope own). Each figure is {value, samples, target, compare, met}; met is null without samples. Success rate is completed over completed plus failed; duration is started to completed of completed runs; job time-out rate is over resolved jobs; agent error rate over completed and failed trace steps; callback delay runs from the executor's reported completion (else the dispatch) to the callback's arrival."},
 		{Method: "POST", Path: "/api/orchestrator/run", Tag: "Workflow", Summary: "Start a run from the automation timer", Sec: Bearer, Status: 200, Kind: Top,
-			Body: obj("workflow_id!", str(""), "inputs", anyObj(""), "trigger", enum("scheduler", "manual", "webhook", "api"), "project_id", uuid, "strategy_task_id", str("")),
+			Body: obj("workflow_id!", str(""), "inputs", anyObj(""), "trigger", enum(store.Triggers...), "project_id", uuid, "strategy_task_id", str("")),
 			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "status!", str(""), "trigger", str(""), "message", str("")), Errors: []int{403, 404, 409}},
 
 		// Named-only routes of SPEC.md: each starts the workflow it names.
@@ -169,14 +174,14 @@ func Ops() []Op {
 			Resp: batchSummary(), Errors: []int{404}},
 
 		// Callbacks
-		{Method: "POST", Path: "/api/webhooks/graph-callback", Tag: "Callbacks", Summary: "Agent graph runner callback", Sec: Callback, Status: 200, Kind: Data,
+		{Method: "POST", Path: engine.CallbackPathGraph, Tag: "Callbacks", Summary: "Agent graph runner callback", Sec: Callback, Status: 200, Kind: Data,
 			Body: obj("run_id!", uuid, "job_id!", uuid, "status!", enum("completed", "failed", "paused"), "outputs", anyObj(""), "trace", arr(ref("TraceStep")),
 				"metadata", obj("total_tokens", num(""), "total_cost_usd", num(""), "duration_ms", num(""))),
 			Resp: callbackAck()},
-		{Method: "POST", Path: "/api/webhooks/automation-callback", Tag: "Callbacks", Summary: "Workflow automation tool callback", Sec: Callback, Status: 200, Kind: Data,
+		{Method: "POST", Path: engine.CallbackPathAutomation, Tag: "Callbacks", Summary: "Workflow automation tool callback", Sec: Callback, Status: 200, Kind: Data,
 			Body: obj("job_id!", uuid, "workflow_name", str(""), "status!", str(""), "result", obj("audio_url", str(""), "duration", num(""), "style", str(""))),
 			Resp: callbackAck()},
-		{Method: "POST", Path: "/api/webhooks/ai-callback", Tag: "Callbacks", Summary: "Generator callback (music, video, speech, link parsing)", Sec: Callback, Status: 200, Kind: Data,
+		{Method: "POST", Path: engine.CallbackPathAI, Tag: "Callbacks", Summary: "Generator callback (music, video, speech, link parsing)", Sec: Callback, Status: 200, Kind: Data,
 			Body: obj("job_id!", uuid, "type", str(""), "status!", str(""), "result", obj("audio_url", str(""), "cover_url", str(""))),
 			Resp: callbackAck()},
 
