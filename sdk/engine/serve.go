@@ -46,7 +46,7 @@ func Serve(factory func() Engine, opts ...ServeOption) {
 	sc := &plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: PluginSets(&GRPCPlugin{Impl: factory()}),
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       newGRPCServer,
 		Logger:           cfg.logger,
 	}
 	if cfg.debug {
