@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -708,7 +709,17 @@ func TestVectorCacheBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.EqualFunc(got, want, func(a, b kb.Hit) bool { return a.ChunkID == b.ChunkID && a.Scores == b.Scores }) {
+			same := func(a, b kb.Hit) bool { return a.ChunkID == b.ChunkID && a.Scores == b.Scores }
+			if d.SupportsVectorSearch() {
+				// pgvector scores a chunk by an exact scan until the background indexer moves it into
+				// the HNSW index, and by the index afterwards: the same halfvec distance, summed in
+				// another order, may differ in the fourth decimal between the two searches.
+				same = func(a, b kb.Hit) bool {
+					return a.ChunkID == b.ChunkID && math.Abs(a.Scores.Total-b.Scores.Total) < 1e-3 &&
+						math.Abs(a.Scores.Vector-b.Scores.Vector) < 1e-3 && a.Scores.Keyword == b.Scores.Keyword
+				}
+			}
+			if !slices.EqualFunc(got, want, same) {
 				t.Errorf("%q through the 1 MiB cache: %v\nwith all vectors cached: %v", q.Query, ranked(got), ranked(want))
 			}
 			if i == 0 && len(want) == 0 {
