@@ -1,5 +1,6 @@
 // Command reelforge is the Reelforge host: `reelforge` (or `reelforge serve`) serves the API; the
-// other commands (migrate, user create, plugins check, kb ingest) are in host/cli.
+// other commands (migrate, user create, token create/list/revoke, manifests check, plugins check,
+// kb ingest) are in host/cli.
 package main
 
 import (

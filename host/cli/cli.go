@@ -1,5 +1,6 @@
 // Package cli is the command line of bin/reelforge: serve (the default), migrate, user create,
-// token create/list/revoke, plugins check and kb ingest. host/main.go only hands it the arguments and exits with its code.
+// token create/list/revoke, manifests check, plugins check and kb ingest. host/main.go only hands
+// it the arguments and exits with its code.
 package cli
 
 import (

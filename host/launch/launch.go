@@ -1,7 +1,7 @@
 // Package launch is the seam through which the scheduler and the project-task worker start
 // workflow runs and learn how they ended. host/runs does the work; host/app adapts its Service to
-// Runner (Params has the fields of runs.StartParams, in the same order, so one converts to the
-// other) and forwards every finished run to the consumers' RunEnded methods.
+// Runner (host/app/launch.go copies Params into runs.StartParams field by field) and forwards every
+// finished run to the consumers' RunEnded methods.
 package launch
 
 import (

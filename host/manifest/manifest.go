@@ -1,4 +1,5 @@
-// Package manifest reads and validates the workflow manifests (manifests/*.yaml).
+// Package manifest reads and validates the workflow manifests (manifests/*.yaml) and the engine
+// registry (manifests/engines/*.yaml).
 //
 // A manifest names a workflow: its id, version, the engine that runs it (an engine of the engine
 // registry), the engine used while that one is down (fallback, always node today), engine-specific
