@@ -5,11 +5,11 @@
 // sqlitestore (embedded SQLite through the cgo driver mattn/go-sqlite3, built with FTS5). Both
 // implement Driver and pass the one conformance suite in storetest.
 //
-// Driver is the drivers' side and host/app's: the whole database, every method group (Users,
-// Tasks, Runs, Outbox, ...). A service never takes a Driver. It declares, in its own package, the
-// store it uses: an interface listing only the methods it calls, in the way database/sql/driver
-// names what a database must offer and Temporal's persistence managers each name their own slice
-// of the store. For example:
+// Driver is the drivers' side, and that of the code that opens a database (host/app, the bench
+// programs): the whole database, every method group (Users, Tasks, Runs, Outbox, ...). A service
+// never takes a Driver. It declares, in its own package, the store it uses: an interface listing
+// only the methods it calls, in the way database/sql/driver names what a database must offer and
+// Temporal's persistence managers each name their own slice of the store. For example:
 //
 //	// Store is what the task service needs of the database.
 //	type Store interface {
