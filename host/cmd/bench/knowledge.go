@@ -137,6 +137,7 @@ func benchKnowledge(ctx context.Context, o *options) error {
 	fmt.Println()
 	fmt.Println("| driver | ingest MB/s | host CPU MB/s | server CPU MB/s | chunks | search p50 ms | search p95 ms | ask p95 ms |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
+	figs := map[string]*kbIngestFigures{}
 	for _, d := range kbDrivers(o) {
 		st, done, err := d.open(ctx, *kbSchema)
 		if err != nil {
@@ -150,9 +151,11 @@ func benchKnowledge(ctx context.Context, o *options) error {
 		if d.name != "sqlite" {
 			meter.url = o.pgURL
 		}
-		err = kbLatency(ctx, d.name, st, sizes, *kbQueries, meter)
+		fig := &kbIngestFigures{}
+		figs[d.name] = fig
+		err = kbLatency(ctx, d.name, st, sizes, *kbQueries, meter, fig)
 		if err == nil && *kbBatch > 0 && *kbSchema == "" {
-			err = kbBatchIngest(ctx, d.name, st, *kbBatch, &serverMeter{url: meter.url})
+			err = kbBatchIngest(ctx, d.name, st, *kbBatch, &serverMeter{url: meter.url}, fig)
 		}
 		done()
 		if err != nil {
@@ -160,14 +163,41 @@ func benchKnowledge(ctx context.Context, o *options) error {
 		}
 	}
 	fmt.Println()
+	kbIngestTargets(figs)
 	return benchKBHTTP(ctx, o)
+}
+
+// kbIngestFigures are a driver's ingest figures of one run: one document a call at the largest
+// corpus size, and batch/text; MB/s of wall time and of the host's CPU time.
+type kbIngestFigures struct{ one, oneCPU, batch, batchCPU float64 }
+
+// kbIngestTargets prints the ingest targets of PostgreSQL with pgvector against the figures of
+// the same run: at least 3 MB/s one document a call, 4 MB/s through batch/text, and a host CPU
+// cost per MB at most SQLite's (a host CPU MB/s at least SQLite's).
+func kbIngestTargets(figs map[string]*kbIngestFigures) {
+	pg, sq := figs["postgres+pgvector"], figs["sqlite"]
+	if pg == nil || pg.one == 0 {
+		return
+	}
+	fmt.Printf("Targets, PostgreSQL with pgvector: ≥ 3 MB/s one document a call: %s (%.2f).", metOrNot(pg.one >= 3), pg.one)
+	if pg.batch > 0 {
+		fmt.Printf(" ≥ 4 MB/s through batch/text: %s (%.2f).", metOrNot(pg.batch >= 4), pg.batch)
+	}
+	if sq != nil && sq.oneCPU > 0 {
+		fmt.Printf(" Host CPU per MB at most SQLite's, one document a call: %s (%.2f against %.2f MB/s of CPU)", metOrNot(pg.oneCPU >= sq.oneCPU), pg.oneCPU, sq.oneCPU)
+		if pg.batchCPU > 0 && sq.batchCPU > 0 {
+			fmt.Printf("; batch/text: %s (%.2f against %.2f)", metOrNot(pg.batchCPU >= sq.batchCPU), pg.batchCPU, sq.batchCPU)
+		}
+		fmt.Print(".")
+	}
+	fmt.Print("\n\n")
 }
 
 // kbLatency ingests the corpus sizes one document a call and searches each. Its server CPU column
 // (PostgreSQL) includes the background indexer's work on what was ingested: after each size's
 // ingest it waits for the indexer to finish before reading the server's CPU and searching (the
 // ingest MB/s does not include that wait).
-func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, queries int, meter *serverMeter) error {
+func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, queries int, meter *serverMeter, fig *kbIngestFigures) error {
 	s := kb.New(st, kb.Options{})
 	user := uuid.NewString()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -256,6 +286,8 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			mbs, cpu = "(bulk)", ""
 		} else if reused && ingestTime == 0 {
 			mbs, cpu = "(kept)", ""
+		} else {
+			fig.one, fig.oneCPU = float64(bytes)/1e6/ingestTime.Seconds(), float64(bytes)/1e6/ingestCPU.Seconds()
 		}
 		scpu := meter.mbs(bytes - bytes0)
 		if bulk || (reused && ingestTime == 0) {
@@ -281,7 +313,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 // kbBatchIngest measures ingest through kb.IngestBatch, the batch/text path, in calls of 100
 // documents of the same generator as kbLatency's, into a source of their own (after the search
 // figures, so it does not change them). The row's ingest and host CPU columns are of this ingest.
-func kbBatchIngest(ctx context.Context, name string, st store.Driver, chunks int, meter *serverMeter) error {
+func kbBatchIngest(ctx context.Context, name string, st store.Driver, chunks int, meter *serverMeter, fig *kbIngestFigures) error {
 	s := kb.New(st, kb.Options{})
 	user := uuid.NewString()
 	vocab := kbbench.NewVocab(rand.New(rand.NewPCG(3, 4)))
@@ -310,6 +342,7 @@ func kbBatchIngest(ctx context.Context, name string, st store.Driver, chunks int
 		return err
 	}
 	meter.end(ctx)
+	fig.batch, fig.batchCPU = float64(bytes)/1e6/wall.Seconds(), float64(bytes)/1e6/cpu.Seconds()
 	fmt.Printf("| %s, batch/text (groups of %d) | %.2f | %.2f | %s | %d | | | |\n", name, kb.BatchGroup,
 		float64(bytes)/1e6/wall.Seconds(), float64(bytes)/1e6/cpu.Seconds(), meter.mbs(bytes), done)
 	return nil
