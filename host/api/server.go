@@ -65,8 +65,9 @@ type Store interface {
 	GetBatch(ctx context.Context, id string) (*store.Batch, error)
 }
 
-// Server holds what the handlers need. Fields are set by host/app before App is called; the
-// optional services (nil when a part is not wired) answer 503 RESOURCE_EXHAUSTED-free errors.
+// Server holds what the handlers need, given in the one literal host/app builds it with (no field
+// is set afterwards); the optional services (nil when a part is not wired) answer 503
+// RESOURCE_EXHAUSTED-free errors.
 type Server struct {
 	Config  *config.Config
 	Store   Store

@@ -18,6 +18,7 @@ func lockDataDir(path, id string) (release func(), ok bool) {
 		f.Close()
 		return func() {}, false
 	}
+	// The id in the file is for a person looking (the lock is the flock): not writing it is harmless.
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(id+"\n"), 0)
 	return func() { f.Close() }, true

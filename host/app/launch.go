@@ -36,7 +36,7 @@ func forwardEnded(s *runs.Service, consumers ...func(context.Context, launch.End
 		e := launch.Ended{RunID: r.ID, WorkflowID: r.WorkflowID, ProjectID: r.ProjectID, Status: r.Status,
 			TriggeredBy: r.TriggeredBy, Outputs: r.Outputs, Error: r.Error, ProjectContext: r.ProjectContext}
 		if trace, err := s.Trace(ctx, r.ID); err == nil {
-			e.Trace, _ = json.Marshal(trace)
+			e.Trace, _ = json.Marshal(trace) // raw JSON steps as stored: they marshal
 		}
 		for _, c := range consumers {
 			c(ctx, e)

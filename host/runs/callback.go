@@ -163,7 +163,10 @@ func (s *Service) genericCallback(ctx context.Context, j *store.Job, b *callback
 				ts.CostUSD = &v
 			}
 		}
-		_ = s.ReportStep(ctx, j.RunID, ts)
+		if err := s.ReportStep(ctx, j.RunID, ts); err != nil {
+			// The run's outcome stands without this step in its trace.
+			s.log.Warn("runs: a callback's trace step not stored", "run_id", j.RunID, "step_id", ts.StepID, "err", err)
+		}
 	}
 	switch b.Status {
 	case "failed", "error", "timeout":
@@ -178,7 +181,7 @@ func (s *Service) genericCallback(ctx context.Context, j *store.Job, b *callback
 			Message: fmt.Sprintf("the %s executor reported failure", j.Type)}}
 	case "paused":
 		out := map[string]any{}
-		_ = json.Unmarshal(b.Outputs, &out)
+		_ = json.Unmarshal(b.Outputs, &out) // outputs are optional here: without a prompt, the default asks
 		prompt, _ := out["prompt"].(string)
 		if prompt == "" {
 			prompt = "Input needed"
@@ -366,7 +369,7 @@ func (s *Service) RunOwner(ctx context.Context, runID string) (engine.UserContex
 		return engine.UserContext{}, err
 	}
 	var uc engine.UserContext
-	_ = json.Unmarshal(r.UserContext, &uc)
+	_ = json.Unmarshal(r.UserContext, &uc) // Start wrote it from a UserContext; the user's row below fills what it lacks
 	uc.UserID = r.UserID
 	if u, err := s.st.GetUser(ctx, r.UserID); err == nil {
 		uc.Role, uc.Username = u.Role, u.Username

@@ -341,8 +341,11 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		e := &engine.RunError{Code: string(errcode.WorkflowStepFailed), StepID: "recovery", Message: fmt.Sprintf(
 			"the run was taken over %d times (its host stopped, or nothing was driving it); giving up", r.Recoveries)}
 		now := s.st.Now()
-		_ = s.ReportStep(ctx, r.ID, engine.TraceStep{StepID: "recovery", StepName: "recovery", Agent: "host",
-			Status: engine.StepFailed, StartedAt: &now, CompletedAt: &now, Error: &engine.StepError{Code: e.Code, Message: e.Message}})
+		if err := s.ReportStep(ctx, r.ID, engine.TraceStep{StepID: "recovery", StepName: "recovery", Agent: "host",
+			Status: engine.StepFailed, StartedAt: &now, CompletedAt: &now, Error: &engine.StepError{Code: e.Code, Message: e.Message}}); err != nil {
+			// The run fails below all the same; its error says why.
+			s.log.Warn("runs: the recovery step not stored", "run_id", r.ID, "err", err)
+		}
 		s.fail(ctx, r.ID, owner, e)
 		return
 	}
@@ -414,15 +417,22 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		s.log.Warn("runs: engine failed, degrading", "run_id", r.ID, "err", err)
 		s.failJobs(ctx, r.ID, false, &engine.RunError{Code: string(errcode.Of(err)), Message: "the run degraded to the node engine"})
 		if req2, rerr := s.runRequest(ctx, r, wf, reason); rerr == nil {
-			_, _ = s.st.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
-				Owner: owner, Engine: "node", Degraded: &reason})
+			if _, err := s.st.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
+				Owner: owner, Engine: "node", Degraded: &reason}); err != nil {
+				// Only the run's record of its engine is behind: the trace names the engine of each step.
+				s.log.Warn("runs: record the degradation", "run_id", r.ID, "err", err)
+			}
 			res, err = s.inProcess["node"].Run(runCtx, s.hostFor("node", r), req2)
 		}
 	}
 	if ctx.Err() != nil {
 		// The host is stopping: hand the run back with an expired lease for the next executor.
 		now := s.st.Now()
-		_, _ = s.st.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Owner: owner, Lease: &now, Unclaim: true})
+		if _, err := s.st.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
+			Owner: owner, Lease: &now, Unclaim: true}); err != nil && !errors.Is(err, store.ErrStale) {
+			// Not handed back: its lease runs out and the next executor takes it then (a recovery).
+			s.log.Warn("runs: hand the run back at stop", "run_id", r.ID, "err", err)
+		}
 		return
 	}
 	if err != nil {
@@ -446,6 +456,7 @@ func (s *Service) runRequest(ctx context.Context, r *store.Run, wf engine.Workfl
 	if err := json.Unmarshal(r.Inputs, &req.Inputs); err != nil {
 		return nil, err
 	}
+	// The contexts and resume input were written by Start and Resume from typed values: they decode.
 	if len(r.UserContext) > 0 {
 		_ = json.Unmarshal(r.UserContext, &req.User)
 	}
@@ -470,7 +481,7 @@ func (s *Service) runRequest(ctx context.Context, r *store.Run, wf engine.Workfl
 		if req.Completed == nil {
 			req.Completed = map[string]json.RawMessage{}
 		}
-		out, _ := json.Marshal(ts.Outputs)
+		out, _ := json.Marshal(ts.Outputs) // decoded from the stored JSON just above: it marshals
 		req.Completed[st.StepID] = out
 	}
 	return req, nil
@@ -488,7 +499,11 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 		if out == nil {
 			out = map[string]any{}
 		}
-		b, _ := json.Marshal(out)
+		b, err := json.Marshal(out)
+		if err != nil { // an in-process engine's output that is not JSON (a NaN)
+			s.fail(ctx, runID, owner, &engine.RunError{Code: string(errcode.WorkflowStepFailed), Message: "the run's outputs are not JSON: " + err.Error()})
+			return
+		}
 		hundred := 100.0
 		r, err := s.st.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunCompleted, Owner: owner,
 			Outputs: b, Completed: true, Release: true, ClearError: true, Progress: &hundred})
@@ -501,7 +516,7 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 		if aw == nil {
 			aw = &engine.Awaiting{Prompt: "Input needed"}
 		}
-		b, _ := json.Marshal(aw)
+		b, _ := json.Marshal(aw) // a struct of strings and numbers: Marshal cannot fail
 		r, err := s.st.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunPaused, Owner: owner, Awaiting: b, Release: true})
 		if err == nil {
 			s.notifyStatus(ctx, r)
@@ -523,7 +538,7 @@ func (s *Service) fail(ctx context.Context, runID, owner string, e *engine.RunEr
 	if e.Code == "" {
 		e.Code = string(errcode.WorkflowStepFailed)
 	}
-	b, _ := json.Marshal(e)
+	b, _ := json.Marshal(e) // a struct of strings and numbers: Marshal cannot fail
 	r, err := s.st.UpdateRun(ctx, runID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{Status: store.RunFailed,
 		Owner: owner, Error: b, Completed: true, Release: true})
 	if err == nil {

@@ -144,13 +144,13 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 		}
 	}
 	cbURL := s.opts.CallbackBaseURL + s.callbackPath(req.Type)
-	cb, _ := json.Marshal(map[string]any{"url": cbURL, "signature": "sha256 HMAC of the body with CALLBACK_SECRET in X-Signature"})
+	cb, _ := json.Marshal(map[string]any{"url": cbURL, "signature": "sha256 HMAC of the body with CALLBACK_SECRET in X-Signature"}) // strings: Marshal cannot fail
 	j := &store.Job{ID: uuid.NewString(), RunID: req.RunID, StepID: req.StepID, Type: req.Type, Request: req.Request,
 		Callback: cb, RetryCount: retries, MaxRetries: p.MaxRetries, TimeoutAt: s.st.Now().Add(p.Timeout)}
 	if len(j.Request) == 0 {
 		j.Request = json.RawMessage(`{}`)
 	}
-	if err := s.st.InTx(ctx, func(tx store.Driver) error {
+	if err := store.InTx(ctx, s.st, func(tx Store) error {
 		if err := tx.CreateJob(ctx, j); err != nil {
 			return err
 		}
@@ -207,10 +207,10 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 func (s *Service) resolve(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError) (*store.Job, bool) {
 	var errObj json.RawMessage
 	if e != nil {
-		errObj, _ = json.Marshal(e)
+		errObj, _ = json.Marshal(e) // a struct of strings and numbers: Marshal cannot fail
 	}
 	var j *store.Job
-	err := s.st.InTx(ctx, func(tx store.Driver) error {
+	err := store.InTx(ctx, s.st, func(tx Store) error {
 		var err error
 		if j, err = tx.ResolveJob(ctx, jobID, status, result, errObj); err != nil {
 			return err
@@ -237,7 +237,7 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 // emitJobEnd emits, in the transaction that resolved j, job.status.changed and the job's end:
 // job.completed, or job.failed (failed or timed out, with the error). ResolveJob's guard makes it
 // once per job.
-func emitJobEnd(ctx context.Context, tx store.Driver, j *store.Job, e *engine.RunError) error {
+func emitJobEnd(ctx context.Context, tx Store, j *store.Job, e *engine.RunError) error {
 	if err := events.Emit(ctx, tx, jobEvent(ctx, tx, events.JobStatusChanged, j, e)); err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func emitJobEnd(ctx context.Context, tx store.Driver, j *store.Job, e *engine.Ru
 
 // jobEvent is an event about j, as an event of its run's owner and project (SPEC.md's job.completed
 // example carries userId and projectId).
-func jobEvent(ctx context.Context, tx store.Driver, name string, j *store.Job, e *engine.RunError) events.Event {
+func jobEvent(ctx context.Context, tx Store, name string, j *store.Job, e *engine.RunError) events.Event {
 	ev := events.Event{Name: name, Data: map[string]any{"jobId": j.ID, "runId": j.RunID, "type": j.Type, "status": j.Status}}
 	if r, err := tx.GetRun(ctx, j.RunID); err == nil {
 		ev.UserID, ev.ProjectID = r.UserID, r.ProjectID
@@ -351,7 +351,7 @@ func sameJSON(a, b json.RawMessage) bool {
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
 	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
+	xa, _ := json.Marshal(x) // decoded from JSON just above
+	ya, _ := json.Marshal(y) // decoded from JSON just above
 	return string(xa) == string(ya)
 }

@@ -65,8 +65,8 @@ func (p *PluginJobs) Dispatch(ctx context.Context, job *engine.Job, callbackURL 
 		return fmt.Errorf("runs: the owner of job %s: %w", job.JobID, err)
 	}
 	var asInput map[string]any
-	raw, _ := json.Marshal(job)
-	_ = json.Unmarshal(raw, &asInput)
+	raw, _ := json.Marshal(job)       // a Job is strings, numbers, times and JSON it holds already
+	_ = json.Unmarshal(raw, &asInput) // and so decodes to an object
 	req := &engine.RunRequest{RunID: job.RunID, Workflow: engine.Workflow{ID: engine.JobWorkflow, Name: job.Type + " job", Engine: name},
 		Inputs: map[string]any{"job": asInput}, User: owner, CallbackURL: callbackURL, Attempt: job.RetryCount + 1}
 
@@ -110,7 +110,11 @@ func (p *PluginJobs) resolve(job *engine.Job, name string, res *engine.RunResult
 	case res.Status == engine.StatusWaiting:
 		return // an external executor took it and calls back
 	case res.Status == engine.StatusCompleted:
-		result, _ = json.Marshal(res.Outputs)
+		var merr error
+		if result, merr = json.Marshal(res.Outputs); merr != nil { // decoded from the plugin's JSON answer: not expected
+			failure = &engine.RunError{Code: string(p.s.jobErrorCode(job.Type)), Message: "the job's result is not JSON: " + merr.Error()}
+			result = nil
+		}
 	default:
 		failure = res.Error
 		if failure == nil {

@@ -97,10 +97,46 @@ type Options struct {
 	Policies map[string]manifest.JobPolicy
 }
 
+// Store is what the runs service needs of the database: runs, their trace and jobs, the users
+// and projects they belong to, and the outbox of the job events (written in the transaction of
+// the change, through store.InTx).
+type Store interface {
+	store.Transactor
+	events.Outbox
+	access.Getter
+	Now() time.Time
+	GetUser(ctx context.Context, id string) (*store.User, error)
+
+	CreateRun(ctx context.Context, r *store.Run) error
+	CreateRunInQuota(ctx context.Context, r *store.Run, q store.RunQuota) error
+	GetRun(ctx context.Context, id string) (*store.Run, error)
+	ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error)
+	UpdateRun(ctx context.Context, id string, from []string, u store.RunUpdate) (*store.Run, error)
+	SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error
+	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*store.Run, error)
+	RenewLease(ctx context.Context, id, owner string, lease time.Duration) error
+	ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error)
+	ClaimOrphanRun(ctx context.Context, id string, before time.Time, owner string) (*store.Run, error)
+	TakeBackRuns(ctx context.Context, hostID string) (int64, error)
+	UpsertTraceStep(ctx context.Context, s *store.TraceStep) error
+	ListTraceSteps(ctx context.Context, runID string) ([]store.TraceStep, error)
+
+	CreateJob(ctx context.Context, j *store.Job) error
+	GetJob(ctx context.Context, id string) (*store.Job, error)
+	ListRunJobs(ctx context.Context, runID string) ([]store.Job, error)
+	ResolveJob(ctx context.Context, id, status string, result, errObj json.RawMessage) (*store.Job, error)
+	RetryJob(ctx context.Context, id string, timeoutAt time.Time) (*store.Job, error)
+	MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error
+	RenewJobLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
+	ListDueJobs(ctx context.Context, now time.Time, limit int) ([]store.Job, error)
+	ListAbandonedJobs(ctx context.Context, now time.Time, limit int) ([]store.Job, error)
+	TakeBackJobs(ctx context.Context, hostID string) (int64, error)
+}
+
 // Deps are the parts a Service works with, handed to New. Store is required; a nil part leaves
 // out what its comment says.
 type Deps struct {
-	Store     store.Driver
+	Store     Store
 	Manifests *manifest.Registry // the workflow manifests and engine registry at start (nil: none; SetManifests replaces them)
 	Plugins   Engines            // nil: plugins off, everything in process
 	// InProcess are the engines this process runs itself, by registry name: "node" (every
@@ -123,7 +159,7 @@ type Deps struct {
 // Service runs workflows: New builds it with its parts, StartExecutor and StartSweeper start its
 // work.
 type Service struct {
-	st         store.Driver
+	st         Store
 	plugins    Engines
 	inProcess  map[string]engine.Engine
 	notifier   events.Notifier
@@ -280,7 +316,7 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 		if p.ProjectName == "" {
 			p.ProjectName = proj.Name
 		}
-		pctx, _ = json.Marshal(engine.ProjectContext{ProjectID: proj.ID, ProjectName: p.ProjectName, StrategyTaskID: p.StrategyTaskID})
+		pctx, _ = json.Marshal(engine.ProjectContext{ProjectID: proj.ID, ProjectName: p.ProjectName, StrategyTaskID: p.StrategyTaskID}) // a struct of strings and numbers: Marshal cannot fail
 		if proj.UserID != p.User.UserID {
 			if p.User, err = s.onBehalf(ctx, &p, proj); err != nil {
 				return nil, err
@@ -295,7 +331,7 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 	if jerr != nil {
 		return nil, errcode.Invalid("inputs", "must be a JSON object")
 	}
-	uc, _ := json.Marshal(engine.UserContext{UserID: p.User.UserID, Username: p.User.Username, Role: p.User.Role})
+	uc, _ := json.Marshal(engine.UserContext{UserID: p.User.UserID, Username: p.User.Username, Role: p.User.Role}) // a struct of strings and numbers: Marshal cannot fail
 	r := &store.Run{ID: uuid.NewString(), WorkflowID: m.ID, UserID: p.User.UserID, ProjectID: p.ProjectID,
 		Inputs: in, UserContext: uc, ProjectContext: pctx, Trigger: p.Trigger, TriggeredBy: p.TriggeredBy, Engine: m.Engine}
 	if quota {
@@ -436,7 +472,7 @@ func (s *Service) Cancel(ctx context.Context, p *auth.Principal, id string) (*st
 // CancelRun cancels a run whoever owns it (the scheduler and the task worker use it). Unknown run:
 // 404 NOT_FOUND; a run not pending, running or paused: 409 WORKFLOW_INVALID_STATE.
 func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) {
-	errObj, _ := json.Marshal(engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "Run cancelled"})
+	errObj, _ := json.Marshal(engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "Run cancelled"}) // a struct of strings and numbers: Marshal cannot fail
 	r, err := s.st.UpdateRun(ctx, id, cancellable, store.RunUpdate{Status: store.RunCancelled, Error: errObj,
 		Completed: true, Release: true, ClearAwait: true})
 	if errors.Is(err, store.ErrNotFound) {
@@ -484,8 +520,9 @@ func (s *Service) Resume(ctx context.Context, p *auth.Principal, id string, inpu
 		input = map[string]any{}
 	}
 	merged := map[string]any{}
-	_ = json.Unmarshal(r.Inputs, &merged)
+	_ = json.Unmarshal(r.Inputs, &merged) // Start stored them from a JSON object
 	maps.Copy(merged, input)
+	// JSON decoded (merged) and the resume body the API decoded: both marshal.
 	in, _ := json.Marshal(merged)
 	ri, _ := json.Marshal(input)
 	now := s.st.Now()
