@@ -47,7 +47,7 @@ func diagnosisAnswers(raw json.RawMessage) ([]content.Answer, error) {
 			a.Answer = v
 		case nil:
 		default:
-			b, _ := json.Marshal(v)
+			b, _ := json.Marshal(v) // v was decoded from JSON: it encodes
 			a.Answer = string(b)
 		}
 		out = append(out, a)

@@ -104,7 +104,7 @@ func (s *Server) wsServe(conn *fws.Conn) {
 		limit := s.Config.WSConnectionsPerUser
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation,
 			fmt.Sprintf("too many connections: at most %d WebSocket connections per user", limit)), time.Now().Add(wsWriteWait))
-		_ = conn.Close()
+		_ = conn.Close() // the refused connection is closed either way; nothing to tell anyone
 		return
 	}
 	defer s.wsLeave(p.UserID)
@@ -183,7 +183,7 @@ func (s *Server) wsWrite(conn *fws.Conn, cl *events.Client, done chan struct{}) 
 	for {
 		select {
 		case b := <-cl.Send():
-			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait)) // a dead connection fails the write below, which unregisters it
 			if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
 				s.Hub.Unregister(cl)
 				return

@@ -44,6 +44,7 @@ func memoryAvailable() uint64 {
 		s := bufio.NewScanner(f)
 		for s.Scan() {
 			if rest, ok := strings.CutPrefix(s.Text(), "MemTotal:"); ok {
+				// A line that does not parse gives 0: no memory limit is derived, the safe default.
 				kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 				total = kb << 10
 				break

@@ -87,6 +87,8 @@ func New(st Store, secret string, cost int) *Service {
 		cost = bcrypt.DefaultCost
 	}
 	s := &Service{st: st, secret: []byte(secret), bcryptCost: cost, now: time.Now}
+	// It fails only for a cost above bcrypt.MaxCost; then Login's dummy comparison fails at once, which
+	// shortens an unknown email's answer but refuses it all the same.
 	s.dummyHash, _ = bcrypt.GenerateFromPassword(s.prehash("dummy-password"), cost)
 	return s
 }
@@ -137,6 +139,7 @@ func (s *Service) Login(ctx context.Context, email, password string) (*Session, 
 	u, err := s.st.GetUserByEmail(ctx, email)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
+			// Only for its time: an unknown email costs what a wrong password does. The result is moot.
 			_ = bcrypt.CompareHashAndPassword(s.dummyHash, s.prehash(password))
 			return nil, errBadCredentials
 		}
@@ -174,7 +177,9 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (*Session, e
 	}
 	if err := s.st.RevokeRefreshToken(ctx, t.ID, now); err != nil {
 		if errors.Is(err, store.ErrStale) { // used concurrently: treat as reuse
-			_ = s.st.RevokeRefreshFamily(ctx, t.FamilyID, now)
+			if err := s.st.RevokeRefreshFamily(ctx, t.FamilyID, now); err != nil {
+				return nil, fmt.Errorf("auth: revoke family: %w", err)
+			}
 			return nil, bad
 		}
 		return nil, fmt.Errorf("auth: revoke refresh token: %w", err)

@@ -46,7 +46,7 @@ func (d *Dir) Put(_ context.Context, key string, body io.ReadSeeker, size int64,
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(p)
+		_ = os.Remove(p) // a partial file is removed where it can be; the write error is what is returned
 		return fmt.Errorf("blob: write %s: %w", key, err)
 	}
 	return nil

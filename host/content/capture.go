@@ -47,7 +47,7 @@ func (s *Service) FinishCaptureTask(ctx context.Context, userID, id, status stri
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errcode.New(errcode.NotFound, "Capture task not found")
 	case errors.Is(err, store.ErrStale):
-		cur, _ := s.st.GetCaptureTask(ctx, id)
+		cur, _ := s.st.GetCaptureTask(ctx, id) // only for the message: without it the state reads "not pending"
 		state := "not pending"
 		if cur != nil {
 			state = cur.Status

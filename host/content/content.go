@@ -390,7 +390,7 @@ func (s *Service) Feed(ctx context.Context, p FeedParams) (items []map[string]an
 func feedItem(v any, kind string) map[string]any {
 	b, _ := json.Marshal(v) // records always encode
 	m := map[string]any{}
-	_ = json.Unmarshal(b, &m)
+	_ = json.Unmarshal(b, &m) // b is a record's JSON object, just encoded
 	m["item_kind"] = kind
 	return m
 }
@@ -608,7 +608,7 @@ func (s *Service) seekable(in UploadInput, head []byte) (body io.ReadSeeker, siz
 	}
 	done = func() {
 		f.Close()
-		_ = os.Remove(f.Name())
+		_ = os.Remove(f.Name()) // a spool file left in the temp dir is harmless
 	}
 	size, err = io.Copy(f, io.LimitReader(io.MultiReader(bytes.NewReader(head), in.Body), s.limit+1))
 	if err == nil && size > s.limit {

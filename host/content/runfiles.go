@@ -230,7 +230,7 @@ func (s *Service) sniffStored(ctx context.Context, key string) (Media, int64, er
 		return Media{}, 0, fmt.Errorf("content: generated file %s: %w", key, err)
 	}
 	defer rc.Close()
-	head, _ := io.ReadAll(rc)
+	head, _ := io.ReadAll(rc) // a failed read leaves head short, and Sniff refuses it below with the reason
 	media, ok := Sniff(head)
 	if !ok {
 		return Media{}, 0, fmt.Errorf("content: generated file %s is not image, video or audio", key)

@@ -149,7 +149,7 @@ func (s *Service) localCopy(ctx context.Context, a *store.Asset) (string, error)
 		err = os.Rename(tmp.Name(), dst)
 	}
 	if err != nil {
-		_ = os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best effort; the copy's error is what is returned
 		return "", errors.Join(fmt.Errorf("content: copy %s from the object store", a.FilePath), err)
 	}
 	return a.FilePath, nil

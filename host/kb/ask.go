@@ -69,6 +69,7 @@ func (s *Service) Ask(ctx context.Context, p SearchParams) (*Answer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Strings and numbers: both always encode.
 	results, _ := json.Marshal(summarize(ans.Hits))
 	cits, _ := json.Marshal(ans.Citations)
 	q := &store.KnowledgeQuery{ID: ans.QueryID, UserID: p.UserID, ProjectID: p.ProjectID, Mode: store.QueryAsk, QueryText: p.Query,

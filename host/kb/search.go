@@ -88,7 +88,7 @@ func (s *Service) Search(ctx context.Context, p SearchParams) ([]Hit, error) {
 		return nil, err
 	}
 	if p.Log {
-		results, _ := json.Marshal(summarize(hits))
+		results, _ := json.Marshal(summarize(hits)) // strings and numbers: always encodes
 		q := &store.KnowledgeQuery{ID: uuid.NewString(), UserID: p.UserID, ProjectID: p.ProjectID, Mode: store.QuerySearch,
 			QueryText: p.Query, TopK: p.TopK, LatencyMS: ms(time.Since(start)), Results: results, Cited: len(hits) > 0}
 		if err := s.st.LogQuery(context.WithoutCancel(ctx), q); err != nil {

@@ -152,7 +152,7 @@ func (s *Service) Cancel(ctx context.Context, user *auth.Principal, id string) (
 	got, err := s.transition(ctx, store.TaskUpdate{ID: t.ID, To: store.TaskCancelled, ErrorMessage: &msg, Completed: true,
 		From: []string{store.TaskPending, store.TaskQueued, store.TaskRunning}})
 	if errors.Is(err, store.ErrStale) {
-		cur, _ := s.st.GetTask(ctx, id)
+		cur, _ := s.st.GetTask(ctx, id) // only for the message: a task gone too keeps the state we saw
 		state := t.Status
 		if cur != nil {
 			state = cur.Status

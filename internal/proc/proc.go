@@ -98,7 +98,7 @@ func (r Registry) Sweep() (int, error) {
 		path := filepath.Join(r.Dir, e.Name())
 		pid, err := strconv.Atoi(e.Name())
 		b, rerr := os.ReadFile(path)
-		_ = os.Remove(path)
+		_ = os.Remove(path) // a record that stays is read by the next sweep, which kills only a process whose start time still matches
 		if err != nil || rerr != nil || pid <= 1 {
 			continue
 		}

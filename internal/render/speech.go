@@ -159,16 +159,16 @@ func WAVDuration(path string) (float64, error) {
 }
 
 func writeWAV(path string, format, data []byte) error {
-	var h bytes.Buffer
-	h.WriteString("RIFF")
-	_ = binary.Write(&h, binary.LittleEndian, uint32(4+8+len(format)+8+len(data)))
-	h.WriteString("WAVEfmt ")
-	_ = binary.Write(&h, binary.LittleEndian, uint32(len(format)))
-	h.Write(format)
-	h.WriteString("data")
-	_ = binary.Write(&h, binary.LittleEndian, uint32(len(data)))
-	h.Write(data)
-	if err := os.WriteFile(path, h.Bytes(), 0o640); err != nil {
+	h := make([]byte, 0, 4+4+8+len(format)+8+len(data))
+	h = append(h, "RIFF"...)
+	h = binary.LittleEndian.AppendUint32(h, uint32(4+8+len(format)+8+len(data)))
+	h = append(h, "WAVEfmt "...)
+	h = binary.LittleEndian.AppendUint32(h, uint32(len(format)))
+	h = append(h, format...)
+	h = append(h, "data"...)
+	h = binary.LittleEndian.AppendUint32(h, uint32(len(data)))
+	h = append(h, data...)
+	if err := os.WriteFile(path, h, 0o640); err != nil {
 		return fmt.Errorf("render: write %s: %w", filepath.Base(path), err)
 	}
 	return nil

@@ -57,7 +57,7 @@ func extractPDF(data []byte, budget int64) (string, error) {
 			if err != nil {
 				continue
 			}
-			content, _ = io.ReadAll(io.LimitReader(zr, budget))
+			content, _ = io.ReadAll(io.LimitReader(zr, budget)) // a damaged stream keeps the text inflated before the damage
 			zr.Close()
 			budget -= int64(len(content))
 		} else if bytes.Contains(dict, []byte("/Filter")) {

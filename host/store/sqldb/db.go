@@ -104,7 +104,7 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *DB) error) (err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			_ = tx.Rollback(context.WithoutCancel(ctx)) // the panic is what matters; a failed rollback ends with the connection
 			panic(p)
 		}
 		if err != nil {

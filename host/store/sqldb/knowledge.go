@@ -350,7 +350,7 @@ func (db *DB) MarkIndexed(ctx context.Context, docID string, chunks int, at time
 // markInternal sets internal in the meta of an existing source, keeping its other keys.
 func (db *DB) markInternal(ctx context.Context, s *store.KnowledgeSource) error {
 	m := map[string]any{}
-	_ = json.Unmarshal(s.Meta, &m)
+	_ = json.Unmarshal(s.Meta, &m) // absent or malformed meta: only internal is kept
 	m["internal"] = true
 	raw, err := json.Marshal(m)
 	if err != nil {
