@@ -17,6 +17,7 @@
 //   - parse: file bytes to plain text (txt, md, json, csv, html, pdf, docx).
 //   - embed: the Embedder interface, the local hashing embedder and an OpenAI-compatible client.
 //   - llm: an OpenAI-compatible chat client, the extractive answerer, citation checks and rerank.
-//   - rank: the in-memory hybrid scoring of SPEC.md rule 5.
+//   - rank: the one ranking of every search path (BM25 and the fusion of the keyword and vector
+//     legs, SPEC.md rule 5); the stores only return candidates and statistics.
 //   - kbbench: the retrieval benchmark over ../shared/bench.
 package kb

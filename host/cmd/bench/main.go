@@ -1,6 +1,7 @@
 // Command bench measures the host's speed for BENCHMARKS.md: `make bench` runs it. Each section
 // prints a Markdown table. Sections: api (request throughput and latency against a bare Fiber
-// handler, per driver), events (outbox delivery throughput, WebSocket fan-out latency), scheduler
+// handler, per driver), knowledge (ingest and search of the knowledge base, per driver), retrieval
+// (hit@5 and MRR@10 over ../shared/bench), events (outbox delivery throughput, WebSocket fan-out latency), scheduler
 // (one tick over 10,000 projects with due tasks), runs (a 3-step workflow in process and through the
 // node plugin, and one gRPC round trip), render (a 30 s voiceover_video from three pictures and a
 // clip with the local espeak-ng and ffmpeg). PostgreSQL figures need TEST_DATABASE_URL.
