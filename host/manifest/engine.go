@@ -47,6 +47,9 @@ type Engine struct {
 	// OutageCodes are the error codes that mean the engine's external tool is down: a run failing
 	// with one of them (or with EXTERNAL_SERVICE_ERROR) degrades to its fallback.
 	OutageCodes []errcode.Code
+	// Workflows false: the engine only executes the jobs the host hands it (generators); a
+	// workflow manifest naming it is refused.
+	Workflows bool
 	// WorkflowSettings are the settings a workflow manifest naming this engine must carry.
 	WorkflowSettings []string
 	// Jobs are the time-out and retry policies of the job types the engine creates.
@@ -129,6 +132,7 @@ type engineFile struct {
 	Settings         map[string]Setting   `yaml:"settings"`
 	Callback         string               `yaml:"callback"`
 	OutageCodes      []string             `yaml:"outage_codes"`
+	Workflows        *bool                `yaml:"workflows"`
 	WorkflowSettings []string             `yaml:"workflow_settings"`
 	Jobs             map[string]jobPolicy `yaml:"jobs"`
 }
@@ -200,7 +204,8 @@ func ParseEngine(name string, b []byte) (*Engine, error) {
 	}
 	v := validator{file: name}
 	e := &Engine{Name: f.Name, Plugin: f.Plugin, SHA256: strings.ToLower(f.SHA256), Enabled: f.Enabled == nil || *f.Enabled,
-		Settings: f.Settings, Callback: f.Callback, WorkflowSettings: f.WorkflowSettings, Jobs: map[string]JobPolicy{}, File: name}
+		Settings: f.Settings, Callback: f.Callback, Workflows: f.Workflows == nil || *f.Workflows,
+		WorkflowSettings: f.WorkflowSettings, Jobs: map[string]JobPolicy{}, File: name}
 	switch {
 	case f.Name == "":
 		v.add("name", "is required")

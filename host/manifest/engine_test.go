@@ -114,13 +114,14 @@ func TestLoadEngineRegistry(t *testing.T) {
 	}
 	write("engines/greeter.yaml", validEngine)
 	write("engines/off.yaml", "name: off\nenabled: false\n")
+	write("engines/jobber.yaml", "name: jobber\nworkflows: false\n")
 	write("greeting.yaml", "id: greeting\nname: G\nversion: '1'\nengine: greeter\nsettings: {style: warm}\nsteps: [{id: a, agent: script_writer}]\n")
 	write("quiet.yaml", "id: quiet\nname: Q\nversion: '1'\nengine: off\nsteps: [{id: a, agent: script_writer}]\n")
 	reg, err := manifest.Load(dir)
 	if err != nil {
 		t.Fatalf("Load() error = %v", err)
 	}
-	if diff := cmp.Diff([]string{"greeter", "node", "off"}, reg.Engines()); diff != "" {
+	if diff := cmp.Diff([]string{"greeter", "jobber", "node", "off"}, reg.Engines()); diff != "" {
 		t.Errorf("Engines() (-want +got):\n%s", diff)
 	}
 	if e, ok := reg.Engine("off"); !ok || e.Enabled {
@@ -131,6 +132,7 @@ func TestLoadEngineRegistry(t *testing.T) {
 	}
 
 	write("nope.yaml", "id: nope\nname: N\nversion: '1'\nengine: greeter2\nsteps: [{id: a, agent: script_writer}]\n")
+	write("jobs.yaml", "id: jobs\nname: J\nversion: '1'\nengine: jobber\nsteps: [{id: a, agent: script_writer}]\n")
 	write("bare.yaml", "id: bare\nname: B\nversion: '1'\nengine: greeter\nsteps: [{id: a, agent: script_writer}]\n")
 	write("engines/twin.yaml", "name: twin\njobs: {greeting: {timeout: 1s}}\n")
 	_, err = manifest.Load(dir)
@@ -149,7 +151,8 @@ func TestLoadEngineRegistry(t *testing.T) {
 	}
 	_, err = manifest.Load(dir)
 	for _, want := range []string{
-		filepath.Join(dir, "nope.yaml") + `: engine: unknown engine "greeter2": it needs an entry engines/greeter2.yaml in the engine registry (known: node, greeter, off)`,
+		filepath.Join(dir, "nope.yaml") + `: engine: unknown engine "greeter2": it needs an entry engines/greeter2.yaml in the engine registry (known: node, greeter, jobber, off)`,
+		filepath.Join(dir, "jobs.yaml") + `: engine: engine "jobber" runs no workflows, only the jobs of generator steps (` + filepath.Join(dir, "engines", "jobber.yaml") + ": workflows: false)",
 		filepath.Join(dir, "bare.yaml") + ": settings.style: is required for engine greeter",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -132,9 +132,9 @@ func Load(dir string) (*Registry, error) {
 	return NewRegistryWith(engines, ms...), nil
 }
 
-// CheckEngine checks that the engine m names is node or an entry of engines, and that m carries
-// the settings that entry requires of its workflows. A disabled engine is no error: its workflows
-// run on their fallback.
+// CheckEngine checks that the engine m names is node or an entry of engines that runs workflows,
+// and that m carries the settings that entry requires of its workflows. A disabled engine is no
+// error: its workflows run on their fallback.
 func CheckEngine(m *Manifest, engines map[string]*Engine) error {
 	if m.Engine == EngineNode {
 		return nil
@@ -150,6 +150,9 @@ func CheckEngine(m *Manifest, engines map[string]*Engine) error {
 		slices.Sort(names[1:])
 		return &Error{File: m.File, Field: "engine", Problem: fmt.Sprintf("unknown engine %q: it needs an entry %s/%s.yaml in the engine registry (known: %s)",
 			m.Engine, EnginesDir, m.Engine, strings.Join(names, ", "))}
+	}
+	if !e.Workflows {
+		return &Error{File: m.File, Field: "engine", Problem: fmt.Sprintf("engine %q runs no workflows, only the jobs of generator steps (%s: workflows: false)", m.Engine, e.File)}
 	}
 	var errs []error
 	for _, key := range e.WorkflowSettings {
