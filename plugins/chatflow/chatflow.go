@@ -113,6 +113,12 @@ func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
 	return Options{URL: settings["url"], DefaultChatflowID: settings["kb_chatflow_id"], Logger: log}
 }
 
+// Build makes the chatflow engine from the settings of its registry entry (OptionsFrom): the
+// plugin's main serves it with engine.ServeConfigured.
+func Build(settings map[string]string, log *slog.Logger) engine.Engine {
+	return New(OptionsFrom(settings, log))
+}
+
 // New returns a chatflow engine with opts.
 func New(opts Options) *Engine { return &Engine{opts: opts.withDefaults()} }
 

@@ -3,6 +3,7 @@ package generators
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -27,6 +28,12 @@ type Engine struct {
 }
 
 var _ engine.Engine = (*Engine)(nil)
+
+// Build makes the generators engine from the settings of its registry entry (OptionsFrom): the
+// plugin's main serves it with engine.ServeConfigured.
+func Build(settings map[string]string, log *slog.Logger) engine.Engine {
+	return New(OptionsFrom(settings, log))
+}
 
 // New returns a generators engine: it does the jobs the host hands it with opts.
 func New(opts Options) *Engine {

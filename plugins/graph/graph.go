@@ -77,6 +77,12 @@ func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
 	return Options{RunnerURL: settings["runner_url"], CallbackBaseURL: settings["callback_base_url"], Logger: log}
 }
 
+// Build makes the graph engine from the settings of its registry entry (OptionsFrom): the
+// plugin's main serves it with engine.ServeConfigured.
+func Build(settings map[string]string, log *slog.Logger) engine.Engine {
+	return New(OptionsFrom(settings, log))
+}
+
 // New returns a graph engine with opts.
 func New(opts Options) *Engine {
 	if opts.HTTPClient == nil {

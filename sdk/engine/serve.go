@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/hashicorp/go-hclog"
@@ -59,6 +60,15 @@ func Serve(factory func() Engine, opts ...ServeOption) {
 		return
 	}
 	plugin.Serve(sc)
+}
+
+// ServeConfigured is Serve for an engine built from the settings of its engine entry (Settings)
+// and a logger that writes JSON to stderr: go-plugin forwards the plugin's stderr into the host's
+// log, and stdout belongs to the handshake. build is called once.
+func ServeConfigured(build func(settings map[string]string, log *slog.Logger) Engine, opts ...ServeOption) {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	settings := Settings()
+	Serve(func() Engine { return build(settings, log) }, opts...)
 }
 
 // reattachJSON is the printed form of a ReattachConfig (net.Addr does not marshal by itself).

@@ -4,16 +4,8 @@
 package main
 
 import (
-	"log/slog"
-	"os"
-
 	"github.com/reelforge/reelforge/plugins/automation"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
-func main() {
-	// go-plugin forwards the plugin's stderr into the host's log; stdout belongs to the handshake.
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	opts := automation.OptionsFrom(engine.Settings(), logger)
-	engine.Serve(func() engine.Engine { return automation.New(opts) })
-}
+func main() { engine.ServeConfigured(automation.Build) }

@@ -3,16 +3,8 @@
 package main
 
 import (
-	"log/slog"
-	"os"
-
 	"github.com/reelforge/reelforge/plugins/graph"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
-func main() {
-	// go-plugin forwards the plugin's stderr into the host's log; stdout belongs to the handshake.
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	opts := graph.OptionsFrom(engine.Settings(), logger)
-	engine.Serve(func() engine.Engine { return graph.New(opts) })
-}
+func main() { engine.ServeConfigured(graph.Build) }
