@@ -125,17 +125,12 @@ type settings struct {
 
 // Run triggers the tool's webhook and answers StatusWaiting. See the package documentation.
 func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
-	if req == nil || h == nil {
-		return nil, errcode.New(errcode.Validation, "a run request and a host are required")
-	}
-	if req.RunID == "" {
-		return nil, errcode.Invalid("run_id", "is required")
+	if err := engine.CheckRun(req, h); err != nil {
+		return nil, err
 	}
 	var set settings
-	if len(req.Workflow.Settings) > 0 {
-		if err := json.Unmarshal(req.Workflow.Settings, &set); err != nil {
-			return nil, errcode.E("automation.Run", errcode.Validation, "the workflow's automation settings are not valid", err)
-		}
+	if err := req.DecodeSettings(Name, &set); err != nil {
+		return nil, err
 	}
 	if set.WebhookPath == "" {
 		set.WebhookPath = req.Workflow.ID
@@ -146,11 +141,7 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	if e.opts.WebhookURL == "" {
 		return nil, errcode.New(errcode.AutomationWebhookFailed, "the automation tool is not configured (set AUTOMATION_WEBHOOK_URL)")
 	}
-	inputs := maps.Clone(req.Inputs)
-	if inputs == nil {
-		inputs = map[string]any{}
-	}
-	maps.Copy(inputs, req.ResumeInput)
+	inputs := req.MergedInputs()
 	base := req.CallbackURL
 	if base == "" {
 		base = e.opts.CallbackBaseURL

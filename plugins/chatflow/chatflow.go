@@ -12,7 +12,6 @@ package chatflow
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -159,17 +158,12 @@ var questionKeys = []string{"question", "query", "message", "topic", "summary"}
 // Run asks the question of the run's inputs (question, query, message, topic or summary) and
 // completes with the answer. See the package documentation.
 func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
-	if req == nil || h == nil {
-		return nil, errcode.New(errcode.Validation, "a run request and a host are required")
-	}
-	if req.RunID == "" {
-		return nil, errcode.Invalid("run_id", "is required")
+	if err := engine.CheckRun(req, h); err != nil {
+		return nil, err
 	}
 	var set settings
-	if len(req.Workflow.Settings) > 0 {
-		if err := json.Unmarshal(req.Workflow.Settings, &set); err != nil {
-			return nil, errcode.E("chatflow.Run", errcode.Validation, "the workflow's chatflow settings are not valid", err)
-		}
+	if err := req.DecodeSettings(Name, &set); err != nil {
+		return nil, err
 	}
 	if set.ChatflowID == "" {
 		set.ChatflowID = e.opts.DefaultChatflowID

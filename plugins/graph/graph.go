@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -141,29 +140,20 @@ type runBody struct {
 
 // Run posts the run to the runner and answers StatusWaiting. See the package documentation.
 func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
-	if req == nil || h == nil {
-		return nil, errcode.New(errcode.Validation, "a run request and a host are required")
-	}
-	if req.RunID == "" {
-		return nil, errcode.Invalid("run_id", "is required")
+	if err := engine.CheckRun(req, h); err != nil {
+		return nil, err
 	}
 	if e.opts.RunnerURL == "" {
 		return nil, errcode.New(errcode.GraphRunner, "the agent graph runner is not configured (set RUNNER_URL)")
 	}
 	var set settings
-	if len(req.Workflow.Settings) > 0 {
-		if err := json.Unmarshal(req.Workflow.Settings, &set); err != nil {
-			return nil, errcode.E("graph.Run", errcode.Validation, "the workflow's graph settings are not valid", err)
-		}
+	if err := req.DecodeSettings(Name, &set); err != nil {
+		return nil, err
 	}
 	if set.GraphID == "" {
 		set.GraphID = req.Workflow.ID
 	}
-	inputs := maps.Clone(req.Inputs)
-	if inputs == nil {
-		inputs = map[string]any{}
-	}
-	maps.Copy(inputs, req.ResumeInput)
+	inputs := req.MergedInputs()
 	base := req.CallbackURL
 	if base == "" {
 		base = e.opts.CallbackBaseURL

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
+
+	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
 // SettingsEnv is the environment variable through which the host hands a plugin the settings of
@@ -25,4 +28,40 @@ func Settings() map[string]string {
 func SettingsEnvValue(settings map[string]string) string {
 	b, _ := json.Marshal(settings) //nolint:errcheck // a map of strings always marshals
 	return SettingsEnv + "=" + string(b)
+}
+
+// CheckRun refuses a Run without a request, a host or a run id (VALIDATION_ERROR): the first check
+// of every engine's Run.
+func CheckRun(req *RunRequest, h Host) error {
+	if req == nil || h == nil {
+		return errcode.New(errcode.Validation, "a run request and a host are required")
+	}
+	if req.RunID == "" {
+		return errcode.Invalid("run_id", "is required")
+	}
+	return nil
+}
+
+// DecodeSettings decodes the workflow's settings for engine name (Workflow.Settings, from its
+// manifest) into v, leaving v as it is when there are none. Settings that do not decode are a
+// VALIDATION_ERROR.
+func (r *RunRequest) DecodeSettings(name string, v any) error {
+	if len(r.Workflow.Settings) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.Workflow.Settings, v); err != nil {
+		return errcode.E(name+".Run", errcode.Validation, "the workflow's "+name+" settings are not valid", err)
+	}
+	return nil
+}
+
+// MergedInputs is a copy of the run's inputs with the resume input (if any) laid over them: what an
+// engine hands an external tool, which starts the run again on a resume.
+func (r *RunRequest) MergedInputs() map[string]any {
+	inputs := maps.Clone(r.Inputs)
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	maps.Copy(inputs, r.ResumeInput)
+	return inputs
 }
