@@ -443,12 +443,17 @@ func (s *Server) kbSearchGet(c *fiber.Ctx) error {
 	return ok(c, fiber.StatusOK, fiber.Map{"chunks": hits, "scores": scores})
 }
 
-func (s *Server) kbAsk(c *fiber.Ctx) error {
+// readSearch decodes a search body and makes the search it asks for.
+func (s *Server) readSearch(c *fiber.Ctx) (kb.SearchParams, error) {
 	var in searchInput
 	if err := decode(c, &in); err != nil {
-		return err
+		return kb.SearchParams{}, err
 	}
-	sp, err := s.searchParams(c, &in)
+	return s.searchParams(c, &in)
+}
+
+func (s *Server) kbAsk(c *fiber.Ctx) error {
+	sp, err := s.readSearch(c)
 	if err != nil {
 		return err
 	}
@@ -461,11 +466,7 @@ func (s *Server) kbAsk(c *fiber.Ctx) error {
 }
 
 func (s *Server) kbContext(c *fiber.Ctx) error {
-	var in searchInput
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	sp, err := s.searchParams(c, &in)
+	sp, err := s.readSearch(c)
 	if err != nil {
 		return err
 	}

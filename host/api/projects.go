@@ -118,20 +118,28 @@ func (s *Server) createProject(c *fiber.Ctx) error {
 	if len(in.Blueprint) > 0 && string(in.Blueprint) != "null" {
 		p.Blueprint = in.Blueprint
 	}
-	// The project and its strategy tasks are stored together or not at all.
-	err := store.InTx(s.ctx(c), s.Store, func(tx Store) error {
-		if err := tx.CreateProject(s.ctx(c), p); err != nil {
-			return err
-		}
-		if p.Blueprint != nil {
-			return scheduler.SyncBlueprint(s.ctx(c), tx, p.ID, p.Blueprint)
-		}
-		return nil
-	})
+	err := s.saveProject(c, p.ID, p.Blueprint, func(tx Store) error { return tx.CreateProject(s.ctx(c), p) })
 	if err != nil {
 		return err
 	}
 	return ok(c, fiber.StatusCreated, fiber.Map{"project": p})
+}
+
+// saveProject runs save (a create or an update of project id) and, when a blueprint is given,
+// makes the project's strategy tasks of it, in one transaction: the project and its tasks commit
+// together or not at all, and a second save of the project (a double submit) waits for the
+// first's commit on the project row, so the blueprint kept and the tasks scheduled are the same
+// save's.
+func (s *Server) saveProject(c *fiber.Ctx, id string, blueprint json.RawMessage, save func(tx Store) error) error {
+	return store.InTx(s.ctx(c), s.Store, func(tx Store) error {
+		if err := save(tx); err != nil {
+			return err
+		}
+		if blueprint != nil {
+			return scheduler.SyncBlueprint(s.ctx(c), tx, id, blueprint)
+		}
+		return nil
+	})
 }
 
 func (s *Server) getProject(c *fiber.Ctx) error {
@@ -163,19 +171,11 @@ func (s *Server) updateProject(c *fiber.Ctx) error {
 	if len(in.Blueprint) > 0 {
 		up.Blueprint = in.Blueprint
 	}
-	// One transaction: the blueprint saved and the strategy tasks made of it commit together, and
-	// a second save of the project (a double submit) waits for the first's commit on the project
-	// row, so the blueprint kept and the tasks scheduled are the same save's.
 	var got *store.Project
-	err = store.InTx(s.ctx(c), s.Store, func(tx Store) error {
+	err = s.saveProject(c, p.ID, up.Blueprint, func(tx Store) error {
 		var err error
-		if got, err = tx.UpdateProject(s.ctx(c), up); err != nil {
-			return err
-		}
-		if up.Blueprint != nil {
-			return scheduler.SyncBlueprint(s.ctx(c), tx, p.ID, up.Blueprint)
-		}
-		return nil
+		got, err = tx.UpdateProject(s.ctx(c), up)
+		return err
 	})
 	if err != nil {
 		return err

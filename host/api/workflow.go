@@ -41,19 +41,35 @@ type startInput struct {
 	Trigger        string         `json:"trigger"`
 }
 
-func (s *Server) startRun(c *fiber.Ctx) error {
+// readStart decodes the body of a route that starts a run. Both routes take the workflow as
+// "workflow" or "workflow_id"; the route's own field (the one errors name) wins when both are set.
+// The workflow found is in both fields of the result.
+func (s *Server) readStart(c *fiber.Ctx, field string) (*runs.Service, startInput, error) {
 	rs, err := s.runService()
 	if err != nil {
-		return err
+		return nil, startInput{}, err
 	}
 	var in startInput
 	if err := decode(c, &in); err != nil {
-		return err
+		return nil, startInput{}, err
 	}
-	if in.Workflow == "" {
-		in.Workflow = in.WorkflowID
+	wf, other := in.Workflow, in.WorkflowID
+	if field == "workflow_id" {
+		wf, other = other, wf
 	}
-	if err := fieldLen("workflow", in.Workflow, true, 100); err != nil {
+	if wf == "" {
+		wf = other
+	}
+	if err := fieldLen(field, wf, true, 100); err != nil {
+		return nil, startInput{}, err
+	}
+	in.Workflow, in.WorkflowID = wf, wf
+	return rs, in, nil
+}
+
+func (s *Server) startRun(c *fiber.Ctx) error {
+	rs, in, err := s.readStart(c, "workflow")
+	if err != nil {
 		return err
 	}
 	r, err := rs.Start(s.ctx(c), runs.StartParams{Workflow: in.Workflow, Inputs: in.Inputs, User: principal(c),
@@ -67,18 +83,8 @@ func (s *Server) startRun(c *fiber.Ctx) error {
 
 // orchestratorRun is the automation timer's route: POST /api/orchestrator/run {workflow_id, inputs, trigger}.
 func (s *Server) orchestratorRun(c *fiber.Ctx) error {
-	rs, err := s.runService()
+	rs, in, err := s.readStart(c, "workflow_id")
 	if err != nil {
-		return err
-	}
-	var in startInput
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	if in.WorkflowID == "" {
-		in.WorkflowID = in.Workflow
-	}
-	if err := fieldLen("workflow_id", in.WorkflowID, true, 100); err != nil {
 		return err
 	}
 	trigger := in.Trigger

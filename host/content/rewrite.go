@@ -120,24 +120,20 @@ func RewriteTemplate(content, style string) string {
 	}
 	switch style {
 	case "humorous":
+		opening, aside, closing := "Okay, confession time: this is way easier than it looks.",
+			"(Yes, really. No secret handshake required.)",
+			"Side effects may include becoming everyone's favourite expert. You've been warned 😄"
 		if zh {
-			out := []string{"先说结论：这事比你想的简单多了。"}
-			for i, x := range ss {
-				out = append(out, x)
-				if i == 0 {
-					out = append(out, "（真的，不骗你）")
-				}
-			}
-			return join(append(out, "学会了记得点赞，不然下次你又得回来找我 😄"))
+			opening, aside, closing = "先说结论：这事比你想的简单多了。", "（真的，不骗你）", "学会了记得点赞，不然下次你又得回来找我 😄"
 		}
-		out := []string{"Okay, confession time: this is way easier than it looks."}
+		out := []string{opening}
 		for i, x := range ss {
 			out = append(out, x)
 			if i == 0 {
-				out = append(out, "(Yes, really. No secret handshake required.)")
+				out = append(out, aside)
 			}
 		}
-		return join(append(out, "Side effects may include becoming everyone's favourite expert. You've been warned 😄"))
+		return join(append(out, closing))
 	case "professional":
 		var lines []string
 		if zh {

@@ -212,16 +212,11 @@ func JSON(dst *json.RawMessage) any { return jsonScanner{dst: dst} }
 type timeScanner struct{ dst *time.Time }
 
 func (s timeScanner) Scan(v any) error {
-	t, ok, err := parseTime(v)
-	if err != nil {
-		return err
-	}
-	if ok {
+	t, _, err := parseTime(v) // t is the zero time for NULL
+	if err == nil {
 		*s.dst = t
-	} else {
-		*s.dst = time.Time{}
 	}
-	return nil
+	return err
 }
 
 type nullTimeScanner struct{ dst **time.Time }

@@ -387,27 +387,8 @@ func (db *DB) CanRead(ctx context.Context, v store.Viewer, sourceID string) (boo
 // ListSources implements store.Knowledge.
 func (db *DB) ListSources(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeSource, int, error) {
 	var a Args
-	cond := Visible(v, &a, "")
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_sources s WHERE `+cond, a.List...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	q := `SELECT ` + sourceCols + ` FROM knowledge_sources s WHERE ` + cond + ` ORDER BY s.created_at DESC, s.id LIMIT ` +
-		a.Add(limit) + ` OFFSET ` + a.Add(offset)
-	rows, err := db.Query(ctx, q, a.List...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []store.KnowledgeSource{}
-	for rows.Next() {
-		s, err := scanSource(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, *s)
-	}
-	return out, total, rows.Err()
+	from := ` FROM knowledge_sources s WHERE ` + Visible(v, &a, "")
+	return queryPage(ctx, db, sourceCols, from, `s.created_at DESC, s.id`, &a, limit, offset, scanSource)
 }
 
 // ListDocuments implements store.Knowledge.
@@ -415,22 +396,29 @@ func (db *DB) ListDocuments(ctx context.Context, v store.Viewer, limit, offset i
 	var a Args
 	cond := Visible(v, &a, "d.id")
 	from := ` FROM knowledge_documents d JOIN knowledge_sources s ON s.id = d.source_id WHERE ` + cond
+	return queryPage(ctx, db, docCols, from, `d.created_at DESC, d.id`, &a, limit, offset, scanDocument)
+}
+
+// queryPage reads one page of a listing and the count of all its rows: cols over from (the FROM and
+// WHERE, whose values are in a), in the given order, each row read by scan.
+func queryPage[T any](ctx context.Context, db *DB, cols, from, order string, a *Args, limit, offset int,
+	scan func(Row) (*T, error)) ([]T, int, error) {
 	var total int
 	if err := db.QueryRow(ctx, `SELECT COUNT(*)`+from, a.List...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := db.Query(ctx, `SELECT `+docCols+from+` ORDER BY d.created_at DESC, d.id LIMIT `+a.Add(limit)+` OFFSET `+a.Add(offset), a.List...)
+	rows, err := db.Query(ctx, `SELECT `+cols+from+` ORDER BY `+order+` LIMIT `+a.Add(limit)+` OFFSET `+a.Add(offset), a.List...)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
-	out := []store.KnowledgeDocument{}
+	out := []T{}
 	for rows.Next() {
-		d, err := scanDocument(rows)
+		x, err := scan(rows)
 		if err != nil {
 			return nil, 0, err
 		}
-		out = append(out, *d)
+		out = append(out, *x)
 	}
 	return out, total, rows.Err()
 }
