@@ -142,12 +142,18 @@ func (s *Server) saveProject(c *fiber.Ctx, id string, blueprint json.RawMessage,
 	})
 }
 
-func (s *Server) getProject(c *fiber.Ctx) error {
+// pathProjectTasks is the project the path names, with its strategy tasks.
+func (s *Server) pathProjectTasks(c *fiber.Ctx) (*store.Project, []store.Task, error) {
 	p, err := s.pathProject(c)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	tasks, err := s.Store.ListProjectTasks(s.ctx(c), p.ID)
+	return p, tasks, err
+}
+
+func (s *Server) getProject(c *fiber.Ctx) error {
+	p, tasks, err := s.pathProjectTasks(c)
 	if err != nil {
 		return err
 	}
@@ -195,11 +201,7 @@ func (s *Server) deleteProject(c *fiber.Ctx) error {
 }
 
 func (s *Server) projectTasks(c *fiber.Ctx) error {
-	p, err := s.pathProject(c)
-	if err != nil {
-		return err
-	}
-	tasks, err := s.Store.ListProjectTasks(s.ctx(c), p.ID)
+	_, tasks, err := s.pathProjectTasks(c)
 	if err != nil {
 		return err
 	}
