@@ -25,7 +25,7 @@ import (
 // parent-death signal where the platform has one.
 func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
-	dieWithParent(cmd)
+	DieWithParent(cmd)
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	// A grandchild holding stdout or stderr open must not keep Wait waiting for ever.
 	cmd.WaitDelay = 5 * time.Second

@@ -8,10 +8,12 @@ import (
 	"syscall"
 )
 
-// dieWithParent puts the child in a process group of its own and asks the kernel to SIGKILL it
-// when its parent dies. The signal is tied to the OS thread that forked the child; the Go runtime
-// retires no thread except one left locked by LockOSThread, which nothing here uses.
-func dieWithParent(cmd *exec.Cmd) {
+// DieWithParent puts the child in a process group of its own (a signal sent to its parent's group,
+// such as a terminal's Ctrl-C, reaches the parent alone) and asks the kernel to SIGKILL it when its
+// parent dies, even by SIGKILL. Command and the host's plugin client (sdk/engine) use it. The
+// signal is tied to the OS thread that forked the child; the Go runtime retires no thread except
+// one left locked by LockOSThread, so no child may be started from such a goroutine.
+func DieWithParent(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

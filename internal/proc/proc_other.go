@@ -7,9 +7,9 @@ import (
 	"os/exec"
 )
 
-// dieWithParent does nothing where the platform has no parent-death signal: the Registry's
+// DieWithParent does nothing where the platform has no parent-death signal: the Registry's
 // start-up sweep is then what ends leftovers.
-func dieWithParent(cmd *exec.Cmd) {}
+func DieWithParent(cmd *exec.Cmd) {}
 
 func killGroup(pid int) error {
 	p, err := os.FindProcess(pid)

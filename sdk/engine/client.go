@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/reelforge/reelforge/internal/proc"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -91,7 +92,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		// round trip p50 ≤ 100 µs (149-158 µs with the default, 75-114 µs with one thread).
 		cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
 		cmd.Env = append(cmd.Env, cfg.Env...)
-		tieToHost(cmd)
+		// A plugin never outlives its host, and the host stops its plugins in order on a Ctrl-C
+		// to its group: callers must not start plugins from a goroutine locked to its OS thread.
+		proc.DieWithParent(cmd)
 		switch cfg.SHA256 {
 		case SkipChecksum:
 		case "":
