@@ -144,17 +144,6 @@ func (d *executor) URL(jobType string) string {
 // (internal/proc.Registry); the host sweeps it at start.
 func ChildrenDir(dataDir string) string { return filepath.Join(dataDir, "children") }
 
-// failureCode is the catalogue code of a failed job of jobType.
-func failureCode(jobType string) errcode.Code {
-	switch jobType {
-	case engine.JobMusic:
-		return errcode.MusicAPI
-	case engine.JobVideogen:
-		return errcode.VideoGen
-	}
-	return errcode.ExternalService
-}
-
 func (d *executor) submit(ctx context.Context, url string, job *engine.Job, payload map[string]any, callbackURL string) error {
 	if callbackURL != "" && !strings.HasSuffix(callbackURL, engine.CallbackPathAI) {
 		callbackURL = outbound.Join(callbackURL, engine.CallbackPathAI)
@@ -165,7 +154,7 @@ func (d *executor) submit(ctx context.Context, url string, job *engine.Job, payl
 		err = fmt.Errorf("generator answered %s", ans.Brief())
 	}
 	if err != nil {
-		return errcode.E("generators.Execute", failureCode(job.Type), fmt.Sprintf("the %s generator did not accept the job", job.Type), err)
+		return errcode.E("generators.Execute", engine.JobFailureCode(job.Type), fmt.Sprintf("the %s generator did not accept the job", job.Type), err)
 	}
 	return nil
 }

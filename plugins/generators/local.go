@@ -91,14 +91,14 @@ func (d *executor) work(ctx context.Context, lj *localJob) (json.RawMessage, *en
 func (d *executor) failure(jobType string, err error) *engine.RunError {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator timed out", jobType)}
+		return &engine.RunError{Code: string(engine.JobFailureCode(jobType)), Message: fmt.Sprintf("the local %s generator timed out", jobType)}
 	case errors.Is(err, context.Canceled):
-		return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator was stopped", jobType)}
+		return &engine.RunError{Code: string(engine.JobFailureCode(jobType)), Message: fmt.Sprintf("the local %s generator was stopped", jobType)}
 	}
 	if e := errcode.As(err); e != nil {
 		return &engine.RunError{Code: string(e.Code), Message: e.Message()}
 	}
-	return &engine.RunError{Code: string(failureCode(jobType)), Message: fmt.Sprintf("the local %s generator failed", jobType)}
+	return &engine.RunError{Code: string(engine.JobFailureCode(jobType)), Message: fmt.Sprintf("the local %s generator failed", jobType)}
 }
 
 // marked reports whether a video of this owner gets the visible mark: every role but the paid ones.

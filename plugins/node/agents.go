@@ -571,7 +571,7 @@ func generate(ctx context.Context, sc *stepCtx, in map[string]any) (*result, err
 	case engine.JobTimeout:
 		return nil, errcode.Newf(errcode.WorkflowTimeout, "the %s job %s timed out", jobType, job.JobID)
 	default:
-		code, msg := jobFailureCode(jobType), fmt.Sprintf("the %s job failed", jobType)
+		code, msg := engine.JobFailureCode(jobType), fmt.Sprintf("the %s job failed", jobType)
 		if job.Error != nil {
 			if c := errcode.Code(job.Error.Code); errcode.Known(c) && c != errcode.Unknown {
 				code = c
@@ -605,17 +605,7 @@ func externalError(jobType, msg string, err error) error {
 	if c := errcode.Of(err); c != errcode.Unknown {
 		return err
 	}
-	return errcode.E("node.generator", jobFailureCode(jobType), msg, err)
-}
-
-func jobFailureCode(jobType string) errcode.Code {
-	switch jobType {
-	case engine.JobMusic:
-		return errcode.MusicAPI
-	case engine.JobVideogen:
-		return errcode.VideoGen
-	}
-	return errcode.ExternalService
+	return errcode.E("node.generator", engine.JobFailureCode(jobType), msg, err)
 }
 
 // ---------------------------------------------------------------- assemble

@@ -14,6 +14,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
 // Engine is implemented by every workflow engine. Implementations must be safe for concurrent use:
@@ -182,6 +184,18 @@ const (
 	JobSpeech     = "speech"
 	JobVideoparse = "videoparse"
 )
+
+// JobFailureCode is the catalogue code of a failed job of jobType: MUSIC_API_ERROR for music,
+// VIDEO_GEN_ERROR for videogen, EXTERNAL_SERVICE_ERROR for any other.
+func JobFailureCode(jobType string) errcode.Code {
+	switch jobType {
+	case JobMusic:
+		return errcode.MusicAPI
+	case JobVideogen:
+		return errcode.VideoGen
+	}
+	return errcode.ExternalService
+}
 
 // JobWorkflow is the workflow id of a Run through which the host has an engine execute one job
 // of a type its registry entry declares (the generators plugin's speech, video, music and link
