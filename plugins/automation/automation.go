@@ -239,22 +239,8 @@ type Payload struct {
 	Error        *PayloadError  `json:"error,omitempty"`
 }
 
-// PayloadError is the error of a failed automation workflow; it may also arrive as a plain string.
-type PayloadError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// UnmarshalJSON accepts an error object or a plain message string.
-func (p *PayloadError) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		p.Message = s
-		return nil
-	}
-	type plain PayloadError
-	return json.Unmarshal(b, (*plain)(p))
-}
+// PayloadError is the error of a failed automation workflow (an object or a plain message string).
+type PayloadError = engine.CallbackError
 
 // Callback applies an automation-callback to the run. See the package documentation.
 func (e *Engine) Callback(ctx context.Context, h engine.Host, req *engine.CallbackRequest) (*engine.RunResult, error) {

@@ -30,23 +30,8 @@ type Metadata struct {
 	Progress     *float64 `json:"progress,omitempty"`
 }
 
-// PayloadError is the error of a failed graph run. Message may also arrive as a plain string.
-type PayloadError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	StepID  string `json:"step_id,omitempty"`
-}
-
-// UnmarshalJSON accepts an error object or a plain message string.
-func (p *PayloadError) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		p.Message = s
-		return nil
-	}
-	type plain PayloadError
-	return json.Unmarshal(b, (*plain)(p))
-}
+// PayloadError is the error of a failed graph run (an object or a plain message string).
+type PayloadError = engine.CallbackError
 
 // Step is one trace step as the runner sends it. Times are strings so that runners writing ISO 8601
 // without a zone, or with fractional seconds, are accepted.

@@ -1,6 +1,9 @@
 package engine
 
-import "slices"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Callback kinds: which of the host's three signed callback routes a job comes back on. An
 // engine's registry entry names the kind of its jobs (manifests/engines/<name>.yaml, callback:),
@@ -44,3 +47,22 @@ var GeneratorJobs = []string{JobSpeech, JobMusic, JobVideogen, JobVideoparse}
 
 // IsGeneratorJob reports whether jobs of type typ are generator jobs (GeneratorJobs).
 func IsGeneratorJob(typ string) bool { return slices.Contains(GeneratorJobs, typ) }
+
+// CallbackError is the error of a failed external run as a tool's callback carries it: an object
+// {code, message, step_id?}, or a plain message string, which tools also send.
+type CallbackError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	StepID  string `json:"step_id,omitempty"`
+}
+
+// UnmarshalJSON accepts an error object or a plain message string.
+func (p *CallbackError) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		p.Message = s
+		return nil
+	}
+	type plain CallbackError
+	return json.Unmarshal(b, (*plain)(p))
+}
