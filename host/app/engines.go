@@ -21,16 +21,10 @@ import (
 // engine that only runs as a plugin needs nothing here.
 func inProcessEngines() map[string]func(settings map[string]string, log *slog.Logger) engine.Engine {
 	return map[string]func(map[string]string, *slog.Logger) engine.Engine{
-		"node": func(_ map[string]string, log *slog.Logger) engine.Engine { return node.New(node.Options{Logger: log}) },
-		"graph": func(s map[string]string, log *slog.Logger) engine.Engine {
-			return graph.New(graph.OptionsFrom(s, log))
-		},
-		"automation": func(s map[string]string, log *slog.Logger) engine.Engine {
-			return automation.New(automation.OptionsFrom(s, log))
-		},
-		"chatflow": func(s map[string]string, log *slog.Logger) engine.Engine {
-			return chatflow.New(chatflow.OptionsFrom(s, log))
-		},
+		"node":       func(_ map[string]string, log *slog.Logger) engine.Engine { return node.New(node.Options{Logger: log}) },
+		"graph":      graph.Build,
+		"automation": automation.Build,
+		"chatflow":   chatflow.Build,
 	}
 }
 

@@ -231,16 +231,13 @@ func toolAnswer(a *outbound.Answer) string {
 
 // Payload is the body of an automation-callback.
 type Payload struct {
-	JobID        string         `json:"job_id"`
-	RunID        string         `json:"run_id,omitempty"`
-	WorkflowName string         `json:"workflow_name"`
-	Status       string         `json:"status"`
-	Result       map[string]any `json:"result"`
-	Error        *PayloadError  `json:"error,omitempty"`
+	JobID        string                `json:"job_id"`
+	RunID        string                `json:"run_id,omitempty"`
+	WorkflowName string                `json:"workflow_name"`
+	Status       string                `json:"status"`
+	Result       map[string]any        `json:"result"`
+	Error        *engine.CallbackError `json:"error,omitempty"`
 }
-
-// PayloadError is the error of a failed automation workflow (an object or a plain message string).
-type PayloadError = engine.CallbackError
 
 // Callback applies an automation-callback to the run. See the package documentation.
 func (e *Engine) Callback(ctx context.Context, h engine.Host, req *engine.CallbackRequest) (*engine.RunResult, error) {

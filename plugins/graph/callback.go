@@ -13,13 +13,13 @@ import (
 
 // Payload is the body of a graph-callback (SPEC.md, Inbound callbacks).
 type Payload struct {
-	RunID    string         `json:"run_id"`
-	JobID    string         `json:"job_id"`
-	Status   string         `json:"status"` // completed, failed, paused; running for progress
-	Outputs  map[string]any `json:"outputs"`
-	Trace    []Step         `json:"trace"`
-	Metadata Metadata       `json:"metadata"`
-	Error    *PayloadError  `json:"error,omitempty"`
+	RunID    string                `json:"run_id"`
+	JobID    string                `json:"job_id"`
+	Status   string                `json:"status"` // completed, failed, paused; running for progress
+	Outputs  map[string]any        `json:"outputs"`
+	Trace    []Step                `json:"trace"`
+	Metadata Metadata              `json:"metadata"`
+	Error    *engine.CallbackError `json:"error,omitempty"`
 }
 
 // Metadata carries the runner's totals.
@@ -29,9 +29,6 @@ type Metadata struct {
 	DurationMS   *float64 `json:"duration_ms,omitempty"`
 	Progress     *float64 `json:"progress,omitempty"`
 }
-
-// PayloadError is the error of a failed graph run (an object or a plain message string).
-type PayloadError = engine.CallbackError
 
 // Step is one trace step as the runner sends it. Times are strings so that runners writing ISO 8601
 // without a zone, or with fractional seconds, are accepted.
