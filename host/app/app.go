@@ -33,6 +33,7 @@ import (
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/tasks"
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/internal/proc"
 	"github.com/reelforge/reelforge/plugins/chatflow"
 	"github.com/reelforge/reelforge/plugins/generators"
@@ -391,7 +392,7 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 		Fetcher:     content.NewFetcher(content.FetcherConfig{Allow: cfg.ContentFetchAllow}),
 		LLM:         model,
 		Model:       cfg.KBAskModel,
-		Chatflow:    chatflow.Options{URL: cfg.ChatflowURL, DefaultChatflowID: cfg.ChatflowKBID},
+		Chatflow:    chatflow.Options{Tool: outbound.Tool{URL: cfg.ChatflowURL}, DefaultChatflowID: cfg.ChatflowKBID},
 		Notifier:    notifier,
 		Log:         log,
 		SyncBlueprint: func(ctx context.Context, tx content.StrategyTasks, projectID string, bp json.RawMessage) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/plugins/chatflow"
 )
 
@@ -33,7 +34,7 @@ func TestChat(t *testing.T) {
 	defer down.Close()
 	hits := []KBHit{{ChunkID: "c1", Text: "A good hook shows the payoff in the first three seconds.", Source: "kb"}}
 	tool := func(url string) chatflow.Options {
-		return chatflow.Options{URL: url, DefaultChatflowID: "kb-id", Retries: -1}
+		return chatflow.Options{Tool: outbound.Tool{URL: url}, DefaultChatflowID: "kb-id", Retries: -1}
 	}
 
 	s := New(Config{Chatflow: tool(up.URL)})

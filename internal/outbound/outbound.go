@@ -1,5 +1,7 @@
 // Package outbound posts JSON to the external tools the engine plugins drive (agent graph runner,
-// automation tool, chatflow tool, generators) and reads their answers with a size cap.
+// automation tool, chatflow tool, generators) and reads their answers with a size cap. Tool is the
+// part of an engine's Options that says where its tool is and how to reach it, with the tool check
+// of the engine's Health.
 package outbound
 
 import (

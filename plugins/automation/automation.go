@@ -40,19 +40,12 @@ const DefaultTimeout = 15 * time.Second
 
 // Options configure an Engine.
 type Options struct {
-	// WebhookURL is the tool's webhook base (AUTOMATION_WEBHOOK_URL, e.g. http://127.0.0.1:5678/webhook).
-	// Empty: every Run fails with AUTOMATION_WEBHOOK_FAILED and the host runs the fallback.
-	WebhookURL string
+	// Tool is the automation tool: its URL is the webhook base (AUTOMATION_WEBHOOK_URL, e.g.
+	// http://127.0.0.1:5678/webhook); empty, every Run fails with AUTOMATION_WEBHOOK_FAILED and the
+	// host runs the fallback. Its Timeout bounds one webhook call (0: DefaultTimeout).
+	outbound.Tool
 	// CallbackBaseURL is used when a RunRequest carries no CallbackURL (CALLBACK_BASE_URL).
 	CallbackBaseURL string
-	// HTTPClient posts to the tool; nil means a default client (Timeout applies).
-	HTTPClient *http.Client
-	// Timeout bounds one webhook call; 0 means DefaultTimeout.
-	Timeout time.Duration
-	// Logger receives problems that do not fail a run; nil discards.
-	Logger *slog.Logger
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
 	// RetryBackoff is the wait before the first retry of a refused webhook call, doubling after
 	// each (the automation job policy: 1 s, exponential); 0 means 1 s.
 	RetryBackoff time.Duration
@@ -65,34 +58,21 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// OptionsFrom reads the settings of the automation engine's registry entry
-// (manifests/engines/automation.yaml: webhook_url, callback_base_url): the plugin's main and the
-// host's in-process copy both use it.
-func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
-	return Options{WebhookURL: settings["webhook_url"], CallbackBaseURL: settings["callback_base_url"], Logger: log}
+// optionsFrom reads the settings of the automation engine's registry entry
+// (manifests/engines/automation.yaml: webhook_url, callback_base_url).
+func optionsFrom(settings map[string]string, log *slog.Logger) Options {
+	return Options{Tool: outbound.Tool{URL: settings["webhook_url"], Logger: log}, CallbackBaseURL: settings["callback_base_url"]}
 }
 
-// Build makes the automation engine from the settings of its registry entry (OptionsFrom): the
-// plugin's main serves it with engine.ServeConfigured.
+// Build makes the automation engine from the settings of its registry entry: the plugin's main
+// serves it with engine.ServeConfigured, and the host builds its in-process copy with it.
 func Build(settings map[string]string, log *slog.Logger) engine.Engine {
-	return New(OptionsFrom(settings, log))
+	return New(optionsFrom(settings, log))
 }
 
 // New returns an automation engine with opts.
 func New(opts Options) *Engine {
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	opts.WebhookURL = strings.TrimRight(opts.WebhookURL, "/")
+	opts.Tool = opts.Tool.WithDefaults(DefaultTimeout)
 	return &Engine{opts: opts}
 }
 
@@ -101,17 +81,11 @@ func (e *Engine) Info(context.Context) (*engine.Info, error) {
 	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{engine.CapCallbacks, engine.CapToolHealth}}, nil
 }
 
-// Health checks the tool (engine.CapToolHealth): VALIDATION_ERROR when no webhook_url is set,
-// AUTOMATION_WEBHOOK_FAILED when it does not answer (the host reports the engine unconfigured or
-// degraded and runs its workflows on the fallback, without restarting the plugin).
+// Health checks the tool (outbound.Tool.Health): VALIDATION_ERROR when no webhook_url is set,
+// AUTOMATION_WEBHOOK_FAILED when it does not answer.
 func (e *Engine) Health(ctx context.Context) error {
-	if e.opts.WebhookURL == "" {
-		return errcode.New(errcode.Validation, "webhook_url is not set (AUTOMATION_WEBHOOK_URL)")
-	}
-	if err := outbound.Reachable(ctx, e.opts.HTTPClient, e.opts.WebhookURL, 2*time.Second); err != nil {
-		return errcode.E("automation.Health", errcode.AutomationWebhookFailed, "the automation tool does not answer", err)
-	}
-	return nil
+	return e.opts.Health(ctx, "automation.Health", errcode.AutomationWebhookFailed,
+		"webhook_url is not set (AUTOMATION_WEBHOOK_URL)", "the automation tool does not answer")
 }
 
 // Cancel is a no-op: the automation tool has no cancel hook for a running workflow; a late
@@ -138,7 +112,7 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	if set.WorkflowName == "" {
 		set.WorkflowName = req.Workflow.ID
 	}
-	if e.opts.WebhookURL == "" {
+	if e.opts.URL == "" {
 		return nil, errcode.New(errcode.AutomationWebhookFailed, "the automation tool is not configured (set AUTOMATION_WEBHOOK_URL)")
 	}
 	inputs := req.MergedInputs()
@@ -146,7 +120,7 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	if base == "" {
 		base = e.opts.CallbackBaseURL
 	}
-	url := outbound.Join(e.opts.WebhookURL, set.WebhookPath)
+	url := outbound.Join(e.opts.URL, set.WebhookPath)
 	body := map[string]any{
 		"run_id": req.RunID, "workflow_name": set.WorkflowName, "workflow_id": req.Workflow.ID, "inputs": inputs,
 		"callback_url": outbound.Join(base, engine.CallbackPathAutomation), "user_context": req.User, "project_context": req.Project,

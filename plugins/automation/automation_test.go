@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/plugins/automation"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/enginetest"
@@ -64,13 +65,13 @@ func request() *engine.RunRequest {
 
 func TestConformance(t *testing.T) {
 	_, url := startTool(t, http.StatusOK)
-	enginetest.Conformance(t, func() engine.Engine { return automation.New(automation.Options{WebhookURL: url}) })
+	enginetest.Conformance(t, func() engine.Engine { return automation.New(automation.Options{Tool: outbound.Tool{URL: url}}) })
 }
 
 func TestRunTriggersWebhook(t *testing.T) {
 	t.Parallel()
 	tool, url := startTool(t, http.StatusOK)
-	eng, host := enginetest.New(t, automation.New(automation.Options{WebhookURL: url}))
+	eng, host := enginetest.New(t, automation.New(automation.Options{Tool: outbound.Tool{URL: url}}))
 	res, err := eng.Run(t.Context(), nil, request())
 	if err != nil || res.Status != engine.StatusWaiting {
 		t.Fatalf("Run() = %+v, %v; want waiting", res, err)
@@ -100,7 +101,7 @@ func TestRunToolFailures(t *testing.T) {
 	for name, url := range map[string]string{"answers 500": url500, "down": downURL(t), "not configured": ""} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, host := enginetest.New(t, automation.New(automation.Options{WebhookURL: url, RetryBackoff: time.Millisecond}))
+			eng, host := enginetest.New(t, automation.New(automation.Options{Tool: outbound.Tool{URL: url}, RetryBackoff: time.Millisecond}))
 			_, err := eng.Run(t.Context(), nil, request())
 			if got := errcode.Of(err); got != errcode.AutomationWebhookFailed {
 				t.Errorf("Run() error = %v (%s), want AUTOMATION_WEBHOOK_FAILED", err, got)
@@ -212,7 +213,7 @@ func TestRunRetriesRefusedWebhook(t *testing.T) {
 			tool := &n8nMissingWebhook{n: tc.missing}
 			srv := httptest.NewServer(tool)
 			t.Cleanup(srv.Close)
-			eng, host := enginetest.New(t, automation.New(automation.Options{WebhookURL: srv.URL + "/webhook", RetryBackoff: time.Millisecond}))
+			eng, host := enginetest.New(t, automation.New(automation.Options{Tool: outbound.Tool{URL: srv.URL + "/webhook"}, RetryBackoff: time.Millisecond}))
 			res, err := eng.Run(t.Context(), nil, request())
 			tool.mu.Lock()
 			calls := tool.calls

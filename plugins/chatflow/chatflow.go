@@ -13,7 +13,6 @@ package chatflow
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -41,17 +40,14 @@ const (
 
 // Options configure Ask and the Engine. The zero value is usable (no tool: always the fallback).
 type Options struct {
-	// URL is the chatflow tool's base address (CHATFLOW_URL); predictions are at URL/prediction/<id>.
-	URL string
+	// Tool is the chatflow tool: its URL is the tool's base address (CHATFLOW_URL), predictions are
+	// at URL/prediction/<id>; its Timeout bounds one prediction (0: DefaultTimeout).
+	outbound.Tool
 	// DefaultChatflowID is used by Run when the manifest's settings name no chatflow_id
 	// (CHATFLOW_KB_ID).
 	DefaultChatflowID string
 	// OverrideConfig is sent as the prediction's overrideConfig when not empty.
 	OverrideConfig map[string]any
-	// HTTPClient posts to the tool; nil means a default client.
-	HTTPClient *http.Client
-	// Timeout bounds one prediction; 0 means DefaultTimeout.
-	Timeout time.Duration
 	// Retries is how many times a failed prediction (network error, 5xx, 408, 429) is retried; 0
 	// means DefaultRetries, a negative value none.
 	Retries int
@@ -63,19 +59,10 @@ type Options struct {
 	// sets it to the Host's Generate); without it, or when it answers OK=false, the fallback is
 	// extractive.
 	GenerateFunc GenerateFunc
-	// Logger receives problems that do not fail a call; nil discards.
-	Logger *slog.Logger
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
 }
 
 func (o Options) withDefaults() Options {
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
+	o.Tool = o.Tool.WithDefaults(DefaultTimeout)
 	switch {
 	case o.Retries == 0:
 		o.Retries = DefaultRetries
@@ -88,13 +75,6 @@ func (o Options) withDefaults() Options {
 	if o.TopK <= 0 {
 		o.TopK = DefaultTopK
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	o.URL = strings.TrimRight(o.URL, "/")
 	return o
 }
 
@@ -105,17 +85,16 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// OptionsFrom reads the settings of the chatflow engine's registry entry
-// (manifests/engines/chatflow.yaml: url, kb_chatflow_id): the plugin's main and the host's
-// in-process copy both use it.
-func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
-	return Options{URL: settings["url"], DefaultChatflowID: settings["kb_chatflow_id"], Logger: log}
+// optionsFrom reads the settings of the chatflow engine's registry entry
+// (manifests/engines/chatflow.yaml: url, kb_chatflow_id).
+func optionsFrom(settings map[string]string, log *slog.Logger) Options {
+	return Options{Tool: outbound.Tool{URL: settings["url"], Logger: log}, DefaultChatflowID: settings["kb_chatflow_id"]}
 }
 
-// Build makes the chatflow engine from the settings of its registry entry (OptionsFrom): the
-// plugin's main serves it with engine.ServeConfigured.
+// Build makes the chatflow engine from the settings of its registry entry: the plugin's main
+// serves it with engine.ServeConfigured, and the host builds its in-process copy with it.
 func Build(settings map[string]string, log *slog.Logger) engine.Engine {
-	return New(OptionsFrom(settings, log))
+	return New(optionsFrom(settings, log))
 }
 
 // New returns a chatflow engine with opts.
@@ -126,17 +105,11 @@ func (e *Engine) Info(context.Context) (*engine.Info, error) {
 	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{"degraded_fallback", engine.CapToolHealth}}, nil
 }
 
-// Health checks the chatflow tool (engine.CapToolHealth): VALIDATION_ERROR when no url is set,
-// CHATFLOW_ERROR when it does not answer. The host then reports the engine unconfigured or degraded
-// and runs its workflows on the fallback; it does not restart the plugin for it.
+// Health checks the chatflow tool (outbound.Tool.Health): VALIDATION_ERROR when no url is set,
+// CHATFLOW_ERROR when it does not answer.
 func (e *Engine) Health(ctx context.Context) error {
-	if e.opts.URL == "" {
-		return errcode.New(errcode.Validation, "url is not set (CHATFLOW_URL)")
-	}
-	if err := outbound.Reachable(ctx, e.opts.HTTPClient, e.opts.URL, 2*time.Second); err != nil {
-		return errcode.E("chatflow.Health", errcode.Chatflow, "the chatflow tool does not answer", err)
-	}
-	return nil
+	return e.opts.Health(ctx, "chatflow.Health", errcode.Chatflow,
+		"url is not set (CHATFLOW_URL)", "the chatflow tool does not answer")
 }
 
 // Cancel is a no-op: a chatflow run does no work outside its Run call.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/plugins/chatflow"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/enginetest"
@@ -68,7 +69,7 @@ func searchHits(hs []engine.SearchHit) chatflow.SearchFunc {
 func TestAskThroughTheTool(t *testing.T) {
 	t.Parallel()
 	tool, url := startTool(t, http.StatusOK)
-	opts := chatflow.Options{URL: url + "/", OverrideConfig: map[string]any{"topK": 5}}
+	opts := chatflow.Options{Tool: outbound.Tool{URL: url + "/"}, OverrideConfig: map[string]any{"topK": 5}}
 	a, degraded, err := chatflow.Ask(t.Context(), opts, "How long does cold brew steep?", "kb-chat", searchHits(hits))
 	if err != nil || degraded {
 		t.Fatalf("Ask() degraded = %v, error = %v; want the tool's answer", degraded, err)
@@ -107,7 +108,7 @@ func TestAskDegrades(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			opts := chatflow.Options{URL: tt.url, RetryBackoff: time.Millisecond}
+			opts := chatflow.Options{Tool: outbound.Tool{URL: tt.url}, RetryBackoff: time.Millisecond}
 			a, degraded, err := chatflow.Ask(t.Context(), opts, "How long does cold brew steep?", tt.id, searchHits(tt.hits))
 			if err != nil || !degraded {
 				t.Fatalf("Ask() degraded = %v, error = %v; want a degraded answer", degraded, err)
@@ -128,7 +129,7 @@ func TestAskRetries(t *testing.T) {
 		url  string
 		want int64
 	}{{tool503, url503, 3}, {tool400, url400, 1}} {
-		_, _, _ = chatflow.Ask(t.Context(), chatflow.Options{URL: c.url, RetryBackoff: time.Millisecond}, "q", "kb", nil)
+		_, _, _ = chatflow.Ask(t.Context(), chatflow.Options{Tool: outbound.Tool{URL: c.url}, RetryBackoff: time.Millisecond}, "q", "kb", nil)
 		if got := c.tool.calls.Load(); got != c.want {
 			t.Errorf("tool answering %d called %d times, want %d", c.tool.status, got, c.want)
 		}
@@ -164,7 +165,9 @@ func TestAskErrors(t *testing.T) {
 
 func TestConformance(t *testing.T) {
 	_, url := startTool(t, http.StatusOK)
-	enginetest.Conformance(t, func() engine.Engine { return chatflow.New(chatflow.Options{URL: url, DefaultChatflowID: "kb"}) })
+	enginetest.Conformance(t, func() engine.Engine {
+		return chatflow.New(chatflow.Options{Tool: outbound.Tool{URL: url}, DefaultChatflowID: "kb"})
+	})
 }
 
 func TestRun(t *testing.T) {
@@ -181,7 +184,7 @@ func TestRun(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, host := enginetest.New(t, chatflow.New(chatflow.Options{URL: tt.url, RetryBackoff: time.Millisecond}))
+			eng, host := enginetest.New(t, chatflow.New(chatflow.Options{Tool: outbound.Tool{URL: tt.url}, RetryBackoff: time.Millisecond}))
 			var last atomic.Pointer[engine.SearchRequest]
 			host.SearchFunc = func(_ context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
 				last.Store(req)

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/reelforge/reelforge/internal/outbound"
@@ -48,19 +47,12 @@ const DefaultTimeout = 15 * time.Second
 
 // Options configure an Engine.
 type Options struct {
-	// RunnerURL is the agent graph runner's base address (RUNNER_URL). Empty: every Run fails with
-	// GRAPH_RUNNER_ERROR and the host runs the workflow on its fallback.
-	RunnerURL string
+	// Tool is the agent graph runner: its URL is the runner's base address (RUNNER_URL); empty,
+	// every Run fails with GRAPH_RUNNER_ERROR and the host runs the workflow on its fallback. Its
+	// Timeout bounds one request to the runner (0: DefaultTimeout).
+	outbound.Tool
 	// CallbackBaseURL is used when a RunRequest carries no CallbackURL (CALLBACK_BASE_URL).
 	CallbackBaseURL string
-	// HTTPClient posts to the runner; nil means a client without its own timeout (Timeout applies).
-	HTTPClient *http.Client
-	// Timeout bounds one request to the runner; 0 means DefaultTimeout.
-	Timeout time.Duration
-	// Logger receives problems that do not fail a run; nil discards.
-	Logger *slog.Logger
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
 }
 
 // Engine is the graph engine. It keeps no state between calls and is safe for concurrent use.
@@ -70,33 +62,21 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// OptionsFrom reads the settings of the graph engine's registry entry (manifests/engines/graph.yaml:
-// runner_url, callback_base_url): the plugin's main and the host's in-process copy both use it.
-func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
-	return Options{RunnerURL: settings["runner_url"], CallbackBaseURL: settings["callback_base_url"], Logger: log}
+// optionsFrom reads the settings of the graph engine's registry entry (manifests/engines/graph.yaml:
+// runner_url, callback_base_url).
+func optionsFrom(settings map[string]string, log *slog.Logger) Options {
+	return Options{Tool: outbound.Tool{URL: settings["runner_url"], Logger: log}, CallbackBaseURL: settings["callback_base_url"]}
 }
 
-// Build makes the graph engine from the settings of its registry entry (OptionsFrom): the
-// plugin's main serves it with engine.ServeConfigured.
+// Build makes the graph engine from the settings of its registry entry: the plugin's main serves
+// it with engine.ServeConfigured, and the host builds its in-process copy with it.
 func Build(settings map[string]string, log *slog.Logger) engine.Engine {
-	return New(OptionsFrom(settings, log))
+	return New(optionsFrom(settings, log))
 }
 
 // New returns a graph engine with opts.
 func New(opts Options) *Engine {
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	opts.RunnerURL = strings.TrimRight(opts.RunnerURL, "/")
+	opts.Tool = opts.Tool.WithDefaults(DefaultTimeout)
 	return &Engine{opts: opts}
 }
 
@@ -106,17 +86,11 @@ func (e *Engine) Info(context.Context) (*engine.Info, error) {
 		Capabilities: []string{engine.CapCallbacks, "resume", engine.CapCancel, engine.CapToolHealth}}, nil
 }
 
-// Health checks the runner (engine.CapToolHealth): VALIDATION_ERROR when no runner_url is set,
-// GRAPH_RUNNER_ERROR when it does not answer. The host then reports the engine unconfigured or
-// degraded and runs its workflows on the fallback; it does not restart the plugin for it.
+// Health checks the runner (outbound.Tool.Health): VALIDATION_ERROR when no runner_url is set,
+// GRAPH_RUNNER_ERROR when it does not answer.
 func (e *Engine) Health(ctx context.Context) error {
-	if e.opts.RunnerURL == "" {
-		return errcode.New(errcode.Validation, "runner_url is not set (RUNNER_URL)")
-	}
-	if err := outbound.Reachable(ctx, e.opts.HTTPClient, e.opts.RunnerURL, 2*time.Second); err != nil {
-		return errcode.E("graph.Health", errcode.GraphRunner, "the agent graph runner does not answer", err)
-	}
-	return nil
+	return e.opts.Health(ctx, "graph.Health", errcode.GraphRunner,
+		"runner_url is not set (RUNNER_URL)", "the agent graph runner does not answer")
 }
 
 // settings are the manifest settings of a graph workflow.
@@ -143,7 +117,7 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	if err := engine.CheckRun(req, h); err != nil {
 		return nil, err
 	}
-	if e.opts.RunnerURL == "" {
+	if e.opts.URL == "" {
 		return nil, errcode.New(errcode.GraphRunner, "the agent graph runner is not configured (set RUNNER_URL)")
 	}
 	var set settings
@@ -163,7 +137,7 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 		CallbackURL: outbound.Join(base, engine.CallbackPathGraph), UserContext: req.User, ProjectContext: req.Project,
 		ResumeInput: req.ResumeInput, Attempt: req.Attempt,
 	}
-	url := e.opts.RunnerURL + "/run"
+	url := e.opts.URL + "/run"
 	jobReq, err := json.Marshal(map[string]any{"url": url, "method": http.MethodPost, "payload": body})
 	if err != nil {
 		return nil, errcode.E("graph.Run", errcode.Unknown, "", err)
@@ -206,11 +180,11 @@ func (e *Engine) Cancel(ctx context.Context, req *engine.CancelRequest) error {
 	if req == nil || req.RunID == "" {
 		return errcode.Invalid("run_id", "is required")
 	}
-	if e.opts.RunnerURL == "" {
+	if e.opts.URL == "" {
 		return nil
 	}
 	body := map[string]any{"run_id": req.RunID, "job_ids": req.JobIDs}
-	ans, err := outbound.PostJSON(ctx, e.opts.HTTPClient, e.opts.RunnerURL+"/cancel", body, e.opts.Timeout)
+	ans, err := outbound.PostJSON(ctx, e.opts.HTTPClient, e.opts.URL+"/cancel", body, e.opts.Timeout)
 	if err == nil && !ans.OK() {
 		err = fmt.Errorf("runner answered %s", ans.Brief())
 	}

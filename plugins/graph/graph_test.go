@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/plugins/graph"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/enginetest"
@@ -76,13 +77,13 @@ func request() *engine.RunRequest {
 
 func TestConformance(t *testing.T) {
 	_, url := startRunner(t, http.StatusAccepted)
-	enginetest.Conformance(t, func() engine.Engine { return graph.New(graph.Options{RunnerURL: url}) })
+	enginetest.Conformance(t, func() engine.Engine { return graph.New(graph.Options{Tool: outbound.Tool{URL: url}}) })
 }
 
 func TestRunPostsToRunner(t *testing.T) {
 	t.Parallel()
 	runner, url := startRunner(t, http.StatusAccepted)
-	eng, host := enginetest.New(t, graph.New(graph.Options{RunnerURL: url + "/"}))
+	eng, host := enginetest.New(t, graph.New(graph.Options{Tool: outbound.Tool{URL: url + "/"}}))
 	res, err := eng.Run(t.Context(), nil, request())
 	if err != nil {
 		t.Fatalf("Run() error = %v", err)
@@ -116,7 +117,7 @@ func TestRunPostsToRunner(t *testing.T) {
 func TestRunResumeMergesInput(t *testing.T) {
 	t.Parallel()
 	runner, url := startRunner(t, http.StatusOK)
-	eng, _ := enginetest.New(t, graph.New(graph.Options{RunnerURL: url}))
+	eng, _ := enginetest.New(t, graph.New(graph.Options{Tool: outbound.Tool{URL: url}}))
 	req := request()
 	req.ResumeInput = map[string]any{"approved": true, "topic": "tea"}
 	if _, err := eng.Run(t.Context(), nil, req); err != nil {
@@ -143,7 +144,7 @@ func TestRunRunnerFailures(t *testing.T) {
 	for name, url := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, _ := enginetest.New(t, graph.New(graph.Options{RunnerURL: url}))
+			eng, _ := enginetest.New(t, graph.New(graph.Options{Tool: outbound.Tool{URL: url}}))
 			_, err := eng.Run(t.Context(), nil, request())
 			if got := errcode.Of(err); got != errcode.GraphRunner {
 				t.Errorf("Run() error = %v (%s), want GRAPH_RUNNER_ERROR", err, got)
@@ -207,7 +208,7 @@ func TestCallback(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, host := enginetest.New(t, graph.New(graph.Options{RunnerURL: "http://unused.test"}))
+			eng, host := enginetest.New(t, graph.New(graph.Options{Tool: outbound.Tool{URL: "http://unused.test"}}))
 			res, err := eng.Callback(t.Context(), nil, &engine.CallbackRequest{RunID: "run-1", Kind: "graph",
 				Job: engine.Job{JobID: "job-1", RunID: "run-1", Type: engine.JobGraph}, Payload: tt.payload})
 			if err != nil {
@@ -291,7 +292,7 @@ func TestCancelIsBestEffort(t *testing.T) {
 	t.Parallel()
 	runner, url := startRunner(t, http.StatusInternalServerError)
 	for _, u := range []string{url, downURL(t)} {
-		eng, _ := enginetest.New(t, graph.New(graph.Options{RunnerURL: u}))
+		eng, _ := enginetest.New(t, graph.New(graph.Options{Tool: outbound.Tool{URL: u}}))
 		if err := eng.Cancel(t.Context(), &engine.CancelRequest{RunID: "run-1", JobIDs: []string{"job-1"}}); err != nil {
 			t.Errorf("Cancel() = %v, want nil", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/plugins/graph"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/enginetest"
@@ -100,7 +101,7 @@ func TestExampleRunnerEndToEnd(t *testing.T) {
 	const secret = "example-secret"
 	runnerURL := startExampleRunner(t, secret)
 	base, got := callbackSink(t, secret)
-	eng, host := enginetest.New(t, graph.New(graph.Options{RunnerURL: runnerURL}))
+	eng, host := enginetest.New(t, graph.New(graph.Options{Tool: outbound.Tool{URL: runnerURL}}))
 	callback := func(raw json.RawMessage) *engine.RunResult {
 		t.Helper()
 		var p struct {
