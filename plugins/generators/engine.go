@@ -29,10 +29,10 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// Build makes the generators engine from the settings of its registry entry (OptionsFrom): the
+// Build makes the generators engine from the settings of its registry entry (optionsFrom): the
 // plugin's main serves it with engine.ServeConfigured.
 func Build(settings map[string]string, log *slog.Logger) engine.Engine {
-	return New(OptionsFrom(settings, log))
+	return New(optionsFrom(settings, log))
 }
 
 // New returns a generators engine: it does the jobs the host hands it with opts.

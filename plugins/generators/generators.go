@@ -182,11 +182,11 @@ func jobPayload(raw json.RawMessage) (map[string]any, error) {
 	return payload, nil
 }
 
-// OptionsFrom builds the Options of the generators plugin from its engine entry's settings
+// optionsFrom builds the Options of the generators plugin from its engine entry's settings
 // (manifests/engines/generators.yaml): data_dir (the host's DATA_DIR), the external generators
 // music_url, videogen_url, speech_url and videoparse_url, and fetch_allow (CONTENT_FETCH_ALLOW,
 // comma-separated).
-func OptionsFrom(settings map[string]string, log *slog.Logger) Options {
+func optionsFrom(settings map[string]string, log *slog.Logger) Options {
 	var allow []string
 	for _, a := range strings.Split(settings["fetch_allow"], ",") {
 		if a = strings.TrimSpace(a); a != "" {
