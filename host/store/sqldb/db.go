@@ -283,6 +283,21 @@ func (s jsonScanner) Scan(v any) error {
 	return nil
 }
 
+// queryEach runs q and calls scan on each row of its answer, stopping at the first error.
+func queryEach(ctx context.Context, db *DB, q string, args []any, scan func(Row) error) error {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // Args collects positional arguments while a query is built.
 type Args struct{ List []any }
 

@@ -470,29 +470,21 @@ func (db *DB) Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[st
 		byModel[r.Model] = append(byModel[r.Model], r.ChunkID)
 	}
 	for model, ids := range byModel {
-		for len(ids) > 0 {
-			n := min(len(ids), 500)
+		err := inBatches(ids, func(batch []string) error {
 			var a Args
-			m := a.Add(model)
-			rows, err := db.Query(ctx, `SELECT chunk_id, embedding FROM knowledge_embeddings WHERE model = `+m+` AND `+a.In("chunk_id", ids[:n]), a.List...)
-			if err != nil {
-				return nil, err
-			}
-			for rows.Next() {
+			q := `SELECT chunk_id, embedding FROM knowledge_embeddings WHERE model = ` + a.Add(model) + ` AND ` + a.In("chunk_id", batch)
+			return queryEach(ctx, db, q, a.List, func(r Row) error {
 				var id string
 				var b []byte
-				if err := rows.Scan(&id, &b); err != nil {
-					rows.Close()
-					return nil, err
+				if err := r.Scan(&id, &b); err != nil {
+					return err
 				}
 				out[id] = DecodeVector(b)
-			}
-			err = rows.Err()
-			rows.Close()
-			if err != nil {
-				return nil, err
-			}
-			ids = ids[n:]
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -501,29 +493,37 @@ func (db *DB) Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[st
 // ChunksByID implements store.Knowledge.
 func (db *DB) ChunksByID(ctx context.Context, ids []string) ([]store.ChunkRow, error) {
 	var out []store.ChunkRow
-	for len(ids) > 0 {
-		n := min(len(ids), 500)
+	err := inBatches(ids, func(batch []string) error {
 		var a Args
-		rows, err := db.Query(ctx, `SELECT `+ChunkCols+ChunkFrom+` WHERE `+a.In("c.id", ids[:n]), a.List...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			c, err := ScanChunk(rows)
+		q := `SELECT ` + ChunkCols + ChunkFrom + ` WHERE ` + a.In("c.id", batch)
+		return queryEach(ctx, db, q, a.List, func(r Row) error {
+			c, err := ScanChunk(r)
 			if err != nil {
-				rows.Close()
-				return nil, err
+				return err
 			}
 			out = append(out, c)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, err
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// inBatch is how many values one IN list of inBatches holds at most.
+const inBatch = 500
+
+// inBatches calls f with ids in order, inBatch at a time, and stops at the first error.
+func inBatches(ids []string, f func(batch []string) error) error {
+	for len(ids) > 0 {
+		n := min(len(ids), inBatch)
+		if err := f(ids[:n]); err != nil {
+			return err
 		}
 		ids = ids[n:]
 	}
-	return out, nil
+	return nil
 }
 
 // SourceChunks implements store.Knowledge.
@@ -553,14 +553,16 @@ func (db *DB) AddEmbeddingsWith(ctx context.Context, model string, vecs map[stri
 	}
 	sort.Strings(ids)
 	return db.WithTx(ctx, func(tx *DB) error {
-		rows := make([]EmbeddingRow, 0, len(ids))
-		for start := 0; start < len(ids); start += 500 {
+		err := inBatches(ids, func(batch []string) error {
 			var a Args
-			m := a.Add(model)
-			if _, err := tx.Exec(ctx, `DELETE FROM knowledge_embeddings WHERE model = `+m+` AND `+a.In("chunk_id", ids[start:min(len(ids), start+500)]), a.List...); err != nil {
-				return err
-			}
+			q := `DELETE FROM knowledge_embeddings WHERE model = ` + a.Add(model) + ` AND ` + a.In("chunk_id", batch)
+			_, err := tx.Exec(ctx, q, a.List...)
+			return err
+		})
+		if err != nil {
+			return err
 		}
+		rows := make([]EmbeddingRow, 0, len(ids))
 		for _, id := range ids {
 			rows = append(rows, EmbeddingRow{ChunkID: id, Model: model, Vector: vecs[id]})
 		}
