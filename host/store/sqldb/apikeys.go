@@ -33,20 +33,7 @@ func (db *DB) GetAPIKeyByHash(ctx context.Context, keyHash string) (*store.APIKe
 
 // ListAPIKeys implements store.APIKeys.
 func (db *DB) ListAPIKeys(ctx context.Context) ([]store.APIKey, error) {
-	rows, err := db.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys ORDER BY created_at DESC, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.APIKey{}
-	for rows.Next() {
-		k, err := scanAPIKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *k)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, db, scanAPIKey, `SELECT `+apiKeyCols+` FROM api_keys ORDER BY created_at DESC, id`)
 }
 
 // RevokeAPIKey implements store.APIKeys: one guarded update of the live key named by id or name.

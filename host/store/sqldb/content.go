@@ -128,25 +128,7 @@ func (db *DB) ListCorpus(ctx context.Context, p store.ListCorpusParams) ([]store
 		where = append(where, "ai_summary <> ''")
 	}
 	cond := strings.Join(where, " AND ")
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM corpus WHERE `+cond, a.List...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.Query(ctx, `SELECT `+corpusCols+` FROM corpus WHERE `+cond+`
-		ORDER BY created_at DESC, id DESC LIMIT `+a.Add(p.Limit)+` OFFSET `+a.Add(p.Offset), a.List...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []store.Corpus{}
-	for rows.Next() {
-		c, err := scanCorpus(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, *c)
-	}
-	return out, total, rows.Err()
+	return queryPage(ctx, db, corpusCols, ` FROM corpus WHERE `+cond, `created_at DESC, id DESC`, &a, p.Limit, p.Offset, scanCorpus)
 }
 
 // CountCorpus implements store.Content.
@@ -243,25 +225,7 @@ func (db *DB) ListCaptureTasks(ctx context.Context, p store.ListCaptureTasksPara
 		where = append(where, "project_id = "+a.Add(p.ProjectID))
 	}
 	cond := strings.Join(where, " AND ")
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM capture_tasks WHERE `+cond, a.List...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.Query(ctx, `SELECT `+captureCols+` FROM capture_tasks WHERE `+cond+`
-		ORDER BY created_at DESC, id DESC LIMIT `+a.Add(p.Limit)+` OFFSET `+a.Add(p.Offset), a.List...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []store.CaptureTask{}
-	for rows.Next() {
-		t, err := scanCaptureTask(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, *t)
-	}
-	return out, total, rows.Err()
+	return queryPage(ctx, db, captureCols, ` FROM capture_tasks WHERE `+cond, `created_at DESC, id DESC`, &a, p.Limit, p.Offset, scanCaptureTask)
 }
 
 // SetCaptureTaskStatus implements store.Content: one guarded update.
@@ -325,20 +289,7 @@ func (db *DB) AssetFileKnown(ctx context.Context, filePath string) (bool, error)
 
 // ListRunAssets implements store.Content.
 func (db *DB) ListRunAssets(ctx context.Context, runID string) ([]store.Asset, error) {
-	rows, err := db.Query(ctx, `SELECT `+assetCols+` FROM assets WHERE source_run_id = $1 ORDER BY created_at, id`, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.Asset{}
-	for rows.Next() {
-		a, err := scanAsset(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *a)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, db, scanAsset, `SELECT `+assetCols+` FROM assets WHERE source_run_id = $1 ORDER BY created_at, id`, runID)
 }
 
 // GetAsset implements store.Content.
@@ -363,25 +314,7 @@ func (db *DB) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store
 		where = append(where, tagCond("tags", a.Add(tagPattern(p.Tag))))
 	}
 	cond := strings.Join(where, " AND ")
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM assets WHERE `+cond, a.List...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.Query(ctx, `SELECT `+assetCols+` FROM assets WHERE `+cond+`
-		ORDER BY created_at DESC, id DESC LIMIT `+a.Add(p.Limit)+` OFFSET `+a.Add(p.Offset), a.List...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []store.Asset{}
-	for rows.Next() {
-		a, err := scanAsset(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, *a)
-	}
-	return out, total, rows.Err()
+	return queryPage(ctx, db, assetCols, ` FROM assets WHERE `+cond, `created_at DESC, id DESC`, &a, p.Limit, p.Offset, scanAsset)
 }
 
 // SoftDeleteAssets implements store.Content.

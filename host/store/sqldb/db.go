@@ -298,6 +298,38 @@ func queryEach(ctx context.Context, db *DB, q string, args []any, scan func(Row)
 	return rows.Err()
 }
 
+// queryAll runs q and reads each row of its answer with scan; no rows is an empty list, not nil.
+func queryAll[T any](ctx context.Context, db *DB, scan func(Row) (*T, error), q string, args ...any) ([]T, error) {
+	out := []T{}
+	err := queryEach(ctx, db, q, args, func(r Row) error {
+		x, err := scan(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, *x)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// queryPage reads one page of a listing and the count of all its rows: cols over from (the FROM and
+// WHERE, whose values are in a), in the given order, each row read by scan.
+func queryPage[T any](ctx context.Context, db *DB, cols, from, order string, a *Args, limit, offset int,
+	scan func(Row) (*T, error)) ([]T, int, error) {
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*)`+from, a.List...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	out, err := queryAll(ctx, db, scan, `SELECT `+cols+from+` ORDER BY `+order+` LIMIT `+a.Add(limit)+` OFFSET `+a.Add(offset), a.List...)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
 // Args collects positional arguments while a query is built.
 type Args struct{ List []any }
 

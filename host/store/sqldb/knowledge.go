@@ -399,30 +399,6 @@ func (db *DB) ListDocuments(ctx context.Context, v store.Viewer, limit, offset i
 	return queryPage(ctx, db, docCols, from, `d.created_at DESC, d.id`, &a, limit, offset, scanDocument)
 }
 
-// queryPage reads one page of a listing and the count of all its rows: cols over from (the FROM and
-// WHERE, whose values are in a), in the given order, each row read by scan.
-func queryPage[T any](ctx context.Context, db *DB, cols, from, order string, a *Args, limit, offset int,
-	scan func(Row) (*T, error)) ([]T, int, error) {
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*)`+from, a.List...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.Query(ctx, `SELECT `+cols+from+` ORDER BY `+order+` LIMIT `+a.Add(limit)+` OFFSET `+a.Add(offset), a.List...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		x, err := scan(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, *x)
-	}
-	return out, total, rows.Err()
-}
-
 // ChunkCols are the columns ScanChunk reads, over chunks c, sources s and documents d.
 const ChunkCols = `c.id, c.document_id, d.title, c.source_id, s.name, c.chunk_index, c.chunk_text, c.heading, c.search_text, c.metadata, c.embedding_model`
 

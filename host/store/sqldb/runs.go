@@ -57,41 +57,19 @@ func (db *DB) GetRun(ctx context.Context, id string) (*store.Run, error) {
 
 // ListRuns implements store.Runs.
 func (db *DB) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error) {
-	where := []string{"user_id = $1"}
-	args := []any{p.UserID}
+	var a Args
+	where := []string{"user_id = " + a.Add(p.UserID)}
 	if p.Status != "" {
-		args = append(args, p.Status)
-		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+		where = append(where, "status = "+a.Add(p.Status))
 	}
 	if p.WorkflowID != "" {
-		args = append(args, p.WorkflowID)
-		where = append(where, fmt.Sprintf("workflow_id = $%d", len(args)))
-	}
-	w := strings.Join(where, " AND ")
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE `+w, args...).Scan(&total); err != nil {
-		return nil, 0, err
+		where = append(where, "workflow_id = "+a.Add(p.WorkflowID))
 	}
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 20
 	}
-	args = append(args, limit, p.Offset)
-	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT `+runCols+` FROM runs WHERE `+w+
-		` ORDER BY created_at DESC, run_id LIMIT $%d OFFSET $%d`, len(args)-1, len(args)), args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []store.Run{}
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, *r)
-	}
-	return out, total, rows.Err()
+	return queryPage(ctx, db, runCols, ` FROM runs WHERE `+strings.Join(where, " AND "), `created_at DESC, run_id`, &a, limit, p.Offset, scanRun)
 }
 
 // CreateRunInQuota implements store.Runs. The user's row is the lock: on PostgreSQL, FOR NO KEY
@@ -383,20 +361,7 @@ func (db *DB) GetJob(ctx context.Context, id string) (*store.Job, error) {
 }
 
 func (db *DB) queryJobs(ctx context.Context, q string, args ...any) ([]store.Job, error) {
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.Job{}
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *j)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, db, scanJob, q, args...)
 }
 
 // ListRunJobs implements store.Runs.

@@ -59,21 +59,8 @@ func scanStrategy(r Row, extra ...any) (*store.StrategyTask, error) {
 
 // ListStrategyTasks implements store.Scheduling.
 func (db *DB) ListStrategyTasks(ctx context.Context, projectID string) ([]store.StrategyTask, error) {
-	rows, err := db.Query(ctx, `SELECT `+strategyCols+` FROM strategy_tasks st WHERE st.project_id = $1
-		ORDER BY st.due_date, st.task_id`, projectID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.StrategyTask{}
-	for rows.Next() {
-		t, err := scanStrategy(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *t)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, db, func(r Row) (*store.StrategyTask, error) { return scanStrategy(r) },
+		`SELECT `+strategyCols+` FROM strategy_tasks st WHERE st.project_id = $1 ORDER BY st.due_date, st.task_id`, projectID)
 }
 
 // ListDueStrategyTasks implements store.Scheduling.
@@ -95,7 +82,16 @@ func (db *DB) ListDueStrategyTasks(ctx context.Context, p store.DueStrategyTasks
 		}
 		owner += " AND st.project_id IN (" + strings.Join(in, ", ") + ")"
 	}
-	rows, err := db.Query(ctx, `SELECT `+strategyCols+`, p.name, p.user_id,
+	return queryAll(ctx, db, func(r Row) (*store.StrategyTask, error) {
+		var name, user string
+		var running int
+		t, err := scanStrategy(r, &name, &user, &running)
+		if err != nil {
+			return nil, err
+		}
+		t.ProjectName, t.UserID, t.RunningRuns = name, user, running
+		return t, nil
+	}, `SELECT `+strategyCols+`, p.name, p.user_id,
 		(SELECT COUNT(*) FROM project_auto_runs r WHERE r.project_id = st.project_id AND r.status = 'running')
 		FROM strategy_tasks st JOIN projects p ON p.id = st.project_id
 		WHERE st.due_date <= $1 AND p.is_deleted = FALSE AND p.status = 'active'`+owner+`
@@ -103,22 +99,6 @@ func (db *DB) ListDueStrategyTasks(ctx context.Context, p store.DueStrategyTasks
 			AND a.strategy_task_id = st.task_id AND a.status IN ('running', 'completed'))
 		ORDER BY CASE st.priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, st.due_date, st.project_id, st.task_id
 		LIMIT $2`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.StrategyTask{}
-	for rows.Next() {
-		var name, user string
-		var running int
-		t, err := scanStrategy(rows, &name, &user, &running)
-		if err != nil {
-			return nil, err
-		}
-		t.ProjectName, t.UserID, t.RunningRuns = name, user, running
-		out = append(out, *t)
-	}
-	return out, rows.Err()
 }
 
 // StartAutoRun implements store.Scheduling. The one conditional statement decides: a new mark,

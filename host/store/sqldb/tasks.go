@@ -27,20 +27,7 @@ func ScanTask(r Row) (*store.Task, error) {
 }
 
 func (db *DB) scanTasks(ctx context.Context, q string, args ...any) ([]store.Task, error) {
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.Task{}
-	for rows.Next() {
-		t, err := ScanTask(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *t)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, db, ScanTask, q, args...)
 }
 
 // ListProjectTasks implements store.Tasks.
