@@ -64,11 +64,11 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 		}
 		return &CallbackResult{JobID: j.ID, RunID: j.RunID, Status: j.Status}, nil
 	}
-	status := store.JobCompleted
+	status := engine.JobCompleted
 	var jerr *engine.RunError
 	switch b.Status {
 	case "failed", "error", "timeout":
-		status = store.JobFailed
+		status = engine.JobFailed
 		jerr = &engine.RunError{Code: string(s.jobErrorCode(j.Type)), Message: "the external executor reported failure"}
 		var e engine.RunError
 		if len(b.Error) > 0 && json.Unmarshal(b.Error, &e) == nil && e.Message != "" {
@@ -321,7 +321,7 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 		return
 	}
 	msg := fmt.Sprintf("%s job %s got no callback within %s", j.Type, j.ID, p.Timeout)
-	if _, ok := s.resolve(ctx, j.ID, store.JobTimeout, nil, &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg}); !ok {
+	if _, ok := s.resolve(ctx, j.ID, engine.JobTimeout, nil, &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg}); !ok {
 		return
 	}
 	if engine.IsGeneratorJob(j.Type) {
@@ -349,9 +349,9 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 // CompleteJob resolves a job with the answer of the plugin that did it (PluginJobs), as if its
 // ai-callback had arrived: result on success, else failure.
 func (s *Service) CompleteJob(ctx context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
-	status := store.JobCompleted
+	status := engine.JobCompleted
 	if failure != nil {
-		status, result = store.JobFailed, nil
+		status, result = engine.JobFailed, nil
 	}
 	if _, ok := s.resolve(ctx, jobID, status, result, failure); !ok {
 		if _, err := s.st.GetJob(ctx, jobID); errors.Is(err, store.ErrNotFound) {

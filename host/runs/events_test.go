@@ -175,7 +175,7 @@ func TestUndispatchedJobUsesItsCode(t *testing.T) {
 	}
 	var e engine.RunError
 	_ = json.Unmarshal(got.Error, &e)
-	if got.Status != store.JobFailed || e.Code != "MUSIC_API_ERROR" {
+	if got.Status != engine.JobFailed || e.Code != "MUSIC_API_ERROR" {
 		t.Errorf("music job without an executor = %s %s, want failed MUSIC_API_ERROR", got.Status, got.Error)
 	}
 }

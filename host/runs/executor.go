@@ -151,7 +151,7 @@ func (s *Service) interruptAbandoned(ctx context.Context) {
 // again when its run is taken over, orders the work anew.
 func (s *Service) interrupt(ctx context.Context, j *store.Job) {
 	msg := fmt.Sprintf("interrupted: the host doing this %s job (%s) stopped before it finished", j.Type, hostOf(j.HeldBy))
-	if _, ok := s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)),
+	if _, ok := s.resolve(ctx, j.ID, engine.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)),
 		Message: msg, StepID: j.StepID}); ok {
 		s.log.Warn("runs: job interrupted by the stop of its host", "job_id", j.ID, "run_id", j.RunID, "holder", j.HeldBy)
 	}
@@ -569,7 +569,7 @@ func (s *Service) failJobs(ctx context.Context, runID string, generators bool, e
 			continue
 		}
 		ids = append(ids, j.ID)
-		s.resolve(ctx, j.ID, store.JobFailed, nil, e)
+		s.resolve(ctx, j.ID, engine.JobFailed, nil, e)
 	}
 	return ids
 }

@@ -128,7 +128,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 			if j.Type != req.Type || j.StepID != req.StepID {
 				continue
 			}
-			if j.Status == store.JobTimeout {
+			if j.Status == engine.JobTimeout {
 				retries = max(retries, j.RetryCount+1)
 			}
 			if j.Abandoned(s.st.Now()) {
@@ -138,7 +138,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 				continue
 			}
 			if req.StepID != "" && engine.IsGeneratorJob(j.Type) && sameJSON(j.Request, req.Request) &&
-				(j.Status == store.JobRunning || j.Status == store.JobCompleted) {
+				(j.Status == engine.JobRunning || j.Status == engine.JobCompleted) {
 				return toEngineJob(j), nil
 			}
 		}
@@ -177,7 +177,7 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 	if !engine.IsGeneratorJob(j.Type) || s.dispatcher == nil {
 		msg := fmt.Sprintf("no executor is configured for %s jobs", j.Type)
-		s.resolve(ctx, j.ID, store.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)), Message: msg})
+		s.resolve(ctx, j.ID, engine.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)), Message: msg})
 		return
 	}
 	// Work this host does itself is held under this life's lease: if the host dies, the job is
@@ -199,7 +199,7 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 			// The job type's own code, as its engine's manifest promises (music: MUSIC_API_ERROR).
 			re.Code = string(s.jobErrorCode(j.Type))
 		}
-		s.resolve(ctx, j.ID, store.JobFailed, nil, re)
+		s.resolve(ctx, j.ID, engine.JobFailed, nil, re)
 	}
 }
 
@@ -223,7 +223,7 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 		}
 		return nil, false
 	}
-	if status == store.JobCompleted && s.assets != nil {
+	if status == engine.JobCompleted && s.assets != nil {
 		// Before the step awaiting the job goes on: the file is an asset by the time a run's
 		// result names it.
 		if r, err := s.st.GetRun(ctx, j.RunID); err == nil {
@@ -241,7 +241,7 @@ func emitJobEnd(ctx context.Context, tx Store, j *store.Job, e *engine.RunError)
 	if err := events.Emit(ctx, tx, jobEvent(ctx, tx, events.JobStatusChanged, j, e)); err != nil {
 		return err
 	}
-	if j.Status == store.JobCompleted {
+	if j.Status == engine.JobCompleted {
 		ev := jobEvent(ctx, tx, events.JobCompleted, j, nil)
 		if len(j.Result) > 0 {
 			ev.Data["result"] = j.Result

@@ -49,11 +49,11 @@ func TestGeneratorJobsRunInThePlugin(t *testing.T) {
 		eng                           *jobEngine
 		wantStatus, wantCode, wantMsg string
 	}{
-		"done":        {eng: &jobEngine{res: &engine.RunResult{Status: engine.StatusCompleted, Outputs: map[string]any{"video_url": "/v.mp4"}}}, wantStatus: store.JobCompleted},
-		"failed":      {eng: &jobEngine{res: &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: "EXTERNAL_SERVICE_ERROR", Message: "ffmpeg failed"}}}, wantStatus: store.JobFailed, wantCode: "VIDEO_GEN_ERROR", wantMsg: "ffmpeg failed"},
-		"killed":      {eng: &jobEngine{err: killed}, wantStatus: store.JobFailed, wantCode: "VIDEO_GEN_ERROR", wantMsg: "stopped during the videogen job"},
-		"down":        {plugins: jobPlugins{}, wantStatus: store.JobFailed, wantCode: "VIDEO_GEN_ERROR", wantMsg: "generators plugin that runs videogen jobs is unavailable"},
-		"plugins off": {wantStatus: store.JobFailed, wantCode: "VIDEO_GEN_ERROR", wantMsg: "PLUGINS_ENABLED=false"},
+		"done":        {eng: &jobEngine{res: &engine.RunResult{Status: engine.StatusCompleted, Outputs: map[string]any{"video_url": "/v.mp4"}}}, wantStatus: engine.JobCompleted},
+		"failed":      {eng: &jobEngine{res: &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: "EXTERNAL_SERVICE_ERROR", Message: "ffmpeg failed"}}}, wantStatus: engine.JobFailed, wantCode: "VIDEO_GEN_ERROR", wantMsg: "ffmpeg failed"},
+		"killed":      {eng: &jobEngine{err: killed}, wantStatus: engine.JobFailed, wantCode: "VIDEO_GEN_ERROR", wantMsg: "stopped during the videogen job"},
+		"down":        {plugins: jobPlugins{}, wantStatus: engine.JobFailed, wantCode: "VIDEO_GEN_ERROR", wantMsg: "generators plugin that runs videogen jobs is unavailable"},
+		"plugins off": {wantStatus: engine.JobFailed, wantCode: "VIDEO_GEN_ERROR", wantMsg: "PLUGINS_ENABLED=false"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -155,7 +155,7 @@ func TestGeneratorJobDispatchedWhenItsCallerIsGone(t *testing.T) {
 			break
 		}
 	}
-	if j == nil || j.Status != store.JobCompleted || !strings.Contains(string(j.Result), "/a.wav") {
+	if j == nil || j.Status != engine.JobCompleted || !strings.Contains(string(j.Result), "/a.wav") {
 		t.Fatalf("job = %+v, want completed by the plugin though its caller went away", j)
 	}
 }

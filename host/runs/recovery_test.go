@@ -102,11 +102,11 @@ func TestRestartTakesBackItsOwnWorkAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if oj.Status != store.JobFailed || !strings.Contains(string(oj.Error), "interrupted") {
+	if oj.Status != engine.JobFailed || !strings.Contains(string(oj.Error), "interrupted") {
 		t.Errorf("the previous life's render = %s %s, want failed as interrupted", oj.Status, oj.Error)
 	}
 	jobs, _ := st.ListRunJobs(ctx, r.ID)
-	if len(jobs) != 2 || jobs[1].Status != store.JobCompleted || jobs[1].HeldBy == "" {
+	if len(jobs) != 2 || jobs[1].Status != engine.JobCompleted || jobs[1].HeldBy == "" {
 		t.Errorf("jobs = %+v, want the interrupted one and a new completed one held by this host", jobs)
 	}
 	steps, _ := st.ListTraceSteps(ctx, r.ID)

@@ -269,7 +269,7 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 	jobs, _ := st.ListRunJobs(ctx, r.ID)
 	var counts []int
 	for _, j := range jobs {
-		if j.Status != store.JobTimeout {
+		if j.Status != engine.JobTimeout {
 			t.Errorf("job %s is %s, want timeout", j.ID, j.Status)
 		}
 		counts = append(counts, j.RetryCount)
@@ -325,7 +325,7 @@ func TestCancelReachesEngineAndJobs(t *testing.T) {
 		t.Errorf("engine Cancel calls = %v", cancelled)
 	}
 	jobs, _ := st.ListRunJobs(ctx, r.ID)
-	if len(jobs) != 1 || jobs[0].Status != store.JobFailed {
+	if len(jobs) != 1 || jobs[0].Status != engine.JobFailed {
 		t.Errorf("jobs after cancel = %+v", jobs)
 	}
 	if got := waitStatus(t, st, r.ID, store.RunCancelled); got.Status != store.RunCancelled {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/reelforge/reelforge/sdk/engine"
 )
 
 // Run states (SPEC.md States and transitions, Run).
@@ -14,15 +16,6 @@ const (
 	RunFailed    = "failed"
 	RunCancelled = "cancelled"
 	RunPaused    = "paused"
-)
-
-// Job states (SPEC.md Job).
-const (
-	JobPending   = "pending"
-	JobRunning   = "running"
-	JobCompleted = "completed"
-	JobFailed    = "failed"
-	JobTimeout   = "timeout"
 )
 
 // Run.Trigger values (SPEC.md Run.trigger): what started a run.
@@ -105,7 +98,8 @@ type TraceStep struct {
 	UpdatedAt time.Time       `json:"updated_at"`
 }
 
-// Job is an external asynchronous task linked to a run.
+// Job is an external asynchronous task linked to a run. Its Status is one of the plugin protocol's
+// job states, engine.JobPending, JobRunning, JobCompleted, JobFailed or JobTimeout (SPEC.md Job).
 type Job struct {
 	ID           string          `json:"job_id"`
 	RunID        string          `json:"run_id"`
@@ -138,7 +132,7 @@ func (j *Job) Abandoned(now time.Time) bool {
 
 // Resolved reports whether the job reached an end state.
 func (j *Job) Resolved() bool {
-	return j.Status != JobPending && j.Status != JobRunning
+	return j.Status != engine.JobPending && j.Status != engine.JobRunning
 }
 
 // RunQuota caps the runs one user may create: at most Limit created at or after Since.

@@ -205,7 +205,7 @@ func JobFailureCode(jobType string) errcode.Code {
 // Cancelling the call stops the job.
 const JobWorkflow = "@job"
 
-// Job statuses.
+// Job statuses (SPEC.md Job): a Job's here and the host's record of it (store.Job.Status).
 const (
 	JobPending   = "pending"
 	JobRunning   = "running"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
 )
 
 const runCols = `run_id, workflow_id, user_id, project_id, status, progress, current_step, inputs, outputs,
@@ -346,7 +347,7 @@ func (db *DB) CreateJob(ctx context.Context, j *store.Job) error {
 	now := db.Now()
 	j.CreatedAt, j.UpdatedAt = now, now
 	if j.Status == "" {
-		j.Status = store.JobPending
+		j.Status = engine.JobPending
 	}
 	_, err := db.Exec(ctx, `INSERT INTO jobs (job_id, run_id, step_id, type, status, request, callback, retry_count,
 		max_retries, created_at, updated_at, timeout_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/engine"
 )
 
 func newRun(t *testing.T, d store.Driver, userID, workflow string) *store.Run {
@@ -229,7 +230,7 @@ func testJobs(t *testing.T, open Opener) {
 		t.Fatalf("MarkJobDispatched: %v", err)
 	}
 	due, err := d.ListDueJobs(ctx, d.Now(), 10)
-	if err != nil || len(due) != 1 || due[0].ID != j.ID || due[0].Status != store.JobRunning {
+	if err != nil || len(due) != 1 || due[0].ID != j.ID || due[0].Status != engine.JobRunning {
 		t.Fatalf("ListDueJobs = %+v, %v", due, err)
 	}
 	rj, err := d.RetryJob(ctx, j.ID, d.Now().Add(time.Minute))
@@ -242,18 +243,18 @@ func testJobs(t *testing.T, open Opener) {
 	if due, _ := d.ListDueJobs(ctx, d.Now(), 10); len(due) != 0 {
 		t.Errorf("ListDueJobs after retry = %d, want 0", len(due))
 	}
-	res, err := d.ResolveJob(ctx, j.ID, store.JobCompleted, json.RawMessage(`{"ok":1}`), nil)
-	if err != nil || res.Status != store.JobCompleted || res.ResolvedAt == nil || string(res.Result) == "" {
+	res, err := d.ResolveJob(ctx, j.ID, engine.JobCompleted, json.RawMessage(`{"ok":1}`), nil)
+	if err != nil || res.Status != engine.JobCompleted || res.ResolvedAt == nil || string(res.Result) == "" {
 		t.Fatalf("ResolveJob = %+v, %v", res, err)
 	}
-	if _, err := d.ResolveJob(ctx, j.ID, store.JobFailed, nil, json.RawMessage(`{}`)); !errors.Is(err, store.ErrStale) {
+	if _, err := d.ResolveJob(ctx, j.ID, engine.JobFailed, nil, json.RawMessage(`{}`)); !errors.Is(err, store.ErrStale) {
 		t.Errorf("second ResolveJob = %v, want ErrStale (duplicate)", err)
 	}
-	if _, err := d.ResolveJob(ctx, uuid.NewString(), store.JobFailed, nil, nil); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.ResolveJob(ctx, uuid.NewString(), engine.JobFailed, nil, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ResolveJob(unknown) = %v, want ErrNotFound", err)
 	}
 	got, _ := d.GetJob(ctx, j.ID)
-	if got.Status != store.JobCompleted {
+	if got.Status != engine.JobCompleted {
 		t.Errorf("job after a refused resolve = %s, want completed", got.Status)
 	}
 	jobs, err := d.ListRunJobs(ctx, r.ID)
@@ -317,7 +318,7 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 	if _, err := d.ClaimOrphanRun(ctx, w.ID, d.Now().Add(time.Second), "orphan"); !errors.Is(err, store.ErrStale) {
 		t.Errorf("ClaimOrphanRun of a run waiting for a job = %v, want ErrStale", err)
 	}
-	if _, err := d.ResolveJob(ctx, j.ID, store.JobCompleted, json.RawMessage(`{}`), nil); err != nil {
+	if _, err := d.ResolveJob(ctx, j.ID, engine.JobCompleted, json.RawMessage(`{}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.ClaimOrphanRun(ctx, w.ID, d.Now().Add(-time.Minute), "orphan"); !errors.Is(err, store.ErrStale) {
