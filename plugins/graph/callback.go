@@ -30,22 +30,15 @@ type Metadata struct {
 	Progress     *float64 `json:"progress,omitempty"`
 }
 
-// Step is one trace step as the runner sends it. Times are strings so that runners writing ISO 8601
-// without a zone, or with fractional seconds, are accepted.
+// Step is one trace step as the runner sends it: an engine.TraceStep but for three fields, which
+// shadow the embedded ones (encoding/json reads the shallower field). Times are strings so that
+// runners writing ISO 8601 without a zone, or with fractional seconds, are accepted; tokens may come
+// as a float. The runner's engine and degraded, if it sends them, are not kept (traceStep).
 type Step struct {
-	StepID      string            `json:"step_id"`
-	StepName    string            `json:"step_name"`
-	Agent       string            `json:"agent"`
-	Status      string            `json:"status"`
-	Inputs      map[string]any    `json:"inputs"`
-	Outputs     map[string]any    `json:"outputs,omitempty"`
-	StartedAt   string            `json:"started_at,omitempty"`
-	CompletedAt string            `json:"completed_at,omitempty"`
-	DurationMS  *float64          `json:"duration_ms,omitempty"`
-	Confidence  *float64          `json:"confidence,omitempty"`
-	TokensUsed  *float64          `json:"tokens_used,omitempty"`
-	CostUSD     *float64          `json:"cost_usd,omitempty"`
-	Error       *engine.StepError `json:"error,omitempty"`
+	engine.TraceStep
+	StartedAt   string   `json:"started_at,omitempty"`
+	CompletedAt string   `json:"completed_at,omitempty"`
+	TokensUsed  *float64 `json:"tokens_used,omitempty"`
 }
 
 // Callback applies a graph-callback to the run. See the package documentation.
@@ -186,11 +179,9 @@ func (e *Engine) summaryStep(p Payload, jobID string, ownTokens bool) engine.Tra
 }
 
 func (e *Engine) traceStep(i int, s Step) engine.TraceStep {
-	st := engine.TraceStep{
-		StepID: s.StepID, StepName: s.StepName, Agent: s.Agent, Status: stepStatus(s.Status),
-		Inputs: s.Inputs, Outputs: s.Outputs, StartedAt: parseTime(s.StartedAt), CompletedAt: parseTime(s.CompletedAt),
-		DurationMS: s.DurationMS, Confidence: s.Confidence, CostUSD: s.CostUSD, Error: s.Error, Engine: Name,
-	}
+	st := s.TraceStep
+	st.Status, st.StartedAt, st.CompletedAt = stepStatus(s.Status), parseTime(s.StartedAt), parseTime(s.CompletedAt)
+	st.Engine, st.Degraded = Name, ""
 	if st.StepID == "" {
 		st.StepID = fmt.Sprintf("graph_step_%d", i+1)
 	}
