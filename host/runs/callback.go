@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/tick"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -246,16 +247,10 @@ func (s *Service) StartSweeper(ctx context.Context) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		t := time.NewTicker(s.opts.SweepInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.Sweep(ctx)
-			}
-		}
+		tick.Every(ctx, s.opts.SweepInterval, func(ctx context.Context) bool {
+			s.Sweep(ctx)
+			return true
+		})
 	}()
 	s.mu.Lock()
 	s.sweep = l

@@ -7,6 +7,8 @@ package lease
 import (
 	"context"
 	"time"
+
+	"github.com/reelforge/reelforge/internal/tick"
 )
 
 // Every is how often a lease of length d is renewed: three times a lease, so that two renewals
@@ -16,16 +18,5 @@ func Every(d time.Duration) time.Duration { return d / 3 }
 // Keep calls renew every Every(d) until ctx ends or renew answers false (the lease is lost: it was
 // taken over, or what it held is gone). It blocks; run it in a goroutine of its own.
 func Keep(ctx context.Context, d time.Duration, renew func(ctx context.Context) bool) {
-	t := time.NewTicker(Every(d))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if !renew(ctx) {
-				return
-			}
-		}
-	}
+	tick.Every(ctx, Every(d), renew)
 }

@@ -1,0 +1,31 @@
+package tick_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/reelforge/reelforge/internal/tick"
+)
+
+func TestEveryStopsWhenFAnswersFalse(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	tick.Every(t.Context(), time.Millisecond, func(context.Context) bool {
+		calls++
+		return calls < 3
+	})
+	if calls != 3 {
+		t.Errorf("f called %d times, want 3", calls)
+	}
+}
+
+func TestEveryStopsWhenCtxEnds(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	tick.Every(ctx, time.Hour, func(context.Context) bool {
+		t.Error("f called after ctx ended")
+		return true
+	})
+}
