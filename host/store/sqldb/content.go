@@ -112,15 +112,9 @@ func (db *DB) GetCorpus(ctx context.Context, id string) (*store.Corpus, error) {
 func (db *DB) ListCorpus(ctx context.Context, p store.ListCorpusParams) ([]store.Corpus, int, error) {
 	var a Args
 	where := []string{"is_deleted = FALSE", "user_id = " + a.Add(p.UserID)}
-	if p.ProjectID != "" {
-		where = append(where, "project_id = "+a.Add(p.ProjectID))
-	}
-	if p.ContentType != "" {
-		where = append(where, "content_type = "+a.Add(p.ContentType))
-	}
-	if p.InspirationType != "" {
-		where = append(where, "inspiration_type = "+a.Add(p.InspirationType))
-	}
+	where = a.Eq(where, "project_id", p.ProjectID)
+	where = a.Eq(where, "content_type", p.ContentType)
+	where = a.Eq(where, "inspiration_type", p.InspirationType)
 	if p.Tag != "" {
 		where = append(where, tagCond("tags", a.Add(tagPattern(p.Tag))))
 	}
@@ -218,12 +212,8 @@ func (db *DB) GetCaptureTask(ctx context.Context, id string) (*store.CaptureTask
 func (db *DB) ListCaptureTasks(ctx context.Context, p store.ListCaptureTasksParams) ([]store.CaptureTask, int, error) {
 	var a Args
 	where := []string{"user_id = " + a.Add(p.UserID)}
-	if p.Status != "" {
-		where = append(where, "status = "+a.Add(p.Status))
-	}
-	if p.ProjectID != "" {
-		where = append(where, "project_id = "+a.Add(p.ProjectID))
-	}
+	where = a.Eq(where, "status", p.Status)
+	where = a.Eq(where, "project_id", p.ProjectID)
 	cond := strings.Join(where, " AND ")
 	return queryPage(ctx, db, captureCols, ` FROM capture_tasks WHERE `+cond, `created_at DESC, id DESC`, &a, p.Limit, p.Offset, scanCaptureTask)
 }
@@ -301,15 +291,9 @@ func (db *DB) GetAsset(ctx context.Context, id string) (*store.Asset, error) {
 func (db *DB) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error) {
 	var a Args
 	where := []string{"is_deleted = FALSE", "user_id = " + a.Add(p.UserID)}
-	if p.ProjectID != "" {
-		where = append(where, "project_id = "+a.Add(p.ProjectID))
-	}
-	if p.FileType != "" {
-		where = append(where, "file_type = "+a.Add(p.FileType))
-	}
-	if p.RelatedCorpusID != "" {
-		where = append(where, "related_corpus_id = "+a.Add(p.RelatedCorpusID))
-	}
+	where = a.Eq(where, "project_id", p.ProjectID)
+	where = a.Eq(where, "file_type", p.FileType)
+	where = a.Eq(where, "related_corpus_id", p.RelatedCorpusID)
 	if p.Tag != "" {
 		where = append(where, tagCond("tags", a.Add(tagPattern(p.Tag))))
 	}

@@ -339,6 +339,15 @@ func (a *Args) Add(v any) string {
 	return fmt.Sprintf("$%d", len(a.List))
 }
 
+// Eq appends "col = $n", with v's placeholder, to conds when v is set: an optional filter of a
+// listing (an empty v filters nothing).
+func (a *Args) Eq(conds []string, col, v string) []string {
+	if v == "" {
+		return conds
+	}
+	return append(conds, col+" = "+a.Add(v))
+}
+
 // In returns "col IN ($i, ...)" for vals.
 func (a *Args) In(col string, vals []string) string {
 	ph := make([]string, len(vals))

@@ -23,12 +23,8 @@ func Visible(v store.Viewer, a *Args, doc string) string {
 	u := a.Add(v.UserID)
 	conds := []string{`(s.visibility = 'org' OR s.created_by = ` + u + ` OR (s.visibility = 'project' AND s.project_id <> '' AND EXISTS (
 		SELECT 1 FROM projects p WHERE p.id = s.project_id AND p.user_id = ` + u + ` AND p.is_deleted = FALSE))` + adminCond(v) + `)`}
-	if v.ProjectID != "" {
-		conds = append(conds, "s.project_id = "+a.Add(v.ProjectID))
-	}
-	if v.SourceID != "" {
-		conds = append(conds, "s.id = "+a.Add(v.SourceID))
-	}
+	conds = a.Eq(conds, "s.project_id", v.ProjectID)
+	conds = a.Eq(conds, "s.id", v.SourceID)
 	if len(v.SourceNames) > 0 {
 		conds = append(conds, a.In("s.name", v.SourceNames))
 	}

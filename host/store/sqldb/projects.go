@@ -60,12 +60,8 @@ func (db *DB) ListProjects(ctx context.Context, p store.ListProjectsParams) ([]s
 func (db *DB) listProjects(ctx context.Context, p store.ListProjectsParams) ([]store.Project, int, error) {
 	var a Args
 	where := []string{"is_deleted = FALSE"}
-	if p.UserID != "" {
-		where = append(where, "user_id = "+a.Add(p.UserID))
-	}
-	if p.Status != "" {
-		where = append(where, "status = "+a.Add(p.Status))
-	}
+	where = a.Eq(where, "user_id", p.UserID)
+	where = a.Eq(where, "status", p.Status)
 	cond := strings.Join(where, " AND ")
 	args := a.List
 	// Ask for one row more than the page: when it does not come, the total follows from the page

@@ -60,12 +60,8 @@ func (db *DB) GetRun(ctx context.Context, id string) (*store.Run, error) {
 func (db *DB) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error) {
 	var a Args
 	where := []string{"user_id = " + a.Add(p.UserID)}
-	if p.Status != "" {
-		where = append(where, "status = "+a.Add(p.Status))
-	}
-	if p.WorkflowID != "" {
-		where = append(where, "workflow_id = "+a.Add(p.WorkflowID))
-	}
+	where = a.Eq(where, "status", p.Status)
+	where = a.Eq(where, "workflow_id", p.WorkflowID)
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 20
