@@ -85,16 +85,11 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// optionsFrom reads the settings of the chatflow engine's registry entry
-// (manifests/engines/chatflow.yaml: url, kb_chatflow_id).
-func optionsFrom(settings map[string]string, log *slog.Logger) Options {
-	return Options{Tool: outbound.Tool{URL: settings["url"], Logger: log}, DefaultChatflowID: settings["kb_chatflow_id"]}
-}
-
-// Build makes the chatflow engine from the settings of its registry entry: the plugin's main
-// serves it with engine.ServeConfigured, and the host builds its in-process copy with it.
+// Build makes the chatflow engine from the settings of its registry entry
+// (manifests/engines/chatflow.yaml: url, kb_chatflow_id): the plugin's main serves it with
+// engine.ServeConfigured, and the host builds its in-process copy with it.
 func Build(settings map[string]string, log *slog.Logger) engine.Engine {
-	return New(optionsFrom(settings, log))
+	return New(Options{Tool: outbound.Tool{URL: settings["url"], Logger: log}, DefaultChatflowID: settings["kb_chatflow_id"]})
 }
 
 // New returns a chatflow engine with opts.

@@ -62,16 +62,11 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// optionsFrom reads the settings of the graph engine's registry entry (manifests/engines/graph.yaml:
-// runner_url, callback_base_url).
-func optionsFrom(settings map[string]string, log *slog.Logger) Options {
-	return Options{Tool: outbound.Tool{URL: settings["runner_url"], Logger: log}, CallbackBaseURL: settings["callback_base_url"]}
-}
-
-// Build makes the graph engine from the settings of its registry entry: the plugin's main serves
-// it with engine.ServeConfigured, and the host builds its in-process copy with it.
+// Build makes the graph engine from the settings of its registry entry
+// (manifests/engines/graph.yaml: runner_url, callback_base_url): the plugin's main serves it with
+// engine.ServeConfigured, and the host builds its in-process copy with it.
 func Build(settings map[string]string, log *slog.Logger) engine.Engine {
-	return New(optionsFrom(settings, log))
+	return New(Options{Tool: outbound.Tool{URL: settings["runner_url"], Logger: log}, CallbackBaseURL: settings["callback_base_url"]})
 }
 
 // New returns a graph engine with opts.
