@@ -155,34 +155,27 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 			return err
 		}
 		var a sqldb.Args
-		vis := sqldb.Visible(store.Viewer{UserID: p.Viewer.UserID, Admin: p.Viewer.Admin, ProjectID: p.Viewer.ProjectID,
-			SourceID: p.Viewer.SourceID, SourceNames: p.Viewer.SourceNames}, &a, "")
-		docs := "TRUE"
-		if len(p.Viewer.DocumentIDs) > 0 {
-			docs = a.In("c.document_id", p.Viewer.DocumentIDs)
-		}
+		vis, docs := visibility(p.Viewer, &a)
 		w := weightsCTE(ws, &a)
 		m := keywordRows(ws, &a, docs)
-		rows, err := tx.Query(ctx, `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE `+vis+`),
-				w AS MATERIALIZED (`+w+`), m AS (`+m+`),
-				kw AS MATERIALIZED (SELECT m.id, m.kr AS k FROM m ORDER BY k DESC, m.id LIMIT `+a.Add(p.Limit)+`)
-			SELECT `+sqldb.ChunkCols+`, kw.k`+sqldb.ChunkFrom+` JOIN kw ON kw.id = c.id ORDER BY kw.k DESC, c.id`, a.List...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k float64
-			c, err := sqldb.ScanChunk(rows, &k)
-			if err != nil {
-				return err
-			}
-			c.Keyword = k
-			out = append(out, c)
-		}
-		return rows.Err()
+		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
+				w AS MATERIALIZED (` + w + `), m AS (` + m + `),
+				kw AS MATERIALIZED (SELECT m.id, m.kr AS k FROM m ORDER BY k DESC, m.id LIMIT ` + a.Add(p.Limit) + `)
+			SELECT ` + sqldb.ChunkCols + `, kw.k` + sqldb.ChunkFrom + ` JOIN kw ON kw.id = c.id ORDER BY kw.k DESC, c.id`
+		out, err = sqldb.ScoredChunks(ctx, tx, q, a.List, func(c *store.ChunkRow, k float64) { c.Keyword = k })
+		return err
 	})
 	return out, err
+}
+
+// visibility is the condition of v on sources (alias s), for the vis CTE, and the one of its
+// DocumentIDs filter on chunks (alias c): TRUE without one.
+func visibility(v store.Viewer, a *sqldb.Args) (vis, docs string) {
+	vis, docs = sqldb.Visible(v, a, ""), "TRUE"
+	if len(v.DocumentIDs) > 0 {
+		docs = a.In("c.document_id", v.DocumentIDs)
+	}
+	return vis, docs
 }
 
 // weightsCTE is the body of the w CTE: one row per query term, its tsquery and idf.
@@ -294,12 +287,7 @@ func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]
 		var a sqldb.Args
 		v := a.Add(pgvector.NewHalfVector(p.Vector))
 		model := a.Add(p.Model)
-		vis := sqldb.Visible(store.Viewer{UserID: p.Viewer.UserID, Admin: p.Viewer.Admin, ProjectID: p.Viewer.ProjectID,
-			SourceID: p.Viewer.SourceID, SourceNames: p.Viewer.SourceNames}, &a, "")
-		docs := "TRUE"
-		if len(p.Viewer.DocumentIDs) > 0 {
-			docs = a.In("c.document_id", p.Viewer.DocumentIDs)
-		}
+		vis, docs := visibility(p.Viewer, &a)
 		ids := p.ChunkIDs
 		if ids == nil {
 			ids = []string{}
@@ -319,21 +307,9 @@ func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]
 			FROM u JOIN knowledge_chunks c ON c.id = u.id
 			JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
 			ORDER BY u.leg, u.dist, c.id`
-		rows, err := tx.Query(ctx, q, a.List...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var cos float64
-			c, err := sqldb.ScanChunk(rows, &cos)
-			if err != nil {
-				return err
-			}
-			c.Vector = cos
-			out = append(out, c)
-		}
-		return rows.Err()
+		var err error
+		out, err = sqldb.ScoredChunks(ctx, tx, q, a.List, func(c *store.ChunkRow, cos float64) { c.Vector = cos })
+		return err
 	})
 	return out, err
 }

@@ -401,6 +401,26 @@ const ChunkCols = `c.id, c.document_id, d.title, c.source_id, s.name, c.chunk_in
 // ChunkFrom joins a chunk to its source and document.
 const ChunkFrom = ` FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id `
 
+// ScoredChunks runs q, whose rows are ChunkCols and then a score, and reads them; set puts the
+// score where it belongs (ChunkRow.Keyword, ChunkRow.Vector).
+func ScoredChunks(ctx context.Context, db *DB, q string, args []any, set func(c *store.ChunkRow, score float64)) ([]store.ChunkRow, error) {
+	var out []store.ChunkRow
+	err := queryEach(ctx, db, q, args, func(r Row) error {
+		var score float64
+		c, err := ScanChunk(r, &score)
+		if err != nil {
+			return err
+		}
+		set(&c, score)
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ScanChunk reads ChunkCols, then extra destinations.
 func ScanChunk(r Row, extra ...any) (store.ChunkRow, error) {
 	var c store.ChunkRow

@@ -195,25 +195,11 @@ func (d *Driver) keywordQuery(ctx context.Context, p store.SearchParams, q strin
 	}
 	from += `) f`
 	vis := sqldb.Visible(p.Viewer, &a, "c.document_id")
-	rows, err := d.Query(ctx, `SELECT `+sqldb.ChunkCols+`, -f.r AS k FROM `+from+`
+	sel := `SELECT ` + sqldb.ChunkCols + `, -f.r AS k FROM ` + from + `
 		JOIN knowledge_chunks c ON c.rowid = f.rowid
 		JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
-		WHERE `+vis+` ORDER BY f.r LIMIT `+a.Add(p.Limit), a.List...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.ChunkRow
-	for rows.Next() {
-		var k float64
-		c, err := sqldb.ScanChunk(rows, &k)
-		if err != nil {
-			return nil, err
-		}
-		c.Keyword = k
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		WHERE ` + vis + ` ORDER BY f.r LIMIT ` + a.Add(p.Limit)
+	return sqldb.ScoredChunks(ctx, d.DB, sel, a.List, func(c *store.ChunkRow, k float64) { c.Keyword = k })
 }
 
 // VectorCandidates implements store.Knowledge: SQLite has no vector index; the host scans the
