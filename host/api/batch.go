@@ -66,13 +66,27 @@ func batchSummary(b *store.Batch, items []batchItem) fiber.Map {
 		"total": len(items), "counts": counts, "created_at": b.CreatedAt}
 }
 
-func (s *Server) saveBatch(c *fiber.Ctx, kind, projectID string, items []batchItem) (*store.Batch, error) {
+// doBatch does each of items with do, stores the batch and answers its summary. An item whose do
+// fails with a coded error is failed with that error's message; any other error (a store failure)
+// fails the call, not one item.
+func (s *Server) doBatch(c *fiber.Ctx, kind, projectID string, items []batchItem, do func(i int, it *batchItem) error) error {
+	for i := range items {
+		if err := do(i, &items[i]); err != nil {
+			if errcode.As(err) == nil {
+				return err
+			}
+			items[i].Status, items[i].Error = "failed", publicMessage(err)
+		}
+	}
 	raw, err := json.Marshal(items)
 	if err != nil {
-		return nil, fmt.Errorf("api: encode batch: %w", err)
+		return fmt.Errorf("api: encode batch: %w", err)
 	}
 	b := &store.Batch{ID: uuid.NewString(), UserID: principal(c).UserID, ProjectID: projectID, Kind: kind, Items: raw}
-	return b, s.Store.CreateBatch(s.ctx(c), b)
+	if err := s.Store.CreateBatch(s.ctx(c), b); err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusCreated, batchSummary(b, items))
 }
 
 func publicMessage(err error) string {
@@ -105,22 +119,16 @@ func (s *Server) batchCollect(c *fiber.Ctx) error {
 	items := make([]batchItem, len(urls))
 	for i, u := range urls {
 		items[i] = batchItem{Index: i, URL: strings.TrimSpace(u), Status: "completed"}
+	}
+	return s.doBatch(c, store.BatchCollect, pid, items, func(i int, it *batchItem) error {
 		rec, _, err := s.Content.Collect(s.ctx(c), content.CollectInput{UserID: principal(c).UserID, ProjectID: pid,
-			Type: "link", Content: u})
+			Type: "link", Content: urls[i]})
 		if err != nil {
-			if errcode.As(err) == nil {
-				return err // a store failure fails the call, not one item
-			}
-			items[i].Status, items[i].Error = "failed", publicMessage(err)
-			continue
+			return err
 		}
-		items[i].InspirationID, items[i].Platform = rec.ID, rec.SourcePlatform
-	}
-	b, err := s.saveBatch(c, store.BatchCollect, pid, items)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusCreated, batchSummary(b, items))
+		it.InspirationID, it.Platform = rec.ID, rec.SourcePlatform
+		return nil
+	})
 }
 
 func (s *Server) batchRun(c *fiber.Ctx) error {
@@ -153,27 +161,22 @@ func (s *Server) batchRun(c *fiber.Ctx) error {
 		return err
 	}
 	items := make([]batchItem, len(list))
-	for i, inputs := range list {
+	for i := range list {
+		items[i] = batchItem{Index: i, Workflow: wf}
+	}
+	return s.doBatch(c, store.BatchRun, pid, items, func(i int, it *batchItem) error {
+		inputs := list[i]
 		if nested, ok := inputs["inputs"].(map[string]any); ok {
 			inputs = nested
 		}
-		items[i] = batchItem{Index: i, Workflow: wf}
 		r, err := s.Runs.Start(s.ctx(c), runs.StartParams{Workflow: wf, Inputs: inputs, User: principal(c), ProjectID: pid,
 			Trigger: store.TriggerAPI, TriggeredBy: "batch"})
 		if err != nil {
-			if errcode.As(err) == nil {
-				return err
-			}
-			items[i].Status, items[i].Error = "failed", publicMessage(err)
-			continue
+			return err
 		}
-		items[i].RunID, items[i].Status = r.ID, r.Status
-	}
-	b, err := s.saveBatch(c, store.BatchRun, pid, items)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusCreated, batchSummary(b, items))
+		it.RunID, it.Status = r.ID, r.Status
+		return nil
+	})
 }
 
 func (s *Server) batchStatus(c *fiber.Ctx) error {
