@@ -67,6 +67,17 @@ func (s *Server) checkedProject(c *fiber.Ctx, id string) (string, error) {
 	return p.ID, nil
 }
 
+// queryProject is checkedProject of the query's project_id (or projectId).
+func (s *Server) queryProject(c *fiber.Ctx) (string, error) {
+	return s.checkedProject(c, firstSet(c.Query("project_id"), c.Query("projectId")))
+}
+
+// queryTag is a listing's tag filter, the query's tag (at most 50 characters).
+func queryTag(c *fiber.Ctx) (string, error) {
+	tag := strings.TrimSpace(c.Query("tag"))
+	return tag, fieldLen("tag", tag, false, 50)
+}
+
 type collectInput struct {
 	projectRef
 	Type    string   `json:"type"`
@@ -119,7 +130,7 @@ func (s *Server) unifiedFeed(c *fiber.Ctx) error {
 	if source != "user" && source != "studio" && source != "all" {
 		return errcode.Invalid("source", "must be user, studio or all")
 	}
-	pid, err := s.checkedProject(c, firstSet(c.Query("project_id"), c.Query("projectId")))
+	pid, err := s.queryProject(c)
 	if err != nil {
 		return err
 	}
@@ -284,15 +295,15 @@ func (s *Server) listCorpus(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	tag := strings.TrimSpace(c.Query("tag"))
-	if err := fieldLen("tag", tag, false, 50); err != nil {
+	tag, err := queryTag(c)
+	if err != nil {
 		return err
 	}
 	ct := c.Query("content_type")
 	if ct != "" && ct != "text" && ct != "image" && ct != "video" {
 		return errcode.Invalid("content_type", "must be text, image or video")
 	}
-	pid, err := s.checkedProject(c, firstSet(c.Query("project_id"), c.Query("projectId")))
+	pid, err := s.queryProject(c)
 	if err != nil {
 		return err
 	}
@@ -342,11 +353,11 @@ func (s *Server) listMaterials(c *fiber.Ctx) error {
 	if typ != "" && typ != store.AssetImage && typ != store.AssetVideo && typ != store.AssetAudio {
 		return errcode.Invalid("type", "must be image, video or audio")
 	}
-	tag := strings.TrimSpace(c.Query("tag"))
-	if err := fieldLen("tag", tag, false, 50); err != nil {
+	tag, err := queryTag(c)
+	if err != nil {
 		return err
 	}
-	pid, err := s.checkedProject(c, firstSet(c.Query("project_id"), c.Query("projectId")))
+	pid, err := s.queryProject(c)
 	if err != nil {
 		return err
 	}
