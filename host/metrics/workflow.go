@@ -177,27 +177,14 @@ func Workflow(s *store.WorkflowSamples, from, to time.Time, scope string) *Workf
 
 	// Job time-outs over resolved jobs; callback delay from the executor's completion (else the
 	// dispatch) to the callback's arrival, for jobs resolved by a callback.
-	type counter struct{ total, fail int }
-	byType := map[string]*counter{}
-	var overall counter
+	var jobs failTally
 	var delays []float64
 	for _, j := range s.Jobs {
 		if j.Status == "pending" || j.Status == "running" {
 			continue
 		}
-		c := byType[j.Type]
-		if c == nil {
-			c = &counter{}
-			byType[j.Type] = c
-		}
-		c.total++
-		overall.total++
-		if j.Status == "timeout" {
-			c.fail++
-			overall.fail++
-			continue
-		}
-		if j.ResolvedAt == nil {
+		jobs.add(j.Type, j.Status == "timeout")
+		if j.Status == "timeout" || j.ResolvedAt == nil {
 			continue
 		}
 		from := j.ExternalCompletedAt
@@ -208,40 +195,52 @@ func Workflow(s *store.WorkflowSamples, from, to time.Time, scope string) *Workf
 			delays = append(delays, math.Max(0, j.ResolvedAt.Sub(*from).Seconds()))
 		}
 	}
-	r.JobTimeouts.Overall = rate(overall.total, overall.fail, TargetJobTimeoutRate)
-	r.JobTimeouts.ByType = map[string]RateFigure{}
-	for k, c := range byType {
-		r.JobTimeouts.ByType[k] = rate(c.total, c.fail, TargetJobTimeoutRate)
-	}
+	r.JobTimeouts.Overall, r.JobTimeouts.ByType = jobs.rates(TargetJobTimeoutRate)
 	sort.Float64s(delays)
 	r.CallbackDelay.P50 = round(Quantile(delays, 0.5))
 	r.CallbackDelay.P95 = figure(Quantile(delays, 0.95), len(delays), TargetCallbackSeconds, false)
 
 	// Agent error rate over finished steps (completed or failed; skipped and running do not count).
-	byAgent := map[string]*counter{}
-	var steps counter
+	var steps failTally
 	for _, st := range s.Steps {
-		if st.Status != "completed" && st.Status != "failed" {
-			continue
-		}
-		c := byAgent[st.Agent]
-		if c == nil {
-			c = &counter{}
-			byAgent[st.Agent] = c
-		}
-		c.total++
-		steps.total++
-		if st.Status == "failed" {
-			c.fail++
-			steps.fail++
+		if st.Status == "completed" || st.Status == "failed" {
+			steps.add(st.Agent, st.Status == "failed")
 		}
 	}
-	r.AgentErrors.Overall = rate(steps.total, steps.fail, TargetAgentErrorRate)
-	r.AgentErrors.ByAgent = map[string]RateFigure{}
-	for k, c := range byAgent {
-		r.AgentErrors.ByAgent[k] = rate(c.total, c.fail, TargetAgentErrorRate)
-	}
+	r.AgentErrors.Overall, r.AgentErrors.ByAgent = steps.rates(TargetAgentErrorRate)
 	return r
+}
+
+// failTally counts outcomes, and the failed ones, overall and by a key (a job's type, a step's agent).
+type failTally struct {
+	total, fail int
+	byKey       map[string]*failTally
+}
+
+func (t *failTally) add(key string, failed bool) {
+	if t.byKey == nil {
+		t.byKey = map[string]*failTally{}
+	}
+	k := t.byKey[key]
+	if k == nil {
+		k = &failTally{}
+		t.byKey[key] = k
+	}
+	for _, c := range []*failTally{t, k} {
+		c.total++
+		if failed {
+			c.fail++
+		}
+	}
+}
+
+// rates are the failure rates of t against target: overall and by key.
+func (t *failTally) rates(target float64) (RateFigure, map[string]RateFigure) {
+	by := map[string]RateFigure{}
+	for k, c := range t.byKey {
+		by[k] = rate(c.total, c.fail, target)
+	}
+	return rate(t.total, t.fail, target), by
 }
 
 func mean(v []float64) float64 {
