@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -400,25 +398,6 @@ type benchQuestion struct {
 	GoldDocID   string   `json:"gold_doc_id"`
 }
 
-func readLines[T any](path string) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, sc.Err()
-}
-
 // kbRetrieval runs the public sets through Service.Search on each path: each document ingested
 // with its id as title into a source of the set, strict hit@5 and MRR@10 of the hybrid and of
 // BM25 alone (kb.Options.KeywordOnly: the same chunks, store and statistics), and the questions
@@ -446,11 +425,11 @@ func kbRetrieval(ctx context.Context, o *options) error {
 			fmt.Printf("| %s | reference BM25 (README tokens) and in-memory hybrid (kbbench) | %d | %.4f | %.4f | %.4f | %.4f | %d | | %.1f |\n",
 				set, base.Questions, base.BM25.Hit5, base.BM25.MRR10, base.Hybrid.Hit5, base.Hybrid.MRR10, base.Worse, base.QueryP95MS)
 		}
-		docs, err := readLines[benchDoc](filepath.Join(dir, "docs.jsonl"))
+		docs, err := kbbench.ReadJSONL[benchDoc](filepath.Join(dir, "docs.jsonl"))
 		if err != nil {
 			return err
 		}
-		qs, err := readLines[benchQuestion](filepath.Join(dir, "questions.jsonl"))
+		qs, err := kbbench.ReadJSONL[benchQuestion](filepath.Join(dir, "questions.jsonl"))
 		if err != nil {
 			return err
 		}

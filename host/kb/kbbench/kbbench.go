@@ -84,7 +84,9 @@ type unit struct {
 	text string
 }
 
-func readJSONL[T any](path string) ([]T, error) {
+// ReadJSONL reads a file of one JSON value a line (docs.jsonl, questions.jsonl of a set); an error
+// names the file.
+func ReadJSONL[T any](path string) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -132,11 +134,11 @@ func Run(setDir string, opt Options) (Result, error) {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
 	opt.Rank.TopK = 10
-	docs, err := readJSONL[doc](filepath.Join(setDir, "docs.jsonl"))
+	docs, err := ReadJSONL[doc](filepath.Join(setDir, "docs.jsonl"))
 	if err != nil {
 		return Result{}, err
 	}
-	qs, err := readJSONL[question](filepath.Join(setDir, "questions.jsonl"))
+	qs, err := ReadJSONL[question](filepath.Join(setDir, "questions.jsonl"))
 	if err != nil {
 		return Result{}, err
 	}
