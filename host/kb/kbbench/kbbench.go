@@ -226,7 +226,7 @@ func Run(setDir string, opt Options) (Result, error) {
 					hy[i] = ids[h.Index]
 				}
 				var bt []int
-				for _, s := range baseIndex.top(dedupe(baselineTokens(q.Question)), 10) {
+				for _, s := range baseIndex.top(segment.Distinct(baselineTokens(q.Question)), 10) {
 					bt = append(bt, s.id)
 				}
 				outs[qi] = outcome{firstHit(hy, q, units), firstHit(bt, q, units), ms, len(hits) == 0}
@@ -289,18 +289,6 @@ func firstHit(ranked []int, q question, units []unit) int {
 		}
 	}
 	return 0
-}
-
-func dedupe(ts []string) []string {
-	seen := map[string]bool{}
-	out := ts[:0]
-	for _, t := range ts {
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 var (

@@ -274,11 +274,13 @@ func Terms(text string) []string {
 func IndexForm(text string) string { return strings.Join(Terms(text), " ") }
 
 // Query returns the distinct terms of a query, in first-seen order.
-func Query(text string) []string {
-	terms := Terms(text)
-	seen := make(map[string]bool, len(terms))
-	out := terms[:0]
-	for _, t := range terms {
+func Query(text string) []string { return Distinct(Terms(text)) }
+
+// Distinct keeps the first of each term of ts, in order; it reuses ts.
+func Distinct(ts []string) []string {
+	seen := make(map[string]bool, len(ts))
+	out := ts[:0]
+	for _, t := range ts {
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, t)
