@@ -210,12 +210,9 @@ type Payload struct {
 
 // Callback applies an automation-callback to the run. See the package documentation.
 func (e *Engine) Callback(ctx context.Context, h engine.Host, req *engine.CallbackRequest) (*engine.RunResult, error) {
-	if req == nil || h == nil {
-		return nil, errcode.New(errcode.Validation, "a callback request and a host are required")
-	}
 	var p Payload
-	if err := json.Unmarshal(req.Payload, &p); err != nil {
-		return nil, errcode.E("automation.Callback", errcode.Validation, "the automation-callback body is not valid JSON of the expected shape", err)
+	if err := engine.DecodeCallback(req, h, Name, &p); err != nil {
+		return nil, err
 	}
 	if p.JobID != "" && req.Job.JobID != "" && p.JobID != req.Job.JobID {
 		return nil, errcode.Invalid("job_id", "does not match the job")

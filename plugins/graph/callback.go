@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -43,12 +42,9 @@ type Step struct {
 
 // Callback applies a graph-callback to the run. See the package documentation.
 func (e *Engine) Callback(ctx context.Context, h engine.Host, req *engine.CallbackRequest) (*engine.RunResult, error) {
-	if req == nil || h == nil {
-		return nil, errcode.New(errcode.Validation, "a callback request and a host are required")
-	}
 	var p Payload
-	if err := json.Unmarshal(req.Payload, &p); err != nil {
-		return nil, errcode.E("graph.Callback", errcode.Validation, "the graph-callback body is not valid JSON of the expected shape", err)
+	if err := engine.DecodeCallback(req, h, Name, &p); err != nil {
+		return nil, err
 	}
 	runID := req.RunID
 	if runID == "" {

@@ -55,6 +55,19 @@ func (r *RunRequest) DecodeSettings(name string, v any) error {
 	return nil
 }
 
+// DecodeCallback refuses a Callback without a request or a host, then decodes the callback's payload
+// into v. Both failures are a VALIDATION_ERROR; a payload's names the <name>-callback body. The
+// first step of the Callback of an engine whose tool calls back (CapCallbacks).
+func DecodeCallback(req *CallbackRequest, h Host, name string, v any) error {
+	if req == nil || h == nil {
+		return errcode.New(errcode.Validation, "a callback request and a host are required")
+	}
+	if err := json.Unmarshal(req.Payload, v); err != nil {
+		return errcode.E(name+".Callback", errcode.Validation, "the "+name+"-callback body is not valid JSON of the expected shape", err)
+	}
+	return nil
+}
+
 // MergedInputs is a copy of the run's inputs with the resume input (if any) laid over them: what an
 // engine hands an external tool, which starts the run again on a resume.
 func (r *RunRequest) MergedInputs() map[string]any {
