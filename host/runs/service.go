@@ -514,7 +514,7 @@ func (s *Service) Resume(ctx context.Context, p *auth.Principal, id string, inpu
 		return nil, err
 	}
 	if r.Status != store.RunPaused {
-		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a paused run can be resumed", r.Status)
+		return nil, onlyFrom(r.Status, store.RunPaused, "resumed")
 	}
 	if input == nil {
 		input = map[string]any{}
@@ -526,17 +526,8 @@ func (s *Service) Resume(ctx context.Context, p *auth.Principal, id string, inpu
 	in, _ := json.Marshal(merged)
 	ri, _ := json.Marshal(input)
 	now := s.st.Now()
-	r, err = s.st.UpdateRun(ctx, id, []string{store.RunPaused}, store.RunUpdate{Status: store.RunRunning,
+	return s.restart(ctx, id, "resume", store.RunPaused, "resumed", store.RunUpdate{Status: store.RunRunning,
 		Inputs: in, ResumeInput: ri, ClearAwait: true, Lease: &now})
-	if errors.Is(err, store.ErrStale) {
-		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a paused run can be resumed", s.status(ctx, id))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("runs: resume: %w", err)
-	}
-	s.notifyStatus(ctx, r)
-	s.kick()
-	return r, nil
 }
 
 // Retry runs a failed run again from its failed step, reusing the outputs of the steps that
@@ -547,19 +538,31 @@ func (s *Service) Retry(ctx context.Context, p *auth.Principal, id string) (*sto
 		return nil, err
 	}
 	if r.Status != store.RunFailed {
-		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a failed run can be retried", r.Status)
+		return nil, onlyFrom(r.Status, store.RunFailed, "retried")
 	}
-	r, err = s.st.UpdateRun(ctx, id, []string{store.RunFailed}, store.RunUpdate{Status: store.RunPending,
+	return s.restart(ctx, id, "retry", store.RunFailed, "retried", store.RunUpdate{Status: store.RunPending,
 		ClearError: true, ClearOutput: true, NextAttempt: true, Release: true})
+}
+
+// restart (op: resume, retry) puts run id, in state from, back to work with the guarded update u,
+// then tells its watchers and wakes the workers. A run no longer in from: onlyFrom's error.
+func (s *Service) restart(ctx context.Context, id, op, from, done string, u store.RunUpdate) (*store.Run, error) {
+	r, err := s.st.UpdateRun(ctx, id, []string{from}, u)
 	if errors.Is(err, store.ErrStale) {
-		return nil, errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a failed run can be retried", s.status(ctx, id))
+		return nil, onlyFrom(s.status(ctx, id), from, done)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runs: retry: %w", err)
+		return nil, fmt.Errorf("runs: %s: %w", op, err)
 	}
 	s.notifyStatus(ctx, r)
 	s.kick()
 	return r, nil
+}
+
+// onlyFrom is the 409 WORKFLOW_INVALID_STATE of a run in state status that only a run in state from
+// can be done to (resumed, retried).
+func onlyFrom(status, from, done string) error {
+	return errcode.Newf(errcode.WorkflowInvalidState, "Run is %s, only a %s run can be %s", status, from, done)
 }
 
 func (s *Service) status(ctx context.Context, id string) string {
