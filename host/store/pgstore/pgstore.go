@@ -103,12 +103,12 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 			return false, fmt.Errorf("pgstore: create schema: %w", err)
 		}
 	}
-	db := sqldb.New(singleConn{conn.Conn()}, func(ctx context.Context) (sqldb.Tx, error) {
+	db := sqldb.New(poolConn{conn.Conn()}, func(ctx context.Context) (sqldb.Tx, error) {
 		tx, err := conn.Begin(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return txConn{tx}, nil
+		return newTxConn(tx), nil
 	}, dialect, opt.Clock)
 	if err := db.Migrate(ctx, func(ctx context.Context, tx *sqldb.DB, script string) error {
 		_, err := tx.Exec(ctx, script)
@@ -255,7 +255,7 @@ func (d *Driver) begin(ctx context.Context) (sqldb.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return txConn{tx}, nil
+	return newTxConn(tx), nil
 }
 
 type pgQuerier interface {
@@ -264,6 +264,7 @@ type pgQuerier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// poolConn runs statements on a pool, a single connection or a transaction (txConn).
 type poolConn struct{ q pgQuerier }
 
 func (c poolConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
@@ -286,29 +287,14 @@ func (c poolConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row
 	return c.q.QueryRow(ctx, q, args...)
 }
 
-type singleConn struct{ c *pgx.Conn }
-
-func (s singleConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return poolConn{s.c}.Exec(ctx, q, args...)
-}
-func (s singleConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
-	return poolConn{s.c}.Query(ctx, q, args...)
-}
-func (s singleConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	return poolConn{s.c}.QueryRow(ctx, q, args...)
+// txConn is a transaction: its statements go through poolConn, and it ends.
+type txConn struct {
+	poolConn
+	tx pgx.Tx
 }
 
-type txConn struct{ tx pgx.Tx }
+func newTxConn(tx pgx.Tx) txConn { return txConn{poolConn{tx}, tx} }
 
-func (t txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return poolConn{t.tx}.Exec(ctx, q, args...)
-}
-func (t txConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
-	return poolConn{t.tx}.Query(ctx, q, args...)
-}
-func (t txConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	return poolConn{t.tx}.QueryRow(ctx, q, args...)
-}
 func (t txConn) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
 func (t txConn) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
