@@ -697,20 +697,10 @@ func (db *DB) PutFact(ctx context.Context, f *store.Fact) error {
 
 // ListFacts implements store.Knowledge.
 func (db *DB) ListFacts(ctx context.Context, userID string) ([]store.Fact, error) {
-	rows, err := db.Query(ctx, `SELECT id, user_id, key, value, created_at, updated_at FROM facts WHERE user_id = $1 ORDER BY key`, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.Fact{}
-	for rows.Next() {
+	return queryAll(ctx, db, func(r Row) (*store.Fact, error) {
 		var f store.Fact
-		if err := rows.Scan(&f.ID, &f.UserID, &f.Key, &f.Value, Time(&f.CreatedAt), Time(&f.UpdatedAt)); err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+		return &f, r.Scan(&f.ID, &f.UserID, &f.Key, &f.Value, Time(&f.CreatedAt), Time(&f.UpdatedAt))
+	}, `SELECT id, user_id, key, value, created_at, updated_at FROM facts WHERE user_id = $1 ORDER BY key`, userID)
 }
 
 // DeleteDocument implements store.Knowledge. The keyword index follows the chunk rows: SQLite's

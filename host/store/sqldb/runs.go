@@ -304,23 +304,10 @@ func (db *DB) UpsertTraceStep(ctx context.Context, s *store.TraceStep) error {
 
 // ListTraceSteps implements store.Runs.
 func (db *DB) ListTraceSteps(ctx context.Context, runID string) ([]store.TraceStep, error) {
-	rows, err := db.Query(ctx, `SELECT run_id, step_id, seq, status, step, updated_at FROM trace_steps
-		WHERE run_id = $1 ORDER BY seq`, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.TraceStep{}
-	for rows.Next() {
+	return queryAll(ctx, db, func(r Row) (*store.TraceStep, error) {
 		var s store.TraceStep
-		var step json.RawMessage
-		if err := rows.Scan(&s.RunID, &s.StepID, &s.Seq, &s.Status, JSON(&step), Time(&s.UpdatedAt)); err != nil {
-			return nil, err
-		}
-		s.Step = step
-		out = append(out, s)
-	}
-	return out, rows.Err()
+		return &s, r.Scan(&s.RunID, &s.StepID, &s.Seq, &s.Status, JSON(&s.Step), Time(&s.UpdatedAt))
+	}, `SELECT run_id, step_id, seq, status, step, updated_at FROM trace_steps WHERE run_id = $1 ORDER BY seq`, runID)
 }
 
 const jobCols = `job_id, run_id, step_id, type, status, request, callback, result, error, retry_count, max_retries,

@@ -119,23 +119,13 @@ func (db *DB) insertAsset(ctx context.Context, a *store.Asset) error { return db
 
 // ListTaskAssets implements store.Tasks.
 func (db *DB) ListTaskAssets(ctx context.Context, taskID string) ([]store.Asset, error) {
-	rows, err := db.Query(ctx, `SELECT id, user_id, project_id, file_path, file_type, mime_type, file_size, file_url,
+	return queryAll(ctx, db, func(r Row) (*store.Asset, error) {
+		var a store.Asset
+		return &a, r.Scan(&a.ID, &a.UserID, &a.ProjectID, &a.FilePath, &a.FileType, &a.MimeType, &a.FileSize, &a.FileURL,
+			&a.OriginalName, JSON(&a.Metadata), &a.SourceTaskID, Time(&a.CreatedAt))
+	}, `SELECT id, user_id, project_id, file_path, file_type, mime_type, file_size, file_url,
 		original_name, metadata, source_task_id, created_at FROM assets WHERE source_task_id = $1 AND is_deleted = FALSE
 		ORDER BY created_at, id`, taskID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.Asset{}
-	for rows.Next() {
-		var a store.Asset
-		if err := rows.Scan(&a.ID, &a.UserID, &a.ProjectID, &a.FilePath, &a.FileType, &a.MimeType, &a.FileSize, &a.FileURL,
-			&a.OriginalName, JSON(&a.Metadata), &a.SourceTaskID, Time(&a.CreatedAt)); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
 }
 
 // ClaimTasks implements store.Tasks. The claim is one UPDATE whose WHERE repeats the whole
