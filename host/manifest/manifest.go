@@ -230,14 +230,7 @@ func (r *Registry) Engine(name string) (*Engine, bool) {
 }
 
 // EngineList returns every engine entry, sorted by name.
-func (r *Registry) EngineList() []*Engine {
-	names := slices.Sorted(maps.Keys(r.engines))
-	out := make([]*Engine, len(names))
-	for i, n := range names {
-		out[i] = r.engines[n]
-	}
-	return out
-}
+func (r *Registry) EngineList() []*Engine { return sortedValues(r.engines) }
 
 // Job returns the policy of job type typ and the engine whose entry declares it.
 func (r *Registry) Job(typ string) (JobPolicy, *Engine, bool) {
@@ -255,11 +248,14 @@ func (r *Registry) Get(id string) (*Manifest, bool) {
 }
 
 // List returns every manifest, sorted by id.
-func (r *Registry) List() []*Manifest {
-	ids := slices.Sorted(maps.Keys(r.byID))
-	out := make([]*Manifest, len(ids))
-	for i, id := range ids {
-		out[i] = r.byID[id]
+func (r *Registry) List() []*Manifest { return sortedValues(r.byID) }
+
+// sortedValues returns the values of m in the order of their keys.
+func sortedValues[V any](m map[string]V) []V {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
 	}
 	return out
 }
