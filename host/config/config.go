@@ -284,48 +284,39 @@ func (c *Config) Validate() error {
 // EnsureJWTSecret fills JWTSecret when unset: a random secret generated on first start and kept in
 // the data directory with mode 0600, reused on later starts.
 func (c *Config) EnsureJWTSecret() error {
-	if c.JWTSecret != "" {
-		return nil
-	}
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return fmt.Errorf("config: data dir: %w", err)
-	}
-	path := filepath.Join(c.DataDir, "jwt_secret")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		c.JWTSecret = strings.TrimSpace(string(b))
-		return nil
-	}
-	buf := make([]byte, 32)
-	if _, err := rand.Read(buf); err != nil {
-		return fmt.Errorf("config: generate jwt secret: %w", err)
-	}
-	secret := hex.EncodeToString(buf)
-	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
-		return fmt.Errorf("config: write jwt secret: %w", err)
-	}
-	c.JWTSecret = secret
-	return nil
+	return c.ensureSecret(&c.JWTSecret, "jwt_secret", "jwt secret")
 }
 
 // EnsureCallbackSecret fills CallbackSecret like the JWT secret when unset.
 func (c *Config) EnsureCallbackSecret() error {
-	if c.CallbackSecret != "" {
+	return c.ensureSecret(&c.CallbackSecret, "callback_secret", "callback secret")
+}
+
+// ensureSecret fills *secret when it is empty: from the data directory's file name when that holds
+// one (32 characters or more), else with 32 random bytes in hex, written there (mode 0600) for the
+// next start; what names it in errors.
+func (c *Config) ensureSecret(secret *string, name, what string) error {
+	if *secret != "" {
 		return nil
 	}
-	path := filepath.Join(c.DataDir, "callback_secret")
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("config: data dir: %w", err)
+	}
+	path := filepath.Join(c.DataDir, name)
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		c.CallbackSecret = strings.TrimSpace(string(b))
+		*secret = strings.TrimSpace(string(b))
 		return nil
 	}
 	buf := make([]byte, 32)
 	if _, err := rand.Read(buf); err != nil {
-		return fmt.Errorf("config: generate callback secret: %w", err)
+		return fmt.Errorf("config: generate %s: %w", what, err)
 	}
-	c.CallbackSecret = hex.EncodeToString(buf)
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return fmt.Errorf("config: data dir: %w", err)
+	s := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
+		return fmt.Errorf("config: write %s: %w", what, err)
 	}
-	return os.WriteFile(path, []byte(c.CallbackSecret+"\n"), 0o600)
+	*secret = s
+	return nil
 }
 
 type reader struct {
