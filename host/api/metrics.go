@@ -44,10 +44,7 @@ func (k kbVectorCache) VectorCacheStats() metrics.VectorCacheStats {
 func (s *Server) countRequests(c *fiber.Ctx) error {
 	start := time.Now()
 	err := c.Next()
-	status := c.Response().StatusCode()
-	if err != nil {
-		status = toCoded(err).HTTPStatus()
-	}
+	status := answeredStatus(c, err)
 	s.Metrics.ObserveRequest(methodLabel(c.Method()), s.routeLabel(c, err), status, time.Since(start))
 	return err
 }

@@ -83,14 +83,20 @@ func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
 	return c.Next()
 }
 
+// answeredStatus is the status of the answer to a request whose handlers returned err: the error's
+// when they failed (the error handler writes it after the middlewares), else the response's.
+func answeredStatus(c *fiber.Ctx, err error) int {
+	if err != nil {
+		return toCoded(err).HTTPStatus()
+	}
+	return c.Response().StatusCode()
+}
+
 // logRequests writes one line per request.
 func (s *Server) logRequests(c *fiber.Ctx) error {
 	start := time.Now()
 	err := c.Next()
-	status := c.Response().StatusCode()
-	if err != nil {
-		status = toCoded(err).HTTPStatus()
-	}
+	status := answeredStatus(c, err)
 	user := ""
 	if p := principal(c); p != nil {
 		user = p.UserID
