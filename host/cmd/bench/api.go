@@ -9,23 +9,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
-	"github.com/reelforge/reelforge/host/store"
-	"github.com/reelforge/reelforge/host/store/pgstore"
-	"github.com/reelforge/reelforge/host/store/sqlitestore"
 )
 
 // benchAPI loads an authenticated GET /api/projects and POST /api/projects with many concurrent
@@ -46,35 +40,7 @@ func benchAPI(ctx context.Context, o *options) error {
 	stop()
 	r.print("-", "bare Fiber GET")
 
-	drivers := []struct {
-		name string
-		open func() (store.Driver, func(), error)
-	}{
-		{"sqlite", func() (store.Driver, func(), error) {
-			dir, err := os.MkdirTemp("", "bench-sqlite-")
-			if err != nil {
-				return nil, nil, err
-			}
-			d, err := sqlitestore.Open(ctx, filepath.Join(dir, "bench.db"), sqlitestore.Options{})
-			return d, func() { d.Close(); os.RemoveAll(dir) }, err
-		}},
-	}
-	if o.pgURL != "" {
-		drivers = append(drivers, struct {
-			name string
-			open func() (store.Driver, func(), error)
-		}{"postgres", func() (store.Driver, func(), error) {
-			schema := fmt.Sprintf("bench_%d", time.Now().UnixNano())
-			d, err := pgstore.Open(ctx, o.pgURL, pgstore.Options{Schema: schema})
-			return d, func() {
-				d.Close()
-				if c, err := pgx.Connect(ctx, o.pgURL); err == nil {
-					_, _ = c.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-					c.Close(ctx)
-				}
-			}, err
-		}})
-	}
+	drivers := benchStores(ctx, o, "bench")
 	for _, d := range drivers {
 		st, closeStore, err := d.open()
 		if err != nil {

@@ -4,15 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/reelforge/reelforge/host/events/eventsbench"
-	"github.com/reelforge/reelforge/host/store"
-	"github.com/reelforge/reelforge/host/store/pgstore"
-	"github.com/reelforge/reelforge/host/store/sqlitestore"
 )
 
 // benchEvents: outbox delivery throughput to a local receiver, per driver and batch size, and
@@ -27,32 +20,7 @@ func benchEvents(ctx context.Context, o *options) error {
 	fmt.Printf("## Events: outbox delivery, %d events emitted then delivered, signed, to a local receiver\n\n", n)
 	fmt.Println("| driver | batch size | delivered events/s | emit events/s (one transaction each) |")
 	fmt.Println("|---|---:|---:|---:|")
-	type opener func() (store.Driver, func(), error)
-	drivers := []struct {
-		name string
-		open opener
-	}{{"sqlite", func() (store.Driver, func(), error) {
-		d, err := sqlitestore.Open(ctx, filepath.Join(dir, fmt.Sprintf("events-%d.db", time.Now().UnixNano())), sqlitestore.Options{})
-		return d, func() { d.Close() }, err
-	}}}
-	if o.pgURL != "" {
-		drivers = append(drivers, struct {
-			name string
-			open opener
-		}{"postgres", func() (store.Driver, func(), error) {
-			schema := fmt.Sprintf("bench_events_%d", time.Now().UnixNano())
-			d, err := pgstore.Open(ctx, o.pgURL, pgstore.Options{Schema: schema})
-			return d, func() {
-				if d != nil {
-					d.Close()
-				}
-				if c, err := pgx.Connect(ctx, o.pgURL); err == nil {
-					_, _ = c.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-					c.Close(ctx)
-				}
-			}, err
-		}})
-	}
+	drivers := benchStores(ctx, o, "bench_events")
 	for _, drv := range drivers {
 		for _, batch := range []int{1, 10, 50} {
 			d, done, err := drv.open()

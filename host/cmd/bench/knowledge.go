@@ -111,10 +111,7 @@ func allKBDrivers(o *options) []kbDriver {
 					fmt.Fprintf(os.Stderr, "bench: kept schema %s (%s)\n", schema, name)
 					return
 				}
-				if c, err := pgx.Connect(ctx, o.pgURL); err == nil {
-					_, _ = c.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-					c.Close(ctx)
-				}
+				dropSchema(ctx, o.pgURL, schema)
 			}, nil
 		}})
 	}
