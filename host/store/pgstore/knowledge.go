@@ -19,12 +19,16 @@ import (
 // vectorDims is the dimension of the embedding_vector column (halfvec: half-precision floats).
 const vectorDims = 1536
 
-// halfVector is v as the embedding_vector column stores it, NULL for a vector of another dimension.
-func halfVector(v []float32) any {
+// vectorColumns is v as the two columns of knowledge_embeddings store it on the pgvector path: a
+// vector of the halfvec column's dimension goes only there (half precision, what the search ranks
+// with and what Embeddings reads back), one of another dimension only in the float32 bytes. The
+// bytes of a 1536-dimension vector, written beside it until migration 0710, were 3.7 to 6 KB more
+// a chunk for the server to write and log, read only by the in-memory path.
+func vectorColumns(v []float32) (bytes, half any) {
 	if len(v) != vectorDims {
-		return nil
+		return sqldb.EncodeVector(v), nil
 	}
-	return pgvector.NewHalfVector(v)
+	return nil, pgvector.NewHalfVector(v)
 }
 
 // WriteChunks implements store.Knowledge through WriteChunksBatch.
@@ -57,11 +61,12 @@ func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksP
 				if c.Embedding == nil {
 					continue
 				}
-				row := []any{c.ID, c.EmbeddingModel, sqldb.EncodeVector(c.Embedding), now}
-				if d.vector {
-					row = append(row, halfVector(c.Embedding))
+				if !d.vector {
+					embs = append(embs, []any{c.ID, c.EmbeddingModel, sqldb.EncodeVector(c.Embedding), now})
+					continue
 				}
-				embs = append(embs, row)
+				bytes, half := vectorColumns(c.Embedding)
+				embs = append(embs, []any{c.ID, c.EmbeddingModel, bytes, now, half})
 			}
 		}
 		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"knowledge_chunks"}, []string{"id", "source_id", "document_id",
@@ -102,6 +107,15 @@ func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksP
 	})
 }
 
+// Embeddings implements store.Knowledge: where the table has the halfvec column, a vector the
+// pgvector path wrote only there (vectorColumns) is read from it, converted to float32.
+func (d *Driver) Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[string][]float32, error) {
+	if !d.half {
+		return d.DB.Embeddings(ctx, refs)
+	}
+	return d.DB.EmbeddingsWith(ctx, refs, `embedding_vector::public.vector::real[]`)
+}
+
 // AddEmbeddings implements store.Knowledge.
 func (d *Driver) AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error {
 	err := d.DB.AddEmbeddingsWith(ctx, model, vecs, d.putEmbedding)
@@ -119,8 +133,9 @@ func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, rows []sqldb.Em
 	return tx.InsertRows(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, embedding_vector, created_at)`, len(rows),
 		func(i int, a *sqldb.Args) string {
 			r := rows[i]
-			return "(" + a.Add(r.ChunkID) + ", " + a.Add(r.Model) + ", " + a.Add(sqldb.EncodeVector(r.Vector)) + ", " +
-				a.Add(halfVector(r.Vector)) + "::halfvec, " + a.Add(ts) + ")"
+			bytes, half := vectorColumns(r.Vector)
+			return "(" + a.Add(r.ChunkID) + ", " + a.Add(r.Model) + ", " + a.Add(bytes) + "::bytea, " +
+				a.Add(half) + "::halfvec, " + a.Add(ts) + ")"
 		})
 }
 

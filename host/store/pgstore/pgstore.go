@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -23,8 +24,11 @@ type Driver struct {
 	*sqldb.DB
 	pool   *pgxpool.Pool
 	vector bool
-	df     *sqldb.TermCounts[float64] // document frequencies of the keyword leg
-	idx    *indexer                   // the vector indexer (indexer.go); nil without pgvector or with ManualIndexer
+	// half: the table has the halfvec column (pgvector is or was used), where the pgvector path
+	// keeps its vectors without the float32 bytes (see vectorColumns); Embeddings reads it.
+	half bool
+	df   *sqldb.TermCounts[float64] // document frequencies of the keyword leg
+	idx  *indexer                   // the vector indexer (indexer.go); nil without pgvector or with ManualIndexer
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -74,11 +78,19 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	d := &Driver{pool: pool, vector: vector, df: newTermCounts()}
+	d := &Driver{pool: pool, vector: vector, half: vector, df: newTermCounts()}
 	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if !vector {
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+			AND table_name = 'knowledge_embeddings' AND column_name = 'embedding_vector')`).Scan(&d.half)
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("pgstore: vector column: %w", err)
+		}
 	}
 	if vector && !opt.ManualIndexer {
 		d.startIndexer(log)
@@ -128,9 +140,11 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 	for _, q := range []string{
 		// Half precision (migration 0700 converts a vector(1536) column of an older database).
 		`ALTER TABLE knowledge_embeddings ADD COLUMN IF NOT EXISTS embedding_vector public.halfvec(1536)`,
-		// Inline (3 KiB fits a page): scoring a candidate and the HNSW scan's heap check then read
-		// one page, not the TOAST table.
-		`ALTER TABLE knowledge_embeddings ALTER COLUMN embedding_vector SET STORAGE MAIN`,
+		// Inline and never compressed (PLAIN; 3 KiB fits a page): scoring a candidate and the HNSW
+		// scan's heap check read one page, not the TOAST table. MAIN, inline too, had the server try
+		// pglz on every row past 2 KiB, and half floats do not compress: that try was about a third
+		// of the server's CPU in an ingest.
+		`ALTER TABLE knowledge_embeddings ALTER COLUMN embedding_vector SET STORAGE PLAIN`,
 		vectorIndexDDL,
 		pendingIndexDDL,
 		// Indexes of earlier versions: the new index is built first (the search keeps an index
@@ -143,8 +157,61 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 			return false, fmt.Errorf("pgstore: pgvector setup: %w", err)
 		}
 	}
+	if err := fillHalfVectors(ctx, conn.Conn(), log); err != nil {
+		return false, fmt.Errorf("pgstore: pgvector setup: %w", err)
+	}
 	log.Info("knowledge search path: pgvector (HNSW over halfvec, cosine; a background indexer)")
 	return true, nil
+}
+
+// fillHalfVectors moves into the halfvec column the vectors of its dimension that only have
+// float32 bytes: those written while the database ran with KB_VECTOR_SEARCH=off (or before
+// pgvector was installed), which the vector leg would never find otherwise. They go in pending
+// (vector_indexed FALSE), so the indexer adds them to the graph and the search scans them exactly
+// until then. Once per switch from the in-memory path; nothing to do otherwise.
+func fillHalfVectors(ctx context.Context, c *pgx.Conn, log *slog.Logger) error {
+	var after string
+	filled := 0
+	for {
+		rows, err := c.Query(ctx, `SELECT chunk_id, model, embedding FROM knowledge_embeddings
+			WHERE embedding_vector IS NULL AND embedding IS NOT NULL AND chunk_id > $1 ORDER BY chunk_id LIMIT 500`, after)
+		if err != nil {
+			return err
+		}
+		var ids, models []string
+		var vecs []string
+		seen := 0
+		for rows.Next() {
+			var id, model string
+			var b []byte
+			if err := rows.Scan(&id, &model, &b); err != nil {
+				rows.Close()
+				return err
+			}
+			seen, after = seen+1, id
+			if v := sqldb.DecodeVector(b); len(v) == vectorDims {
+				ids, models, vecs = append(ids, id), append(models, model), append(vecs, pgvector.NewHalfVector(v).String())
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			if _, err := c.Exec(ctx, `UPDATE knowledge_embeddings e SET embedding_vector = u.v::public.halfvec, embedding = NULL, vector_indexed = FALSE
+				FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, model, v) WHERE e.chunk_id = u.id AND e.model = u.model`,
+				ids, models, vecs); err != nil {
+				return err
+			}
+			filled += len(ids)
+		}
+		if seen < 500 {
+			break
+		}
+	}
+	if filled > 0 {
+		log.Info("pgstore: vectors written on the in-memory path moved into the halfvec column, for the indexer", "vectors", filled)
+	}
+	return nil
 }
 
 // vectorIndex is the HNSW index of the vector leg, over the half-precision vectors of the rows the

@@ -384,7 +384,8 @@ func TestSearchTSV(t *testing.T) {
 // rows are past the size at which PostgreSQL moves values out of line (the keyword index value
 // and the vector are kept in the row), and it used to move the ids out after the text, so that
 // every join and visibility check read the TOAST table. Any out-of-line value under 100 bytes
-// is such an identifier.
+// is such an identifier. (An embedding row of the pgvector path has no out-of-line value at all:
+// its halfvec is PLAIN and it has no float32 bytes.)
 func TestKeysStayInRow(t *testing.T) {
 	d := openVector(t)
 	ctx := context.Background()
@@ -408,7 +409,7 @@ func TestKeysStayInRow(t *testing.T) {
 			FROM (SELECT SUM(length(chunk_data)) AS n FROM `+toast+` GROUP BY chunk_id) x`).Scan(&small, &all); err != nil {
 			t.Fatal(err)
 		}
-		if all == 0 || small > 0 {
+		if small > 0 || (all == 0 && table == "knowledge_chunks") {
 			t.Errorf("%s: %d of %d out-of-line values are identifiers (want 0 of some: the rows are past the size limit)", table, small, all)
 		}
 	}

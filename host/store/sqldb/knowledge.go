@@ -456,6 +456,17 @@ func (db *DB) EmbeddingRefs(ctx context.Context, v store.Viewer) ([]store.Embedd
 
 // Embeddings implements store.Knowledge.
 func (db *DB) Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[string][]float32, error) {
+	return db.EmbeddingsWith(ctx, refs, "")
+}
+
+// EmbeddingsWith is Embeddings for a driver that keeps some vectors in a column of its own
+// instead of the float32 bytes: half is an SQL expression reading that column as an array of
+// float32, used where the bytes are NULL ("" when there is no such column).
+func (db *DB) EmbeddingsWith(ctx context.Context, refs []store.EmbeddingRef, half string) (map[string][]float32, error) {
+	cols := "chunk_id, embedding"
+	if half != "" {
+		cols += ", " + half
+	}
 	out := make(map[string][]float32, len(refs))
 	byModel := map[string][]string{}
 	for _, r := range refs {
@@ -464,14 +475,23 @@ func (db *DB) Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[st
 	for model, ids := range byModel {
 		err := inBatches(ids, func(batch []string) error {
 			var a Args
-			q := `SELECT chunk_id, embedding FROM knowledge_embeddings WHERE model = ` + a.Add(model) + ` AND ` + a.In("chunk_id", batch)
+			q := `SELECT ` + cols + ` FROM knowledge_embeddings WHERE model = ` + a.Add(model) + ` AND ` + a.In("chunk_id", batch)
 			return queryEach(ctx, db, q, a.List, func(r Row) error {
 				var id string
 				var b []byte
-				if err := r.Scan(&id, &b); err != nil {
+				var h []float32
+				dest := []any{&id, &b}
+				if half != "" {
+					dest = append(dest, &h)
+				}
+				if err := r.Scan(dest...); err != nil {
 					return err
 				}
-				out[id] = DecodeVector(b)
+				if b == nil && h != nil {
+					out[id] = h
+				} else {
+					out[id] = DecodeVector(b)
+				}
 				return nil
 			})
 		})
