@@ -95,7 +95,7 @@ func (s *Service) callbackPath(typ string) string {
 }
 
 // CreateJob implements engine.Host: it stores the job with timeout_at and max_retries of its type,
-// and with Dispatch submits a generator job to the Dispatcher.
+// and with Dispatch submits a generator job to the JobDispatcher.
 func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engine.Job, error) {
 	p, _, ok := s.policy(req.Type)
 	if !ok {

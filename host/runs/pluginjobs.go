@@ -11,7 +11,7 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// PluginJobs is the Dispatcher of a host with plugins: the engine whose registry entry declares a
+// PluginJobs is the JobDispatcher of a host with plugins: the engine whose registry entry declares a
 // job's type (generators for speech, videogen, music and videoparse) executes the job in its
 // plugin, through a Run of engine.JobWorkflow that lasts as long as the work. Its answer resolves
 // the job as an ai-callback would; an engine that handed the job to an external executor answers
@@ -31,7 +31,7 @@ type PluginJobs struct {
 // call is one call to a plugin about a job.
 type call struct{ cancel context.CancelFunc }
 
-// NewPluginJobs returns the Dispatcher of s's plugin jobs.
+// NewPluginJobs returns the JobDispatcher of s's plugin jobs.
 func NewPluginJobs(s *Service) *PluginJobs {
 	return &PluginJobs{s: s, calls: map[string]*call{}}
 }

@@ -14,7 +14,7 @@ import (
 // partial HNSW index (vectorIndex), so it does not pay the graph insert (about 0.65 ms of the
 // server's CPU a chunk, most of what a PostgreSQL ingest cost); this worker then sets the flag a
 // batch at a time, which inserts those rows into the graph. A search never waits for it: its
-// vector leg adds an exact scan of the rows still pending (pendingIndex) to the index scan, so a
+// vector leg adds an exact scan of the rows still pending (pendingIndexDDL) to the index scan, so a
 // chunk is found from the commit of its ingest on.
 //
 // Each host of a database runs one; a batch runs in a transaction holding an advisory lock of the

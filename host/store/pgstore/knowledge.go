@@ -390,8 +390,8 @@ type termWeight struct {
 // that reaches it without statistics counts as dfCap).
 //
 // Counting a few dozen terms (a Chinese question is many unigrams and bigrams) costs more than
-// the search itself, so the frequencies and the corpus size are kept in cache for dfTTL and
-// dropped at each write of this host; other hosts' writes show within dfTTL, and idf moves
+// the search itself, so the frequencies and the corpus size are kept in cache (newTermCounts: 30 s)
+// and dropped at each write of this host; other hosts' writes show within those 30 s, and idf moves
 // little meanwhile.
 func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], terms []string) ([]termWeight, error) {
 	if len(terms) > 64 {

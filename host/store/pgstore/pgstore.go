@@ -223,7 +223,7 @@ func fillHalfVectors(ctx context.Context, c *pgx.Conn, log *slog.Logger) error {
 // 100 and more; see searchSettings) and iterative scans. Changing the parameters means a new index
 // name: the setup builds the new index and drops the previous ones by name.
 //
-// pendingIndex lists the rows not in the graph yet, for the indexer and for the search's exact
+// pendingIndexDDL lists the rows not in the graph yet, for the indexer and for the search's exact
 // scan of them.
 const (
 	vectorIndex    = "knowledge_embeddings_hnsw_h8"

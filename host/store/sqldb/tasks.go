@@ -10,7 +10,7 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 )
 
-// TaskCols are the columns scanTask reads, in order.
+// TaskCols are the columns ScanTask reads, in order.
 const TaskCols = `id, project_id, user_id, type, status, input_params, output_data, error_message, retry_count, max_retries, run_id, next_attempt_at, created_at, updated_at, completed_at`
 
 // ScanTask reads one row of TaskCols.
