@@ -68,7 +68,7 @@ func schemas() M {
 			"role!", enum("admin", "user", "free_user"), "avatar_url", str(""), "created_at", when, "updated_at", when),
 		"Project": obj("id!", uuid, "user_id!", uuid, "name!", str(""), "description", str(""),
 			"status!", enum("active", "archived", "deleted"), "workflow_preset_id", str(""),
-			"blueprint", nullable(anyObj("a 30-day plan")), "created_at", when, "updated_at", when),
+			"blueprint", nullable(anyObj("a 30-day plan")), "created_at", when, "updated_at", when, "is_deleted", boolean("")),
 		"Task": obj("id!", uuid, "project_id!", uuid, "user_id", uuid, "type!", str("e.g. a generation type"), "max_retries", integer(""),
 			"run_id", str("the run executing it, once dispatched"), "next_attempt_at", when,
 			"status!", enum("pending", "queued", "running", "success", "failed", "cancelled"),
