@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -9,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -24,11 +25,11 @@ const vectorDims = 1536
 // with and what Embeddings reads back), one of another dimension only in the float32 bytes. The
 // bytes of a 1536-dimension vector, written beside it until migration 0710, were 3.7 to 6 KB more
 // a chunk for the server to write and log, read only by the in-memory path.
-func vectorColumns(v []float32) (bytes, half any) {
+func vectorColumns(v []float32) (bytes []byte, half pgvector.HalfVector, isHalf bool) {
 	if len(v) != vectorDims {
-		return sqldb.EncodeVector(v), nil
+		return sqldb.EncodeVector(v), half, false
 	}
-	return nil, pgvector.NewHalfVector(v)
+	return nil, pgvector.NewHalfVector(v), true
 }
 
 // WriteChunks implements store.Knowledge through WriteChunksBatch.
@@ -37,74 +38,116 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) err
 }
 
 // WriteChunksBatch implements store.Knowledge: the chunks of all the documents (with their
-// keyword index value, searchVector) and their embeddings go in with COPY (two round trips for the
-// whole batch, where multi-row INSERTs of 50 rows take one per batch and make the server parse
-// every parameter), then the documents are marked indexed in one UPDATE, all in one transaction.
-// The vectors go into the HNSW index later (indexer.go): until then the search scans them exactly.
+// keyword index value, searchVector), their embeddings and the documents' indexed status go in
+// with one statement (writeChunksSQL) in one transaction: three round trips (BEGIN, the statement,
+// COMMIT) whatever the number of documents, where a COPY of each table took two (its column
+// description and the copy) and the status a third, which an ingest of one short document a call
+// paid on every call. The vectors go into the HNSW index later (indexer.go): until then the
+// search scans them exactly.
 func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
 	defer d.df.Reset()
 	var vectors int
 	defer func() { d.idx.wrote(vectors) }()
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		t, ok := tx.Conn().(txConn)
-		if !ok {
-			return tx.WriteChunksBatchWith(ctx, docs, d.putEmbedding)
-		}
 		now := tx.Now()
-		var chunks, embs [][]any
+		var a chunkArrays
 		ids, counts := make([]string, len(docs)), make([]int32, len(docs))
 		for i, p := range docs {
 			ids[i], counts[i] = p.DocumentID, int32(len(p.Chunks))
 			for _, c := range p.Chunks {
-				chunks = append(chunks, []any{c.ID, c.SourceID, p.DocumentID, c.Index, c.Text, c.Heading, c.TokenCount, c.SearchText,
-					searchVector(c.SearchText), sqldb.JOr(c.Metadata, "{}"), c.EmbeddingModel, now})
-				if c.Embedding == nil {
-					continue
-				}
-				if !d.vector {
-					embs = append(embs, []any{c.ID, c.EmbeddingModel, sqldb.EncodeVector(c.Embedding), now})
-					continue
-				}
-				bytes, half := vectorColumns(c.Embedding)
-				embs = append(embs, []any{c.ID, c.EmbeddingModel, bytes, now, half})
+				a.add(p.DocumentID, c, d.vector)
 			}
 		}
-		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"knowledge_chunks"}, []string{"id", "source_id", "document_id",
-			"chunk_index", "chunk_text", "heading", "token_count", "search_text", "search_tsv", "metadata", "embedding_model", "created_at"},
-			pgx.CopyFromRows(chunks)); err != nil {
+		args := []any{store.DocIndexed, tx.T(now), ids, counts, a.id, a.source, a.doc, a.index, a.text, a.heading, a.tokens, a.search,
+			a.tsv, a.meta, a.model, a.byteID, a.byteModel, a.bytes}
+		q := writeChunksSQL
+		if d.vector {
+			q, args = writeChunksHalfSQL, append(args, a.halfID, a.halfModel, a.half)
+		}
+		var marked int
+		if err := tx.QueryRow(ctx, q, args...).Scan(&marked); err != nil {
 			return mapError(err)
 		}
-		cols := []string{"chunk_id", "model", "embedding", "created_at"}
-		if d.vector {
-			cols = append(cols, "embedding_vector")
-		}
-		if len(embs) > 0 {
-			if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"knowledge_embeddings"}, cols, pgx.CopyFromRows(embs)); err != nil {
-				return mapError(err)
+		if marked != len(docs) {
+			// Nothing was written: the statement inserts only when every document was marked.
+			if len(docs) == 1 {
+				return tx.MarkIndexed(ctx, ids[0], int(counts[0]), now) // its error says indexed already, or gone
 			}
+			// A document indexed already (or gone): the batch is a conflict (the caller writes such
+			// a batch one document at a time to learn which).
+			return fmt.Errorf("%w: %d of the %d documents of the batch are indexed already or gone", store.ErrConflict, len(docs)-marked, len(docs))
 		}
-		if len(docs) == 1 {
-			if err := tx.MarkIndexed(ctx, ids[0], int(counts[0]), now); err != nil {
-				return err
-			}
-		} else {
-			// MarkIndexed for all at once; a document indexed already (or gone) leaves a row
-			// unchanged, and the batch is a conflict (the caller writes such a batch one
-			// document at a time to learn which).
-			n, err := tx.Exec(ctx, `UPDATE knowledge_documents d SET parse_status = $3, error_message = '', chunk_count = u.n, updated_at = $4
-				FROM unnest($1::text[], $2::int[]) AS u(id, n) WHERE d.id = u.id AND d.parse_status <> $3`, ids, counts, store.DocIndexed, tx.T(now))
-			if err != nil {
-				return err
-			}
-			if n != int64(len(docs)) {
-				return fmt.Errorf("%w: %d of the %d documents of the batch are indexed already or gone", store.ErrConflict, int64(len(docs))-n, len(docs))
-			}
-		}
-		if d.vector {
-			vectors = len(embs)
-		}
+		vectors = len(a.half)
 		return nil
 	})
+}
+
+// chunkArrays are the columns of the chunk and embedding rows of one WriteChunksBatch, as the
+// arrays writeChunksSQL unnests. An embedding goes either in the float32 bytes or in the halfvec
+// column (vectorColumns), so each has its own rows: an array of halfvec values with a NULL in it
+// would make pgx encode every element as text.
+type chunkArrays struct {
+	id, source, doc, text, heading, search, meta, model []string
+	index, tokens                                       []int32
+	tsv                                                 []pgtype.TSVector
+	byteID, byteModel                                   []string
+	bytes                                               [][]byte
+	halfID, halfModel                                   []string
+	half                                                []pgvector.HalfVector
+}
+
+// add appends chunk c of document doc; vector: the table has the halfvec column (vectorColumns).
+func (a *chunkArrays) add(doc string, c store.KnowledgeChunk, vector bool) {
+	a.id, a.source, a.doc = append(a.id, c.ID), append(a.source, c.SourceID), append(a.doc, doc)
+	a.index, a.text, a.heading = append(a.index, int32(c.Index)), append(a.text, c.Text), append(a.heading, c.Heading)
+	a.tokens, a.search, a.tsv = append(a.tokens, int32(c.TokenCount)), append(a.search, c.SearchText), append(a.tsv, searchVector(c.SearchText))
+	a.meta, a.model = append(a.meta, cmp.Or(string(c.Metadata), "{}")), append(a.model, c.EmbeddingModel)
+	if c.Embedding == nil {
+		return
+	}
+	if !vector {
+		a.byteID, a.byteModel, a.bytes = append(a.byteID, c.ID), append(a.byteModel, c.EmbeddingModel), append(a.bytes, sqldb.EncodeVector(c.Embedding))
+	} else if bytes, half, isHalf := vectorColumns(c.Embedding); isHalf {
+		a.halfID, a.halfModel, a.half = append(a.halfID, c.ID), append(a.halfModel, c.EmbeddingModel), append(a.half, half)
+	} else {
+		a.byteID, a.byteModel, a.bytes = append(a.byteID, c.ID), append(a.byteModel, c.EmbeddingModel), append(a.bytes, bytes)
+	}
+}
+
+// writeChunksSQL marks the documents ($3, with their chunk counts $4) indexed and, only when it
+// marked every one of them, inserts their chunks and embeddings from the arrays of chunkArrays: the
+// data-modifying CTEs see the same snapshot, and the inserts are conditioned on the update's
+// count, so a document indexed already (or deleted) leaves nothing written. It returns how many
+// documents it marked. writeChunksHalfSQL also inserts the halfvec rows ($19 to $21).
+var writeChunksSQL, writeChunksHalfSQL = writeChunks(false), writeChunks(true)
+
+func writeChunks(half bool) string {
+	halfRows := ""
+	if half {
+		halfRows = `
+			UNION ALL SELECT h.id, h.model, NULL, h.v, $2 FROM unnest($19::text[], $20::text[], $21::public.halfvec[]) AS h(id, model, v)`
+	}
+	cols := "chunk_id, model, embedding, created_at"
+	if half {
+		cols = "chunk_id, model, embedding, embedding_vector, created_at"
+	}
+	byteRows := `SELECT b.id, b.model, b.v, $2 FROM unnest($16::text[], $17::text[], $18::bytea[]) AS b(id, model, v)`
+	if half {
+		byteRows = `SELECT b.id, b.model, b.v, NULL::public.halfvec, $2 FROM unnest($16::text[], $17::text[], $18::bytea[]) AS b(id, model, v)`
+	}
+	return `WITH u AS (
+			UPDATE knowledge_documents d SET parse_status = $1, error_message = '', chunk_count = x.n, updated_at = $2
+			FROM unnest($3::text[], $4::int[]) AS x(id, n) WHERE d.id = x.id AND d.parse_status <> $1 RETURNING d.id),
+		ok AS (SELECT COUNT(*) = cardinality($3::text[]) AS whole FROM u),
+		c AS (INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading, token_count, search_text,
+				search_tsv, metadata, embedding_model, created_at)
+			SELECT r.id, r.src, r.doc, r.idx, r.txt, r.head, r.toks, r.st, r.tsv, r.meta::jsonb, r.model, $2
+			FROM unnest($5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[], $12::text[],
+				$13::tsvector[], $14::text[], $15::text[]) AS r(id, src, doc, idx, txt, head, toks, st, tsv, meta, model)
+			WHERE (SELECT whole FROM ok)),
+		e AS (INSERT INTO knowledge_embeddings (` + cols + `)
+			SELECT * FROM (` + byteRows + halfRows + `) v WHERE (SELECT whole FROM ok))
+		SELECT COUNT(*) FROM u`
 }
 
 // Embeddings implements store.Knowledge: where the table has the halfvec column, a vector the
@@ -133,9 +176,13 @@ func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, rows []sqldb.Em
 	return tx.InsertRows(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, embedding_vector, created_at)`, len(rows),
 		func(i int, a *sqldb.Args) string {
 			r := rows[i]
-			bytes, half := vectorColumns(r.Vector)
+			bytes, half, isHalf := vectorColumns(r.Vector)
+			var h any // NULL unless isHalf
+			if isHalf {
+				h = half
+			}
 			return "(" + a.Add(r.ChunkID) + ", " + a.Add(r.Model) + ", " + a.Add(bytes) + "::bytea, " +
-				a.Add(half) + "::halfvec, " + a.Add(ts) + ")"
+				a.Add(h) + "::halfvec, " + a.Add(ts) + ")"
 		})
 }
 
