@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
 )
@@ -175,6 +177,13 @@ func postgresSchemaURL(t *testing.T, url string) string {
 		t.Fatalf("open PostgreSQL: %v", err)
 	}
 	d.Close()
+	// Registered before the host's own clean-up, so it runs after the host has stopped.
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), url); err == nil {
+			_, _ = c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			c.Close(context.Background())
+		}
+	})
 	sep := "?"
 	if strings.Contains(url, "?") {
 		sep = "&"
