@@ -74,108 +74,239 @@ func scanDocument(r Row) (*store.KnowledgeDocument, error) {
 	return &d, nil
 }
 
-// AddDocument implements store.Knowledge.
+// AddDocument implements store.Knowledge: AddDocuments with one document.
 func (db *DB) AddDocument(ctx context.Context, src store.NewSourceParams, doc *store.KnowledgeDocument) (*store.AddDocumentResult, error) {
-	var res store.AddDocumentResult
-	err := db.WithTx(ctx, func(tx *DB) error {
-		now := tx.Now()
-		scope := "org"
-		if src.ProjectID != "" {
-			scope = "project"
-		}
-		id := src.ID
-		if id == "" {
-			id = uuid.NewString()
-		}
-		meta := json.RawMessage(`{}`)
-		if src.Internal {
-			meta = json.RawMessage(`{"internal": true}`)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_sources (id, created_by, project_id, name, visibility, scope, version, meta, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $8) ON CONFLICT (created_by, project_id, name) DO NOTHING`,
-			id, src.CreatedBy, src.ProjectID, src.Name, src.Visibility, scope, J(meta), tx.T(now)); err != nil {
-			return err
-		}
-		// The source row stays locked to the end of the transaction, so uploads into one source
-		// take turns between here and the commit (SQLite's single writer does so already): the
-		// check for a document of the same hash below then sees any upload that went first, and
-		// two uploads of one file at once make one document, not two.
-		lock := tx.rowLock(lockUpdate)
-		s, err := scanSource(tx.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s
-			WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`+lock, src.CreatedBy, src.ProjectID, src.Name))
-		if err != nil {
-			return err
-		}
-		if src.Internal && !s.Internal() {
-			if err := tx.markInternal(ctx, s); err != nil {
-				return err
-			}
-		}
-		res.Source = s
-		if doc.FileHash != "" {
-			d, err := scanDocument(tx.QueryRow(ctx, `SELECT `+docCols+` FROM knowledge_documents d
-				WHERE d.source_id = $1 AND d.file_hash = $2 ORDER BY d.created_at LIMIT 1`, s.ID, doc.FileHash))
-			if err == nil {
-				claimed, err := tx.retryDocument(ctx, d, doc, now)
-				if err != nil || !claimed {
-					res.Document, res.Duplicate = d, true
-					return err
-				}
-				if _, err := tx.Exec(ctx, `UPDATE knowledge_sources SET version = version + 1, updated_at = $2 WHERE id = $1`, s.ID, tx.T(now)); err != nil {
-					return err
-				}
-				s.Version++
-				s.UpdatedAt = now
-				res.Document, res.Retry = doc, true
-				return nil
-			}
-			if !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-		}
-		doc.SourceID = s.ID
-		doc.CreatedAt, doc.UpdatedAt = now, now
-		if doc.ParseStatus == "" {
-			doc.ParseStatus = store.DocUploading
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_documents (id, source_id, user_id, title, filename, file_hash, file_size,
-			file_url, mime_type, parse_status, error_message, chunk_count, metadata, created_at, updated_at, held_by, lease_until)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13, $14, $15)`,
-			doc.ID, doc.SourceID, doc.UserID, doc.Title, doc.Filename, doc.FileHash, doc.FileSize, doc.FileURL, doc.MimeType,
-			doc.ParseStatus, doc.ErrorMessage, JOr(doc.Metadata, "{}"), tx.T(now), doc.HeldBy, tx.TP(doc.LeaseUntil)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE knowledge_sources SET version = version + 1, updated_at = $2 WHERE id = $1`, s.ID, tx.T(now)); err != nil {
-			return err
-		}
-		s.Version++
-		s.UpdatedAt = now
-		res.Document = doc
-		return nil
-	})
+	out, err := db.AddDocuments(ctx, []store.NewDocument{{Source: src, Document: doc}})
 	if err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return out[0], nil
 }
 
-// AddDocuments implements store.Knowledge: AddDocument for each document in one transaction.
+// sourceKey is what names a knowledge source (its unique key).
+type sourceKey struct{ createdBy, projectID, name string }
+
+// hashKey is a file hash in a source: one document at most (AddDocument).
+type hashKey struct{ sourceID, hash string }
+
+// addSource is a source of an AddDocuments call: its row as the call leaves it, and the documents
+// the call added to it or retried in it.
+type addSource struct {
+	row   *store.KnowledgeSource
+	added int
+}
+
+// AddDocuments implements store.Knowledge. The result is what AddDocument for each document in
+// turn gives, in a few statements instead of five a document (each a round trip on PostgreSQL):
+// the call's sources are found or created and locked once each, the documents already stored
+// under the call's hashes are read in one query, the new documents are written by one multi-row
+// INSERT and each source's version is raised once, by the documents added to it (or retried).
 func (db *DB) AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error) {
 	out := make([]*store.AddDocumentResult, len(docs))
-	err := db.WithTx(ctx, func(tx *DB) error {
-		for i, d := range docs {
-			r, err := tx.AddDocument(ctx, d.Source, d.Document)
-			if err != nil {
-				return err
-			}
-			out[i] = r
-		}
-		return nil
-	})
+	err := db.WithTx(ctx, func(tx *DB) error { return tx.addDocuments(ctx, docs, out) })
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// addDocuments is AddDocuments inside its transaction, filling out.
+func (db *DB) addDocuments(ctx context.Context, docs []store.NewDocument, out []*store.AddDocumentResult) error {
+	now := db.Now()
+	sources := map[sourceKey]*addSource{}
+	var order []*addSource
+	var hashes []hashKey
+	for _, nd := range docs {
+		k := sourceKey{nd.Source.CreatedBy, nd.Source.ProjectID, nd.Source.Name}
+		as := sources[k]
+		if as == nil {
+			s, err := db.lockSource(ctx, nd.Source, now)
+			if err != nil {
+				return err
+			}
+			as = &addSource{row: s}
+			sources[k] = as
+			order = append(order, as)
+		}
+		if nd.Document.FileHash != "" {
+			hashes = append(hashes, hashKey{as.row.ID, nd.Document.FileHash})
+		}
+	}
+	stored, err := db.documentsByHash(ctx, hashes)
+	if err != nil {
+		return err
+	}
+	var fresh []*store.KnowledgeDocument // to insert
+	seen := map[hashKey]bool{}
+	for i, nd := range docs {
+		as := sources[sourceKey{nd.Source.CreatedBy, nd.Source.ProjectID, nd.Source.Name}]
+		s, doc := as.row, nd.Document
+		if nd.Source.Internal && !s.Internal() {
+			if err := db.markInternal(ctx, s); err != nil {
+				return err
+			}
+		}
+		res := &store.AddDocumentResult{}
+		if doc.FileHash != "" {
+			k := hashKey{s.ID, doc.FileHash}
+			d, found := stored[k]
+			if seen[k] {
+				// An earlier document of this call has the hash: AddDocument one at a time would
+				// find the document it inserted or claimed, so this one looks as it would (rare:
+				// kb sends repeated content of one call one at a time after the batch).
+				if err := db.insertDocuments(ctx, fresh, now); err != nil {
+					return err
+				}
+				fresh = nil
+				d, err = db.firstDocument(ctx, k)
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				found = err == nil
+			}
+			seen[k] = true
+			if found {
+				claimed, err := db.retryDocument(ctx, d, doc, now)
+				if err != nil {
+					return err
+				}
+				if claimed {
+					res.Document, res.Retry = doc, true
+				} else {
+					res.Document, res.Duplicate = d, true
+				}
+			}
+		}
+		if res.Document == nil {
+			doc.SourceID = s.ID
+			doc.CreatedAt, doc.UpdatedAt = now, now
+			if doc.ParseStatus == "" {
+				doc.ParseStatus = store.DocUploading
+			}
+			fresh = append(fresh, doc)
+			res.Document = doc
+		}
+		if !res.Duplicate {
+			as.added++
+			s.Version++
+			s.UpdatedAt = now
+		}
+		// Each result holds the source as it was after its own document, as one AddDocument
+		// after the other would see it.
+		row := *s
+		res.Source = &row
+		out[i] = res
+	}
+	if err := db.insertDocuments(ctx, fresh, now); err != nil {
+		return err
+	}
+	for _, as := range order {
+		if as.added == 0 {
+			continue
+		}
+		if _, err := db.Exec(ctx, `UPDATE knowledge_sources SET version = version + $2, updated_at = $3 WHERE id = $1`,
+			as.row.ID, as.added, db.T(now)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockSource finds or creates the source src names and locks its row to the end of the
+// transaction, so uploads into one source take turns between here and the commit (SQLite's single
+// writer does so already): the check for documents of the same hash that follows then sees any
+// upload that went first, and two uploads of one file at once make one document, not two. An
+// AddDocuments call locks its sources in the order its documents name them first, as AddDocument
+// one at a time did.
+func (db *DB) lockSource(ctx context.Context, src store.NewSourceParams, now time.Time) (*store.KnowledgeSource, error) {
+	scope := "org"
+	if src.ProjectID != "" {
+		scope = "project"
+	}
+	id := src.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	meta := json.RawMessage(`{}`)
+	if src.Internal {
+		meta = json.RawMessage(`{"internal": true}`)
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO knowledge_sources (id, created_by, project_id, name, visibility, scope, version, meta, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $8) ON CONFLICT (created_by, project_id, name) DO NOTHING`,
+		id, src.CreatedBy, src.ProjectID, src.Name, src.Visibility, scope, J(meta), db.T(now)); err != nil {
+		return nil, err
+	}
+	return scanSource(db.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s
+		WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`+db.rowLock(lockUpdate), src.CreatedBy, src.ProjectID, src.Name))
+}
+
+// hashLookup is the most file hashes of one documentsByHash query.
+const hashLookup = 500
+
+// documentsByHash returns, for each of keys held by a stored document, the earliest such document.
+func (db *DB) documentsByHash(ctx context.Context, keys []hashKey) (map[hashKey]*store.KnowledgeDocument, error) {
+	found := map[hashKey]*store.KnowledgeDocument{}
+	want := map[hashKey]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	for start := 0; start < len(keys); start += hashLookup {
+		part := keys[start:min(len(keys), start+hashLookup)]
+		var ids, hashes []string
+		idSeen, hashSeen := map[string]bool{}, map[string]bool{}
+		for _, k := range part {
+			if !idSeen[k.sourceID] {
+				idSeen[k.sourceID] = true
+				ids = append(ids, k.sourceID)
+			}
+			if !hashSeen[k.hash] {
+				hashSeen[k.hash] = true
+				hashes = append(hashes, k.hash)
+			}
+		}
+		var a Args
+		rows, err := db.Query(ctx, `SELECT `+docCols+` FROM knowledge_documents d WHERE `+a.In("d.source_id", ids)+
+			` AND `+a.In("d.file_hash", hashes)+` ORDER BY d.created_at`, a.List...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			d, err := scanDocument(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if k := (hashKey{d.SourceID, d.FileHash}); want[k] && found[k] == nil {
+				found[k] = d
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
+}
+
+// firstDocument returns the earliest document of a hash in a source (ErrNotFound when none).
+func (db *DB) firstDocument(ctx context.Context, k hashKey) (*store.KnowledgeDocument, error) {
+	return scanDocument(db.QueryRow(ctx, `SELECT `+docCols+` FROM knowledge_documents d
+		WHERE d.source_id = $1 AND d.file_hash = $2 ORDER BY d.created_at LIMIT 1`, k.sourceID, k.hash))
+}
+
+// insertDocuments inserts new documents (their fields set by addDocuments) in multi-row INSERTs.
+func (db *DB) insertDocuments(ctx context.Context, docs []*store.KnowledgeDocument, now time.Time) error {
+	ts := db.T(now)
+	return db.InsertRows(ctx, `INSERT INTO knowledge_documents (id, source_id, user_id, title, filename, file_hash, file_size,
+		file_url, mime_type, parse_status, error_message, chunk_count, metadata, created_at, updated_at, held_by, lease_until)`, len(docs),
+		func(i int, a *Args) string {
+			d := docs[i]
+			return "(" + strings.Join([]string{a.Add(d.ID), a.Add(d.SourceID), a.Add(d.UserID), a.Add(d.Title), a.Add(d.Filename),
+				a.Add(d.FileHash), a.Add(d.FileSize), a.Add(d.FileURL), a.Add(d.MimeType), a.Add(d.ParseStatus), a.Add(d.ErrorMessage),
+				"0", a.Add(JOr(d.Metadata, "{}")), a.Add(ts), a.Add(ts), a.Add(d.HeldBy), a.Add(db.TP(d.LeaseUntil))}, ", ") + ")"
+		})
 }
 
 // retryDocument claims the existing document d of the same hash for a new ingest when d is not

@@ -47,6 +47,7 @@ var suites = []struct {
 	{"knowledge_visibility", testKnowledgeVisibility},
 	{"knowledge_chunks", testKnowledgeChunks},
 	{"knowledge_batch", testKnowledgeBatch},
+	{"knowledge_batch_as_singles", testKnowledgeBatchAsSingles},
 	{"knowledge_term_stats", testKnowledgeTermStats},
 	{"knowledge_vector_candidates", testKnowledgeVectorCandidates},
 	{"knowledge_delete", testKnowledgeDelete},
