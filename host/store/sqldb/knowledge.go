@@ -244,29 +244,27 @@ func (db *DB) lockSource(ctx context.Context, src store.NewSourceParams, now tim
 const hashLookup = 500
 
 // documentsByHash returns, for each of keys held by a stored document, the earliest such document.
+// The keys are joined as VALUES, so each is one lookup in knowledge_documents_hash whatever the
+// planner's statistics say (an IN list on each column had PostgreSQL read a whole source's rows
+// on a table not analyzed yet).
 func (db *DB) documentsByHash(ctx context.Context, keys []hashKey) (map[hashKey]*store.KnowledgeDocument, error) {
 	found := map[hashKey]*store.KnowledgeDocument{}
-	want := map[hashKey]bool{}
+	var distinct []hashKey
+	seen := map[hashKey]bool{}
 	for _, k := range keys {
-		want[k] = true
-	}
-	for start := 0; start < len(keys); start += hashLookup {
-		part := keys[start:min(len(keys), start+hashLookup)]
-		var ids, hashes []string
-		idSeen, hashSeen := map[string]bool{}, map[string]bool{}
-		for _, k := range part {
-			if !idSeen[k.sourceID] {
-				idSeen[k.sourceID] = true
-				ids = append(ids, k.sourceID)
-			}
-			if !hashSeen[k.hash] {
-				hashSeen[k.hash] = true
-				hashes = append(hashes, k.hash)
-			}
+		if !seen[k] {
+			seen[k] = true
+			distinct = append(distinct, k)
 		}
+	}
+	for start := 0; start < len(distinct); start += hashLookup {
 		var a Args
-		rows, err := db.Query(ctx, `SELECT `+docCols+` FROM knowledge_documents d WHERE `+a.In("d.source_id", ids)+
-			` AND `+a.In("d.file_hash", hashes)+` ORDER BY d.created_at`, a.List...)
+		vals := make([]string, 0, hashLookup)
+		for _, k := range distinct[start:min(len(distinct), start+hashLookup)] {
+			vals = append(vals, "("+a.Add(k.sourceID)+", "+a.Add(k.hash)+")")
+		}
+		rows, err := db.Query(ctx, `SELECT `+docCols+` FROM knowledge_documents d JOIN (VALUES `+strings.Join(vals, ", ")+`) AS k
+			ON d.source_id = k.column1 AND d.file_hash = k.column2 ORDER BY d.created_at`, a.List...)
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +274,7 @@ func (db *DB) documentsByHash(ctx context.Context, keys []hashKey) (map[hashKey]
 				rows.Close()
 				return nil, err
 			}
-			if k := (hashKey{d.SourceID, d.FileHash}); want[k] && found[k] == nil {
+			if k := (hashKey{d.SourceID, d.FileHash}); found[k] == nil {
 				found[k] = d
 			}
 		}
