@@ -27,8 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
 )
@@ -179,10 +177,7 @@ func postgresSchemaURL(t *testing.T, url string) string {
 	d.Close()
 	// Registered before the host's own clean-up, so it runs after the host has stopped.
 	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			_, _ = c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
+		storetest.DropSchema(url, schema)
 	})
 	sep := "?"
 	if strings.Contains(url, "?") {

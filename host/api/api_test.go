@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/reelforge/reelforge/host/api"
@@ -55,10 +54,7 @@ func drivers() []driverCase {
 			}
 			t.Cleanup(func() {
 				d.Close()
-				if c, err := pgx.Connect(context.Background(), url); err == nil {
-					_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-					c.Close(context.Background())
-				}
+				storetest.DropSchema(url, schema)
 			})
 			return d
 		}},

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
@@ -164,10 +162,7 @@ func TestHubAcrossHostsPostgres(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			d.Close()
-			if c, err := pgx.Connect(context.Background(), url); err == nil {
-				_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-				c.Close(context.Background())
-			}
+			storetest.DropSchema(url, schema)
 		})
 		h := events.NewHub(events.HubOptions{Bus: events.StoreBus{PubSub: d, Channel: channel}})
 		if err := h.Start(t.Context()); err != nil {

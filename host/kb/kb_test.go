@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/chunk"
@@ -58,10 +57,7 @@ func openPG(t *testing.T, vector bool) store.Driver {
 	}
 	t.Cleanup(func() {
 		d.Close()
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
+		storetest.DropSchema(url, schema)
 	})
 	return d
 }

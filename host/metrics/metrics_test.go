@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -219,10 +218,7 @@ func TestScrapeStore(t *testing.T) {
 			}
 			t.Cleanup(func() {
 				d.Close()
-				if c, err := pgx.Connect(context.Background(), url); err == nil {
-					_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-					c.Close(context.Background())
-				}
+				storetest.DropSchema(url, schema)
 			})
 			return d
 		},

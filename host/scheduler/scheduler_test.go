@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/launch"
@@ -366,10 +365,7 @@ func TestTwoSchedulersOnePostgresTickOnce(t *testing.T) {
 	}
 	a, b := open(), open()
 	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
+		storetest.DropSchema(url, schema)
 	})
 	u := storetest.NewUser(t, a, "")
 	for range 3 {

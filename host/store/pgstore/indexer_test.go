@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
 )
@@ -26,10 +24,7 @@ func openSchema(t *testing.T, schema string, opt pgstore.Options) *pgstore.Drive
 	}
 	t.Cleanup(func() {
 		d.Close()
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			_, _ = c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
+		storetest.DropSchema(url, schema)
 	})
 	if !d.SupportsVectorSearch() {
 		t.Skip("pgvector unavailable")

@@ -47,10 +47,7 @@ func openWith(t *testing.T, vector bool) store.Driver {
 	}
 	t.Cleanup(func() {
 		d.Close()
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
+		storetest.DropSchema(url, schema)
 	})
 	return d
 }
@@ -131,10 +128,7 @@ func TestVectorIndexUpgrade(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
+		storetest.DropSchema(url, schema)
 	})
 	if !d.SupportsVectorSearch() {
 		d.Close()

@@ -49,10 +49,7 @@ func TestAddDocumentsRoundTrips(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		d.Close()
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			_, _ = c.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
+		storetest.DropSchema(url, schema)
 	})
 	var n atomic.Int64
 	db := sqldb.New(poolConn{counted{d.pool, &n}}, func(ctx context.Context) (sqldb.Tx, error) {

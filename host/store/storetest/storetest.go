@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/reelforge/reelforge/host/store"
 )
@@ -91,6 +92,19 @@ func SchemaName() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return "t_" + hex.EncodeToString(b)
+}
+
+// DropSchema drops a test's schema (SchemaName) from the PostgreSQL database at url, with all it
+// holds, if it is there; a test calls it from its clean-up, after closing its drivers. A failure is
+// ignored: the test database is thrown away after the run anyway.
+func DropSchema(url, schema string) {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return
+	}
+	defer c.Close(ctx)
+	_, _ = c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
 }
 
 // NewUser inserts a user and returns it.
