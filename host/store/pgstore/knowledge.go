@@ -265,12 +265,11 @@ func keywordRank(tsv string) string {
 // ef_search, the candidate list one pass keeps, must cover them. Under a LIMIT the planner
 // prefers a sequential scan for a common term, which decompresses the tsvector of every row it
 // passes to test it; the GIN bitmap reads only the rows that hold the term. The cost penalty of
-// a disabled plan would in turn trip JIT compilation (seconds, for a query that runs in ms), so
-// JIT is off too.
+// a disabled plan would in turn trip JIT compilation (seconds, for a query that runs in ms), which
+// is why the driver's connections have JIT off (Open).
 func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
 	_, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-		set_config('hnsw.ef_search', $1, true), set_config('enable_seqscan', 'off', true),
-		set_config('jit', 'off', true)`, strconv.Itoa(min(1000, max(40, efSearch)))) // pgvector's range: 1 to 1000
+		set_config('hnsw.ef_search', $1, true), set_config('enable_seqscan', 'off', true)`, strconv.Itoa(min(1000, max(40, efSearch)))) // pgvector's range: 1 to 1000
 	return err
 }
 
@@ -486,6 +485,11 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 		}
 		return n, df, nil
 	}
+	// With a corpus kept in the cache only the missing terms are counted: its size and mean
+	// length (a read of up to 20,000 rows on a large table, most of a search's time at 100k chunks
+	// when it ran for every new term) stay as the cache has them until it expires or a write of
+	// this host drops it.
+	kept := n.N > 0
 	lex := make([]string, len(qs))
 	for i, q := range qs {
 		lex[i] = strings.Trim(q, "'")
@@ -495,14 +499,15 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 		est AS (SELECT COALESCE((SELECT r FROM rel), -1) AS r),
 		st AS (SELECT ps.most_common_elems::text::text[] AS e, ps.most_common_elem_freqs AS f FROM pg_stats ps, rel
 			WHERE ps.schemaname = rel.ns AND ps.tablename = 'knowledge_chunks' AND ps.attname = 'search_tsv')
-		SELECT CASE WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END,
-			CASE WHEN est.r >= 5000 THEN (SELECT AVG(token_count)::float8 FROM (SELECT token_count FROM knowledge_chunks LIMIT 20000) y)
+		SELECT CASE WHEN NOT $4 THEN 0 WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END,
+			CASE WHEN NOT $4 THEN NULL
+				WHEN est.r >= 5000 THEN (SELECT AVG(token_count)::float8 FROM (SELECT token_count FROM knowledge_chunks LIMIT 20000) y)
 				ELSE (SELECT AVG(token_count)::float8 FROM knowledge_chunks) END, x.q,
 			CASE WHEN est.r >= 5000 AND x.f > 0 THEN -1 ELSE
 				(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', x.q) LIMIT $3) y) END,
 			x.f
 		FROM est, (SELECT u.q, COALESCE((SELECT st.f[array_position(st.e, u.l)] FROM st), 0) AS f
-			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, qs, lex, dfCap)
+			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, qs, lex, dfCap, n.N == 0)
 	if err != nil {
 		return sqldb.Corpus[float64]{}, nil, err
 	}
@@ -515,6 +520,9 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 		var freq float64
 		if err := rows.Scan(&total, &avg, &q, &count, &freq); err != nil {
 			return n, nil, err
+		}
+		if kept {
+			total = int64(n.N) // the corpus of the cache, not counted again ($4)
 		}
 		n.N = float64(total)
 		if avg != nil {

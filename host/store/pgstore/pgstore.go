@@ -62,6 +62,12 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if opt.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opt.Schema + ",public"
 	}
+	// No JIT compilation on this service's connections (unless the URL asks for it): its queries
+	// are short, and a plan whose estimate passes jit_above_cost (the term statistics' subqueries at
+	// 100k chunks) spent 50 to 70 ms compiling to save a few.
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	setup, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
