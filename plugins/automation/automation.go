@@ -94,11 +94,8 @@ type settings struct {
 
 // Run triggers the tool's webhook and answers StatusWaiting. See the package documentation.
 func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
-	if err := engine.CheckRun(req, h); err != nil {
-		return nil, err
-	}
 	var set settings
-	if err := req.DecodeSettings(Name, &set); err != nil {
+	if err := engine.DecodeRun(req, h, Name, &set); err != nil {
 		return nil, err
 	}
 	if set.WebhookPath == "" {

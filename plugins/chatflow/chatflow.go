@@ -126,11 +126,8 @@ var questionKeys = []string{"question", "query", "message", "topic", "summary"}
 // Run asks the question of the run's inputs (question, query, message, topic or summary) and
 // completes with the answer. See the package documentation.
 func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
-	if err := engine.CheckRun(req, h); err != nil {
-		return nil, err
-	}
 	var set settings
-	if err := req.DecodeSettings(Name, &set); err != nil {
+	if err := engine.DecodeRun(req, h, Name, &set); err != nil {
 		return nil, err
 	}
 	if set.ChatflowID == "" {

@@ -109,15 +109,12 @@ type runBody struct {
 
 // Run posts the run to the runner and answers StatusWaiting. See the package documentation.
 func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest) (*engine.RunResult, error) {
-	if err := engine.CheckRun(req, h); err != nil {
+	var set settings
+	if err := engine.DecodeRun(req, h, Name, &set); err != nil {
 		return nil, err
 	}
 	if e.opts.URL == "" {
 		return nil, errcode.New(errcode.GraphRunner, "the agent graph runner is not configured (set RUNNER_URL)")
-	}
-	var set settings
-	if err := req.DecodeSettings(Name, &set); err != nil {
-		return nil, err
 	}
 	if set.GraphID == "" {
 		set.GraphID = req.Workflow.ID

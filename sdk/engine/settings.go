@@ -55,6 +55,15 @@ func (r *RunRequest) DecodeSettings(name string, v any) error {
 	return nil
 }
 
+// DecodeRun is CheckRun, then DecodeSettings of the workflow's settings for engine name into v:
+// the first step of the Run of an engine whose manifests carry settings.
+func DecodeRun(req *RunRequest, h Host, name string, v any) error {
+	if err := CheckRun(req, h); err != nil {
+		return err
+	}
+	return req.DecodeSettings(name, v)
+}
+
 // DecodeCallback refuses a Callback without a request or a host, then decodes the callback's payload
 // into v. Both failures are a VALIDATION_ERROR; a payload's names the <name>-callback body. The
 // first step of the Callback of an engine whose tool calls back (CapCallbacks).
