@@ -149,12 +149,29 @@ func hitOf(r store.ChunkRow, sc Scores) Hit {
 // its statistics and its weights are the same, so is the top 10 (up to the index's recall).
 func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv []float32, want int) ([]Hit, error) {
 	n := s.opt.Candidates
+	// A store's vector index finds the nearest chunks without the keyword leg's rows: that scan
+	// runs beside the keyword leg (two statements on two connections, so two cores of the
+	// database), and the cosines of keyword rows it did not return are read after both.
+	var indexed chan nearResult
+	if len(qv) > 0 && s.st.SupportsVectorSearch() {
+		indexed = make(chan nearResult, 1)
+		go func() {
+			got, err := s.st.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: qv, Model: s.emb.Model(), Limit: n})
+			indexed <- nearResult{got, err}
+		}()
+	}
 	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: 2 * n})
 	if err != nil {
+		if indexed != nil {
+			<-indexed
+		}
 		return nil, fmt.Errorf("kb: keyword candidates: %w", err)
 	}
 	stats, err := s.st.TermStats(ctx, terms)
 	if err != nil {
+		if indexed != nil {
+			<-indexed
+		}
 		return nil, fmt.Errorf("kb: term statistics: %w", err)
 	}
 	split := map[string][]string{} // a candidate's terms, once split (indexTerms)
@@ -167,7 +184,12 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 	}
 	cos := map[string]float64{}
 	if len(qv) > 0 {
-		if err := s.vectorLeg(ctx, v, qv, n, rows, &order, cos); err != nil {
+		var scan *nearResult
+		if indexed != nil {
+			r := <-indexed
+			scan = &r
+		}
+		if err := s.vectorLeg(ctx, v, qv, n, scan, rows, &order, cos); err != nil {
 			return nil, err
 		}
 	}
@@ -192,26 +214,46 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 	return hits, nil
 }
 
+// nearResult is a store's vector index scan: the nearest chunks with their cosines.
+type nearResult struct {
+	rows []store.ChunkRow
+	err  error
+}
+
 // vectorLeg adds the n readable chunks nearest to qv to rows and order, and the cosine with qv of
 // every candidate (those already in rows too) to cos: through the store's vector index when it has
-// one, otherwise by the in-memory scan.
-func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n int, rows map[string]store.ChunkRow, order *[]string, cos map[string]float64) error {
+// one (scan: its nearest chunks, found beside the keyword leg; the cosines of the rows already in rows that it
+// did not return are read here), otherwise by the in-memory scan.
+func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n int, scan *nearResult, rows map[string]store.ChunkRow, order *[]string, cos map[string]float64) error {
 	known := append([]string(nil), *order...)
-	if s.st.SupportsVectorSearch() {
-		got, err := s.st.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: qv, Model: s.emb.Model(), Limit: n, ChunkIDs: known})
-		if err == nil {
-			for _, r := range got {
-				cos[r.ID] = r.Vector
-				if _, ok := rows[r.ID]; !ok {
-					rows[r.ID] = r
-					*order = append(*order, r.ID)
-				}
+	if scan != nil && !errors.Is(scan.err, store.ErrNotSupported) {
+		if scan.err != nil {
+			return fmt.Errorf("kb: vector candidates: %w", scan.err)
+		}
+		for _, r := range scan.rows {
+			cos[r.ID] = r.Vector
+			if _, ok := rows[r.ID]; !ok {
+				rows[r.ID] = r
+				*order = append(*order, r.ID)
 			}
+		}
+		var rest []string
+		for _, id := range known {
+			if _, ok := cos[id]; !ok {
+				rest = append(rest, id)
+			}
+		}
+		if len(rest) == 0 {
 			return nil
 		}
-		if !errors.Is(err, store.ErrNotSupported) {
+		got, err := s.st.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: qv, Model: s.emb.Model(), Limit: 0, ChunkIDs: rest})
+		if err != nil {
 			return fmt.Errorf("kb: vector candidates: %w", err)
 		}
+		for _, r := range got {
+			cos[r.ID] = r.Vector
+		}
+		return nil
 	}
 	near, vecs, err := s.neighbours(ctx, v, qv, n, known)
 	if err != nil {

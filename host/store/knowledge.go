@@ -293,8 +293,8 @@ type Knowledge interface {
 	ChunksByID(ctx context.Context, ids []string) ([]ChunkRow, error)
 	// VectorCandidates is the vector leg through the database's vector index: the p.Limit chunks
 	// v may read whose embeddings (of p.Model) are nearest to p.Vector, then those of
-	// p.ChunkIDs that v may read and that have such an embedding and are not among them, each
-	// with Vector set to its cosine with p.Vector clamped to 0..1. ErrNotSupported when the
+	// p.ChunkIDs that v may read and that have such an embedding and are not among them (with
+	// p.Limit 0, those alone), each with Vector set to its cosine with p.Vector clamped to 0..1. ErrNotSupported when the
 	// driver has no vector index (the host then scans the vectors itself).
 	VectorCandidates(ctx context.Context, p SearchParams) ([]ChunkRow, error)
 	// SourceChunks lists up to limit chunks of a source in id order, those after afterID ("": from

@@ -463,4 +463,21 @@ func testKnowledgeVectorCandidates(t *testing.T, open Opener) {
 	if len(rows) != 7 || !seen[ids[10]] || !seen[ids[len(ids)-1]] {
 		t.Fatalf("VectorCandidates = %d rows, want the 5 nearest and the 2 readable chunks asked about beyond them", len(rows))
 	}
+	// Limit 0: the cosines of the readable chunks asked about, and no neighbours.
+	rows, err = d.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: q, Model: Model, Limit: 0, ChunkIDs: asked})
+	if err != nil {
+		t.Fatalf("VectorCandidates with Limit 0: %v", err)
+	}
+	got := map[string]float64{}
+	for _, r := range rows {
+		got[r.ID] = r.Vector
+	}
+	if len(rows) != 3 || len(got) != 3 {
+		t.Fatalf("VectorCandidates with Limit 0 = %d rows, want the 3 readable chunks asked about", len(rows))
+	}
+	for _, id := range asked[:3] {
+		if c, ok := got[id]; !ok || math.Abs(c-want[id]) > tol {
+			t.Errorf("Limit 0: chunk %s cosine %v (returned: %v), want %v", id, c, ok, want[id])
+		}
+	}
 }
