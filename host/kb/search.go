@@ -221,9 +221,9 @@ type nearResult struct {
 }
 
 // vectorLeg adds the n readable chunks nearest to qv to rows and order, and the cosine with qv of
-// every candidate (those already in rows too) to cos: through the store's vector index when it has
-// one (scan: its nearest chunks, found beside the keyword leg; the cosines of the rows already in rows that it
-// did not return are read here), otherwise by the in-memory scan.
+// every candidate (those already in rows too) to cos: through the store's vector index when it
+// has one (scan: its nearest chunks, found beside the keyword leg; the cosines of the rows already
+// in rows that it did not return are read here), otherwise by the in-memory scan.
 func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n int, scan *nearResult, rows map[string]store.ChunkRow, order *[]string, cos map[string]float64) error {
 	known := append([]string(nil), *order...)
 	if scan != nil && !errors.Is(scan.err, store.ErrNotSupported) {
