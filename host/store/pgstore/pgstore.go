@@ -172,15 +172,19 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 
 // fillHalfVectors moves into the halfvec column the vectors of its dimension that only have
 // float32 bytes: those written while the database ran with KB_VECTOR_SEARCH=off (or before
-// pgvector was installed), which the vector leg would never find otherwise. They go in pending
-// (vector_indexed FALSE), so the indexer adds them to the graph and the search scans them exactly
-// until then. Once per switch from the in-memory path; nothing to do otherwise.
+// pgvector was installed), which the vector leg would never find otherwise. Such rows are written
+// pending (vector_indexed FALSE, the column's default since migration 0700), so the pending index
+// finds them without reading the table, and they stay pending: the indexer adds them to the graph
+// and the search scans them exactly until then. Rows written on the in-memory path before 0700
+// were marked indexed by it and are not looked for (that would read the whole table at every
+// start).
 func fillHalfVectors(ctx context.Context, c *pgx.Conn, log *slog.Logger) error {
 	var after string
 	filled := 0
 	for {
 		rows, err := c.Query(ctx, `SELECT chunk_id, model, embedding FROM knowledge_embeddings
-			WHERE embedding_vector IS NULL AND embedding IS NOT NULL AND chunk_id > $1 ORDER BY chunk_id LIMIT 500`, after)
+			WHERE NOT vector_indexed AND embedding_vector IS NULL AND embedding IS NOT NULL AND chunk_id > $1
+			ORDER BY chunk_id LIMIT 500`, after)
 		if err != nil {
 			return err
 		}
