@@ -487,8 +487,9 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 	}
 	// With a corpus kept in the cache only the missing terms are counted: its size and mean
 	// length (a read of up to 20,000 rows on a large table, most of a search's time at 100k chunks
-	// when it ran for every new term) stay as the cache has them until it expires or a write of
-	// this host drops it.
+	// when it ran for every new term; the target is search p95 at 100k chunks, BENCHMARKS.md) stay
+	// as the cache has them until it expires or a write of this host drops it. Rule: another host's
+	// writes show in them within the cache's 30 s, as in the frequencies.
 	kept := n.N > 0
 	lex := make([]string, len(qs))
 	for i, q := range qs {
