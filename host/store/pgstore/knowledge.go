@@ -20,17 +20,12 @@ import (
 // vectorDims is the dimension of the embedding_vector column (halfvec: half-precision floats).
 const vectorDims = 1536
 
-// vectorColumns is v as the two columns of knowledge_embeddings store it on the pgvector path: a
-// vector of the halfvec column's dimension goes only there (half precision, what the search ranks
-// with and what Embeddings reads back), one of another dimension only in the float32 bytes. The
-// bytes of a 1536-dimension vector, written beside it until migration 0710, were 3.7 to 6 KB more
-// a chunk for the server to write and log, read only by the in-memory path.
-func vectorColumns(v []float32) (bytes []byte, half pgvector.HalfVector, isHalf bool) {
-	if len(v) != vectorDims {
-		return sqldb.EncodeVector(v), half, false
-	}
-	return nil, pgvector.NewHalfVector(v), true
-}
+// inHalfColumn reports where the pgvector path stores v: a vector of the halfvec column's
+// dimension only there (half precision, what the search ranks with and what Embeddings reads
+// back), one of another dimension only in the float32 bytes. The bytes of a 1536-dimension vector,
+// written beside it until migration 0710, were 3.7 to 6 KB more a chunk for the server to write
+// and log, read only by the in-memory path.
+func inHalfColumn(v []float32) bool { return len(v) == vectorDims }
 
 // WriteChunks implements store.Knowledge through WriteChunksBatch.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
@@ -84,7 +79,7 @@ func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksP
 
 // chunkArrays are the columns of the chunk and embedding rows of one WriteChunksBatch, as the
 // arrays writeChunksSQL unnests. An embedding goes either in the float32 bytes or in the halfvec
-// column (vectorColumns), so each has its own rows: an array of halfvec values with a NULL in it
+// column (inHalfColumn), so each has its own rows: an array of halfvec values with a NULL in it
 // would make pgx encode every element as text.
 type chunkArrays struct {
 	id, source, doc, text, heading, search, meta, model []string
@@ -96,7 +91,7 @@ type chunkArrays struct {
 	half                                                []pgvector.HalfVector
 }
 
-// add appends chunk c of document doc; vector: the table has the halfvec column (vectorColumns).
+// add appends chunk c of document doc; vector: the pgvector path, with the halfvec column.
 func (a *chunkArrays) add(doc string, c store.KnowledgeChunk, vector bool) {
 	a.id, a.source, a.doc = append(a.id, c.ID), append(a.source, c.SourceID), append(a.doc, doc)
 	a.index, a.text, a.heading = append(a.index, int32(c.Index)), append(a.text, c.Text), append(a.heading, c.Heading)
@@ -105,12 +100,10 @@ func (a *chunkArrays) add(doc string, c store.KnowledgeChunk, vector bool) {
 	if c.Embedding == nil {
 		return
 	}
-	if !vector {
-		a.byteID, a.byteModel, a.bytes = append(a.byteID, c.ID), append(a.byteModel, c.EmbeddingModel), append(a.bytes, sqldb.EncodeVector(c.Embedding))
-	} else if bytes, half, isHalf := vectorColumns(c.Embedding); isHalf {
-		a.halfID, a.halfModel, a.half = append(a.halfID, c.ID), append(a.halfModel, c.EmbeddingModel), append(a.half, half)
+	if vector && inHalfColumn(c.Embedding) {
+		a.halfID, a.halfModel, a.half = append(a.halfID, c.ID), append(a.halfModel, c.EmbeddingModel), append(a.half, pgvector.NewHalfVector(c.Embedding))
 	} else {
-		a.byteID, a.byteModel, a.bytes = append(a.byteID, c.ID), append(a.byteModel, c.EmbeddingModel), append(a.bytes, bytes)
+		a.byteID, a.byteModel, a.bytes = append(a.byteID, c.ID), append(a.byteModel, c.EmbeddingModel), append(a.bytes, sqldb.EncodeVector(c.Embedding))
 	}
 }
 
@@ -122,19 +115,13 @@ func (a *chunkArrays) add(doc string, c store.KnowledgeChunk, vector bool) {
 var writeChunksSQL, writeChunksHalfSQL = writeChunks(false), writeChunks(true)
 
 func writeChunks(half bool) string {
-	halfRows := ""
+	cols, halfCol, halfRows := "chunk_id, model, embedding", "", ""
 	if half {
+		cols, halfCol = cols+", embedding_vector", "NULL::public.halfvec, "
 		halfRows = `
 			UNION ALL SELECT h.id, h.model, NULL, h.v, $2 FROM unnest($19::text[], $20::text[], $21::public.halfvec[]) AS h(id, model, v)`
 	}
-	cols := "chunk_id, model, embedding, created_at"
-	if half {
-		cols = "chunk_id, model, embedding, embedding_vector, created_at"
-	}
-	byteRows := `SELECT b.id, b.model, b.v, $2 FROM unnest($16::text[], $17::text[], $18::bytea[]) AS b(id, model, v)`
-	if half {
-		byteRows = `SELECT b.id, b.model, b.v, NULL::public.halfvec, $2 FROM unnest($16::text[], $17::text[], $18::bytea[]) AS b(id, model, v)`
-	}
+	byteRows := `SELECT b.id, b.model, b.v, ` + halfCol + `$2 FROM unnest($16::text[], $17::text[], $18::bytea[]) AS b(id, model, v)`
 	return `WITH u AS (
 			UPDATE knowledge_documents d SET parse_status = $1, error_message = '', chunk_count = x.n, updated_at = $2
 			FROM unnest($3::text[], $4::int[]) AS x(id, n) WHERE d.id = x.id AND d.parse_status <> $1 RETURNING d.id),
@@ -145,13 +132,13 @@ func writeChunks(half bool) string {
 			FROM unnest($5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[], $12::text[],
 				$13::tsvector[], $14::text[], $15::text[]) AS r(id, src, doc, idx, txt, head, toks, st, tsv, meta, model)
 			WHERE (SELECT whole FROM ok)),
-		e AS (INSERT INTO knowledge_embeddings (` + cols + `)
+		e AS (INSERT INTO knowledge_embeddings (` + cols + `, created_at)
 			SELECT * FROM (` + byteRows + halfRows + `) v WHERE (SELECT whole FROM ok))
 		SELECT COUNT(*) FROM u`
 }
 
 // Embeddings implements store.Knowledge: where the table has the halfvec column, a vector the
-// pgvector path wrote only there (vectorColumns) is read from it, converted to float32.
+// pgvector path wrote only there (inHalfColumn) is read from it, converted to float32.
 func (d *Driver) Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[string][]float32, error) {
 	if !d.half {
 		return d.DB.Embeddings(ctx, refs)
@@ -176,13 +163,14 @@ func (d *Driver) putEmbedding(ctx context.Context, tx *sqldb.DB, rows []sqldb.Em
 	return tx.InsertRows(ctx, `INSERT INTO knowledge_embeddings (chunk_id, model, embedding, embedding_vector, created_at)`, len(rows),
 		func(i int, a *sqldb.Args) string {
 			r := rows[i]
-			bytes, half, isHalf := vectorColumns(r.Vector)
-			var h any // NULL unless isHalf
-			if isHalf {
-				h = half
+			var bytes, half any // one of the two, the other NULL
+			if inHalfColumn(r.Vector) {
+				half = pgvector.NewHalfVector(r.Vector)
+			} else {
+				bytes = sqldb.EncodeVector(r.Vector)
 			}
 			return "(" + a.Add(r.ChunkID) + ", " + a.Add(r.Model) + ", " + a.Add(bytes) + "::bytea, " +
-				a.Add(h) + "::halfvec, " + a.Add(ts) + ")"
+				a.Add(half) + "::halfvec, " + a.Add(ts) + ")"
 		})
 }
 

@@ -25,7 +25,7 @@ type Driver struct {
 	pool   *pgxpool.Pool
 	vector bool
 	// half: the table has the halfvec column (pgvector is or was used), where the pgvector path
-	// keeps its vectors without the float32 bytes (see vectorColumns); Embeddings reads it.
+	// keeps its vectors without the float32 bytes (see inHalfColumn); Embeddings reads it.
 	half bool
 	df   *sqldb.TermCounts[float64] // document frequencies of the keyword leg
 	idx  *indexer                   // the vector indexer (indexer.go); nil without pgvector or with ManualIndexer
@@ -199,7 +199,7 @@ func fillHalfVectors(ctx context.Context, c *pgx.Conn, log *slog.Logger) error {
 				return err
 			}
 			seen, after = seen+1, id
-			if v := sqldb.DecodeVector(b); len(v) == vectorDims {
+			if v := sqldb.DecodeVector(b); inHalfColumn(v) {
 				ids, models, vecs = append(ids, id), append(models, model), append(vecs, pgvector.NewHalfVector(v).String())
 			}
 		}

@@ -420,39 +420,33 @@ func InsertEmbeddings(ctx context.Context, tx *DB, rows []EmbeddingRow, now time
 		})
 }
 
-// WriteChunksWith writes the chunks and their embeddings through put and marks the document
-// indexed, in one transaction.
-func (db *DB) WriteChunksWith(ctx context.Context, p store.WriteChunksParams, put EmbeddingWriter) error {
+// WriteChunkRows writes the chunks of each of docs and their embeddings (float32 bytes) with
+// multi-row INSERTs and marks each document indexed, all in one transaction: the write of a
+// driver whose database has no faster path for it (SQLite, in-process; pgstore has its own).
+func (db *DB) WriteChunkRows(ctx context.Context, docs []store.WriteChunksParams) error {
 	return db.WithTx(ctx, func(tx *DB) error {
 		now := tx.Now()
 		ts := tx.T(now)
-		if err := tx.InsertRows(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading,
-			token_count, search_text, metadata, embedding_model, created_at)`, len(p.Chunks), func(i int, a *Args) string {
-			c := p.Chunks[i]
-			return "(" + strings.Join([]string{a.Add(c.ID), a.Add(c.SourceID), a.Add(p.DocumentID), a.Add(c.Index), a.Add(c.Text),
-				a.Add(c.Heading), a.Add(c.TokenCount), a.Add(c.SearchText), a.Add(JOr(c.Metadata, "{}")), a.Add(c.EmbeddingModel),
-				a.Add(ts)}, ", ") + ")"
-		}); err != nil {
-			return err
-		}
-		var rows []EmbeddingRow
-		for _, c := range p.Chunks {
-			if c.Embedding != nil {
-				rows = append(rows, EmbeddingRow{ChunkID: c.ID, Model: c.EmbeddingModel, Vector: c.Embedding})
-			}
-		}
-		if err := put(ctx, tx, rows, now); err != nil {
-			return err
-		}
-		return tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now)
-	})
-}
-
-// WriteChunksBatchWith is WriteChunksWith for several documents in one transaction.
-func (db *DB) WriteChunksBatchWith(ctx context.Context, docs []store.WriteChunksParams, put EmbeddingWriter) error {
-	return db.WithTx(ctx, func(tx *DB) error {
 		for _, p := range docs {
-			if err := tx.WriteChunksWith(ctx, p, put); err != nil {
+			if err := tx.InsertRows(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading,
+			token_count, search_text, metadata, embedding_model, created_at)`, len(p.Chunks), func(i int, a *Args) string {
+				c := p.Chunks[i]
+				return "(" + strings.Join([]string{a.Add(c.ID), a.Add(c.SourceID), a.Add(p.DocumentID), a.Add(c.Index), a.Add(c.Text),
+					a.Add(c.Heading), a.Add(c.TokenCount), a.Add(c.SearchText), a.Add(JOr(c.Metadata, "{}")), a.Add(c.EmbeddingModel),
+					a.Add(ts)}, ", ") + ")"
+			}); err != nil {
+				return err
+			}
+			var rows []EmbeddingRow
+			for _, c := range p.Chunks {
+				if c.Embedding != nil {
+					rows = append(rows, EmbeddingRow{ChunkID: c.ID, Model: c.EmbeddingModel, Vector: c.Embedding})
+				}
+			}
+			if err := InsertEmbeddings(ctx, tx, rows, now); err != nil {
+				return err
+			}
+			if err := tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now); err != nil {
 				return err
 			}
 		}

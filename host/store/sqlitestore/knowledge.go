@@ -12,14 +12,12 @@ import (
 
 // WriteChunks implements store.Knowledge.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
-	err := d.DB.WriteChunksWith(ctx, p, sqldb.InsertEmbeddings)
-	d.df.Reset()
-	return err
+	return d.WriteChunksBatch(ctx, []store.WriteChunksParams{p})
 }
 
 // WriteChunksBatch implements store.Knowledge.
 func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
-	err := d.DB.WriteChunksBatchWith(ctx, docs, sqldb.InsertEmbeddings)
+	err := d.DB.WriteChunkRows(ctx, docs)
 	d.df.Reset()
 	return err
 }
