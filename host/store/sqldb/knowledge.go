@@ -240,9 +240,6 @@ func (db *DB) lockSource(ctx context.Context, src store.NewSourceParams, now tim
 		WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`+db.rowLock(lockUpdate), src.CreatedBy, src.ProjectID, src.Name))
 }
 
-// hashLookup is the most file hashes of one documentsByHash query.
-const hashLookup = 500
-
 // documentsByHash returns, for each of keys held by a stored document, the earliest such document.
 // The keys are joined as VALUES, so each is one lookup in knowledge_documents_hash whatever the
 // planner's statistics say (an IN list on each column had PostgreSQL read a whole source's rows
@@ -257,33 +254,27 @@ func (db *DB) documentsByHash(ctx context.Context, keys []hashKey) (map[hashKey]
 			distinct = append(distinct, k)
 		}
 	}
-	for start := 0; start < len(distinct); start += hashLookup {
+	err := inBatches(distinct, func(batch []hashKey) error {
 		var a Args
-		vals := make([]string, 0, hashLookup)
-		for _, k := range distinct[start:min(len(distinct), start+hashLookup)] {
-			vals = append(vals, "("+a.Add(k.sourceID)+", "+a.Add(k.hash)+")")
+		vals := make([]string, len(batch))
+		for i, k := range batch {
+			vals[i] = "(" + a.Add(k.sourceID) + ", " + a.Add(k.hash) + ")"
 		}
-		rows, err := db.Query(ctx, `SELECT `+docCols+` FROM knowledge_documents d JOIN (VALUES `+strings.Join(vals, ", ")+`) AS k
-			ON d.source_id = k.column1 AND d.file_hash = k.column2 ORDER BY d.created_at`, a.List...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			d, err := scanDocument(rows)
+		q := `SELECT ` + docCols + ` FROM knowledge_documents d JOIN (VALUES ` + strings.Join(vals, ", ") + `) AS k
+			ON d.source_id = k.column1 AND d.file_hash = k.column2 ORDER BY d.created_at`
+		return queryEach(ctx, db, q, a.List, func(r Row) error {
+			d, err := scanDocument(r)
 			if err != nil {
-				rows.Close()
-				return nil, err
+				return err
 			}
 			if k := (hashKey{d.SourceID, d.FileHash}); found[k] == nil {
 				found[k] = d
 			}
-		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return found, nil
 }
@@ -646,17 +637,17 @@ func (db *DB) ChunksByID(ctx context.Context, ids []string) ([]store.ChunkRow, e
 	return out, nil
 }
 
-// inBatch is how many values one IN list of inBatches holds at most.
+// inBatch is how many values (ids, or hash pairs) one query of inBatches holds at most.
 const inBatch = 500
 
-// inBatches calls f with ids in order, inBatch at a time, and stops at the first error.
-func inBatches(ids []string, f func(batch []string) error) error {
-	for len(ids) > 0 {
-		n := min(len(ids), inBatch)
-		if err := f(ids[:n]); err != nil {
+// inBatches calls f with items in order, inBatch at a time, and stops at the first error.
+func inBatches[T any](items []T, f func(batch []T) error) error {
+	for len(items) > 0 {
+		n := min(len(items), inBatch)
+		if err := f(items[:n]); err != nil {
 			return err
 		}
-		ids = ids[n:]
+		items = items[n:]
 	}
 	return nil
 }
