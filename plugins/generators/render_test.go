@@ -215,6 +215,50 @@ func TestRenderGraphic(t *testing.T) {
 	}
 }
 
+// TestRenderUprightPhoto: a phone photo stored sideways with its EXIF orientation (6: turn 90°
+// clockwise to show) comes out upright in the cover. ffmpeg turns such a picture when it decodes
+// it (its autorotation, on unless -noautorotate); this guards it: the stored pixels have the red
+// band on the left, the upright picture has it on top.
+func TestRenderUprightPhoto(t *testing.T) {
+	t.Parallel()
+	b := setupRender(t)
+	plain := filepath.Join(t.TempDir(), "plain.jpg")
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+		"color=c=0x1020d0:s=1600x1200,drawbox=x=0:y=0:w=400:h=1200:color=0xd01010:t=fill", "-frames:v", "1", plain).CombinedOutput(); err != nil {
+		t.Fatalf("make the photo: %v %s", err, out)
+	}
+	stored, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An APP1 Exif segment right after SOI: a big-endian TIFF header and IFD0 with one entry,
+	// Orientation (0x0112), a SHORT of value 6.
+	tiff := []byte{'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0}
+	app1 := append([]byte("Exif\x00\x00"), tiff...)
+	seg := append([]byte{0xff, 0xe1, byte((len(app1) + 2) >> 8), byte(len(app1) + 2)}, app1...)
+	photo := append(append(append([]byte{}, stored[:2]...), seg...), stored[2:]...)
+	if err := os.WriteFile(filepath.Join(b.dir, "assets", b.user, "phone.jpg"), photo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := b.run(t, "graphic", map[string]any{"topic": "a sideways phone photo", "media": "/api/assets/files/u-paid/phone.jpg"}, engine.JobVideogen)
+	f, err := os.Open(b.file(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("the cover is not a PNG: %v (result %v)", err, res)
+	}
+	size := img.Bounds().Size()
+	if r, g, bl, _ := img.At(size.X/2, size.Y/10).RGBA(); r < 2*g || r < 2*bl {
+		t.Errorf("the cover's top is not the photo's red top (rgb %d %d %d): the EXIF orientation was not applied", r>>8, g>>8, bl>>8)
+	}
+	if r, g, bl, _ := img.At(size.X/10, size.Y/2).RGBA(); bl < 2*r || bl < 2*g {
+		t.Errorf("the cover's left middle is not blue (rgb %d %d %d)", r>>8, g>>8, bl>>8)
+	}
+}
+
 // TestRenderMusicVideo: music_video_creation given a track of the creator's (no music generator is
 // configured) has that music, audible, in its video.
 func TestRenderMusicVideo(t *testing.T) {
