@@ -38,6 +38,9 @@ var (
 	kbKeep   = flag.Bool("kb-keep", false, "keep the PostgreSQL schemas of the knowledge bench (their names are printed) instead of dropping them")
 	kbBatch  = flag.Int("kb-batch-chunks", 5000, "after the search, ingest about this many chunks more through kb.IngestBatch (batch/text: "+
 		"100 documents a call, in groups of kb.BatchGroup) for its MB/s (0: skip; skipped with -kb-schema)")
+	kbBuildMem = flag.String("kb-build-mem", "", "on postgres+pgvector, the maintenance_work_mem of the store's connections (a session setting, e.g. 6GB; "+
+		"default the server's) for -kb-bulk-from's CREATE INDEX: pgvector builds the HNSW graph in memory while it fits (about 4 KB a chunk), "+
+		"and goes on on disk past it, several times slower")
 	kbSchema = flag.String("kb-schema", "", "on PostgreSQL, the schema of the ingest and search part (kept afterwards); when it already "+
 		"holds that part's corpus (a run with -kb-keep), its documents are regenerated, not ingested again, and the search runs on it")
 )
@@ -97,7 +100,11 @@ func allKBDrivers(o *options) []kbDriver {
 			if schema == "" {
 				schema = fmt.Sprintf("bench_kb_%d", time.Now().UnixNano())
 			}
-			d, err := pgstore.Open(ctx, o.pgURL, pgstore.Options{Schema: schema, VectorSearch: vector})
+			url := o.pgURL
+			if vector && *kbBuildMem != "" {
+				url = withRuntimeParam(url, "maintenance_work_mem", *kbBuildMem)
+			}
+			d, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, VectorSearch: vector})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -242,7 +249,8 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			chunks += res.ChunksCount
 			bytes += len(text)
 		}
-		if _, err := waitIndexed(ctx, st, vi != nil); err != nil {
+		wait, err := waitIndexed(ctx, st, vi != nil)
+		if err != nil {
 			return err
 		}
 		meter.end(ctx)
@@ -252,11 +260,15 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			if err := vi.BuildVectorIndex(ctx); err != nil {
 				return err
 			}
-			build = fmt.Sprintf(" (bulk load: %.2f MB/s without the index, %d chunks; index build and VACUUM ANALYZE %.0f s)",
-				float64(bytes-bytes0)/1e6/ingestTime.Seconds(), chunks-chunks0, time.Since(t0).Seconds())
+			// The load's wall time is of the ingest calls alone; the wait after it is the background
+			// indexer marking the last rows (without the index, a flag update each).
+			build = fmt.Sprintf(" (bulk load: %.2f MB/s without the index, %d chunks in %.0f s, then %.0f s for the indexer's last rows; "+
+				"index build and VACUUM ANALYZE %.0f s%s)", float64(bytes-bytes0)/1e6/ingestTime.Seconds(), chunks-chunks0,
+				ingestTime.Seconds(), wait.Seconds(), time.Since(t0).Seconds(), buildMemNote(ctx, st))
 		}
 		var search, ask []float64
 		var recallQs []string
+		load0 := loadAverage()
 		for i := 0; i < queries; i++ {
 			q := vocab.Word() + " " + vocab.Word() + " " + vocab.Word()
 			if vi != nil && len(recallQs) < *kbRecall {
@@ -290,8 +302,13 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		}
 		fmt.Printf("| %s | %s | %s | %s | %d | %.1f | %.1f | %.1f |\n", name, mbs, cpu, scpu, chunks,
 			kbQuantile(search, 0.5), kbQuantile(search, 0.95), kbQuantile(ask, 0.95))
-		if build != "" || len(recallQs) > 0 {
+		if vi != nil {
 			note := build
+			sizes, err := kbRelationSizes(ctx, st)
+			if err != nil {
+				return err
+			}
+			note += sizes + fmt.Sprintf(" (load average over 1 min before and after the searches: %s, %s)", load0, loadAverage())
 			if len(recallQs) > 0 {
 				r, err := kbVectorRecall(ctx, vi, recallQs)
 				if err != nil {
