@@ -29,6 +29,7 @@ type Driver struct {
 	half bool
 	df   *sqldb.TermCounts[float64] // document frequencies of the keyword leg
 	idx  *indexer                   // the vector indexer (indexer.go); nil without pgvector or with ManualIndexer
+	lazy *sqldb.DB                  // the pool, with transactions that commit without waiting for the WAL flush (AddDocuments)
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -86,6 +87,7 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	}
 	d := &Driver{pool: pool, vector: vector, half: vector, df: newTermCounts()}
 	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
+	d.lazy = sqldb.New(poolConn{pool}, d.beginLazy, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -329,6 +331,16 @@ func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error
 
 func (d *Driver) begin(ctx context.Context) (sqldb.Tx, error) {
 	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newTxConn(tx), nil
+}
+
+// beginLazy starts a transaction whose commit does not wait for its WAL to reach the disk
+// (synchronous_commit off, for this transaction only): see AddDocuments.
+func (d *Driver) beginLazy(ctx context.Context) (sqldb.Tx, error) {
+	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: `BEGIN; SET LOCAL synchronous_commit = off`})
 	if err != nil {
 		return nil, err
 	}

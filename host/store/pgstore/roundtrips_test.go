@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -82,5 +83,118 @@ func TestAddDocumentsRoundTrips(t *testing.T) {
 	t.Logf("AddDocument: %d round trips", n.Load())
 	if got := n.Load(); got > 7 {
 		t.Errorf("AddDocument = %d round trips, want 7 at most", got)
+	}
+}
+
+// TestWriteChunksRoundTrips: the write of one document's chunks is one statement, with no
+// transaction around it (the statement is one), and still writes nothing for a document that is
+// indexed already.
+func TestWriteChunksRoundTrips(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	schema := storetest.SchemaName()
+	ctx := context.Background()
+	d, err := Open(ctx, url, Options{Schema: schema, VectorSearch: true, ManualIndexer: true})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		storetest.DropSchema(url, schema)
+	})
+	var n atomic.Int64
+	db := sqldb.New(poolConn{counted{d.pool, &n}}, func(ctx context.Context) (sqldb.Tx, error) {
+		n.Add(2) // BEGIN, and the COMMIT or ROLLBACK
+		tx, err := d.pool.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return txConn{poolConn{counted{tx, &n}}, tx}, nil
+	}, dialect, nil)
+	cd := &Driver{DB: db, pool: d.pool, vector: d.vector, half: d.half, df: d.df}
+	u := storetest.NewUser(t, d, "")
+	added, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "rt", Visibility: store.VisibilityPrivate},
+		&store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "f.txt", FileHash: "h", ParseStatus: store.DocParsing})
+	if err != nil {
+		t.Fatalf("AddDocument: %v", err)
+	}
+	doc := added.Document
+	chunks := func() []store.KnowledgeChunk {
+		out := make([]store.KnowledgeChunk, 3)
+		for i := range out {
+			v := make([]float32, vectorDims)
+			v[i] = 1
+			out[i] = store.KnowledgeChunk{ID: uuid.NewString(), SourceID: doc.SourceID, DocumentID: doc.ID, Index: i,
+				Text: fmt.Sprint("chunk ", i), SearchText: fmt.Sprint("chunk ", i), EmbeddingModel: "m", Embedding: v}
+		}
+		return out
+	}
+	if err := cd.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks()}); err != nil {
+		t.Fatalf("WriteChunks: %v", err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("WriteChunks of one document = %d round trips, want 1", got)
+	}
+	got, err := d.GetDocument(ctx, doc.ID)
+	if err != nil || got.ParseStatus != store.DocIndexed || got.ChunkCount != 3 {
+		t.Fatalf("after WriteChunks: %+v, %v; want indexed with 3 chunks", got, err)
+	}
+	if err := cd.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks()}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("WriteChunks of an indexed document = %v, want ErrConflict", err)
+	}
+	var rows, vecs int
+	if err := d.pool.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM knowledge_chunks WHERE document_id = $1),
+		(SELECT COUNT(*) FROM knowledge_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id WHERE c.document_id = $1)`, doc.ID).Scan(&rows, &vecs); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 3 || vecs != 3 {
+		t.Errorf("the document has %d chunks and %d embeddings, want 3 and 3 (the second write left nothing)", rows, vecs)
+	}
+}
+
+// TestAddDocumentsLazyCommit: AddDocuments' transaction commits without waiting for the WAL
+// flush, and only it: the setting does not stay on the pooled connection.
+func TestAddDocumentsLazyCommit(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	schema := storetest.SchemaName()
+	ctx := context.Background()
+	d, err := Open(ctx, url, Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		storetest.DropSchema(url, schema)
+	})
+	var before, inside string
+	if err := d.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	if before == "off" {
+		t.Skip("the server commits without waiting for the WAL flush anyway")
+	}
+	if err := d.lazy.WithTx(ctx, func(tx *sqldb.DB) error {
+		return tx.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&inside)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if inside != "off" {
+		t.Errorf("synchronous_commit in AddDocuments' transaction = %q, want off", inside)
+	}
+	u := storetest.NewUser(t, d, "")
+	if _, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "lazy", Visibility: store.VisibilityPrivate},
+		&store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "f.txt", FileHash: "h"}); err != nil {
+		t.Fatalf("AddDocument: %v", err)
+	}
+	// One connection: the one the transactions ran on.
+	d.pool.Reset()
+	if err := d.lazy.WithTx(ctx, func(tx *sqldb.DB) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var after string
+	if err := d.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("synchronous_commit after the transaction = %q, want the connection's own %q", after, before)
 	}
 }
