@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -122,16 +124,54 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 	}
 	p.fillDefaults()
 	nd, data := s.newDocument(p)
+	// The document's chunks are made on other goroutines while AddDocument runs: the database's
+	// work (on PostgreSQL, another process) and the host's overlap. A duplicate stops them.
+	chunks := s.startChunks(ctx, p, data)
 	added, err := s.st.AddDocument(ctx, nd.Source, nd.Document)
 	if err != nil {
+		chunks.stop()
 		return nil, fmt.Errorf("kb: add document: %w", err)
 	}
 	res, done, err := s.added(added)
 	if done {
+		chunks.stop()
 		return res, err
 	}
-	n, ingestErr := s.index(ctx, added.Source, nd.Document, p, data)
+	n, ingestErr := s.index(ctx, added.Source, nd.Document, chunks)
 	return s.finishIngest(ctx, res, nd.Document.ID, n, ingestErr)
+}
+
+// pendingChunks are the chunks of one document being made (startChunks).
+type pendingChunks struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	chunks []store.KnowledgeChunk
+	err    error
+}
+
+// startChunks parses, splits and embeds a document on other goroutines (makeChunks, on every
+// core), before its document row exists: the chunks have no source or document yet (own).
+func (s *Service) startChunks(ctx context.Context, p IngestParams, data []byte) *pendingChunks {
+	ctx, cancel := context.WithCancel(ctx)
+	pc := &pendingChunks{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(pc.done)
+		pc.chunks, pc.err = s.makeChunks(ctx, p, data, runtime.GOMAXPROCS(0))
+	}()
+	return pc
+}
+
+// wait returns the chunks once made.
+func (pc *pendingChunks) wait() ([]store.KnowledgeChunk, error) {
+	<-pc.done
+	pc.cancel()
+	return pc.chunks, pc.err
+}
+
+// stop abandons the chunks: their goroutines stop at the next chunk, and stop waits for them.
+func (pc *pendingChunks) stop() {
+	pc.cancel()
+	<-pc.done
 }
 
 // newDocument is the document record of p (filled with its defaults) and p's content: it starts
@@ -237,12 +277,17 @@ func firstLine(text string, max int) string {
 	return strings.TrimSpace(text)
 }
 
-// index parses, splits, embeds and writes one document; it returns the chunk count.
-func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, p IngestParams, data []byte) (int, error) {
-	chunks, err := s.prepare(ctx, src, doc, p, data)
+// index writes one document from its pending chunks; it returns the chunk count.
+func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, pc *pendingChunks) (int, error) {
+	if err := s.toParsing(ctx, doc); err != nil {
+		pc.stop()
+		return 0, err
+	}
+	chunks, err := pc.wait()
 	if err != nil {
 		return 0, err
 	}
+	own(chunks, src, doc)
 	if err := s.write(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks}); err != nil {
 		return 0, err
 	}
@@ -252,11 +297,37 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 // prepare parses, splits and embeds one document (no write but its status, when it is not in
 // parsing already): the chunks to write.
 func (s *Service) prepare(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, p IngestParams, data []byte) ([]store.KnowledgeChunk, error) {
-	if doc.ParseStatus != store.DocParsing {
-		if err := s.st.SetDocumentStatus(ctx, doc.ID, store.DocParsing, ""); err != nil {
-			return nil, err
-		}
+	if err := s.toParsing(ctx, doc); err != nil {
+		return nil, err
 	}
+	chunks, err := s.makeChunks(ctx, p, data, 1)
+	if err != nil {
+		return nil, err
+	}
+	own(chunks, src, doc)
+	return chunks, nil
+}
+
+// toParsing moves a document that is not in parsing (one taken over by a retry starts in
+// uploading) to parsing.
+func (s *Service) toParsing(ctx context.Context, doc *store.KnowledgeDocument) error {
+	if doc.ParseStatus == store.DocParsing {
+		return nil
+	}
+	return s.st.SetDocumentStatus(ctx, doc.ID, store.DocParsing, "")
+}
+
+// own sets the source and document of chunks made before the document row existed (a retry
+// takes over an earlier document's id).
+func own(chunks []store.KnowledgeChunk, src *store.KnowledgeSource, doc *store.KnowledgeDocument) {
+	for i := range chunks {
+		chunks[i].SourceID, chunks[i].DocumentID = src.ID, doc.ID
+	}
+}
+
+// makeChunks parses, splits and embeds a document on up to workers goroutines (a share of its
+// chunks each): its chunks, without source or document (own).
+func (s *Service) makeChunks(ctx context.Context, p IngestParams, data []byte, workers int) ([]store.KnowledgeChunk, error) {
 	text := p.Text
 	if p.IsFile {
 		var err error
@@ -272,37 +343,47 @@ func (s *Service) prepare(ctx context.Context, src *store.KnowledgeSource, doc *
 		return nil, errcode.New(errcode.Validation, "the document contains no text")
 	}
 	chunks := make([]store.KnowledgeChunk, len(parts))
+	for i := range chunks {
+		chunks[i].ID = timeOrderedID() // in chunk order, whichever share makes the chunk
+	}
 	texts := make([]string, len(parts))
 	// The local embedder works on the same tokens as the keyword index: segment each chunk once
 	// and give the tokens to both.
 	local, _ := s.emb.(tokenEmbedder)
-	var sb strings.Builder
-	for i, c := range parts {
-		if i%64 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		full := withHeading(c.Text, c.Heading)
-		texts[i] = full
-		toks := segment.Tokens(full)
-		sb.Reset()
-		sb.Grow(len(full) + len(full)/4)
-		n := 0
-		for _, t := range toks {
-			if t.Stop {
-				continue
+	model := s.emb.Model()
+	fill := func(from, to int) error {
+		var sb strings.Builder
+		for i := from; i < to; i++ {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			if n > 0 {
-				sb.WriteByte(' ')
+			c := parts[i]
+			full := withHeading(c.Text, c.Heading)
+			texts[i] = full
+			toks := segment.Tokens(full)
+			sb.Reset()
+			sb.Grow(len(full) + len(full)/4)
+			n := 0
+			for _, t := range toks {
+				if t.Stop {
+					continue
+				}
+				if n > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString(t.Text)
+				n++
 			}
-			sb.WriteString(t.Text)
-			n++
+			chunks[i] = store.KnowledgeChunk{ID: chunks[i].ID, Index: c.Index, Text: c.Text, Heading: c.Heading,
+				TokenCount: n, SearchText: sb.String(), Metadata: p.Metadata, EmbeddingModel: model}
+			if local != nil {
+				chunks[i].Embedding = local.VectorOf(toks)
+			}
 		}
-		chunks[i] = store.KnowledgeChunk{ID: timeOrderedID(), SourceID: src.ID, DocumentID: doc.ID, Index: c.Index,
-			Text: c.Text, Heading: c.Heading, TokenCount: n, SearchText: sb.String(),
-			Metadata: p.Metadata, EmbeddingModel: s.emb.Model()}
-		if local != nil {
-			chunks[i].Embedding = local.VectorOf(toks)
-		}
+		return nil
+	}
+	if err := inShares(len(parts), workers, fill); err != nil {
+		return nil, err
 	}
 	if local == nil {
 		vecs, err := s.embedAll(ctx, texts)
@@ -314,6 +395,28 @@ func (s *Service) prepare(ctx context.Context, src *store.KnowledgeSource, doc *
 		}
 	}
 	return chunks, nil
+}
+
+// inShares runs f over [0, n) in up to workers contiguous shares at once, the first on the calling
+// goroutine, and returns the first error.
+func inShares(n, workers int, f func(from, to int) error) error {
+	workers = max(1, min(workers, n))
+	if workers == 1 {
+		return f(0, n)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Go(func() { errs[w] = f(w*n/workers, (w+1)*n/workers) })
+	}
+	errs[0] = f(0, n/workers)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // write writes the chunks of one or more documents in one transaction and remembers their vectors.

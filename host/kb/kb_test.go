@@ -737,3 +737,66 @@ func ranked(hits []kb.Hit) []string {
 	}
 	return out
 }
+
+// signalling is an embedder (without the local embedder's token path) that says when it is first
+// asked for vectors.
+type signalling struct {
+	embed.Embedder
+	once    sync.Once
+	started chan struct{}
+}
+
+func (e *signalling) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.once.Do(func() { close(e.started) })
+	return e.Embedder.Embed(ctx, texts)
+}
+
+// waitingAdd is a driver whose AddDocument waits for the embedder to start first.
+type waitingAdd struct {
+	store.Driver
+	started chan struct{}
+}
+
+func (w waitingAdd) AddDocument(ctx context.Context, src store.NewSourceParams, doc *store.KnowledgeDocument) (*store.AddDocumentResult, error) {
+	select {
+	case <-w.started:
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("waitingAdd: the chunks were not being embedded while AddDocument ran")
+	}
+	return w.Driver.AddDocument(ctx, src, doc)
+}
+
+// TestIngestEmbedsWhileAdding: an ingest embeds its chunks while the document row is being added
+// (the two overlap), and the chunks belong to the document and source AddDocument gives.
+func TestIngestEmbedsWhileAdding(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		emb := &signalling{Embedder: renamed{embed.NewLocal(), embed.NewLocal().Model()}, started: make(chan struct{})}
+		s := kb.New(waitingAdd{d, emb.started}, kb.Options{Embedder: emb})
+		text := strings.Repeat("Overlapping ingest of quokka lighting notes. ", 60)
+		res := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "overlap", Visibility: store.VisibilityPrivate, Text: text})
+		if res.Duplicate || res.ChunksCount < 2 || res.Document.ParseStatus != store.DocIndexed {
+			t.Fatalf("Ingest = duplicate %v, %d chunks, status %s; want a new document indexed in several chunks", res.Duplicate, res.ChunksCount, res.Document.ParseStatus)
+		}
+		hits, err := s.Search(ctx, kb.SearchParams{UserID: u.ID, Query: "quokka lighting", TopK: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 {
+			t.Fatal("search found no chunk of the document")
+		}
+		for _, h := range hits {
+			if h.DocumentID != res.Document.ID || h.SourceID != res.Source.ID {
+				t.Errorf("hit of document %s in source %s, want document %s in source %s", h.DocumentID, h.SourceID, res.Document.ID, res.Source.ID)
+			}
+		}
+		// The same content again: a duplicate, and nothing more is written.
+		again := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "overlap", Visibility: store.VisibilityPrivate, Text: text})
+		if !again.Duplicate || again.Document.ID != res.Document.ID || again.ChunksCount != res.ChunksCount {
+			t.Errorf("second ingest = duplicate %v of %s with %d chunks; want a duplicate of %s with %d", again.Duplicate,
+				again.Document.ID, again.ChunksCount, res.Document.ID, res.ChunksCount)
+		}
+	})
+}
