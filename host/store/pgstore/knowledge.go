@@ -118,7 +118,7 @@ type chunkArrays struct {
 	byteID, byteModel                                   []string
 	bytes                                               [][]byte
 	halfID, halfModel                                   []string
-	half                                                []pgvector.HalfVector
+	half                                                halfArray
 }
 
 // add appends chunk c of document doc; vector: the pgvector path, with the halfvec column.
@@ -131,7 +131,7 @@ func (a *chunkArrays) add(doc string, c store.KnowledgeChunk, vector bool) {
 		return
 	}
 	if vector && inHalfColumn(c.Embedding) {
-		a.halfID, a.halfModel, a.half = append(a.halfID, c.ID), append(a.halfModel, c.EmbeddingModel), append(a.half, pgvector.NewHalfVector(c.Embedding))
+		a.halfID, a.halfModel, a.half = append(a.halfID, c.ID), append(a.halfModel, c.EmbeddingModel), append(a.half, c.Embedding)
 	} else {
 		a.byteID, a.byteModel, a.bytes = append(a.byteID, c.ID), append(a.byteModel, c.EmbeddingModel), append(a.bytes, sqldb.EncodeVector(c.Embedding))
 	}

@@ -79,7 +79,13 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 		return nil, err
 	}
 	if vector {
-		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			if err := pgxvec.RegisterTypes(ctx, c); err != nil {
+				return err
+			}
+			registerHalfArray(c.TypeMap())
+			return nil
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
