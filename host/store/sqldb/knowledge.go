@@ -217,8 +217,17 @@ func (db *DB) addDocuments(ctx context.Context, docs []store.NewDocument, out []
 // writer does so already): the check for documents of the same hash that follows then sees any
 // upload that went first, and two uploads of one file at once make one document, not two. An
 // AddDocuments call locks its sources in the order its documents name them first, as AddDocument
-// one at a time did.
+// one at a time did. The source exists already for every upload into it but the first, so it is
+// locked straight away and created only when missing: one statement (a round trip on PostgreSQL)
+// a call fewer, and one more once per source.
 func (db *DB) lockSource(ctx context.Context, src store.NewSourceParams, now time.Time) (*store.KnowledgeSource, error) {
+	lock := func() (*store.KnowledgeSource, error) {
+		return scanSource(db.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s
+			WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`+db.rowLock(lockUpdate), src.CreatedBy, src.ProjectID, src.Name))
+	}
+	if s, err := lock(); !errors.Is(err, store.ErrNotFound) {
+		return s, err
+	}
 	scope := "org"
 	if src.ProjectID != "" {
 		scope = "project"
@@ -236,8 +245,7 @@ func (db *DB) lockSource(ctx context.Context, src store.NewSourceParams, now tim
 		id, src.CreatedBy, src.ProjectID, src.Name, src.Visibility, scope, J(meta), db.T(now)); err != nil {
 		return nil, err
 	}
-	return scanSource(db.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s
-		WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`+db.rowLock(lockUpdate), src.CreatedBy, src.ProjectID, src.Name))
+	return lock()
 }
 
 // documentsByHash returns, for each of keys held by a stored document, the earliest such document.
