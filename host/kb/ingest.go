@@ -124,8 +124,9 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 	}
 	p.fillDefaults()
 	nd, data := s.newDocument(p)
-	// The document's chunks are made on other goroutines while AddDocument runs: the database's
-	// work (on PostgreSQL, another process) and the host's overlap. A duplicate stops them.
+	// The document's chunks are made on other goroutines while AddDocument runs, so the
+	// database's work (on PostgreSQL, another process) and the host's overlap; a duplicate stops
+	// them. The target: ingest of one document a call, BENCHMARKS.md (knowledge).
 	chunks := s.startChunks(ctx, p, data)
 	added, err := s.st.AddDocument(ctx, nd.Source, nd.Document)
 	if err != nil {
