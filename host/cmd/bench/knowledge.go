@@ -41,6 +41,9 @@ var (
 	kbBuildMem = flag.String("kb-build-mem", "", "on postgres+pgvector, the maintenance_work_mem of the store's connections (a session setting, e.g. 6GB; "+
 		"default the server's) for -kb-bulk-from's CREATE INDEX: pgvector builds the HNSW graph in memory while it fits (about 4 KB a chunk), "+
 		"and goes on on disk past it, several times slower")
+	kbPending = flag.String("kb-pending", "", "on postgres+pgvector, after the largest corpus size: search it again with this many rows more "+
+		"pending for the vector indexer (comma-separated, ascending, e.g. 2000,5000,10000; ingested through kb.IngestBatch into the same "+
+		"user's corpus with the indexer held off, deleted afterwards), for what the exact scan of pending rows costs a search")
 	kbSchema = flag.String("kb-schema", "", "on PostgreSQL, the schema of the ingest and search part (kept afterwards); when it already "+
 		"holds that part's corpus (a run with -kb-keep), its documents are regenerated, not ingested again, and the search runs on it")
 )
@@ -318,6 +321,86 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			}
 			fmt.Printf("| %s |%s | | | | | | |\n", name, note)
 		}
+	}
+	if h, ok := st.(indexHolder); ok && vi != nil && *kbPending != "" {
+		return kbPendingSearch(ctx, name, h, s, user, vocab, chunks, queries, meter.url)
+	}
+	return nil
+}
+
+// indexHolder is pgstore's hold on the background vector indexer (see -kb-pending).
+type indexHolder interface {
+	HoldIndexer(ctx context.Context) (func(), error)
+	PendingVectors(ctx context.Context) (int64, error)
+}
+
+// kbPendingSearch measures the search of kbLatency's corpus (chunks, indexed) with rows pending
+// for the vector indexer, which every search scans exactly: for each count of -kb-pending it holds
+// the indexer off, ingests documents into the same user's corpus until that many rows are pending,
+// and runs the queries, printing their p50 and p95 and the server's CPU a search (PostgreSQL's
+// backends over the searches). The documents are deleted afterwards, before they are indexed, so
+// the corpus is as it was (a kept one, -kb-schema, can be measured again).
+func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Service, user string, vocab *kbbench.Vocab, chunks, queries int, url string) error {
+	release, err := h.HoldIndexer(ctx)
+	if err != nil {
+		return err
+	}
+	var added []string
+	defer func() {
+		for _, id := range added {
+			if _, err := s.DeleteDocument(ctx, user, false, id); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: delete document %s: %v\n", id, err)
+			}
+		}
+		release()
+	}()
+	for _, f := range strings.Split(*kbPending, ",") {
+		want, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || want < 0 {
+			return fmt.Errorf("-kb-pending: %q", f)
+		}
+		for {
+			n, err := h.PendingVectors(ctx)
+			if err != nil {
+				return err
+			}
+			if int(n) >= want {
+				break
+			}
+			items := make([]kb.IngestParams, min(100, (want-int(n))/10+1)) // about 10 chunks a document
+			for i := range items {
+				items[i] = kb.IngestParams{UserID: user, SourceName: "bench-pending", Visibility: store.VisibilityPrivate, Text: vocab.Text(10)}
+			}
+			for _, o := range s.IngestBatch(ctx, items) {
+				if o.Err != nil {
+					return o.Err
+				}
+				chunks += o.Result.ChunksCount
+				added = append(added, o.Result.Document.ID)
+			}
+		}
+		pending, err := h.PendingVectors(ctx)
+		if err != nil {
+			return err
+		}
+		meter := &serverMeter{url: url}
+		var search []float64
+		meter.begin(ctx)
+		for i := 0; i < queries; i++ {
+			q := vocab.Word() + " " + vocab.Word() + " " + vocab.Word()
+			t0 := time.Now()
+			if _, err := s.Search(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5}); err != nil {
+				return err
+			}
+			search = append(search, msSince(t0))
+		}
+		meter.end(ctx)
+		cpu := ""
+		if meter.ok {
+			cpu = fmt.Sprintf(", server CPU %.1f ms a search", float64(meter.total.Microseconds())/1000/float64(queries))
+		}
+		fmt.Printf("| %s, %d rows pending for the indexer%s | | | | %d | %.1f | %.1f | |\n", name, pending, cpu, chunks,
+			kbQuantile(search, 0.5), kbQuantile(search, 0.95))
 	}
 	return nil
 }
