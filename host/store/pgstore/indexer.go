@@ -11,11 +11,20 @@ import (
 )
 
 // The vector indexer. An ingest writes its embeddings with vector_indexed FALSE, outside the
-// partial HNSW index (vectorIndex), so it does not pay the graph insert (about 0.65 ms of the
-// server's CPU a chunk, most of what a PostgreSQL ingest cost); this worker then sets the flag a
-// batch at a time, which inserts those rows into the graph. A search never waits for it: its
-// vector leg adds an exact scan of the rows still pending (pendingIndexDDL) to the index scan, so a
-// chunk is found from the commit of its ingest on.
+// partial HNSW index (vectorIndex), so it does not pay the graph insert (about 1.4 ms of the
+// server's CPU a chunk, mostly pgvector's HalfvecInnerProductF16c: several times what the rest of
+// an ingest costs the server); this worker then sets the flag a batch at a time, which inserts
+// those rows into the graph. A search never waits for it: its vector leg adds an exact scan of the
+// rows still pending (nearestLeg) to the index scan, so a chunk is found from the commit of its
+// ingest on.
+//
+// When it works is the trade between ingest and search. While a stream of writes goes on, the
+// graph inserts would take the server's cores from the writes (on two cores, an ingest of short
+// documents went from about 4 to under 3 MB/s), so the indexer leaves the rows pending up to
+// indexBacklog and, past it, indexes only what is over the bound; once this host's writes pause
+// for indexSettle it indexes everything, and a new stream of writes makes it stop again at the
+// next batch. The deferred work is not saved, only moved after the ingest (the bench reports it:
+// the indexer's time after the last call, and its CPU in the server's).
 //
 // Each host of a database runs one; a batch runs in a transaction holding an advisory lock of the
 // schema (pg_try_advisory_xact_lock), so one host indexes at a time and the others find the lock
@@ -25,15 +34,19 @@ import (
 
 const (
 	// indexBatch is the rows one indexer transaction moves into the graph: about 0.1 to 0.3 s of
-	// the server's work, short enough that a delete waiting on a row lock does not wait long.
+	// the server's work, short enough that a delete waiting on a row lock does not wait long, and
+	// the step at which the indexer looks again whether writes started (it then stops).
 	indexBatch = 256
-	// indexSettle is how long the indexer lets a stream of writes go on before it indexes: an
-	// ingest and the graph inserts then do not compete for the server's cores while writes keep
-	// coming, unless the pending rows pass indexBacklog.
+	// indexSettle is how long this host's writes must pause before the indexer indexes below
+	// indexBacklog.
 	indexSettle = 300 * time.Millisecond
-	// indexBacklog bounds the rows a search scans exactly: past it the indexer works during
-	// writes too. An exact scan of 2,000 half-precision rows costs a few ms.
-	indexBacklog = 2000
+	// indexBacklog bounds the rows every search scans exactly while writes go on. Its target: a
+	// search during an ingest costs at most about 10 ms more of the server's CPU than one after
+	// it (a search at 10k chunks costs about 50 ms; BENCHMARKS.md measures the cost of a pending
+	// row, about 2 µs with the scan of nearestLeg, and the searches with 5,000 rows pending). It
+	// also lets a burst of that many chunks (about 5 MB of text, a batch/text call of 100 or more
+	// documents) be written without the graph inserts competing with it.
+	indexBacklog = 5000
 	// indexPoll is how often the indexer looks for rows without a write of its own host to wake
 	// it: those of other hosts, and those a host left pending when it stopped.
 	indexPoll = 5 * time.Second
@@ -44,21 +57,30 @@ const (
 
 // indexer is the background worker of one Driver.
 type indexer struct {
-	d     *Driver
-	log   *slog.Logger
-	wake  chan struct{} // a write of this host committed rows to index
-	stop  context.CancelFunc
-	done  chan struct{}
+	d       *Driver
+	log     *slog.Logger
+	wake    chan struct{} // a write of this host committed rows to index
+	stop    context.CancelFunc
+	done    chan struct{}
+	backlog int           // indexBacklog (tests set less)
+	batch   int           // indexBatch (tests set less)
+	settle  time.Duration // indexSettle (tests set more)
+
 	mu    sync.Mutex
-	dirty int // rows this host wrote since the indexer last drained (an estimate of the backlog)
+	dirty int       // rows this host wrote and the indexer has not indexed since (an estimate of the backlog)
+	last  time.Time // this host's last write of rows to index
 }
 
 // startIndexer runs the indexer of d until stopIndexer.
 func (d *Driver) startIndexer(log *slog.Logger) {
+	d.startIndexerWith(log, indexBacklog, indexBatch, indexSettle)
+}
+
+func (d *Driver) startIndexerWith(log *slog.Logger, backlog, batch int, settle time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ix := &indexer{d: d, log: log, wake: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
-	d.idx = ix
-	go ix.run(ctx)
+	d.idx = &indexer{d: d, log: log, wake: make(chan struct{}, 1), stop: cancel, done: make(chan struct{}),
+		backlog: backlog, batch: batch, settle: settle}
+	go d.idx.run(ctx)
 }
 
 // stopIndexer ends the indexer and waits for it (a batch in flight rolls back).
@@ -77,6 +99,7 @@ func (ix *indexer) wrote(n int) {
 	}
 	ix.mu.Lock()
 	ix.dirty += n
+	ix.last = time.Now()
 	ix.mu.Unlock()
 	select {
 	case ix.wake <- struct{}{}:
@@ -94,51 +117,49 @@ func (ix *indexer) run(ctx context.Context) {
 			return
 		case <-poll.C:
 		case <-ix.wake:
-			if !ix.settle(ctx) {
-				return
-			}
 		}
-		ix.drain(ctx)
+		ix.work(ctx)
 	}
 }
 
-// settle waits until no write has woken the indexer for indexSettle, or the backlog passes
-// indexBacklog; false when the indexer is stopped meanwhile.
-func (ix *indexer) settle(ctx context.Context) bool {
-	t := time.NewTimer(indexSettle)
-	defer t.Stop()
-	for {
-		ix.mu.Lock()
-		backlog := ix.dirty
-		ix.mu.Unlock()
-		if backlog >= indexBacklog {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-ix.wake:
-			t.Reset(indexSettle)
-		case <-t.C:
-			return true
-		}
-	}
+// due reports whether the indexer should index a batch now (the backlog is over its bound, or
+// this host's writes paused for settle) and, when not, how long until the pause is long enough.
+func (ix *indexer) due(now time.Time) (bool, time.Duration) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	quiet := now.Sub(ix.last)
+	return ix.dirty >= ix.backlog || quiet >= ix.settle, ix.settle - quiet
 }
 
-// drain indexes batches until none is left, another host holds the lock, or the indexer stops.
-func (ix *indexer) drain(ctx context.Context) {
+// work indexes batches as due says until none is left (or another host's indexer holds the
+// lock), waiting while writes go on under the bound; it returns when the indexer is stopped too.
+func (ix *indexer) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		ix.mu.Lock()
-		ix.dirty = 0
-		ix.mu.Unlock()
-		n, err := ix.d.IndexPendingVectors(ctx, indexBatch)
+		now, wait := ix.due(time.Now())
+		if !now {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+			case <-ix.wake:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		n, err := ix.d.IndexPendingVectors(ctx, ix.batch)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 				ix.log.Warn("pgstore: vector indexer", "err", err)
 			}
 			return // the next write or poll tries again
 		}
-		if n < indexBatch {
+		ix.mu.Lock()
+		ix.dirty = max(0, ix.dirty-n)
+		if n < ix.batch {
+			ix.dirty = 0 // none left, or another host's indexer is at work and takes the rest
+		}
+		ix.mu.Unlock()
+		if n < ix.batch {
 			return
 		}
 	}
@@ -195,4 +216,26 @@ func (d *Driver) PendingVectors(ctx context.Context) (int64, error) {
 	var n int64
 	err := d.pool.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_embeddings WHERE NOT vector_indexed`).Scan(&n)
 	return n, err
+}
+
+// HoldIndexer keeps every indexer of d's schema (this host's and other hosts') from indexing
+// until release is called: it holds their advisory lock on a connection of its own, so their
+// batches find it taken and index nothing. The bench holds it to measure searches with a known
+// number of rows pending; tests to keep rows pending.
+func (d *Driver) HoldIndexer(ctx context.Context) (release func(), err error) {
+	c, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext(current_schema()))`, int32(indexerLockClass)); err != nil {
+		c.Release()
+		return nil, err
+	}
+	return func() {
+		// Closing the connection would release the lock too; unlocking keeps it for the pool.
+		if _, err := c.Exec(context.Background(), `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, int32(indexerLockClass)); err != nil {
+			c.Conn().Close(context.Background()) //nolint:errcheck // the lock goes with the session
+		}
+		c.Release()
+	}, nil
 }

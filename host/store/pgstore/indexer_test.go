@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
 )
@@ -102,6 +103,84 @@ func TestIndexerDrains(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	wantVectorHits(t, d, user.ID, 2)
+}
+
+// TestIndexerDefersWhileWriting: while this host's writes go on (less than the settle time
+// apart), the indexer leaves their rows pending up to the backlog bound and, past it, indexes only
+// what is over the bound, a batch at a time; once the writes pause it indexes everything.
+func TestIndexerDefersWhileWriting(t *testing.T) {
+	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
+	const backlog, batch, settle = 40, 16, 3 * time.Second
+	pgstore.StartIndexer(d, backlog, batch, settle)
+	user := storetest.NewUser(t, d, "")
+	texts := func(n, doc int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("chunk %d of document %d about night lighting", i, doc)
+		}
+		return out
+	}
+	start := time.Now()
+	addChunks(t, d, user.ID, texts(30, 1)...)
+	time.Sleep(500 * time.Millisecond)
+	if n := pending(t, d); n != 30 {
+		t.Fatalf("pending under the bound while writing = %d, want all 30", n)
+	}
+	addChunks(t, d, user.ID, texts(20, 2)...) // 50: over the bound by 10, one batch brings it under
+	waitPending(t, d, func(n int64) bool { return n == 50-batch }, "one batch indexed")
+	if time.Since(start) < settle {
+		time.Sleep(500 * time.Millisecond)
+		if n := pending(t, d); n != 50-batch && time.Since(start) < settle {
+			t.Fatalf("pending under the bound, writes not paused = %d, want %d", n, 50-batch)
+		}
+	}
+	waitPending(t, d, func(n int64) bool { return n == 0 }, "all indexed after the pause")
+	wantVectorHits(t, d, user.ID, 5)
+}
+
+// waitPending waits up to 30 s for ok(pending rows).
+func waitPending(t *testing.T, d *pgstore.Driver, ok func(int64) bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for n := pending(t, d); !ok(n); n = pending(t, d) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: pending %d after 30 s", what, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPendingVectorsVisibility: the exact scan of the pending rows tests the reader's visibility
+// on them nearest first (nearestLeg), so rows the reader may not read, nearer to the query than
+// all of the reader's, do not take the reader's places, and the others' reader finds its own.
+func TestPendingVectorsVisibility(t *testing.T) {
+	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
+	ctx := context.Background()
+	other, reader := storetest.NewUser(t, d, ""), storetest.NewUser(t, d, "")
+	near := make([]string, 12)
+	for i := range near {
+		near[i] = fmt.Sprintf("night lighting take %d", i)
+	}
+	theirs := addChunks(t, d, other.ID, near...)[0]
+	mine := addChunks(t, d, reader.ID, "a hook in the first three seconds", "captions for a silent autoplay", "a night shoot checklist")[0]
+	for _, c := range []struct {
+		user, doc string
+		limit     int
+	}{{reader.ID, mine, 2}, {reader.ID, mine, 5}, {other.ID, theirs, 5}} {
+		rows, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: store.Viewer{UserID: c.user},
+			Vector: storetest.Vector("night lighting"), Model: storetest.Model, Limit: c.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(c.limit, map[bool]int{true: 3, false: 12}[c.doc == mine]); len(rows) != want {
+			t.Fatalf("limit %d: %d rows, want %d", c.limit, len(rows), want)
+		}
+		for _, r := range rows {
+			if r.DocumentID != c.doc {
+				t.Fatalf("limit %d: row of document %s, want only %s", c.limit, r.DocumentID, c.doc)
+			}
+		}
+	}
 }
 
 // TestIndexerTwoHosts: two hosts' indexers on one database, indexing at once, move each row in

@@ -325,17 +325,24 @@ func (d *Driver) NearestEmbeddings(ctx context.Context, v []float32, n int, exac
 }
 
 // nearestLeg is the vector leg's query: the n rows (id, dist: cosine distance to the query vector
-// v, a placeholder) nearest to v among the embeddings that cond (a condition on e) admits. The rows
-// in the HNSW index (vector_indexed) come from an index scan, those the indexer has not reached
-// yet from an exact scan of that small set (the pending index lists them): a chunk is found from
-// the commit of its ingest on, and the search never waits for the indexer.
+// v, a placeholder) nearest to v among the embeddings that cond (a condition on e: its chunk_id and
+// model) admits. The rows in the HNSW index (vector_indexed) come from an index scan, those the
+// indexer has not reached yet from an exact scan of that set (the pending index lists them): a
+// chunk is found from the commit of its ingest on, and the search never waits for the indexer.
+//
+// The exact scan ranks every pending row by distance first and tests cond on them nearest first,
+// stopping at n (the subquery's OFFSET 0 keeps the planner from pushing cond into it): cond, a
+// visibility probe of the chunk, cost about three times the distance itself, so testing it on
+// every pending row made each of them cost a search about 10 µs of the server's CPU; tested on
+// about n of them, a pending row costs about 2.5 µs (BENCHMARKS.md, search with rows pending). The
+// indexer's backlog bound (indexBacklog) is priced in that cost.
 func nearestLeg(v, cond, n string) string {
-	leg := func(which string) string {
-		return `(SELECT e.chunk_id AS id, e.embedding_vector <=> ` + v + `::halfvec AS dist FROM knowledge_embeddings e
-			WHERE ` + which + ` AND ` + cond + ` ORDER BY dist LIMIT ` + n + `)`
-	}
-	return `SELECT nn.id, nn.dist FROM (` + leg(`e.vector_indexed`) + ` UNION ALL ` +
-		leg(`NOT e.vector_indexed AND e.embedding_vector IS NOT NULL`) + `) nn ORDER BY nn.dist, nn.id LIMIT ` + n
+	indexed := `(SELECT e.chunk_id AS id, e.embedding_vector <=> ` + v + `::halfvec AS dist FROM knowledge_embeddings e
+			WHERE e.vector_indexed AND ` + cond + ` ORDER BY dist LIMIT ` + n + `)`
+	pending := `(SELECT e.chunk_id AS id, e.dist FROM (SELECT chunk_id, model, embedding_vector <=> ` + v + `::halfvec AS dist
+			FROM knowledge_embeddings WHERE NOT vector_indexed AND embedding_vector IS NOT NULL ORDER BY dist OFFSET 0) e
+			WHERE ` + cond + ` ORDER BY e.dist LIMIT ` + n + `)`
+	return `SELECT nn.id, nn.dist FROM (` + indexed + ` UNION ALL ` + pending + `) nn ORDER BY nn.dist, nn.id LIMIT ` + n
 }
 
 // Search sizes. The keyword leg reads and ranks a tsvector per matching row (about 10 µs each:
