@@ -19,6 +19,15 @@ import (
 // for short documents (a few KB) was most of an ingest on PostgreSQL; a group pays them once.
 const BatchGroup = 16
 
+// batchWriters is how many groups of an IngestBatch are written at once on a database whose
+// writers do not take turns (PostgreSQL). With one, the write stage (encoding the group's chunks
+// and vectors, then the server's insert, about 0.2 s of the server's CPU a MB) was the pipeline's
+// slowest: the stage that adds and embeds the next group waited on it about half of the time. With
+// two, one group's insert runs on the server while the host encodes and sends the next, on a
+// second connection: batch/text's ingest of 5,000 chunks took 9.3 s instead of 13.5 on the loaded
+// machine (BENCHMARKS.md; the target it serves: ≥ 4 MB/s through batch/text on pgvector).
+const batchWriters = 2
+
 // BatchOutcome is the result of one item of IngestBatch: Result, or Err.
 type BatchOutcome struct {
 	Result *IngestResult
@@ -42,10 +51,10 @@ type batchJob struct {
 // IngestBatch ingests items and returns their outcomes in item order; one item's failure does not
 // stop the others. It is Ingest for each item, in stages over groups of BatchGroup documents: add
 // the group's documents (one transaction), parse, split and embed them (on all cores), write their
-// chunks (one transaction). Group k+1 is added and embedded while group k is written, one group
-// ahead at most. On SQLite, whose writers take turns, the two transactions never overlap; a group
-// whose transaction fails is done again one document at a time, so each document gets its own
-// outcome.
+// chunks (one transaction). Group k+1 is added and embedded while group k is written (on
+// PostgreSQL while groups k and k-1 are, batchWriters), one group ahead of the writers at most.
+// On SQLite, whose writers take turns, the transactions never overlap. A group whose transaction
+// fails is done again one document at a time, so each document gets its own outcome.
 //
 // An item that would land as the same document as an earlier one (same content into the same
 // source) is ingested after the groups, as in a serial loop: a duplicate of the indexed document.
@@ -92,12 +101,22 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 			ready <- g
 		}
 	}()
-	for g := range ready {
-		s.writeGroup(ctx, g, serial)
-		for _, j := range g {
-			out[j.item] = j.out
-		}
+	writers := 1
+	if s.st.ParallelWrites() {
+		writers = batchWriters
 	}
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for g := range ready {
+				s.writeGroup(ctx, g, serial)
+				for _, j := range g {
+					out[j.item] = j.out // each item is in one group
+				}
+			}
+		})
+	}
+	wg.Wait()
 	for _, i := range repeats {
 		res, err := s.Ingest(ctx, items[i])
 		out[i] = BatchOutcome{Result: res, Err: err}

@@ -623,6 +623,65 @@ func TestIngestBatchGroups(t *testing.T) {
 	})
 }
 
+// overlapWatch is a driver whose WriteChunksBatch waits, up to a second, for a second one to be in
+// flight, and records the most in flight at once.
+type overlapWatch struct {
+	store.Driver
+	mu             sync.Mutex
+	inFlight, most int
+	second         chan struct{} // closed when two are first in flight
+	closed         bool
+}
+
+func (w *overlapWatch) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
+	w.mu.Lock()
+	w.inFlight++
+	w.most = max(w.most, w.inFlight)
+	if w.inFlight == 2 && w.most == 2 && !w.closed {
+		w.closed = true
+		close(w.second)
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.second:
+	case <-time.After(time.Second):
+	}
+	defer func() {
+		w.mu.Lock()
+		w.inFlight--
+		w.mu.Unlock()
+	}()
+	return w.Driver.WriteChunksBatch(ctx, docs)
+}
+
+// TestIngestBatchWriters: on a database whose writers do not take turns, two groups of a batch are
+// written at once; on SQLite one at a time.
+func TestIngestBatchWriters(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
+		u := storetest.NewUser(t, d, "")
+		w := &overlapWatch{Driver: d, second: make(chan struct{})}
+		s := kb.New(w, kb.Options{})
+		items := make([]kb.IngestParams, 3*kb.BatchGroup)
+		for i := range items {
+			items[i] = kb.IngestParams{UserID: u.ID, SourceName: "writers", Visibility: store.VisibilityPrivate,
+				Text: fmt.Sprintf("Note %d: the quokka%d scene wants a warmer grade.", i, i)}
+		}
+		for i, o := range s.IngestBatch(context.Background(), items) {
+			if o.Err != nil || o.Result.Document.ParseStatus != store.DocIndexed || o.Result.ChunksCount != 1 {
+				t.Fatalf("item %d = %+v, %v; want indexed", i, o.Result, o.Err)
+			}
+		}
+		want := 1
+		if d.ParallelWrites() {
+			want = 2
+		}
+		if w.most != want {
+			t.Errorf("at most %d group writes at once, want %d", w.most, want)
+		}
+	})
+}
+
 // TestIngestTakesOverDeadHolder: a document whose ingest's host stopped renewing its lease is
 // ingested again in place by the next upload at once (no 15-minute wait), and one failed by
 // FailAbandonedDocuments carries the reason until then.
