@@ -19,12 +19,12 @@ import (
 // ingest on.
 //
 // When it works is the trade between ingest and search. While a stream of writes goes on, the
-// graph inserts would take the server's cores from the writes (on two cores, an ingest of short
-// documents went from about 4 to under 3 MB/s), so the indexer leaves the rows pending up to
-// indexBacklog and, past it, indexes only what is over the bound; once this host's writes pause
-// for indexSettle it indexes everything, and a new stream of writes makes it stop again at the
-// next batch. The deferred work is not saved, only moved after the ingest (the bench reports it:
-// the indexer's time after the last call, and its CPU in the server's).
+// graph inserts would take the server's cores from the writes (on two cores, batch/text ran at
+// 2.79 MB/s with them, 4.06 on the path without them; BENCHMARKS.md), so the indexer leaves the
+// rows pending up to indexBacklog and, past it, indexes only what is over the bound; once this
+// host's writes pause for indexSettle it indexes everything, and a new stream of writes makes it
+// stop again at the next batch. The deferred work is not saved, only moved after the ingest (the
+// bench reports it: the indexer's time after the last call, and its CPU in the server's).
 //
 // Each host of a database runs one; a batch runs in a transaction holding an advisory lock of the
 // schema (pg_try_advisory_xact_lock), so one host indexes at a time and the others find the lock
@@ -41,11 +41,11 @@ const (
 	// indexBacklog.
 	indexSettle = 300 * time.Millisecond
 	// indexBacklog bounds the rows every search scans exactly while writes go on. Its target: a
-	// search during an ingest costs at most about 10 ms more of the server's CPU than one after
-	// it (a search at 10k chunks costs about 50 ms; BENCHMARKS.md measures the cost of a pending
-	// row, about 2 µs with the scan of nearestLeg, and the searches with 5,000 rows pending). It
-	// also lets a burst of that many chunks (about 5 MB of text, a batch/text call of 100 or more
-	// documents) be written without the graph inserts competing with it.
+	// search during an import costs at most about a quarter more of the server's CPU than one
+	// after it (a pending row costs a search 2.5 to 4 µs with nearestLeg's scan, so 13 to 20 ms
+	// at the bound, against 50 to 80 ms for a whole search at 10k chunks; BENCHMARKS.md), in
+	// exchange for a burst of that many chunks (about 5 MB of text) written without the graph
+	// inserts competing with it.
 	indexBacklog = 5000
 	// indexPoll is how often the indexer looks for rows without a write of its own host to wake
 	// it: those of other hosts, and those a host left pending when it stopped.
