@@ -29,19 +29,30 @@ func processCPU() time.Duration {
 // machine. It is the difference over a span that counts, so the backends must live through it
 // (pgx pools keep their connections); false when it cannot be read (a remote server).
 func serverCPU(ctx context.Context, url string) (time.Duration, bool) {
+	pids := backendPIDs(ctx, url)
+	t, ok := pidsCPU(pids)
+	return t, ok && len(pids) > 0
+}
+
+// backendPIDs are the PostgreSQL backends connected to the database of url (this call's own
+// connection left out), for pidsCPU; nil when they cannot be listed.
+func backendPIDs(ctx context.Context, url string) []int32 {
 	c, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return 0, false
+		return nil
 	}
 	defer c.Close(ctx)
 	rows, err := c.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
 	if err != nil {
-		return 0, false
+		return nil
 	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil {
-		return 0, false
-	}
+	pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
+	return pids
+}
+
+// pidsCPU is the CPU time (user and system) the processes pids have used so far, read from
+// /proc (a process that ended counts nothing); false when a stat line cannot be read.
+func pidsCPU(pids []int32) (time.Duration, bool) {
 	var ticks int64
 	for _, pid := range pids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -58,7 +69,7 @@ func serverCPU(ctx context.Context, url string) (time.Duration, bool) {
 		s, _ := strconv.ParseInt(f[12], 10, 64)
 		ticks += u + s
 	}
-	return time.Duration(ticks) * time.Second / 100, len(pids) > 0 // USER_HZ is 100 on Linux
+	return time.Duration(ticks) * time.Second / 100, true // USER_HZ is 100 on Linux
 }
 
 // serverMeter adds up the PostgreSQL server's CPU time (serverCPU) over spans of a bench; with

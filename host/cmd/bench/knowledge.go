@@ -272,16 +272,24 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		var search, ask []float64
 		var recallQs []string
 		load0 := loadAverage()
+		var per searchCPU
 		for i := 0; i < queries; i++ {
 			q := vocab.Word() + " " + vocab.Word() + " " + vocab.Word()
 			if vi != nil && len(recallQs) < *kbRecall {
 				recallQs = append(recallQs, q)
 			}
-			t0 := time.Now()
+			if i == min(queries-1, 10) && meter.url != "" {
+				per.pids = backendPIDs(ctx, meter.url) // the pool's connections, opened by now
+			}
+			s0, ok := pidsCPU(per.pids)
+			c0, t0 := processCPU(), time.Now()
 			if _, err := s.Search(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5}); err != nil {
 				return err
 			}
 			search = append(search, msSince(t0))
+			if len(per.pids) > 0 {
+				per.add(processCPU()-c0, s0, ok)
+			}
 			if i%4 == 0 {
 				t0 = time.Now()
 				if _, err := s.Ask(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5}); err != nil {
@@ -305,6 +313,9 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		}
 		fmt.Printf("| %s | %s | %s | %s | %d | %.1f | %.1f | %.1f |\n", name, mbs, cpu, scpu, chunks,
 			kbQuantile(search, 0.5), kbQuantile(search, 0.95), kbQuantile(ask, 0.95))
+		if per.n > 0 {
+			fmt.Printf("| %s | (CPU a search, mean of the last %d: host %.2f ms%s) | | | | | | |\n", name, per.n, per.host.Seconds()*1000/float64(per.n), per.serverNote())
+		}
 		if vi != nil {
 			note := build
 			sizes, err := kbRelationSizes(ctx, st)
@@ -403,6 +414,32 @@ func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Serv
 			kbQuantile(search, 0.5), kbQuantile(search, 0.95))
 	}
 	return nil
+}
+
+// searchCPU adds up the CPU time of searches: the host process's, and the PostgreSQL backends'
+// of its pool (pids; none on SQLite) read from /proc before and after each search. /proc counts
+// in 10 ms ticks, so a figure is a mean over many searches.
+type searchCPU struct {
+	pids         []int32
+	n            int
+	host, server time.Duration
+	serverOK     bool
+}
+
+// add counts a search that used host of the process's CPU; s0 is the backends' CPU before it.
+func (c *searchCPU) add(host, s0 time.Duration, ok bool) {
+	s1, ok1 := pidsCPU(c.pids)
+	c.n++
+	c.host += host
+	c.serverOK = (c.n == 1 || c.serverOK) && ok && ok1
+	c.server += s1 - s0
+}
+
+func (c *searchCPU) serverNote() string {
+	if !c.serverOK {
+		return ""
+	}
+	return fmt.Sprintf(", PostgreSQL backends %.2f ms", c.server.Seconds()*1000/float64(c.n))
 }
 
 // kbBatchIngest measures ingest through kb.IngestBatch, the batch/text path, in calls of 100
