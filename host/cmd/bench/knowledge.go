@@ -278,8 +278,9 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			if vi != nil && len(recallQs) < *kbRecall {
 				recallQs = append(recallQs, q)
 			}
+			warm := i >= min(queries-1, 10) // the pool's connections are open by now
 			if i == min(queries-1, 10) && meter.url != "" {
-				per.pids = backendPIDs(ctx, meter.url) // the pool's connections, opened by now
+				per.pids = backendPIDs(ctx, meter.url)
 			}
 			s0, ok := pidsCPU(per.pids)
 			c0, t0 := processCPU(), time.Now()
@@ -287,7 +288,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 				return err
 			}
 			search = append(search, msSince(t0))
-			if len(per.pids) > 0 {
+			if warm {
 				per.add(processCPU()-c0, s0, ok)
 			}
 			if i%4 == 0 {
@@ -431,7 +432,7 @@ func (c *searchCPU) add(host, s0 time.Duration, ok bool) {
 	s1, ok1 := pidsCPU(c.pids)
 	c.n++
 	c.host += host
-	c.serverOK = (c.n == 1 || c.serverOK) && ok && ok1
+	c.serverOK = (c.n == 1 || c.serverOK) && ok && ok1 && len(c.pids) > 0
 	c.server += s1 - s0
 }
 
