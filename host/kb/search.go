@@ -160,7 +160,7 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 			indexed <- nearResult{got, err}
 		}()
 	}
-	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Limit: 2 * n})
+	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Vector: qv, Model: s.emb.Model(), Limit: 2 * n})
 	if err != nil {
 		if indexed != nil {
 			<-indexed
@@ -223,7 +223,8 @@ type nearResult struct {
 // vectorLeg adds the n readable chunks nearest to qv to rows and order, and the cosine with qv of
 // every candidate (those already in rows too) to cos: through the store's vector index when it
 // has one (scan: its nearest chunks, found beside the keyword leg; the cosines of the rows already
-// in rows that it did not return are read here), otherwise by the in-memory scan.
+// in rows that it did not return come with them from the keyword leg, or are read here),
+// otherwise by the in-memory scan.
 func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n int, scan *nearResult, rows map[string]store.ChunkRow, order *[]string, cos map[string]float64) error {
 	known := append([]string(nil), *order...)
 	if scan != nil && !errors.Is(scan.err, store.ErrNotSupported) {
@@ -239,9 +240,14 @@ func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n
 		}
 		var rest []string
 		for _, id := range known {
-			if _, ok := cos[id]; !ok {
-				rest = append(rest, id)
+			if _, ok := cos[id]; ok {
+				continue
 			}
+			if r := rows[id]; r.HasVector { // the keyword leg read it (store.SearchParams.Vector)
+				cos[id] = r.Vector
+				continue
+			}
+			rest = append(rest, id)
 		}
 		if len(rest) == 0 {
 			return nil

@@ -106,9 +106,11 @@ type ChunkRow struct {
 	Metadata       json.RawMessage
 	EmbeddingModel string
 	Embedding      []float32 // filled only by calls that say so
-	// Vector is the cosine VectorCandidates computed; Keyword the driver's own full-text rank
-	// (KeywordCandidates), which only picks candidates: kb ranks them by its own BM25.
+	// Vector is the cosine VectorCandidates computed (or KeywordCandidates, see SearchParams.Vector),
+	// when HasVector says so; Keyword the driver's own full-text rank (KeywordCandidates), which
+	// only picks candidates: kb ranks them by its own BM25.
 	Vector, Keyword float64
+	HasVector       bool
 }
 
 // Viewer is who reads the knowledge base, and the optional filters every candidate must pass.
@@ -179,10 +181,13 @@ type WriteChunksParams struct {
 // (VectorCandidates). The stores return candidates; host/kb/rank ranks them, on every path.
 type SearchParams struct {
 	Viewer Viewer
-	Terms  []string  // segmented distinct query terms
-	Vector []float32 // query embedding
-	Model  string    // embedding model of Vector
-	Limit  int       // candidates
+	Terms  []string // segmented distinct query terms
+	// Vector is the query embedding. KeywordCandidates of a store whose VectorCandidates serves it
+	// also returns each candidate's cosine with it (ChunkRow.Vector), which spares the search a
+	// VectorCandidates call for the keyword candidates its nearest neighbours did not include.
+	Vector []float32
+	Model  string // embedding model of Vector
+	Limit  int    // candidates
 	// VectorCandidates: chunks (the keyword leg's candidates) whose cosine with Vector to return
 	// besides the nearest neighbours.
 	ChunkIDs []string

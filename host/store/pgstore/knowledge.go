@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/pgvector/pgvector-go"
 
@@ -224,26 +225,44 @@ func tsQuery(terms []string) string {
 
 // KeywordCandidates implements store.Knowledge: the keyword leg's candidates, by the idf-weighted
 // ts_rank over search_tsv of the rows keywordRows picks (kb then ranks them by its own BM25).
+// With the pgvector path and a query vector of the halfvec column's dimension, each row comes
+// with its cosine with it (store.SearchParams.Vector), as VectorCandidates computes it.
 func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
+	run := func(ctx context.Context, q string, args []any, scan func(sqldb.Row) error) error {
+		return d.searchQuery(ctx, 0, q, args, scan)
+	}
+	ws, err := termWeights(ctx, run, d.df, p.Terms)
+	if err != nil || len(ws) == 0 {
+		return nil, err
+	}
+	var a sqldb.Args
+	vis, docs := visibility(p.Viewer, &a)
+	m := keywordRows(ws, &a, docs)
+	cos, withCos := `NULL::float8`, ""
+	if d.vector && len(p.Vector) == vectorDims {
+		// The cosine of the rows returned here, where the row is read anyway, saves the search a
+		// statement after both legs (VectorCandidates for the rows its index scan did not return).
+		withCos = ` LEFT JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model AND e.model = ` + a.Add(p.Model)
+		cos = cosine(`e.embedding_vector <=> ` + a.Add(pgvector.NewHalfVector(p.Vector)) + `::halfvec`)
+	}
+	q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
+			m AS (` + m + `),
+			kw AS MATERIALIZED (SELECT m.id, m.kr AS k FROM m ORDER BY k DESC, m.id LIMIT ` + a.Add(p.Limit) + `)
+		SELECT ` + sqldb.ChunkCols + `, kw.k, ` + cos + sqldb.ChunkFrom + ` JOIN kw ON kw.id = c.id` + withCos + ` ORDER BY kw.k DESC, c.id`
 	var out []store.ChunkRow
-	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		if err := searchSettings(ctx, tx, 0); err != nil {
+	err = d.searchQuery(ctx, 0, q, a.List, func(r sqldb.Row) error {
+		var k float64
+		var cos *float64
+		c, err := sqldb.ScanChunk(r, &k, &cos)
+		if err != nil {
 			return err
 		}
-		ws, err := termWeights(ctx, tx, d.df, p.Terms)
-		if err != nil || len(ws) == 0 {
-			return err
+		c.Keyword = k
+		if cos != nil {
+			c.Vector, c.HasVector = *cos, true
 		}
-		var a sqldb.Args
-		vis, docs := visibility(p.Viewer, &a)
-		w := weightsCTE(ws, &a)
-		m := keywordRows(ws, &a, docs)
-		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
-				w AS MATERIALIZED (` + w + `), m AS (` + m + `),
-				kw AS MATERIALIZED (SELECT m.id, m.kr AS k FROM m ORDER BY k DESC, m.id LIMIT ` + a.Add(p.Limit) + `)
-			SELECT ` + sqldb.ChunkCols + `, kw.k` + sqldb.ChunkFrom + ` JOIN kw ON kw.id = c.id ORDER BY kw.k DESC, c.id`
-		out, err = sqldb.ScoredChunks(ctx, tx, q, a.List, func(c *store.ChunkRow, k float64) { c.Keyword = k })
-		return err
+		out = append(out, c)
+		return nil
 	})
 	return out, err
 }
@@ -258,23 +277,21 @@ func visibility(v store.Viewer, a *sqldb.Args) (vis, docs string) {
 	return vis, docs
 }
 
-// weightsCTE is the body of the w CTE: one row per query term, its tsquery and idf.
-func weightsCTE(ws []termWeight, a *sqldb.Args) string {
-	qs, wts := make([]string, len(ws)), make([]float64, len(ws))
+// keywordRank is the raw keyword score of the stored tsvector tsv: ts_rank of the simple
+// configuration per query term of ws (0 for a term the row lacks), weighted by the term's idf
+// (ts_rank alone ignores how common a term is), summed rarest term first. Each weight class
+// counts as D (0.1, ts_rank's default for D), as the stored values carry no other class. One
+// expression, computed where the row is read: the subquery per row it replaces (a sum over a
+// CTE of the terms, over a setweight copy of the value) cost about 20 µs a row more at 100k
+// chunks, most of the keyword statement's time (target: search p95 at 100k chunks,
+// BENCHMARKS.md); ts_rank of an lz4 value decompresses it per term, a few µs at most. Each
+// term's tsquery is an InitPlan, parsed once per statement whatever the plan.
+func keywordRank(tsv string, ws []termWeight, a *sqldb.Args) string {
+	parts := make([]string, len(ws))
 	for i, w := range ws {
-		qs[i], wts[i] = w.q, w.idf
+		parts[i] = a.Add(w.idf) + `::float8 * ts_rank('{0.1,0.1,0.1,0.1}'::float4[], ` + tsv + `, (SELECT to_tsquery('simple', ` + a.Add(w.q) + `)))`
 	}
-	return `SELECT to_tsquery('simple', t) AS tq, wt AS w FROM unnest(` + a.Add(qs) + `::text[], ` + a.Add(wts) + `::float8[]) AS x(t, wt)`
-}
-
-// keywordRank is the raw keyword score of the stored tsvector tsv over the w CTE: ts_rank of the
-// simple configuration per query term (0 for a term the row lacks), weighted by the term's idf
-// (ts_rank alone ignores how common a term is). setweight returns a decompressed copy, made once
-// in a subquery that is not flattened (OFFSET 0), so the per-term ranking does not decompress the
-// stored value once per term; computed where the row is read (not over a subquery's output,
-// where the planner evaluated it twice) this is 2.5 times cheaper.
-func keywordRank(tsv string) string {
-	return `(SELECT COALESCE(SUM(w.w * ts_rank(x.t, w.tq)), 0) FROM (SELECT setweight(` + tsv + `, 'D') AS t OFFSET 0) x, w)`
+	return `(` + strings.Join(parts, " + ") + `)`
 }
 
 // searchSettings are the transaction's planner settings for a search. Iterative index scans keep
@@ -286,9 +303,74 @@ func keywordRank(tsv string) string {
 // a disabled plan would in turn trip JIT compilation (seconds, for a query that runs in ms), which
 // is why the driver's connections have JIT off (Open).
 func searchSettings(ctx context.Context, tx *sqldb.DB, efSearch int) error {
-	_, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-		set_config('hnsw.ef_search', $1, true), set_config('enable_seqscan', 'off', true)`, strconv.Itoa(min(1000, max(40, efSearch)))) // pgvector's range: 1 to 1000
+	_, err := tx.Exec(ctx, searchSettingsSQL, efSearchSetting(efSearch))
 	return err
+}
+
+// searchSettingsSQL sets searchSettings' values for the rest of the transaction ($1: ef_search).
+const searchSettingsSQL = `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+		set_config('hnsw.ef_search', $1, true), set_config('enable_seqscan', 'off', true)`
+
+// efSearchSetting is hnsw.ef_search for efSearch, within pgvector's range (1 to 1000) and at
+// least 40 (its default).
+func efSearchSetting(efSearch int) string { return strconv.Itoa(min(1000, max(40, efSearch))) }
+
+// searchQuery runs q under a search's planner settings (searchSettings, ef_search for efSearch)
+// and calls scan on each row of its answer. Outside a transaction the settings and q go to the
+// server together, one pipelined batch: the statements of a batch run in one implicit
+// transaction, which keeps the settings local to it, so each statement of a search is one round
+// trip where BEGIN, the settings, the statement and COMMIT were four (on a loaded machine each
+// round trip waits for the CPU twice; the target is search p95 at 100k chunks, BENCHMARKS.md).
+// In a transaction (InTx) the settings go first, in it.
+func (d *Driver) searchQuery(ctx context.Context, efSearch int, q string, args []any, scan func(sqldb.Row) error) error {
+	if d.DB.InTransaction() {
+		if err := searchSettings(ctx, d.DB, efSearch); err != nil {
+			return err
+		}
+		return eachRow(ctx, d.DB, q, args, scan)
+	}
+	var b pgx.Batch
+	b.Queue(searchSettingsSQL, efSearchSetting(efSearch))
+	b.Queue(q, args...)
+	br := d.pool.SendBatch(ctx, &b)
+	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return mapError(err)
+}
+
+// runQuery runs q and calls scan on each row of its answer (searchQuery, or eachRow on a DB).
+type runQuery func(ctx context.Context, q string, args []any, scan func(sqldb.Row) error) error
+
+// eachRow runs q on db and calls scan on each row of its answer.
+func eachRow(ctx context.Context, db *sqldb.DB, q string, args []any, scan func(sqldb.Row) error) error {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // NearestEmbeddings returns the ids of the n chunks whose vectors are nearest to v (cosine),
@@ -362,42 +444,48 @@ func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]
 	if !d.vector || len(p.Vector) != vectorDims {
 		return nil, store.ErrNotSupported
 	}
+	var a sqldb.Args
+	v := a.Add(pgvector.NewHalfVector(p.Vector))
+	model := a.Add(p.Model)
+	vis, docs := visibility(p.Viewer, &a)
+	ids := p.ChunkIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
+		vn AS MATERIALIZED (` + nearestLeg(v, `EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = `+model+`
+				AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)`, a.Add(p.Limit)) + `),
+		kn AS (SELECT c.id, e.embedding_vector <=> ` + v + `::halfvec AS dist
+			FROM knowledge_chunks c JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model
+			WHERE c.id = ANY(` + a.Add(ids) + `::text[]) AND e.model = ` + model + ` AND c.source_id IN (SELECT id FROM vis) AND ` + docs + `
+				AND NOT EXISTS (SELECT 1 FROM vn WHERE vn.id = c.id)),
+		u AS (SELECT id, dist, 0 AS leg FROM vn UNION ALL SELECT id, dist, 1 FROM kn)
+		SELECT ` + sqldb.ChunkCols + `, ` + cosine(`u.dist`) + `
+		FROM u JOIN knowledge_chunks c ON c.id = u.id
+		JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
+		ORDER BY u.leg, u.dist, c.id`
 	var out []store.ChunkRow
-	err := d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		// Twice the candidates: with the index's small graph (m 8, see vectorIndex) an ef_search
-		// of 2*limit finds the true nearest neighbours about as often as pgvector's default graph
-		// with ef_search = limit did, at about the same cost.
-		if err := searchSettings(ctx, tx, 2*p.Limit); err != nil {
+	// Twice the candidates: with the index's small graph (m 8, see vectorIndex) an ef_search of
+	// 2*limit finds the true nearest neighbours about as often as pgvector's default graph with
+	// ef_search = limit did, at about the same cost.
+	err := d.searchQuery(ctx, 2*p.Limit, q, a.List, func(r sqldb.Row) error {
+		var cos float64
+		c, err := sqldb.ScanChunk(r, &cos)
+		if err != nil {
 			return err
 		}
-		var a sqldb.Args
-		v := a.Add(pgvector.NewHalfVector(p.Vector))
-		model := a.Add(p.Model)
-		vis, docs := visibility(p.Viewer, &a)
-		ids := p.ChunkIDs
-		if ids == nil {
-			ids = []string{}
-		}
-		// A zero vector (a text without terms) has no cosine distance (NaN): cosine 0, as
-		// rank.Cosine gives it.
-		q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
-			vn AS MATERIALIZED (` + nearestLeg(v, `EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.id = e.chunk_id AND e.model = `+model+`
-					AND c.embedding_model = e.model AND c.source_id IN (SELECT id FROM vis) AND `+docs+` OFFSET 0)`, a.Add(p.Limit)) + `),
-			kn AS (SELECT c.id, e.embedding_vector <=> ` + v + `::halfvec AS dist
-				FROM knowledge_chunks c JOIN knowledge_embeddings e ON e.chunk_id = c.id AND e.model = c.embedding_model
-				WHERE c.id = ANY(` + a.Add(ids) + `::text[]) AND e.model = ` + model + ` AND c.source_id IN (SELECT id FROM vis) AND ` + docs + `
-					AND NOT EXISTS (SELECT 1 FROM vn WHERE vn.id = c.id)),
-			u AS (SELECT id, dist, 0 AS leg FROM vn UNION ALL SELECT id, dist, 1 FROM kn)
-			SELECT ` + sqldb.ChunkCols + `, CASE WHEN u.dist IS NULL OR u.dist = 'NaN'::float8 THEN 0
-				ELSE GREATEST(0, LEAST(1, 1 - u.dist)) END
-			FROM u JOIN knowledge_chunks c ON c.id = u.id
-			JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
-			ORDER BY u.leg, u.dist, c.id`
-		var err error
-		out, err = sqldb.ScoredChunks(ctx, tx, q, a.List, func(c *store.ChunkRow, cos float64) { c.Vector = cos })
-		return err
+		c.Vector, c.HasVector = cos, true
+		out = append(out, c)
+		return nil
 	})
 	return out, err
+}
+
+// cosine is the cosine similarity, clamped to 0..1, of the cosine distance dist (an expression,
+// evaluated once): 0 without one (no vector), and 0 for a zero vector (a text without terms),
+// whose distance is NaN, as rank.Cosine gives it.
+func cosine(dist string) string {
+	return `GREATEST(0, LEAST(1, COALESCE(1 - NULLIF(` + dist + `, 'NaN'::float8), 0)))`
 }
 
 // keywordRows is the query of the keyword leg's rows (id, kr: keywordRank) under the visibility of the vis
@@ -411,8 +499,9 @@ func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
 	if len(ws) == 0 {
 		return `SELECT NULL::text AS id, NULL::int AS len, NULL::float8 AS kr WHERE FALSE`
 	}
+	rank := keywordRank("c.search_tsv", ws, a)
 	stage := func(match, not string) string {
-		q := `SELECT c.id, c.token_count AS len, ` + keywordRank("c.search_tsv") + ` AS kr FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
+		q := `SELECT c.id, c.token_count AS len, ` + rank + ` AS kr FROM knowledge_chunks c WHERE c.search_tsv @@ to_tsquery('simple', ` + a.Add(match) + `)`
 		if not != "" {
 			q += ` AND NOT (c.search_tsv @@ to_tsquery('simple', ` + a.Add(not) + `))`
 		}
@@ -464,7 +553,7 @@ type termWeight struct {
 // the search itself, so the frequencies and the corpus size are kept in cache (newTermCounts: 30 s)
 // and dropped at each write of this host; other hosts' writes show within those 30 s, and idf moves
 // little meanwhile.
-func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], terms []string) ([]termWeight, error) {
+func termWeights(ctx context.Context, run runQuery, cache *sqldb.TermCounts[float64], terms []string) ([]termWeight, error) {
 	if len(terms) > 64 {
 		terms = terms[:64]
 	}
@@ -479,7 +568,7 @@ func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[floa
 	if len(forms) == 0 {
 		return nil, nil
 	}
-	n, df, err := termCounts(ctx, tx, cache, forms)
+	n, df, err := termCounts(ctx, run, cache, forms)
 	if err != nil {
 		return nil, err
 	}
@@ -494,13 +583,14 @@ func termWeights(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[floa
 
 // termCounts returns the corpus size and the document frequency of each of forms (terms in their
 // to_tsquery form, tsQuery of one term), from the cache or counted as termWeights says.
-func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float64], forms []string) (sqldb.Corpus[float64], map[string]float64, error) {
+func termCounts(ctx context.Context, run runQuery, cache *sqldb.TermCounts[float64], forms []string) (sqldb.Corpus[float64], map[string]float64, error) {
 	n, df, qs := cache.Lookup(forms)
 	if len(qs) == 0 {
 		if n.N == 0 { // no term to count, and no corpus kept: count the corpus alone
 			var avg *float64
 			var total int64
-			if err := tx.QueryRow(ctx, `SELECT COUNT(*), AVG(token_count)::float8 FROM knowledge_chunks`).Scan(&total, &avg); err != nil {
+			err := run(ctx, `SELECT COUNT(*), AVG(token_count)::float8 FROM knowledge_chunks`, nil, func(r sqldb.Row) error { return r.Scan(&total, &avg) })
+			if err != nil {
 				return n, nil, err
 			}
 			n.N = float64(total)
@@ -520,7 +610,8 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 	for i, q := range qs {
 		lex[i] = strings.Trim(q, "'")
 	}
-	rows, err := tx.Query(ctx, `WITH rel AS (SELECT k.reltuples::bigint AS r, n.nspname AS ns FROM pg_class k
+	fresh := map[string]float64{}
+	err := run(ctx, `WITH rel AS (SELECT k.reltuples::bigint AS r, n.nspname AS ns FROM pg_class k
 			JOIN pg_namespace n ON n.oid = k.relnamespace WHERE k.oid = to_regclass('knowledge_chunks')),
 		est AS (SELECT COALESCE((SELECT r FROM rel), -1) AS r),
 		st AS (SELECT ps.most_common_elems::text::text[] AS e, ps.most_common_elem_freqs AS f FROM pg_stats ps, rel
@@ -533,19 +624,13 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 				(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', x.q) LIMIT $3) y) END,
 			x.f
 		FROM est, (SELECT u.q, COALESCE((SELECT st.f[array_position(st.e, u.l)] FROM st), 0) AS f
-			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, qs, lex, dfCap, n.N == 0)
-	if err != nil {
-		return sqldb.Corpus[float64]{}, nil, err
-	}
-	defer rows.Close()
-	fresh := map[string]float64{}
-	for rows.Next() {
+			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, []any{qs, lex, dfCap, n.N == 0}, func(r sqldb.Row) error {
 		var total, count int64
 		var avg *float64
 		var q string
 		var freq float64
-		if err := rows.Scan(&total, &avg, &q, &count, &freq); err != nil {
-			return n, nil, err
+		if err := r.Scan(&total, &avg, &q, &count, &freq); err != nil {
+			return err
 		}
 		if kept {
 			total = int64(n.N) // the corpus of the cache, not counted again ($4)
@@ -560,9 +645,10 @@ func termCounts(ctx context.Context, tx *sqldb.DB, cache *sqldb.TermCounts[float
 		}
 		fresh[q] = f
 		df[q] = f
-	}
-	if err := rows.Err(); err != nil {
-		return n, nil, err
+		return nil
+	})
+	if err != nil {
+		return sqldb.Corpus[float64]{}, nil, err
 	}
 	cache.Store(n, fresh)
 	return n, df, nil
@@ -579,7 +665,9 @@ func (d *Driver) TermStats(ctx context.Context, terms []string) (store.TermStats
 			forms = append(forms, q)
 		}
 	}
-	n, counts, err := termCounts(ctx, d.DB, d.df, forms)
+	n, counts, err := termCounts(ctx, func(ctx context.Context, q string, args []any, scan func(sqldb.Row) error) error {
+		return eachRow(ctx, d.DB, q, args, scan)
+	}, d.df, forms)
 	if err != nil {
 		return store.TermStats{}, err
 	}

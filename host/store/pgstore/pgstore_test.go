@@ -267,6 +267,50 @@ func TestVectorCandidatesScores(t *testing.T) {
 	}
 }
 
+// TestKeywordCandidatesCosines: given the query's vector, the keyword leg returns each row's
+// cosine with it, the one VectorCandidates gives the same chunk (kb then needs no call for the
+// keyword rows the index scan did not return); without a vector, none.
+func TestKeywordCandidatesCosines(t *testing.T) {
+	d := openVector(t)
+	ctx := context.Background()
+	u := storetest.NewUser(t, d, "")
+	addChunks(t, d, u.ID, "night lighting with one lamp", "lighting a night shoot on a budget", "a hook in the first three seconds",
+		"night scenes and their colour grading")
+	v := store.Viewer{UserID: u.ID}
+	q := storetest.Vector("night lighting")
+	kw, err := d.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: storetest.Terms("night lighting"), Vector: q,
+		Model: storetest.Model, Limit: 10})
+	if err != nil || len(kw) != 3 {
+		t.Fatalf("KeywordCandidates = %d rows, %v; want 3", len(kw), err)
+	}
+	ids := make([]string, len(kw))
+	for i, r := range kw {
+		ids[i] = r.ID
+	}
+	vc, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: q, Model: storetest.Model, ChunkIDs: ids})
+	if err != nil || len(vc) != len(ids) {
+		t.Fatalf("VectorCandidates = %d rows, %v; want %d", len(vc), err, len(ids))
+	}
+	want := map[string]float64{}
+	for _, r := range vc {
+		want[r.ID] = r.Vector
+	}
+	for _, r := range kw {
+		if !r.HasVector || r.Vector != want[r.ID] {
+			t.Errorf("%q: cosine %v (set: %v), want VectorCandidates' %v", r.Text, r.Vector, r.HasVector, want[r.ID])
+		}
+	}
+	kw, err = d.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: storetest.Terms("night lighting"), Limit: 10})
+	if err != nil || len(kw) != 3 {
+		t.Fatalf("KeywordCandidates without a vector = %d rows, %v; want 3", len(kw), err)
+	}
+	for _, r := range kw {
+		if r.HasVector {
+			t.Errorf("%q: a cosine without a query vector", r.Text)
+		}
+	}
+}
+
 // cosine is the cosine similarity of a and b, not clamped (1 minus pgvector's cosine distance).
 func cosine(a, b []float32) float64 {
 	var dot, na, nb float64
