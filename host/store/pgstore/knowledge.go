@@ -610,11 +610,15 @@ func termCounts(ctx context.Context, run runQuery, cache *sqldb.TermCounts[float
 	for i, q := range qs {
 		lex[i] = strings.Trim(q, "'")
 	}
+	// st is MATERIALIZED: inlined, the pg_stats view (its joins and privilege checks, and the
+	// cast of up to a thousand common lexemes to text[]) was read twice per term, 17 of the 19.5
+	// ms of server CPU this statement took for 3 terms at 100k chunks (the target: search p95 at
+	// 100k chunks, BENCHMARKS.md).
 	fresh := map[string]float64{}
 	err := run(ctx, `WITH rel AS (SELECT k.reltuples::bigint AS r, n.nspname AS ns FROM pg_class k
 			JOIN pg_namespace n ON n.oid = k.relnamespace WHERE k.oid = to_regclass('knowledge_chunks')),
 		est AS (SELECT COALESCE((SELECT r FROM rel), -1) AS r),
-		st AS (SELECT ps.most_common_elems::text::text[] AS e, ps.most_common_elem_freqs AS f FROM pg_stats ps, rel
+		st AS MATERIALIZED (SELECT ps.most_common_elems::text::text[] AS e, ps.most_common_elem_freqs AS f FROM pg_stats ps, rel
 			WHERE ps.schemaname = rel.ns AND ps.tablename = 'knowledge_chunks' AND ps.attname = 'search_tsv')
 		SELECT CASE WHEN NOT $4 THEN 0 WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END,
 			CASE WHEN NOT $4 THEN NULL
