@@ -494,7 +494,8 @@ func cosine(dist string) string {
 // three rarest terms, then to those of each term, rarest first (each stage leaves out the rows of
 // the earlier ones; the last of maxStages takes all the remaining terms), so the rows scored are
 // the ones BM25-like ranking favours: a UNION ALL under a LIMIT stops reading as soon as the
-// budget is spent.
+// budget is spent. No row comes twice (the rarest term's stage leaves out the first stage's
+// rows): a row twice among the candidates was a hit twice in the search's results.
 func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
 	if len(ws) == 0 {
 		return `SELECT NULL::text AS id, NULL::int AS len, NULL::float8 AS kr WHERE FALSE`
@@ -517,13 +518,18 @@ func keywordRows(ws []termWeight, a *sqldb.Args, docs string) string {
 	if total <= keywordBudget || len(ws) == 1 {
 		return stage(strings.Join(all, " | "), "") + ` LIMIT ` + budget
 	}
-	parts := []string{`(` + stage(strings.Join(all[:min(3, len(all))], " & "), "") + ` LIMIT ` + budget + `)`}
+	first := strings.Join(all[:min(3, len(all))], " & ")
+	parts := []string{`(` + stage(first, "") + ` LIMIT ` + budget + `)`}
 	for i := range ws {
-		match := ws[i].q
+		match, not := ws[i].q, strings.Join(all[:i], " | ")
+		if i == 0 {
+			// The first stage's rows hold this term too: each row comes once.
+			not = first
+		}
 		if i == maxStages-1 {
 			match = strings.Join(all[i:], " | ")
 		}
-		parts = append(parts, `(`+stage(match, strings.Join(all[:i], " | "))+` LIMIT `+budget+`)`)
+		parts = append(parts, `(`+stage(match, not)+` LIMIT `+budget+`)`)
 		if i == maxStages-1 {
 			break
 		}
