@@ -311,6 +311,45 @@ func TestKeywordCandidatesCosines(t *testing.T) {
 	}
 }
 
+// TestKeywordRowsOnce: past the keyword leg's row budget (keywordRows' stages), each matching row
+// is a candidate once: a row holding the three rarest terms is the first stage's and no later
+// one's. Twice, it took two of the candidates' places and was a hit twice in a search's results.
+func TestKeywordRowsOnce(t *testing.T) {
+	d := openVector(t)
+	ctx := context.Background()
+	u := storetest.NewUser(t, d, "")
+	// Each of three terms in 1,200 chunks (half the corpus at most, and together over the budget),
+	// 600 chunks holding all three.
+	var texts []string
+	for i := 0; i < 600; i++ {
+		texts = append(texts, fmt.Sprintf("alpha beta gamma note %d", i), fmt.Sprintf("alpha only note %d", i),
+			fmt.Sprintf("beta only note %d", i), fmt.Sprintf("gamma only note %d", i))
+	}
+	for i := 0; i < 1600; i++ {
+		texts = append(texts, fmt.Sprintf("delta filler %d", i))
+	}
+	addChunks(t, d, u.ID, texts...)
+	rows, err := d.KeywordCandidates(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Terms: storetest.Terms("alpha beta gamma"),
+		Limit: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	all3 := 0
+	for _, r := range rows {
+		if seen[r.ID] {
+			t.Fatalf("%q is a candidate twice (%d rows)", r.Text, len(rows))
+		}
+		seen[r.ID] = true
+		if strings.HasPrefix(r.Text, "alpha beta gamma") {
+			all3++
+		}
+	}
+	if len(rows) < 1000 || all3 != 600 {
+		t.Errorf("%d candidates, %d of them holding the three terms; want the budget's rows, the 600 first", len(rows), all3)
+	}
+}
+
 // cosine is the cosine similarity of a and b, not clamped (1 minus pgvector's cosine distance).
 func cosine(a, b []float32) float64 {
 	var dot, na, nb float64
