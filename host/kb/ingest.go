@@ -285,6 +285,9 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 		return 0, err
 	}
 	chunks, err := pc.wait()
+	if err == nil {
+		err = s.embedRemote(ctx, chunks)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -302,6 +305,9 @@ func (s *Service) prepare(ctx context.Context, src *store.KnowledgeSource, doc *
 		return nil, err
 	}
 	chunks, err := s.makeChunks(ctx, p, data, 1)
+	if err == nil {
+		err = s.embedRemote(ctx, chunks)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -326,8 +332,9 @@ func own(chunks []store.KnowledgeChunk, src *store.KnowledgeSource, doc *store.K
 	}
 }
 
-// makeChunks parses, splits and embeds a document on up to workers goroutines (a share of its
-// chunks each): its chunks, without source or document (own).
+// makeChunks parses, splits and, with the local embedder, embeds a document on up to workers
+// goroutines (a share of its chunks each): its chunks, without source or document (own), and
+// without the vectors of a remote embedder (embedRemote).
 func (s *Service) makeChunks(ctx context.Context, p IngestParams, data []byte, workers int) ([]store.KnowledgeChunk, error) {
 	text := p.Text
 	if p.IsFile {
@@ -347,7 +354,6 @@ func (s *Service) makeChunks(ctx context.Context, p IngestParams, data []byte, w
 	for i := range chunks {
 		chunks[i].ID = timeOrderedID() // in chunk order, whichever share makes the chunk
 	}
-	texts := make([]string, len(parts))
 	// The local embedder works on the same tokens as the keyword index: segment each chunk once
 	// and give the tokens to both.
 	local, _ := s.emb.(tokenEmbedder)
@@ -360,7 +366,6 @@ func (s *Service) makeChunks(ctx context.Context, p IngestParams, data []byte, w
 			}
 			c := parts[i]
 			full := withHeading(c.Text, c.Heading)
-			texts[i] = full
 			toks := segment.Tokens(full)
 			sb.Reset()
 			sb.Grow(len(full) + len(full)/4)
@@ -386,16 +391,28 @@ func (s *Service) makeChunks(ctx context.Context, p IngestParams, data []byte, w
 	if err := inShares(len(parts), workers, fill); err != nil {
 		return nil, err
 	}
-	if local == nil {
-		vecs, err := s.embedAll(ctx, texts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range chunks {
-			chunks[i].Embedding = vecs[i]
-		}
-	}
 	return chunks, nil
+}
+
+// embedRemote gives chunks the vectors of a remote embedder (none to give with the local one,
+// which makeChunks applied). It runs once the document is known not to be a duplicate: Ingest
+// makes a document's chunks while AddDocument runs, and a remote embedder's calls are paid for.
+func (s *Service) embedRemote(ctx context.Context, chunks []store.KnowledgeChunk) error {
+	if _, local := s.emb.(tokenEmbedder); local {
+		return nil
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = withHeading(c.Text, c.Heading)
+	}
+	vecs, err := s.embedAll(ctx, texts)
+	if err != nil {
+		return err
+	}
+	for i := range chunks {
+		chunks[i].Embedding = vecs[i]
+	}
+	return nil
 }
 
 // inShares runs f over [0, n) in up to workers contiguous shares at once, the first on the calling

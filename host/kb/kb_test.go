@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/kb/kbbench"
 	"github.com/reelforge/reelforge/host/kb/llm"
+	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
@@ -799,16 +801,27 @@ func ranked(hits []kb.Hit) []string {
 	return out
 }
 
-// signalling is an embedder (without the local embedder's token path) that says when it is first
-// asked for vectors.
+// signalling is the local embedder, which says when it is first asked for a chunk's vector.
 type signalling struct {
-	embed.Embedder
+	*embed.Local
 	once    sync.Once
 	started chan struct{}
 }
 
-func (e *signalling) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *signalling) VectorOf(toks []segment.Token) []float32 {
 	e.once.Do(func() { close(e.started) })
+	return e.Local.VectorOf(toks)
+}
+
+// counting is a remote embedder (without the local embedder's token path) that counts the texts
+// it is asked to embed.
+type counting struct {
+	embed.Embedder
+	texts atomic.Int64
+}
+
+func (e *counting) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.texts.Add(int64(len(texts)))
 	return e.Embedder.Embed(ctx, texts)
 }
 
@@ -827,14 +840,16 @@ func (w waitingAdd) AddDocument(ctx context.Context, src store.NewSourceParams, 
 	return w.Driver.AddDocument(ctx, src, doc)
 }
 
-// TestIngestEmbedsWhileAdding: an ingest embeds its chunks while the document row is being added
-// (the two overlap), and the chunks belong to the document and source AddDocument gives.
+// TestIngestEmbedsWhileAdding: an ingest embeds its chunks with the local embedder while the
+// document row is being added (the two overlap), and the chunks belong to the document and source
+// AddDocument gives. A remote embedder, whose calls are paid for, is asked only once the document
+// is known not to be a duplicate.
 func TestIngestEmbedsWhileAdding(t *testing.T) {
 	t.Parallel()
 	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
 		ctx := context.Background()
 		u := storetest.NewUser(t, d, "")
-		emb := &signalling{Embedder: renamed{embed.NewLocal(), embed.NewLocal().Model()}, started: make(chan struct{})}
+		emb := &signalling{Local: embed.NewLocal(), started: make(chan struct{})}
 		s := kb.New(waitingAdd{d, emb.started}, kb.Options{Embedder: emb})
 		text := strings.Repeat("Overlapping ingest of quokka lighting notes. ", 60)
 		res := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "overlap", Visibility: store.VisibilityPrivate, Text: text})
@@ -858,6 +873,18 @@ func TestIngestEmbedsWhileAdding(t *testing.T) {
 		if !again.Duplicate || again.Document.ID != res.Document.ID || again.ChunksCount != res.ChunksCount {
 			t.Errorf("second ingest = duplicate %v of %s with %d chunks; want a duplicate of %s with %d", again.Duplicate,
 				again.Document.ID, again.ChunksCount, res.Document.ID, res.ChunksCount)
+		}
+
+		remote := &counting{Embedder: renamed{embed.NewLocal(), "remote-model"}}
+		rs := kb.New(d, kb.Options{Embedder: remote})
+		p := kb.IngestParams{UserID: u.ID, SourceName: "remote", Visibility: store.VisibilityPrivate, Text: text}
+		if first := ingest(t, rs, p); first.Duplicate || remote.texts.Load() != int64(first.ChunksCount) {
+			t.Fatalf("remote: duplicate %v, %d texts embedded for %d chunks", first.Duplicate, remote.texts.Load(), first.ChunksCount)
+		}
+		before := remote.texts.Load()
+		if dup := ingest(t, rs, p); !dup.Duplicate || remote.texts.Load() != before {
+			t.Errorf("remote, the same content again: duplicate %v, %d texts embedded more; want a duplicate embedding none",
+				dup.Duplicate, remote.texts.Load()-before)
 		}
 	})
 }
