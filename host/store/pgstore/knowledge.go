@@ -327,7 +327,7 @@ func (d *Driver) searchQuery(ctx context.Context, efSearch int, q string, args [
 		if err := searchSettings(ctx, d.DB, efSearch); err != nil {
 			return err
 		}
-		return eachRow(ctx, d.DB, q, args, scan)
+		return sqldb.QueryEach(ctx, d.DB, q, args, scan)
 	}
 	var b pgx.Batch
 	b.Queue(searchSettingsSQL, efSearchSetting(efSearch))
@@ -341,13 +341,7 @@ func (d *Driver) searchQuery(ctx context.Context, efSearch int, q string, args [
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return sqldb.EachRow(rowsAdapter{rows}, scan)
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -355,23 +349,8 @@ func (d *Driver) searchQuery(ctx context.Context, efSearch int, q string, args [
 	return mapError(err)
 }
 
-// runQuery runs q and calls scan on each row of its answer (searchQuery, or eachRow on a DB).
+// runQuery runs q and calls scan on each row of its answer (searchQuery, or sqldb.QueryEach on a DB).
 type runQuery func(ctx context.Context, q string, args []any, scan func(sqldb.Row) error) error
-
-// eachRow runs q on db and calls scan on each row of its answer.
-func eachRow(ctx context.Context, db *sqldb.DB, q string, args []any, scan func(sqldb.Row) error) error {
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
 
 // NearestEmbeddings returns the ids of the n chunks whose vectors are nearest to v (cosine),
 // through the HNSW index under the settings of a search asking for n candidates, or with exact
@@ -676,7 +655,7 @@ func (d *Driver) TermStats(ctx context.Context, terms []string) (store.TermStats
 		}
 	}
 	n, counts, err := termCounts(ctx, func(ctx context.Context, q string, args []any, scan func(sqldb.Row) error) error {
-		return eachRow(ctx, d.DB, q, args, scan)
+		return sqldb.QueryEach(ctx, d.DB, q, args, scan)
 	}, d.df, forms)
 	if err != nil {
 		return store.TermStats{}, err

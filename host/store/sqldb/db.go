@@ -283,12 +283,17 @@ func (s jsonScanner) Scan(v any) error {
 	return nil
 }
 
-// queryEach runs q and calls scan on each row of its answer, stopping at the first error.
-func queryEach(ctx context.Context, db *DB, q string, args []any, scan func(Row) error) error {
+// QueryEach runs q and calls scan on each row of its answer, stopping at the first error.
+func QueryEach(ctx context.Context, db *DB, q string, args []any, scan func(Row) error) error {
 	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return err
 	}
+	return EachRow(rows, scan)
+}
+
+// EachRow calls scan on each of rows, stopping at the first error, and closes them.
+func EachRow(rows Rows, scan func(Row) error) error {
 	defer rows.Close()
 	for rows.Next() {
 		if err := scan(rows); err != nil {
@@ -301,7 +306,7 @@ func queryEach(ctx context.Context, db *DB, q string, args []any, scan func(Row)
 // queryAll runs q and reads each row of its answer with scan; no rows is an empty list, not nil.
 func queryAll[T any](ctx context.Context, db *DB, scan func(Row) (*T, error), q string, args ...any) ([]T, error) {
 	out := []T{}
-	err := queryEach(ctx, db, q, args, func(r Row) error {
+	err := QueryEach(ctx, db, q, args, func(r Row) error {
 		x, err := scan(r)
 		if err != nil {
 			return err

@@ -270,7 +270,7 @@ func (db *DB) documentsByHash(ctx context.Context, keys []hashKey) (map[hashKey]
 		}
 		q := `SELECT ` + docCols + ` FROM knowledge_documents d JOIN (VALUES ` + strings.Join(vals, ", ") + `) AS k
 			ON d.source_id = k.column1 AND d.file_hash = k.column2 ORDER BY d.created_at`
-		return queryEach(ctx, db, q, a.List, func(r Row) error {
+		return QueryEach(ctx, db, q, a.List, func(r Row) error {
 			d, err := scanDocument(r)
 			if err != nil {
 				return err
@@ -527,7 +527,7 @@ const ChunkFrom = ` FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c
 // score where it belongs (ChunkRow.Keyword, ChunkRow.Vector).
 func ScoredChunks(ctx context.Context, db *DB, q string, args []any, set func(c *store.ChunkRow, score float64)) ([]store.ChunkRow, error) {
 	var out []store.ChunkRow
-	err := queryEach(ctx, db, q, args, func(r Row) error {
+	err := QueryEach(ctx, db, q, args, func(r Row) error {
 		var score float64
 		c, err := ScanChunk(r, &score)
 		if err != nil {
@@ -598,7 +598,7 @@ func (db *DB) EmbeddingsWith(ctx context.Context, refs []store.EmbeddingRef, hal
 		err := inBatches(ids, func(batch []string) error {
 			var a Args
 			q := `SELECT ` + cols + ` FROM knowledge_embeddings WHERE model = ` + a.Add(model) + ` AND ` + a.In("chunk_id", batch)
-			return queryEach(ctx, db, q, a.List, func(r Row) error {
+			return QueryEach(ctx, db, q, a.List, func(r Row) error {
 				var id string
 				var b []byte
 				var h []float32
@@ -630,7 +630,7 @@ func (db *DB) ChunksByID(ctx context.Context, ids []string) ([]store.ChunkRow, e
 	err := inBatches(ids, func(batch []string) error {
 		var a Args
 		q := `SELECT ` + ChunkCols + ChunkFrom + ` WHERE ` + a.In("c.id", batch)
-		return queryEach(ctx, db, q, a.List, func(r Row) error {
+		return QueryEach(ctx, db, q, a.List, func(r Row) error {
 			c, err := ScanChunk(r)
 			if err != nil {
 				return err
