@@ -2,6 +2,7 @@ package generators_test
 
 import (
 	"encoding/json"
+	"image"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -90,6 +91,21 @@ func (b *renderBundle) run(t *testing.T, workflow string, inputs map[string]any,
 
 func (b *renderBundle) file(res map[string]any) string {
 	return filepath.Join(b.dir, filepath.FromSlash(res["file_path"].(string)))
+}
+
+// cover is the PNG picture a graphic job's result names.
+func (b *renderBundle) cover(t *testing.T, res map[string]any) image.Image {
+	t.Helper()
+	f, err := os.Open(b.file(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("the cover is not a PNG: %v (result %v)", err, res)
+	}
+	return img
 }
 
 // videoInfo is what ffprobe says of a video: frame size and duration.
@@ -197,15 +213,7 @@ func TestRenderGraphic(t *testing.T) {
 	t.Parallel()
 	b := setupRender(t)
 	res := b.run(t, "graphic", map[string]any{"topic": "咖啡的三个秘密", "media": b.media}, engine.JobVideogen)
-	f, err := os.Open(b.file(res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("the cover is not a PNG: %v (result %v)", err, res)
-	}
+	img := b.cover(t, res)
 	size := img.Bounds().Size()
 	if size.X*4 != size.Y*3 || res["image_url"] == nil {
 		t.Errorf("cover %dx%d (result %v), want 3:4", size.X, size.Y, res)
@@ -241,15 +249,7 @@ func TestRenderUprightPhoto(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := b.run(t, "graphic", map[string]any{"topic": "a sideways phone photo", "media": "/api/assets/files/u-paid/phone.jpg"}, engine.JobVideogen)
-	f, err := os.Open(b.file(res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("the cover is not a PNG: %v (result %v)", err, res)
-	}
+	img := b.cover(t, res)
 	size := img.Bounds().Size()
 	if r, g, bl, _ := img.At(size.X/2, size.Y/10).RGBA(); r < 2*g || r < 2*bl {
 		t.Errorf("the cover's top is not the photo's red top (rgb %d %d %d): the EXIF orientation was not applied", r>>8, g>>8, bl>>8)

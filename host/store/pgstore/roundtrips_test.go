@@ -41,26 +41,8 @@ func (c counted) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 // fixed handful of statements (sources, the hash lookup, one INSERT, one version raise), not a few
 // per document; into a source that exists, the source is locked with one statement.
 func TestAddDocumentsRoundTrips(t *testing.T) {
-	url := storetest.PostgresURL(t)
-	schema := storetest.SchemaName()
 	ctx := context.Background()
-	d, err := Open(ctx, url, Options{Schema: schema})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() {
-		d.Close()
-		storetest.DropSchema(url, schema)
-	})
-	var n atomic.Int64
-	db := sqldb.New(poolConn{counted{d.pool, &n}}, func(ctx context.Context) (sqldb.Tx, error) {
-		n.Add(2) // BEGIN, and the COMMIT or ROLLBACK
-		tx, err := d.pool.Begin(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return txConn{poolConn{counted{tx, &n}}, tx}, nil
-	}, dialect, nil)
+	d, db, n := openCounted(t, Options{})
 	u := storetest.NewUser(t, d, "")
 	src := store.NewSourceParams{CreatedBy: u.ID, Name: "group", Visibility: store.VisibilityPrivate}
 	const group = 16 // kb.BatchGroup
@@ -90,26 +72,8 @@ func TestAddDocumentsRoundTrips(t *testing.T) {
 // transaction around it (the statement is one), and still writes nothing for a document that is
 // indexed already.
 func TestWriteChunksRoundTrips(t *testing.T) {
-	url := storetest.PostgresURL(t)
-	schema := storetest.SchemaName()
 	ctx := context.Background()
-	d, err := Open(ctx, url, Options{Schema: schema, VectorSearch: true, ManualIndexer: true})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() {
-		d.Close()
-		storetest.DropSchema(url, schema)
-	})
-	var n atomic.Int64
-	db := sqldb.New(poolConn{counted{d.pool, &n}}, func(ctx context.Context) (sqldb.Tx, error) {
-		n.Add(2) // BEGIN, and the COMMIT or ROLLBACK
-		tx, err := d.pool.Begin(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return txConn{poolConn{counted{tx, &n}}, tx}, nil
-	}, dialect, nil)
+	d, db, n := openCounted(t, Options{VectorSearch: true, ManualIndexer: true})
 	cd := &Driver{DB: db, pool: d.pool, vector: d.vector, half: d.half, df: d.df}
 	u := storetest.NewUser(t, d, "")
 	added, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "rt", Visibility: store.VisibilityPrivate},
@@ -197,4 +161,30 @@ func TestAddDocumentsLazyCommit(t *testing.T) {
 	if after != before {
 		t.Errorf("synchronous_commit after the transaction = %q, want the connection's own %q", after, before)
 	}
+}
+
+// openCounted opens a store of opt in a schema of its own, and a sqldb.DB on its pool that counts
+// the round trips of its statements in n (BEGIN and COMMIT included).
+func openCounted(t *testing.T, opt Options) (d *Driver, db *sqldb.DB, n *atomic.Int64) {
+	t.Helper()
+	url := storetest.PostgresURL(t)
+	opt.Schema = storetest.SchemaName()
+	d, err := Open(context.Background(), url, opt)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		storetest.DropSchema(url, opt.Schema)
+	})
+	n = new(atomic.Int64)
+	db = sqldb.New(poolConn{counted{d.pool, n}}, func(ctx context.Context) (sqldb.Tx, error) {
+		n.Add(2) // BEGIN, and the COMMIT or ROLLBACK
+		tx, err := d.pool.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return txConn{poolConn{counted{tx, n}}, tx}, nil
+	}, dialect, nil)
+	return d, db, n
 }
