@@ -321,6 +321,15 @@ func (h *Host) Run(ctx context.Context) error {
 	if h.soleOnDataDir && h.Config.S3Bucket == "" {
 		h.sweepUploads(ctx)
 	}
+	// Renders a killed plugin cut off left their partial files (never served: no result names
+	// them); with no other host on DATA_DIR, none of them is a render in progress.
+	if h.soleOnDataDir {
+		if n, err := generators.RemovePartials(h.Config.DataDir); err != nil {
+			h.Log.Warn("remove the partial files of cut-off renders", "err", err)
+		} else if n > 0 {
+			h.Log.Warn("removed the partial files of renders cut off before this start", "files", n)
+		}
+	}
 	if err := h.startEvents(ctx); err != nil {
 		ln.Close()
 		h.Store.Close()

@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -203,6 +204,7 @@ func TestGeneratorsPluginKilledDuringRender(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := newHost(t, bin, url, newReceiver(t), newEmail())
 			runID, plugin, fam := h.awaitRender(t)
+			h.awaitVideoBytes(t) // mid-render: the video file has been written to
 			if err := syscall.Kill(plugin.pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -221,9 +223,7 @@ func TestGeneratorsPluginKilledDuringRender(t *testing.T) {
 			if job != "failed" || code != "VIDEO_GEN_ERROR" {
 				t.Errorf("videogen job %q, render step %q with code %q; want the job failed and the step's code VIDEO_GEN_ERROR", job, step, code)
 			}
-			if matches, _ := filepath.Glob(filepath.Join(h.dataDir, "assets", "*", "video", "*.mp4")); len(matches) > 0 {
-				t.Logf("cut-off render left by the killed plugin (no asset names it): %v", matches)
-			}
+			h.checkNoCutOffVideo(t)
 			restarted := false
 			for deadline := time.Now().Add(bound); time.Now().Before(deadline) && !restarted; time.Sleep(200 * time.Millisecond) {
 				var health struct {
@@ -244,7 +244,53 @@ func TestGeneratorsPluginKilledDuringRender(t *testing.T) {
 			if job, _, code := h.renderJob(t, runID); job != "completed" {
 				t.Errorf("after the restart: videogen job %q (%s), want completed", job, code)
 			}
+			// The next start of the host removes the partial file the killed render left.
+			h.stop()
+			h.start(t)
+			if left, _ := filepath.Glob(filepath.Join(h.dataDir, "assets", "*", "video", "*.partial.mp4")); len(left) > 0 {
+				t.Errorf("partial files still there after the host's restart: %v", left)
+			}
 		})
+	}
+}
+
+// awaitVideoBytes waits until ffmpeg has written to a video file of DATA_DIR (its partial name or
+// its final one).
+func (h *host) awaitVideoBytes(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		videos, _ := filepath.Glob(filepath.Join(h.dataDir, "assets", "*", "video", "*.mp4"))
+		for _, v := range videos {
+			if st, err := os.Stat(v); err == nil && st.Size() > 0 {
+				return
+			}
+		}
+	}
+	t.Fatal("no video file written to within 2 minutes")
+}
+
+// checkNoCutOffVideo checks what a render killed with its plugin left: no video at a final name
+// (where a creator or the asset recording would take it for a result), and its partial file, if
+// any, neither listed nor served.
+func (h *host) checkNoCutOffVideo(t *testing.T) {
+	t.Helper()
+	videos, _ := filepath.Glob(filepath.Join(h.dataDir, "assets", "*", "video", "*.mp4"))
+	for _, v := range videos {
+		if !strings.HasSuffix(v, ".partial.mp4") {
+			t.Errorf("the killed render left %s at its final name", v)
+			continue
+		}
+		rel, _ := filepath.Rel(filepath.Join(h.dataDir, "assets"), v)
+		if st := h.call(t, "GET", "/api/assets/files/"+filepath.ToSlash(rel), nil, nil); st != 404 {
+			t.Errorf("GET the partial file %s = %d, want 404", rel, st)
+		}
+	}
+	var list struct {
+		Data json.RawMessage `json:"data"`
+	}
+	h.call(t, "GET", "/api/materials", nil, &list)
+	if strings.Contains(string(list.Data), ".partial.") {
+		t.Errorf("the asset listing names a partial file: %s", list.Data)
 	}
 }
 

@@ -108,7 +108,7 @@ type Video struct {
 	Tools      Tools
 }
 
-// Render writes v.Out with one ffmpeg run.
+// Render writes v.Out with one ffmpeg run (through its partial name: publish).
 func (v *Video) Render(ctx context.Context) error {
 	if len(v.Shots) == 0 || v.Duration <= 0 || v.Frame.W <= 0 || v.Frame.H <= 0 {
 		return errors.New("render: a video needs shots, a duration and a frame")
@@ -233,8 +233,8 @@ func (v *Video) Render(ctx context.Context) error {
 	// The shots' chains are independent: filter them on every core (about a third faster on two).
 	args = append(args, "-filter_complex_threads", strconv.Itoa(runtime.NumCPU()), "-filter_complex", strings.Join(graph, ";"), "-map", video, "-map", audio, "-t", dur,
 		"-r", strconv.Itoa(FPS), "-c:v", "libx264", "-preset", "ultrafast", "-crf", "26", "-pix_fmt", "yuv420p",
-		"-c:a", "aac", "-b:a", "128k", "-ar", "44100", "-movflags", "+faststart", v.Out)
-	return v.Tools.Run(ctx, "ffmpeg", args...)
+		"-c:a", "aac", "-b:a", "128k", "-ar", "44100", "-movflags", "+faststart")
+	return publish(v.Out, func(tmp string) error { return v.Tools.Run(ctx, "ffmpeg", append(args, tmp)...) })
 }
 
 // pages wraps each caption to width columns and splits one of more than lines lines into pages
@@ -276,7 +276,8 @@ type Still struct {
 	Tools Tools
 }
 
-// Render writes s.Out: the picture cropped to the frame (or a card), with the title in a band.
+// Render writes s.Out (through its partial name: publish): the picture cropped to the frame (or a
+// card), with the title in a band.
 func (s *Still) Render(ctx context.Context) error {
 	work, err := os.MkdirTemp("", "reelforge-still-")
 	if err != nil {
@@ -310,8 +311,44 @@ func (s *Still) Render(ctx context.Context) error {
 		chain += fmt.Sprintf(",drawtext=fontfile=%s:textfile=%s:fontsize=%d:fontcolor=white@0.8:box=1:boxcolor=black@0.35:boxborderw=10:x=w-text_w-32:y=48",
 			s.Font, file, fs/2)
 	}
-	args = append(args, "-filter_complex", chain+"[v]", "-map", "[v]", "-frames:v", "1", "-update", "1", s.Out)
-	return s.Tools.Run(ctx, "ffmpeg", args...)
+	args = append(args, "-filter_complex", chain+"[v]", "-map", "[v]", "-frames:v", "1", "-update", "1")
+	return publish(s.Out, func(tmp string) error { return s.Tools.Run(ctx, "ffmpeg", append(args, tmp)...) })
+}
+
+// partialTag marks the name a render writes before its file is whole: "v.mp4" is written as
+// "v.partial.mp4" (the extension stays last: ffmpeg picks the container by it) and renamed to
+// "v.mp4" only once the tool succeeded. So a render cut off anyhow (a killed plugin, a cancelled
+// run, a full disk) never leaves a file at the final name, where a creator, the asset recording
+// or a download would take it for a result.
+const partialTag = ".partial"
+
+// partialName is the name a render of out writes first, in out's folder (a rename within one
+// folder is atomic).
+func partialName(out string) string {
+	ext := filepath.Ext(out)
+	return strings.TrimSuffix(out, ext) + partialTag + ext
+}
+
+// IsPartial reports whether a file name is a partialName: a render in progress, or the leftover of
+// one killed with its process (the host removes those at start, generators.RemovePartials).
+func IsPartial(name string) bool {
+	base := filepath.Base(name)
+	return strings.HasSuffix(strings.TrimSuffix(base, filepath.Ext(base)), partialTag)
+}
+
+// publish runs write on the partialName of out and renames it to out once write succeeded. When
+// write fails, what it wrote is removed and out is left as it was.
+func publish(out string, write func(tmp string) error) error {
+	tmp := partialName(out)
+	if err := write(tmp); err != nil {
+		_ = os.Remove(tmp) // a cut-off file is no result; write's error is the one to report
+		return err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("render: publish %s: %w", filepath.Base(out), err)
+	}
+	return nil
 }
 
 func writeText(dir, name, text string) (string, error) {

@@ -1,12 +1,15 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -159,6 +162,75 @@ func TestMeasureSentences(t *testing.T) {
 	for i := 1; i < len(got); i++ {
 		if d := math.Abs(got[i].Start - spoken.Sentences[i].Start); d > 0.4 {
 			t.Errorf("sentence %d measured from %.2f s, spoken from %.2f s", i, got[i].Start, spoken.Sentences[i].Start)
+		}
+	}
+}
+
+// TestRenderCutOffLeavesNoFile: a render whose ffmpeg is killed mid-way (its context ends) leaves
+// nothing at Out, nor its partial file; a render that succeeds leaves only Out.
+func TestRenderCutOffLeavesNoFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ffmpeg")
+	}
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg is not installed")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	card := func(out string, secs float64) *Video {
+		return &Video{Out: filepath.Join(dir, out), Frame: Frame{160, 120}, Duration: secs,
+			Shots: []Shot{{Kind: ShotTitle, Duration: secs}}}
+	}
+
+	// Long enough to be killed while ffmpeg writes: cancelled once the partial file has bytes.
+	cut := card("cut.mp4", 3600)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- cut.Render(ctx) }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if st, err := os.Stat(partialName(cut.Out)); err == nil && st.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("ffmpeg wrote nothing to %s within a minute (render: %v)", partialName(cut.Out), <-done)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Render cut off = %v, want context.Canceled", err)
+	}
+
+	whole := card("whole.mp4", 1)
+	if err := whole.Render(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if diff := cmp.Diff([]string{"whole.mp4"}, got); diff != "" {
+		t.Errorf("files after a cut-off and a whole render (-want +got):\n%s", diff)
+	}
+}
+
+func TestIsPartial(t *testing.T) {
+	t.Parallel()
+	tests := map[string]bool{
+		partialName("/d/assets/u/video/job1.mp4"):  true,
+		partialName("job1.png"):                    true,
+		"/d/assets/u/video/job1.mp4":               false,
+		"job1.wav":                                 false,
+		"partial.mp4":                              false,
+		"0b7c2f3e-1d2c-4b8e-9a61-2f0c5d7e8a90.mp4": false,
+	}
+	for name, want := range tests {
+		if got := IsPartial(name); got != want {
+			t.Errorf("IsPartial(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

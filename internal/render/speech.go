@@ -168,10 +168,12 @@ func writeWAV(path string, format, data []byte) error {
 	h = append(h, "data"...)
 	h = binary.LittleEndian.AppendUint32(h, uint32(len(data)))
 	h = append(h, data...)
-	if err := os.WriteFile(path, h, 0o640); err != nil {
-		return fmt.Errorf("render: write %s: %w", filepath.Base(path), err)
-	}
-	return nil
+	return publish(path, func(tmp string) error {
+		if err := os.WriteFile(tmp, h, 0o640); err != nil {
+			return fmt.Errorf("render: write %s: %w", filepath.Base(path), err)
+		}
+		return nil
+	})
 }
 
 // MeasureSentences times sentences in a narration it did not render (an external generator's):

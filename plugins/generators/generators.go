@@ -20,7 +20,9 @@
 //   - music: there is no local tool: a job that names the creator's own track (music_url) uses it,
 //     any other fails with EXTERNAL_SERVICE_ERROR.
 //
-// Local files go under DataDir/assets/<user>/<kind>/<job id>.<ext>. A tool missing from PATH fails
+// Local files go under DataDir/assets/<user>/<kind>/<job id>.<ext>, written under a partial name
+// and renamed once whole (internal/render), so a killed render never leaves a file there; the
+// host removes the partial files of killed renders at start (RemovePartials). A tool missing from PATH fails
 // the job with an EXTERNAL_SERVICE_ERROR saying what to install.
 //
 // The Engine ("generators") also runs one generator job per run for workflow manifests that name
@@ -32,9 +34,11 @@ package generators
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -43,6 +47,7 @@ import (
 	"github.com/reelforge/reelforge/internal/netguard"
 	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/internal/proc"
+	"github.com/reelforge/reelforge/internal/render"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -143,6 +148,34 @@ func (d *executor) URL(jobType string) string {
 // ChildrenDir is the folder of dataDir where the tools of local jobs are recorded while they run
 // (internal/proc.Registry); the host sweeps it at start.
 func ChildrenDir(dataDir string) string { return filepath.Join(dataDir, "children") }
+
+// RemovePartials removes the partial files (render.IsPartial) of dataDir's asset folders
+// (assets/<user>/<kind>/): renders cut off by the death of the plugin that ran them, which nothing
+// serves or records (no result names them) but which take room. Only renders in progress have
+// such files, so the host calls it at start, when no other live host uses dataDir. It reports
+// how many it removed.
+func RemovePartials(dataDir string) (int, error) {
+	matches, err := filepath.Glob(filepath.Join(dataDir, "assets", "*", "*", "*"))
+	if err != nil {
+		return 0, fmt.Errorf("generators: partial files: %w", err)
+	}
+	removed := 0
+	var errs []error
+	for _, m := range matches {
+		if !render.IsPartial(m) {
+			continue
+		}
+		if st, err := os.Lstat(m); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if err := os.Remove(m); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}
 
 func (d *executor) submit(ctx context.Context, url string, job *engine.Job, payload map[string]any, callbackURL string) error {
 	if callbackURL != "" && !strings.HasSuffix(callbackURL, engine.CallbackPathAI) {

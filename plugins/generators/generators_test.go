@@ -399,3 +399,36 @@ func TestPlatform(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovePartials: the partial files of cut-off renders in the asset folders go; finished
+// results and uploads (whatever their names) stay.
+func TestRemovePartials(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]bool{ // file under dir: kept
+		"assets/u1/video/job-1.partial.mp4":                    false,
+		"assets/u2/image/job-2.partial.png":                    false,
+		"assets/u1/video/job-3.mp4":                            true,
+		"assets/u1/speech/job-4.wav":                           true,
+		"assets/u1/0b7c2f3e-1d2c-4b8e-9a61-2f0c5d7e8a90.mp4":   true,
+		"assets/u1/video/notes.partial.txt/inside.partial.mp4": true, // not a file of an asset folder
+	}
+	for f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := generators.RemovePartials(dir)
+	if err != nil || n != 2 {
+		t.Errorf("RemovePartials = %d, %v, want 2, nil", n, err)
+	}
+	for f, kept := range files {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f))); (err == nil) != kept {
+			t.Errorf("%s: present %v after RemovePartials, want %v", f, err == nil, kept)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/reelforge/reelforge/internal/render"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -173,8 +174,8 @@ func (d *executor) inFolder(folder, p string) string {
 	if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return ""
 	}
-	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
-		return ""
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || render.IsPartial(p) {
+		return "" // a partial file is a render in progress or cut off: no material
 	}
 	return p
 }

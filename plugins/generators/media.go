@@ -76,7 +76,6 @@ func (d *executor) speech(ctx context.Context, lj *localJob) (map[string]any, er
 		spoken, err = sp.Speak(ctx)
 	}
 	if err != nil {
-		os.Remove(abs) // a cut-off file (the run was cancelled) is no result
 		return nil, toolErr("speech", err)
 	}
 	return map[string]any{"audio_url": link, "file_path": rel, "file_type": "audio", "format": "wav", "file_size": fileSize(abs),
@@ -184,7 +183,6 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 	v := p.Video(abs)
 	v.Tools = d.tools()
 	if err := v.Render(ctx); err != nil {
-		os.Remove(abs) // a cut-off file (the run was cancelled) is no result
 		return nil, toolErr("videogen", err)
 	}
 	images, clips := 0, 0
