@@ -235,3 +235,32 @@ func TestIndexerTwoHosts(t *testing.T) {
 	}
 	wantVectorHits(t, b, user.ID, 5)
 }
+
+// TestBulkLoadWritesRowsOnce: while the HNSW index is dropped for a bulk load, rows are written
+// indexed, so neither the indexer nor the build writes them a second time; the build ends the
+// load (rows written after it wait for the indexer again) and its index serves every row.
+func TestBulkLoadWritesRowsOnce(t *testing.T) {
+	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
+	ctx := context.Background()
+	user := storetest.NewUser(t, d, "")
+	addChunks(t, d, user.ID, "lighting for a night shoot") // before the load: pending
+	if err := d.DropVectorIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addChunks(t, d, user.ID, "night lighting with one lamp", "a hook in the first three seconds")
+	if got := pending(t, d); got != 1 {
+		t.Errorf("rows pending after a bulk load of 2 = %d, want 1 (the row written before it): a row written "+
+			"pending during the load is written again when flagged", got)
+	}
+	if n, err := d.IndexPendingVectors(ctx, 100); err != nil || n != 1 {
+		t.Errorf("IndexPendingVectors during the load = %d, %v; want 1 row flagged", n, err)
+	}
+	if err := d.BuildVectorIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addChunks(t, d, user.ID, "captions and music for the intro")
+	if got := pending(t, d); got != 1 {
+		t.Errorf("rows pending after the build and one more write = %d, want 1: the build ends the load", got)
+	}
+	wantVectorHits(t, d, user.ID, 4)
+}

@@ -253,30 +253,54 @@ const (
 // DropVectorIndex drops the HNSW index, for a bulk load that builds it afterwards with
 // BuildVectorIndex (one CREATE INDEX is several times faster than as many inserts). Until then
 // the vector leg reads every row.
+//
+// Meanwhile rows are written indexed: the column's default (vector_indexed, FALSE otherwise)
+// becomes TRUE. With no graph to insert them into, a pending row would only be written a second
+// time when the indexer (or the build) flags it, a whole 3 KB row version each. The default is the
+// bulk load's mark in the schema: every host's writes follow it, and it outlives a load that was
+// interrupted.
 func (d *Driver) DropVectorIndex(ctx context.Context) error {
 	if !d.vector {
 		return store.ErrNotSupported
 	}
-	if _, err := d.pool.Exec(ctx, `DROP INDEX IF EXISTS `+vectorIndex); err != nil {
+	if err := d.execTx(ctx, `DROP INDEX IF EXISTS `+vectorIndex,
+		`ALTER TABLE knowledge_embeddings ALTER COLUMN vector_indexed SET DEFAULT TRUE`); err != nil {
 		return fmt.Errorf("pgstore: drop vector index: %w", err)
 	}
 	return nil
 }
 
 // BuildVectorIndex marks every row indexed and creates the HNSW index over them if it is missing
-// (one CREATE INDEX instead of the indexer's inserts), then updates the planner statistics and the
-// visibility map of the knowledge tables (VACUUM ANALYZE), as after a bulk load.
+// (one CREATE INDEX instead of the indexer's inserts), and ends a bulk load (rows are written
+// pending again, for the indexer); then it updates the planner statistics and the visibility map
+// of the knowledge tables (VACUUM ANALYZE), as after a bulk load.
 func (d *Driver) BuildVectorIndex(ctx context.Context) error {
 	if !d.vector {
 		return store.ErrNotSupported
 	}
-	for _, q := range []string{`UPDATE knowledge_embeddings SET vector_indexed = TRUE WHERE NOT vector_indexed`, vectorIndexDDL,
-		`VACUUM ANALYZE knowledge_chunks, knowledge_embeddings`} {
-		if _, err := d.pool.Exec(ctx, q); err != nil {
-			return fmt.Errorf("pgstore: build vector index: %w", err)
-		}
+	if err := d.execTx(ctx, `UPDATE knowledge_embeddings SET vector_indexed = TRUE WHERE NOT vector_indexed`, vectorIndexDDL,
+		`ALTER TABLE knowledge_embeddings ALTER COLUMN vector_indexed SET DEFAULT FALSE`); err != nil {
+		return fmt.Errorf("pgstore: build vector index: %w", err)
+	}
+	if _, err := d.pool.Exec(ctx, `VACUUM ANALYZE knowledge_chunks, knowledge_embeddings`); err != nil {
+		return fmt.Errorf("pgstore: build vector index: %w", err)
 	}
 	return nil
+}
+
+// execTx runs statements in one transaction.
+func (d *Driver) execTx(ctx context.Context, statements ...string) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	for _, q := range statements {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
 }
 
 var dialect = &sqldb.Dialect{
