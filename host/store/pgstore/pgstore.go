@@ -151,6 +151,10 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 		log.Warn("knowledge search path: in-memory vector scoring (pgvector unavailable)", "reason", err.Error())
 		return false, nil
 	}
+	bulk, err := bulkLoading(ctx, conn)
+	if err != nil {
+		return false, fmt.Errorf("pgstore: pgvector setup: %w", err)
+	}
 	for _, q := range []string{
 		// Half precision (migration 0700 converts a vector(1536) column of an older database).
 		`ALTER TABLE knowledge_embeddings ADD COLUMN IF NOT EXISTS embedding_vector public.halfvec(1536)`,
@@ -167,6 +171,13 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 		`DROP INDEX IF EXISTS knowledge_embeddings_hnsw`,
 		`DROP INDEX IF EXISTS knowledge_embeddings_hnsw_m8`,
 	} {
+		if q == vectorIndexDDL && bulk {
+			// Its BuildVectorIndex builds the index once, over every row: one built here would be
+			// dropped by the load's next DropVectorIndex (a resumed load) or built twice.
+			log.Warn("pgstore: a bulk load of the knowledge base is unfinished (DropVectorIndex without BuildVectorIndex): " +
+				"the HNSW index is left for BuildVectorIndex to build; until then the vector leg reads every row")
+			continue
+		}
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return false, fmt.Errorf("pgstore: pgvector setup: %w", err)
 		}
@@ -268,6 +279,32 @@ func (d *Driver) DropVectorIndex(ctx context.Context) error {
 		return fmt.Errorf("pgstore: drop vector index: %w", err)
 	}
 	return nil
+}
+
+// BulkLoading reports whether a bulk load is unfinished: DropVectorIndex ran and BuildVectorIndex
+// has not since (the column default it sets is still there). Open then leaves the HNSW index to
+// BuildVectorIndex, so a resumed load builds it once.
+func (d *Driver) BulkLoading(ctx context.Context) (bool, error) {
+	if !d.vector {
+		return false, nil
+	}
+	return bulkLoading(ctx, d.pool)
+}
+
+func bulkLoading(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (bool, error) {
+	var bulk bool
+	err := q.QueryRow(ctx, `SELECT COALESCE(pg_get_expr(a.adbin, a.adrelid) = 'true', FALSE) FROM pg_attrdef a
+		JOIN pg_attribute c ON c.attrelid = a.adrelid AND c.attnum = a.adnum
+		WHERE a.adrelid = 'knowledge_embeddings'::regclass AND c.attname = 'vector_indexed'`).Scan(&bulk)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("pgstore: bulk load mark: %w", err)
+	}
+	return bulk, nil
 }
 
 // BuildVectorIndex marks every row indexed and creates the HNSW index over them if it is missing

@@ -225,6 +225,51 @@ func TestBulkVectorIndex(t *testing.T) {
 	wantVectorHits(t, d, user.ID, 3)
 }
 
+// TestResumedBulkLoadBuildsIndexOnce: a store opened while a bulk load is unfinished (its process
+// stopped between DropVectorIndex and BuildVectorIndex) does not build the HNSW index, which the
+// resumed load would drop again or build a second time; BuildVectorIndex builds it and ends the
+// load.
+func TestResumedBulkLoadBuildsIndexOnce(t *testing.T) {
+	schema := storetest.SchemaName()
+	d := openSchema(t, schema, pgstore.Options{})
+	ctx := context.Background()
+	user := storetest.NewUser(t, d, "")
+	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
+	if err := d.DropVectorIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addChunks(t, d, user.ID, "night lighting with one lamp")
+	d.Close() // interrupted
+
+	d, err := pgstore.Open(ctx, storetest.PostgresURL(t), pgstore.Options{Schema: schema, VectorSearch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	hnsw := func() int {
+		t.Helper()
+		var n int
+		if err := d.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema()
+			AND indexname = 'knowledge_embeddings_hnsw_h8'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if bulk, err := d.BulkLoading(ctx); err != nil || !bulk {
+		t.Errorf("BulkLoading after a reopen mid-load = %v, %v; want true", bulk, err)
+	}
+	if n := hnsw(); n != 0 {
+		t.Errorf("Open mid-load built the HNSW index (%d): the load's BuildVectorIndex builds it", n)
+	}
+	if err := d.BuildVectorIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if bulk, err := d.BulkLoading(ctx); err != nil || bulk || hnsw() != 1 {
+		t.Errorf("after BuildVectorIndex: BulkLoading %v, %v, HNSW indexes %d; want false, nil, 1", bulk, err, hnsw())
+	}
+	wantVectorHits(t, d, user.ID, 3)
+}
+
 // TestVectorCandidatesScores: each candidate's vector score is its cosine (1 minus its cosine
 // distance, clamped to 0..1), whether the index scan found it or it was asked about, and every
 // chunk asked about comes back once.
