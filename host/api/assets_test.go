@@ -98,11 +98,13 @@ func testRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.S
 	write("assets/"+aliceID+"/video/j1.mp4", video)
 	write("assets/"+aliceID+"/speech/j0.wav", wavBytes())
 	write("assets/"+bobID+"/video/jb.mp4", video)
+	write("assets/"+aliceID+"/video/jc.partial.mp4", video[:1000]) // a render killed mid-way (internal/render)
 	// svc is a second content service over the server's store and blobs, as host/runs holds one.
 	run := &store.Run{ID: uuid.NewString(), UserID: aliceID, ProjectID: pid, TriggeredBy: "task:t-1"}
 	speech := fmt.Sprintf(`{"audio_url":"/api/assets/files/%s/speech/j0.wav","file_path":"assets/%s/speech/j0.wav","duration":2.5}`, aliceID, aliceID)
 	videoRes := fmt.Sprintf(`{"video_url":"/api/assets/files/%s/video/j1.mp4","file_path":"assets/%s/video/j1.mp4","duration":12.04,"width":720,"height":1280,
-		"stolen":"/api/assets/files/%s/video/jb.mp4","poster_url":"https://cdn.example/p.jpg","local":"/tmp/x.mp4"}`, aliceID, aliceID, bobID)
+		"stolen":"/api/assets/files/%s/video/jb.mp4","poster_url":"https://cdn.example/p.jpg","local":"/tmp/x.mp4",
+		"cut_off":"/api/assets/files/%s/video/jc.partial.mp4"}`, aliceID, aliceID, bobID, aliceID)
 	for _, res := range []string{speech, videoRes} {
 		if _, err := svc.RecordRunFiles(ctx, run, json.RawMessage(res)); err != nil {
 			t.Fatalf("RecordRunFiles = %v", err)
@@ -122,7 +124,7 @@ func testRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.S
 		byPath[a.FilePath] = a
 	}
 	if len(got) != 3 {
-		t.Fatalf("run assets = %+v, want the speech, the video and the external poster", got)
+		t.Fatalf("run assets = %+v, want the speech, the video and the external poster (not the partial file)", got)
 	}
 	v := byPath["assets/"+aliceID+"/video/j1.mp4"]
 	var meta map[string]any

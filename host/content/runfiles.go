@@ -18,6 +18,7 @@ import (
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/launch"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/render"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -164,6 +165,12 @@ func (s *Service) runAsset(ctx context.Context, r *store.Run, ref fileRef) (*sto
 	}
 	if owner := strings.SplitN(key, "/", 3); len(owner) < 3 || owner[1] != r.UserID {
 		s.log.Warn("content: a run named another user's file; not recorded", "run_id", r.ID, "key", key)
+		return nil, nil
+	}
+	if render.IsPartial(key) {
+		// A render in progress, or cut off by its plugin's death: no result of the file's; a run
+		// that names one (an input passed on) must not make it an asset that downloads serve.
+		s.log.Warn("content: a run named a render's partial file; not recorded", "run_id", r.ID, "key", key)
 		return nil, nil
 	}
 	if prev, err := s.st.GetAssetByPath(ctx, r.UserID, key); err == nil && prev.SourceRunID != r.ID {
