@@ -206,7 +206,7 @@ func (s *Service) writeGroup(ctx context.Context, g []*batchJob, serial func() f
 		if j.err != nil {
 			n = 0
 		}
-		res, err := s.finishIngest(ctx, j.res, j.nd.Document.ID, n, j.err)
+		res, err := s.finishIngest(ctx, j.res, j.nd.Document.ID, n, nil, j.err)
 		j.out = BatchOutcome{Result: res, Err: err}
 	}
 }

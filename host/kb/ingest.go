@@ -138,8 +138,8 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 		chunks.stop()
 		return res, err
 	}
-	n, ingestErr := s.index(ctx, added.Source, nd.Document, chunks)
-	return s.finishIngest(ctx, res, nd.Document.ID, n, ingestErr)
+	n, doc, ingestErr := s.index(ctx, added.Source, nd.Document, chunks)
+	return s.finishIngest(ctx, res, nd.Document.ID, n, doc, ingestErr)
 }
 
 // pendingChunks are the chunks of one document being made (startChunks).
@@ -230,10 +230,10 @@ func (s *Service) added(added *store.AddDocumentResult) (res *IngestResult, done
 	return res, false, nil
 }
 
-// finishIngest ends the ingest of document docID that wrote n chunks or failed with ingestErr: a
-// failure is kept on the document (failed, with its public reason), and the result carries the
-// document as stored.
-func (s *Service) finishIngest(ctx context.Context, res *IngestResult, docID string, n int, ingestErr error) (*IngestResult, error) {
+// finishIngest ends the ingest of document docID that wrote n chunks and left the document as
+// doc, or failed with ingestErr: a failure is kept on the document (failed, with its public
+// reason), and the result carries the document as stored (doc, or read again after a failure).
+func (s *Service) finishIngest(ctx context.Context, res *IngestResult, docID string, n int, doc *store.KnowledgeDocument, ingestErr error) (*IngestResult, error) {
 	if ingestErr != nil && !errors.Is(ingestErr, store.ErrConflict) {
 		if e := errcode.As(ingestErr); e == nil || e.Code != errcode.Validation {
 			s.log.Warn("kb: ingest failed", "document", docID, "err", ingestErr)
@@ -246,10 +246,13 @@ func (s *Service) finishIngest(ctx context.Context, res *IngestResult, docID str
 		}
 	}
 	res.ChunksCount = n
-	var err error
-	if res.Document, err = s.st.GetDocument(ctx, docID); err != nil {
-		return nil, fmt.Errorf("kb: reload document: %w", err)
+	if doc == nil || ingestErr != nil {
+		var err error
+		if doc, err = s.st.GetDocument(ctx, docID); err != nil {
+			return nil, fmt.Errorf("kb: reload document: %w", err)
+		}
 	}
+	res.Document = doc
 	if errors.Is(ingestErr, store.ErrConflict) {
 		// Another ingest of the same file (one this upload took over as abandoned, still alive
 		// after all) indexed the document first: this one is a duplicate of it.
@@ -278,24 +281,26 @@ func firstLine(text string, max int) string {
 	return strings.TrimSpace(text)
 }
 
-// index writes one document from its pending chunks; it returns the chunk count.
-func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, pc *pendingChunks) (int, error) {
+// index writes one document from its pending chunks; it returns the chunk count and the
+// document as the write left it.
+func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *store.KnowledgeDocument, pc *pendingChunks) (int, *store.KnowledgeDocument, error) {
 	if err := s.toParsing(ctx, doc); err != nil {
 		pc.stop()
-		return 0, err
+		return 0, nil, err
 	}
 	chunks, err := pc.wait()
 	if err == nil {
 		err = s.embedRemote(ctx, chunks)
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	own(chunks, src, doc)
-	if err := s.write(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks}); err != nil {
-		return 0, err
+	written, err := s.writeOne(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks})
+	if err != nil {
+		return 0, nil, err
 	}
-	return len(chunks), nil
+	return len(chunks), written, nil
 }
 
 // prepare parses, splits and embeds one document (no write but its status, when it is not in
@@ -437,27 +442,43 @@ func inShares(n, workers int, f func(from, to int) error) error {
 	return nil
 }
 
+// writeOne writes the chunks of one document in one transaction and remembers their vectors: the
+// document as the write left it.
+func (s *Service) writeOne(ctx context.Context, p store.WriteChunksParams) (*store.KnowledgeDocument, error) {
+	doc, err := s.st.WriteChunks(ctx, p)
+	s.changed()
+	if err != nil {
+		return nil, err
+	}
+	s.rememberChunks(p)
+	return doc, nil
+}
+
 // write writes the chunks of one or more documents in one transaction and remembers their vectors.
 func (s *Service) write(ctx context.Context, docs ...store.WriteChunksParams) error {
-	var err error
 	if len(docs) == 1 {
-		err = s.st.WriteChunks(ctx, docs[0])
-	} else {
-		err = s.st.WriteChunksBatch(ctx, docs)
+		_, err := s.writeOne(ctx, docs[0])
+		return err
 	}
+	err := s.st.WriteChunksBatch(ctx, docs)
 	s.changed()
 	if err != nil {
 		return err
 	}
 	for _, d := range docs {
-		ids := make([]string, len(d.Chunks))
-		vecs := make([][]float32, len(d.Chunks))
-		for i, c := range d.Chunks {
-			ids[i], vecs[i] = c.ID, c.Embedding
-		}
-		s.remember(s.emb.Model(), ids, vecs)
+		s.rememberChunks(d)
 	}
 	return nil
+}
+
+// rememberChunks keeps the vectors of a document's chunks written in the vector cache.
+func (s *Service) rememberChunks(d store.WriteChunksParams) {
+	ids := make([]string, len(d.Chunks))
+	vecs := make([][]float32, len(d.Chunks))
+	for i, c := range d.Chunks {
+		ids[i], vecs[i] = c.ID, c.Embedding
+	}
+	s.remember(s.emb.Model(), ids, vecs)
 }
 
 // timeOrderedID is a new document or chunk id: a UUID of version 7, which starts with the time.

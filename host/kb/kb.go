@@ -21,7 +21,7 @@ type Store interface {
 	AddDocument(ctx context.Context, src store.NewSourceParams, doc *store.KnowledgeDocument) (*store.AddDocumentResult, error)
 	AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error)
 	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
-	WriteChunks(ctx context.Context, p store.WriteChunksParams) error
+	WriteChunks(ctx context.Context, p store.WriteChunksParams) (*store.KnowledgeDocument, error)
 	WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error
 	GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error)
 	GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error)

@@ -266,9 +266,10 @@ type Knowledge interface {
 	// indexed document is not moved (ErrConflict).
 	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
 	// WriteChunks writes a document's chunks and embeddings and marks it indexed with its chunk
-	// count, in one transaction (filling the vector column where the database has one); a
-	// document indexed already is ErrConflict and nothing is written.
-	WriteChunks(ctx context.Context, p WriteChunksParams) error
+	// count, in one transaction (filling the vector column where the database has one), and
+	// returns the document as the write left it (an ingest answers with it without reading it
+	// again); a document indexed already is ErrConflict and nothing is written.
+	WriteChunks(ctx context.Context, p WriteChunksParams) (*KnowledgeDocument, error)
 	// WriteChunksBatch is WriteChunks for several documents in one transaction (on PostgreSQL one
 	// COPY for all their chunks); if any of them is indexed already it is ErrConflict and nothing
 	// is written.

@@ -54,19 +54,31 @@ func (d *Driver) AddDocuments(ctx context.Context, docs []store.NewDocument) ([]
 	return d.lazy.AddDocuments(ctx, docs)
 }
 
-// WriteChunks implements store.Knowledge through WriteChunksBatch.
-func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
-	return d.WriteChunksBatch(ctx, []store.WriteChunksParams{p})
+// WriteChunks implements store.Knowledge: writeChunks of one document, which returns the document
+// from the statement that marks it indexed (one round trip fewer than reading it again).
+func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) (*store.KnowledgeDocument, error) {
+	docs, err := d.writeChunks(ctx, []store.WriteChunksParams{p})
+	if err != nil {
+		return nil, err
+	}
+	return docs[0], nil
 }
 
-// WriteChunksBatch implements store.Knowledge: the chunks of all the documents (with their
-// keyword index value, searchVector), their embeddings and the documents' indexed status go in
-// with one statement (writeChunksSQL): three round trips (BEGIN, the statement, COMMIT) whatever
-// the number of documents, where a COPY of each table took two (its column description and the
-// copy) and the status a third. The statement of one document is a transaction by itself (it
-// writes all or nothing, see writeChunksSQL), so one document a call takes one round trip. The
-// vectors go into the HNSW index later (indexer.go): until then the search scans them exactly.
+// WriteChunksBatch implements store.Knowledge through writeChunks.
 func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
+	_, err := d.writeChunks(ctx, docs)
+	return err
+}
+
+// writeChunks writes the chunks of all the documents (with their keyword index value,
+// searchVector), their embeddings and the documents' indexed status with one statement
+// (writeChunksSQL), and returns the documents as it left them, in no particular order: three round
+// trips (BEGIN, the statement, COMMIT) whatever the number of documents, where a COPY of each
+// table took two (its column description and the copy) and the status a third. The statement of
+// one document is a transaction by itself (it writes all or nothing, see writeChunksSQL), so one
+// document a call takes one round trip. The vectors go into the HNSW index later (indexer.go):
+// until then the search scans them exactly.
+func (d *Driver) writeChunks(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
 	defer d.df.Reset()
 	var vectors int
 	defer func() { d.idx.wrote(vectors) }()
@@ -74,7 +86,8 @@ func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksP
 	if len(docs) == 1 {
 		inTx = func(_ context.Context, fn func(tx *sqldb.DB) error) error { return fn(d.DB) }
 	}
-	return inTx(ctx, func(tx *sqldb.DB) error {
+	var marked []*store.KnowledgeDocument
+	err := inTx(ctx, func(tx *sqldb.DB) error {
 		now := tx.Now()
 		var a chunkArrays
 		ids, counts := make([]string, len(docs)), make([]int32, len(docs))
@@ -90,22 +103,31 @@ func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksP
 		if d.vector {
 			q, args = writeChunksHalfSQL, append(args, a.halfID, a.halfModel, a.half)
 		}
-		var marked int
-		if err := tx.QueryRow(ctx, q, args...).Scan(&marked); err != nil {
+		marked = marked[:0] // a retried transaction starts again
+		err := sqldb.QueryEach(ctx, tx, q, args, func(r sqldb.Row) error {
+			doc, err := sqldb.ScanDocument(r)
+			marked = append(marked, doc)
+			return err
+		})
+		if err != nil {
 			return mapError(err)
 		}
-		if marked != len(docs) {
+		if len(marked) != len(docs) {
 			// Nothing was written: the statement inserts only when every document was marked.
 			if len(docs) == 1 {
-				return tx.MarkIndexed(ctx, ids[0], int(counts[0]), now) // its error says indexed already, or gone
+				return tx.IndexedOrMissing(ctx, ids[0]) // indexed already, or gone
 			}
 			// A document indexed already (or gone): the batch is a conflict (the caller writes such
 			// a batch one document at a time to learn which).
-			return fmt.Errorf("%w: %d of the %d documents of the batch are indexed already or gone", store.ErrConflict, len(docs)-marked, len(docs))
+			return fmt.Errorf("%w: %d of the %d documents of the batch are indexed already or gone", store.ErrConflict, len(docs)-len(marked), len(docs))
 		}
 		vectors = len(a.half)
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return marked, nil
 }
 
 // chunkArrays are the columns of the chunk and embedding rows of one WriteChunksBatch, as the
@@ -141,8 +163,9 @@ func (a *chunkArrays) add(doc string, c store.KnowledgeChunk, vector bool) {
 // writeChunksSQL marks the documents ($3, with their chunk counts $4) indexed and, only when it
 // marked every one of them, inserts their chunks and embeddings from the arrays of chunkArrays: the
 // data-modifying CTEs see the same snapshot, and the inserts are conditioned on the update's
-// count, so a document indexed already (or deleted) leaves nothing written. It returns how many
-// documents it marked. writeChunksHalfSQL also inserts the halfvec rows ($19 to $21).
+// count, so a document indexed already (or deleted) leaves nothing written. It returns the
+// documents it marked (sqldb.DocCols). writeChunksHalfSQL also inserts the halfvec rows ($19 to
+// $21).
 var writeChunksSQL, writeChunksHalfSQL = writeChunks(false), writeChunks(true)
 
 func writeChunks(half bool) string {
@@ -155,7 +178,7 @@ func writeChunks(half bool) string {
 	byteRows := `SELECT b.id, b.model, b.v, ` + halfCol + `$2 FROM unnest($16::text[], $17::text[], $18::bytea[]) AS b(id, model, v)`
 	return `WITH u AS (
 			UPDATE knowledge_documents d SET parse_status = $1, error_message = '', chunk_count = x.n, updated_at = $2
-			FROM unnest($3::text[], $4::int[]) AS x(id, n) WHERE d.id = x.id AND d.parse_status <> $1 RETURNING d.id),
+			FROM unnest($3::text[], $4::int[]) AS x(id, n) WHERE d.id = x.id AND d.parse_status <> $1 RETURNING ` + sqldb.DocCols + `),
 		ok AS (SELECT COUNT(*) = cardinality($3::text[]) AS whole FROM u),
 		c AS (INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading, token_count, search_text,
 				search_tsv, metadata, embedding_model, created_at)
@@ -165,7 +188,7 @@ func writeChunks(half bool) string {
 			WHERE (SELECT whole FROM ok)),
 		e AS (INSERT INTO knowledge_embeddings (` + cols + `, created_at)
 			SELECT * FROM (` + byteRows + halfRows + `) v WHERE (SELECT whole FROM ok))
-		SELECT COUNT(*) FROM u`
+		SELECT * FROM u`
 }
 
 // Embeddings implements store.Knowledge: where the table has the halfvec column, a vector the

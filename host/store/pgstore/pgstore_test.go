@@ -108,7 +108,7 @@ func addChunks(t *testing.T, d store.Driver, user string, texts ...string) []str
 		chunks[i] = store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID, Index: i,
 			Text: tx, SearchText: storetest.SearchText(tx), EmbeddingModel: storetest.Model, Embedding: storetest.Vector(tx)}
 	}
-	if err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
+	if _, err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
 		t.Fatal(err)
 	}
 	return []string{res.Document.ID}

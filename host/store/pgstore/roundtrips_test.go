@@ -92,17 +92,21 @@ func TestWriteChunksRoundTrips(t *testing.T) {
 		}
 		return out
 	}
-	if err := cd.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks()}); err != nil {
+	written, err := cd.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks()})
+	if err != nil {
 		t.Fatalf("WriteChunks: %v", err)
 	}
 	if got := n.Load(); got != 1 {
 		t.Errorf("WriteChunks of one document = %d round trips, want 1", got)
 	}
+	if written.ParseStatus != store.DocIndexed || written.ChunkCount != 3 {
+		t.Errorf("WriteChunks returned %+v; want the document indexed with 3 chunks", written)
+	}
 	got, err := d.GetDocument(ctx, doc.ID)
 	if err != nil || got.ParseStatus != store.DocIndexed || got.ChunkCount != 3 {
 		t.Fatalf("after WriteChunks: %+v, %v; want indexed with 3 chunks", got, err)
 	}
-	if err := cd.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks()}); !errors.Is(err, store.ErrConflict) {
+	if _, err := cd.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks()}); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("WriteChunks of an indexed document = %v, want ErrConflict", err)
 	}
 	var rows, vecs int

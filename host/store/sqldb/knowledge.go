@@ -57,10 +57,12 @@ func scanSource(r Row) (*store.KnowledgeSource, error) {
 	return &s, nil
 }
 
-const docCols = `d.id, d.source_id, d.user_id, d.title, d.filename, d.file_hash, d.file_size, d.file_url, d.mime_type,
+// DocCols are a document's columns (alias d), in the order ScanDocument reads them.
+const DocCols = `d.id, d.source_id, d.user_id, d.title, d.filename, d.file_hash, d.file_size, d.file_url, d.mime_type,
 	d.parse_status, d.error_message, d.chunk_count, d.metadata, d.created_at, d.updated_at`
 
-func scanDocument(r Row) (*store.KnowledgeDocument, error) {
+// ScanDocument reads a row of DocCols.
+func ScanDocument(r Row) (*store.KnowledgeDocument, error) {
 	var d store.KnowledgeDocument
 	var meta json.RawMessage
 	if err := r.Scan(&d.ID, &d.SourceID, &d.UserID, &d.Title, &d.Filename, &d.FileHash, &d.FileSize, &d.FileURL,
@@ -268,10 +270,10 @@ func (db *DB) documentsByHash(ctx context.Context, keys []hashKey) (map[hashKey]
 		for i, k := range batch {
 			vals[i] = "(" + a.Add(k.sourceID) + ", " + a.Add(k.hash) + ")"
 		}
-		q := `SELECT ` + docCols + ` FROM knowledge_documents d JOIN (VALUES ` + strings.Join(vals, ", ") + `) AS k
+		q := `SELECT ` + DocCols + ` FROM knowledge_documents d JOIN (VALUES ` + strings.Join(vals, ", ") + `) AS k
 			ON d.source_id = k.column1 AND d.file_hash = k.column2 ORDER BY d.created_at`
 		return QueryEach(ctx, db, q, a.List, func(r Row) error {
-			d, err := scanDocument(r)
+			d, err := ScanDocument(r)
 			if err != nil {
 				return err
 			}
@@ -289,7 +291,7 @@ func (db *DB) documentsByHash(ctx context.Context, keys []hashKey) (map[hashKey]
 
 // firstDocument returns the earliest document of a hash in a source (ErrNotFound when none).
 func (db *DB) firstDocument(ctx context.Context, k hashKey) (*store.KnowledgeDocument, error) {
-	return scanDocument(db.QueryRow(ctx, `SELECT `+docCols+` FROM knowledge_documents d
+	return ScanDocument(db.QueryRow(ctx, `SELECT `+DocCols+` FROM knowledge_documents d
 		WHERE d.source_id = $1 AND d.file_hash = $2 ORDER BY d.created_at LIMIT 1`, k.sourceID, k.hash))
 }
 
@@ -362,14 +364,14 @@ func (db *DB) SetDocumentStatus(ctx context.Context, id, status, errMsg string) 
 	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = $3, updated_at = $4
 		WHERE id = $1 AND parse_status <> $5`, id, status, errMsg, db.T(db.Now()), store.DocIndexed)
 	if err == nil && n == 0 {
-		return db.indexedOrMissing(ctx, id)
+		return db.IndexedOrMissing(ctx, id)
 	}
 	return err
 }
 
-// indexedOrMissing is the error of a document update that matched no row: ErrConflict when the
+// IndexedOrMissing is the error of a document update that matched no row: ErrConflict when the
 // document exists (it is indexed already), ErrNotFound otherwise.
-func (db *DB) indexedOrMissing(ctx context.Context, id string) error {
+func (db *DB) IndexedOrMissing(ctx context.Context, id string) error {
 	var n int
 	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_documents WHERE id = $1`, id).Scan(&n); err != nil {
 		return err
@@ -421,12 +423,14 @@ func InsertEmbeddings(ctx context.Context, tx *DB, rows []EmbeddingRow, now time
 
 // WriteChunkRows writes the chunks of each of docs and their embeddings (float32 bytes) with
 // multi-row INSERTs and marks each document indexed, all in one transaction: the write of a
-// driver whose database has no faster path for it (SQLite, in-process; pgstore has its own).
-func (db *DB) WriteChunkRows(ctx context.Context, docs []store.WriteChunksParams) error {
-	return db.WithTx(ctx, func(tx *DB) error {
+// driver whose database has no faster path for it (SQLite, in-process; pgstore has its own). It
+// returns the documents as it left them, in the order of docs.
+func (db *DB) WriteChunkRows(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
+	out := make([]*store.KnowledgeDocument, len(docs))
+	err := db.WithTx(ctx, func(tx *DB) error {
 		now := tx.Now()
 		ts := tx.T(now)
-		for _, p := range docs {
+		for k, p := range docs {
 			if err := tx.InsertRows(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading,
 			token_count, search_text, metadata, embedding_model, created_at)`, len(p.Chunks), func(i int, a *Args) string {
 				c := p.Chunks[i]
@@ -445,25 +449,36 @@ func (db *DB) WriteChunkRows(ctx context.Context, docs []store.WriteChunksParams
 			if err := InsertEmbeddings(ctx, tx, rows, now); err != nil {
 				return err
 			}
-			if err := tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now); err != nil {
+			doc, err := tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now)
+			if err != nil {
 				return err
 			}
+			out[k] = doc
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// MarkIndexed ends a document's ingest, in the transaction that wrote its chunks. A document is
-// indexed once: a second ingest of it (a retried upload racing a slow first one) gets
-// ErrConflict, so its transaction rolls back instead of adding a second set of chunks.
-func (db *DB) MarkIndexed(ctx context.Context, docID string, chunks int, at time.Time) error {
-	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3, updated_at = $4
-		WHERE id = $1 AND parse_status <> $2`, docID, store.DocIndexed, chunks, db.T(at))
-	if err == nil && n == 0 {
-		return db.indexedOrMissing(ctx, docID)
+// MarkIndexed ends a document's ingest, in the transaction that wrote its chunks, and returns the
+// document as it leaves it. A document is indexed once: a second ingest of it (a retried upload
+// racing a slow first one) gets ErrConflict, so its transaction rolls back instead of adding a
+// second set of chunks.
+func (db *DB) MarkIndexed(ctx context.Context, docID string, chunks int, at time.Time) (*store.KnowledgeDocument, error) {
+	doc, err := ScanDocument(db.QueryRow(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = '', chunk_count = $3,
+		updated_at = $4 WHERE id = $1 AND parse_status <> $2 RETURNING `+markedCols, docID, store.DocIndexed, chunks, db.T(at)))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, db.IndexedOrMissing(ctx, docID)
 	}
-	return err
+	return doc, err
 }
+
+// markedCols are DocCols unqualified, for a RETURNING clause (SQLite's names the table's
+// columns only).
+var markedCols = strings.ReplaceAll(DocCols, "d.", "")
 
 // markInternal sets internal in the meta of an existing source, keeping its other keys.
 func (db *DB) markInternal(ctx context.Context, s *store.KnowledgeSource) error {
@@ -488,7 +503,7 @@ func (db *DB) GetSource(ctx context.Context, id string) (*store.KnowledgeSource,
 
 // GetDocument implements store.Knowledge.
 func (db *DB) GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error) {
-	return scanDocument(db.QueryRow(ctx, `SELECT `+docCols+` FROM knowledge_documents d WHERE d.id = $1`, id))
+	return ScanDocument(db.QueryRow(ctx, `SELECT `+DocCols+` FROM knowledge_documents d WHERE d.id = $1`, id))
 }
 
 // CanRead implements store.Knowledge.
@@ -514,7 +529,7 @@ func (db *DB) ListDocuments(ctx context.Context, v store.Viewer, limit, offset i
 	var a Args
 	cond := Visible(v, &a, "d.id")
 	from := ` FROM knowledge_documents d JOIN knowledge_sources s ON s.id = d.source_id WHERE ` + cond
-	return queryPage(ctx, db, docCols, from, `d.created_at DESC, d.id`, &a, limit, offset, scanDocument)
+	return queryPage(ctx, db, DocCols, from, `d.created_at DESC, d.id`, &a, limit, offset, ScanDocument)
 }
 
 // ChunkCols are the columns ScanChunk reads, over chunks c, sources s and documents d.

@@ -11,13 +11,18 @@ import (
 )
 
 // WriteChunks implements store.Knowledge.
-func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) error {
-	return d.WriteChunksBatch(ctx, []store.WriteChunksParams{p})
+func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) (*store.KnowledgeDocument, error) {
+	docs, err := d.DB.WriteChunkRows(ctx, []store.WriteChunksParams{p})
+	d.df.Reset()
+	if err != nil {
+		return nil, err
+	}
+	return docs[0], nil
 }
 
 // WriteChunksBatch implements store.Knowledge.
 func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
-	err := d.DB.WriteChunkRows(ctx, docs)
+	_, err := d.DB.WriteChunkRows(ctx, docs)
 	d.df.Reset()
 	return err
 }

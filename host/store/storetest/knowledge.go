@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -28,10 +29,19 @@ func AddDoc(t *testing.T, d store.Driver, user, project, source, visibility stri
 		chunks = append(chunks, store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID,
 			Index: i, Text: tx, SearchText: SearchText(tx), TokenCount: len(Terms(tx)), EmbeddingModel: Model, Embedding: Vector(tx)})
 	}
-	if err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
+	doc, err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks})
+	if err != nil {
 		t.Fatalf("WriteChunks: %v", err)
 	}
-	return res.Document
+	// WriteChunks answers with the document as stored: an ingest answers with it unread.
+	stored, err := d.GetDocument(ctx, doc.ID)
+	if err != nil {
+		t.Fatalf("GetDocument: %v", err)
+	}
+	if doc.ParseStatus != store.DocIndexed || doc.ChunkCount != len(texts) || !reflect.DeepEqual(doc, stored) {
+		t.Fatalf("WriteChunks returned %+v, want the document as stored: %+v (indexed, %d chunks)", doc, stored, len(texts))
+	}
+	return doc
 }
 
 func keywordIDs(t *testing.T, d store.Driver, v store.Viewer, query string) map[string]bool {
