@@ -47,9 +47,21 @@ func (d *Driver) AddDocument(ctx context.Context, src store.NewSourceParams, doc
 // that answers from this commit alone must commit something synchronously first; the one such
 // write is a duplicate upload's mark of its source as internal (markInternal), which a crash within
 // wal_writer_delay (200 ms) of it can lose.
+//
+// One new document into a source that exists, the case of an ingest of one document a call, takes
+// one round trip (addNew); the other cases take sqldb's path.
 func (d *Driver) AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error) {
 	if d.lazy == nil || d.DB.InTransaction() {
 		return d.DB.AddDocuments(ctx, docs)
+	}
+	if len(docs) == 1 && d.batch != nil {
+		res, ok, err := d.addNew(ctx, docs[0])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return []*store.AddDocumentResult{res}, nil
+		}
 	}
 	return d.lazy.AddDocuments(ctx, docs)
 }

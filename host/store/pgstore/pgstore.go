@@ -30,6 +30,8 @@ type Driver struct {
 	df   *sqldb.TermCounts[float64] // document frequencies of the keyword leg
 	idx  *indexer                   // the vector indexer (indexer.go); nil without pgvector or with ManualIndexer
 	lazy *sqldb.DB                  // the pool, with transactions that commit without waiting for the WAL flush (AddDocuments)
+	// batch sends pipelined batches (addNew): the pool; nil in a transaction's Driver (InTx).
+	batch batchSender
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -91,7 +93,7 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	d := &Driver{pool: pool, vector: vector, half: vector, df: newTermCounts()}
+	d := &Driver{pool: pool, vector: vector, half: vector, df: newTermCounts(), batch: pool}
 	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
 	d.lazy = sqldb.New(poolConn{pool}, d.beginLazy, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {

@@ -68,6 +68,69 @@ func TestAddDocumentsRoundTrips(t *testing.T) {
 	}
 }
 
+// countedBatch counts the batches sent through it: each is one round trip.
+type countedBatch struct {
+	b batchSender
+	n *atomic.Int64
+}
+
+func (c countedBatch) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	c.n.Add(1)
+	return c.b.SendBatch(ctx, b)
+}
+
+// TestAddDocumentOneRoundTrip: AddDocument of a new document into a source that exists, an
+// ingest's case, is one round trip (addNew); a duplicate and an internal upload into a source that
+// is not internal yet take sqldb's path and answer as before.
+func TestAddDocumentOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	d, db, n := openCounted(t, Options{})
+	cd := &Driver{DB: db, pool: d.pool, lazy: db, df: d.df, batch: countedBatch{d.pool, n}}
+	u := storetest.NewUser(t, d, "")
+	src := store.NewSourceParams{CreatedBy: u.ID, Name: "one", Visibility: store.VisibilityPrivate}
+	doc := func(hash string) *store.KnowledgeDocument {
+		return &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Title: "t " + hash, Filename: "f.txt", FileHash: hash,
+			FileSize: 7, MimeType: "text/plain", ParseStatus: store.DocParsing, Metadata: []byte(`{"k": 1}`)}
+	}
+	first, err := cd.AddDocument(ctx, src, doc("a"))
+	if err != nil {
+		t.Fatalf("AddDocument into a new source: %v", err)
+	}
+	n.Store(0)
+	res, err := cd.AddDocument(ctx, src, doc("b"))
+	if err != nil {
+		t.Fatalf("AddDocument: %v", err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("AddDocument of a new document into an existing source = %d round trips, want 1", got)
+	}
+	if res.Duplicate || res.Retry || res.Source.ID != first.Source.ID || res.Source.Version != first.Source.Version+1 {
+		t.Errorf("AddDocument = duplicate %v, retry %v, source %s version %d; want a new document in %s, version %d",
+			res.Duplicate, res.Retry, res.Source.ID, res.Source.Version, first.Source.ID, first.Source.Version+1)
+	}
+	stored, err := d.GetDocument(ctx, res.Document.ID)
+	if err != nil {
+		t.Fatalf("GetDocument: %v", err)
+	}
+	if stored.SourceID != res.Document.SourceID || stored.Title != "t b" || stored.FileHash != "b" || stored.FileSize != 7 ||
+		stored.MimeType != "text/plain" || stored.ParseStatus != store.DocParsing || string(stored.Metadata) != `{"k": 1}` {
+		t.Errorf("stored %+v, answered %+v; want the document as given", stored, res.Document)
+	}
+	dup, err := cd.AddDocument(ctx, src, doc("b"))
+	if err != nil || !dup.Duplicate || dup.Document.ID != res.Document.ID || dup.Source.Version != res.Source.Version {
+		t.Errorf("AddDocument(same hash) = %+v, %v; want a duplicate of %s, source version %d", dup, err, res.Document.ID, res.Source.Version)
+	}
+	internal := src
+	internal.Internal = true
+	in, err := cd.AddDocument(ctx, internal, doc("c"))
+	if err != nil || in.Duplicate || !in.Source.Internal() || in.Source.Version != res.Source.Version+1 {
+		t.Fatalf("AddDocument(internal) = %+v, %v; want a new document, the source internal", in, err)
+	}
+	if s, err := d.GetSource(ctx, in.Source.ID); err != nil || !s.Internal() {
+		t.Errorf("source after an internal upload: %+v, %v; want internal", s, err)
+	}
+}
+
 // TestWriteChunksRoundTrips: the write of one document's chunks is one statement, with no
 // transaction around it (the statement is one), and still writes nothing for a document that is
 // indexed already.

@@ -41,9 +41,11 @@ func adminCond(v store.Viewer) string {
 	return ` OR (s.visibility = 'project' AND s.project_id <> '')`
 }
 
-const sourceCols = `s.id, s.created_by, s.project_id, s.name, s.visibility, s.scope, s.version, s.meta, s.created_at, s.updated_at`
+// SourceCols are a source's columns (alias s), in the order ScanSource reads them.
+const SourceCols = `s.id, s.created_by, s.project_id, s.name, s.visibility, s.scope, s.version, s.meta, s.created_at, s.updated_at`
 
-func scanSource(r Row) (*store.KnowledgeSource, error) {
+// ScanSource reads a row of SourceCols.
+func ScanSource(r Row) (*store.KnowledgeSource, error) {
 	var s store.KnowledgeSource
 	var meta json.RawMessage
 	if err := r.Scan(&s.ID, &s.CreatedBy, &s.ProjectID, &s.Name, &s.Visibility, &s.Scope, &s.Version, JSON(&meta),
@@ -224,7 +226,7 @@ func (db *DB) addDocuments(ctx context.Context, docs []store.NewDocument, out []
 // a call fewer, and one more once per source.
 func (db *DB) lockSource(ctx context.Context, src store.NewSourceParams, now time.Time) (*store.KnowledgeSource, error) {
 	lock := func() (*store.KnowledgeSource, error) {
-		return scanSource(db.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s
+		return ScanSource(db.QueryRow(ctx, `SELECT `+SourceCols+` FROM knowledge_sources s
 			WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3`+db.rowLock(lockUpdate), src.CreatedBy, src.ProjectID, src.Name))
 	}
 	if s, err := lock(); !errors.Is(err, store.ErrNotFound) {
@@ -498,7 +500,7 @@ func (db *DB) markInternal(ctx context.Context, s *store.KnowledgeSource) error 
 
 // GetSource implements store.Knowledge.
 func (db *DB) GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error) {
-	return scanSource(db.QueryRow(ctx, `SELECT `+sourceCols+` FROM knowledge_sources s WHERE s.id = $1`, id))
+	return ScanSource(db.QueryRow(ctx, `SELECT `+SourceCols+` FROM knowledge_sources s WHERE s.id = $1`, id))
 }
 
 // GetDocument implements store.Knowledge.
@@ -521,7 +523,7 @@ func (db *DB) CanRead(ctx context.Context, v store.Viewer, sourceID string) (boo
 func (db *DB) ListSources(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeSource, int, error) {
 	var a Args
 	from := ` FROM knowledge_sources s WHERE ` + Visible(v, &a, "")
-	return queryPage(ctx, db, sourceCols, from, `s.created_at DESC, s.id`, &a, limit, offset, scanSource)
+	return queryPage(ctx, db, SourceCols, from, `s.created_at DESC, s.id`, &a, limit, offset, ScanSource)
 }
 
 // ListDocuments implements store.Knowledge.
