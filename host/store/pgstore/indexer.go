@@ -24,7 +24,9 @@ import (
 // rows pending up to indexBacklog and, past it, indexes only what is over the bound; once this
 // host's writes pause for indexSettle it indexes everything, and a new stream of writes makes it
 // stop again at the next batch. The deferred work is not saved, only moved after the ingest (the
-// bench reports it: the indexer's time after the last call, and its CPU in the server's).
+// bench reports it: the indexer's time after the last call, and its CPU in the server's). At the
+// same pause it first merges the keyword index's pending list (mergeKeywordPending), which the
+// writes likewise leave to grow up to its limit (migration 0720).
 //
 // Each host of a database runs one; a batch runs in a transaction holding an advisory lock of the
 // schema (pg_try_advisory_xact_lock), so one host indexes at a time and the others find the lock
@@ -69,6 +71,9 @@ type indexer struct {
 	mu    sync.Mutex
 	dirty int       // rows this host wrote and the indexer has not indexed since (an estimate of the backlog)
 	last  time.Time // this host's last write of rows to index
+	// keyword: this host wrote chunks since the indexer last merged the keyword index's pending
+	// list (mergeKeywordPending).
+	keyword bool
 }
 
 // startIndexer runs the indexer of d until stopIndexer.
@@ -100,6 +105,7 @@ func (ix *indexer) wrote(n int) {
 	ix.mu.Lock()
 	ix.dirty += n
 	ix.last = time.Now()
+	ix.keyword = true
 	ix.mu.Unlock()
 	select {
 	case ix.wake <- struct{}{}:
@@ -123,19 +129,36 @@ func (ix *indexer) run(ctx context.Context) {
 }
 
 // due reports whether the indexer should index a batch now (the backlog is over its bound, or
-// this host's writes paused for settle) and, when not, how long until the pause is long enough.
-func (ix *indexer) due(now time.Time) (bool, time.Duration) {
+// this host's writes paused for settle: quiet) and, when not, how long until the pause is long
+// enough.
+func (ix *indexer) due(now time.Time) (due, quiet bool, wait time.Duration) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	quiet := now.Sub(ix.last)
-	return ix.dirty >= ix.backlog || quiet >= ix.settle, ix.settle - quiet
+	q := now.Sub(ix.last)
+	return ix.dirty >= ix.backlog || q >= ix.settle, q >= ix.settle, ix.settle - q
+}
+
+// takeKeyword reports whether this host wrote chunks since the last merge of the keyword index's
+// pending list, and clears it.
+func (ix *indexer) takeKeyword() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	k := ix.keyword
+	ix.keyword = false
+	return k
 }
 
 // work indexes batches as due says until none is left (or another host's indexer holds the
 // lock), waiting while writes go on under the bound; it returns when the indexer is stopped too.
 func (ix *indexer) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		now, wait := ix.due(time.Now())
+		now, quiet, wait := ix.due(time.Now())
+		if quiet && ix.takeKeyword() {
+			// First, so that once the vectors are indexed nothing the writes deferred is left.
+			if err := ix.d.mergeKeywordPending(ctx); err != nil && ctx.Err() == nil {
+				ix.log.Warn("pgstore: keyword index pending list", "err", err)
+			}
+		}
 		if !now {
 			t := time.NewTimer(wait)
 			select {
@@ -163,6 +186,14 @@ func (ix *indexer) work(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// mergeKeywordPending merges the keyword index's pending list into the index (migration 0720: the
+// list holds up to 16 MB of entries, which the insert that passes the limit would otherwise merge
+// in an ingest's call).
+func (d *Driver) mergeKeywordPending(ctx context.Context) error {
+	_, err := d.pool.Exec(ctx, `SELECT gin_clean_pending_list('knowledge_chunks_tsv'::regclass)`)
+	return err
 }
 
 // IndexPendingVectors moves up to n embeddings written since into the HNSW index and returns how

@@ -105,6 +105,33 @@ func TestIndexerDrains(t *testing.T) {
 	wantVectorHits(t, d, user.ID, 2)
 }
 
+// TestIndexerMergesKeywordPending: the keyword index's pending list may grow to 16 MB (migration
+// 0720), and once this host's writes pause the indexer merges it into the index, so nothing the
+// writes deferred is left once the vectors are indexed.
+func TestIndexerMergesKeywordPending(t *testing.T) {
+	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
+	ctx := context.Background()
+	var opts []string
+	if err := d.Pool().QueryRow(ctx, `SELECT COALESCE(reloptions, '{}') FROM pg_class
+		WHERE oid = 'knowledge_chunks_tsv'::regclass`).Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(opts, "gin_pending_list_limit=16384") {
+		t.Errorf("keyword index options %v, want gin_pending_list_limit=16384", opts)
+	}
+	pgstore.StartIndexer(d, 1000, 256, 200*time.Millisecond)
+	user := storetest.NewUser(t, d, "")
+	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
+	waitPending(t, d, func(n int64) bool { return n == 0 }, "indexed after the pause")
+	var pages int64
+	if err := d.Pool().QueryRow(ctx, `SELECT gin_clean_pending_list('knowledge_chunks_tsv'::regclass)`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if pages != 0 {
+		t.Errorf("%d pages left in the keyword index's pending list after the indexer ran, want 0", pages)
+	}
+}
+
 // TestIndexerDefersWhileWriting: while this host's writes go on (less than the settle time
 // apart), the indexer leaves their rows pending up to the backlog bound and, past it, indexes only
 // what is over the bound, a batch at a time; once the writes pause it indexes everything.
