@@ -25,24 +25,34 @@ func processCPU() time.Duration {
 }
 
 // serverCPU is the CPU time (user and system) used so far by the PostgreSQL backends connected
-// to the database of url, read from /proc: the server's share of an ingest, on a server of this
-// machine. It is the difference over a span that counts, so the backends must live through it
-// (pgx pools keep their connections); false when it cannot be read (a remote server).
-func serverCPU(ctx context.Context, url string) (time.Duration, bool) {
-	pids := backendPIDs(ctx, url)
+// to the database of url (only those named app, when app is set: see backendPIDs), read from
+// /proc: the server's share of an ingest, on a server of this machine. It is the difference over a
+// span that counts, so the backends must live through it (pgx pools keep their connections);
+// false when it cannot be read (a remote server).
+func serverCPU(ctx context.Context, url, app string) (time.Duration, bool) {
+	pids := backendPIDs(ctx, url, app)
 	t, ok := pidsCPU(pids)
 	return t, ok && len(pids) > 0
 }
 
-// backendPIDs are the PostgreSQL backends connected to the database of url (this call's own
-// connection left out), for pidsCPU; nil when they cannot be listed.
-func backendPIDs(ctx context.Context, url string) []int32 {
+// benchApp is the application_name of the knowledge bench's own store connections (kbDrivers),
+// so that its server CPU figures count its backends and no others: every backend of the database
+// counted autovacuum workers and other clients of it too (another bench on another schema of the
+// same database), whose work then showed as this bench's (one busy client of the database more
+// than doubled the server CPU a search it printed at 100k chunks).
+var benchApp = fmt.Sprintf("reelforge-bench-%d", os.Getpid())
+
+// backendPIDs are the PostgreSQL client backends connected to the database of url, named app
+// (application_name) unless app is empty (this call's own connection left out), for pidsCPU; nil
+// when they cannot be listed.
+func backendPIDs(ctx context.Context, url, app string) []int32 {
 	c, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return nil
 	}
 	defer c.Close(ctx)
-	rows, err := c.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	rows, err := c.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+		AND ($1 = '' OR (backend_type = 'client backend' AND application_name = $1))`, app)
 	if err != nil {
 		return nil
 	}
@@ -75,14 +85,14 @@ func pidsCPU(pids []int32) (time.Duration, bool) {
 // serverMeter adds up the PostgreSQL server's CPU time (serverCPU) over spans of a bench; with
 // no URL, or a server it cannot read, it measures nothing and prints an empty cell.
 type serverMeter struct {
-	url          string
+	url, app     string // app: only the backends of that application_name (backendPIDs)
 	start, total time.Duration
 	ok           bool
 }
 
 func (m *serverMeter) begin(ctx context.Context) {
 	if m.url != "" {
-		m.start, m.ok = serverCPU(ctx, m.url)
+		m.start, m.ok = serverCPU(ctx, m.url, m.app)
 	}
 }
 
@@ -90,7 +100,7 @@ func (m *serverMeter) end(ctx context.Context) {
 	if !m.ok {
 		return
 	}
-	t, ok := serverCPU(ctx, m.url)
+	t, ok := serverCPU(ctx, m.url, m.app)
 	m.ok = ok
 	m.total += t - m.start
 }

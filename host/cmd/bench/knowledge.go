@@ -104,7 +104,7 @@ func allKBDrivers(o *options) []kbDriver {
 			if schema == "" {
 				schema = fmt.Sprintf("bench_kb_%d", time.Now().UnixNano())
 			}
-			url := o.pgURL
+			url := withRuntimeParam(o.pgURL, "application_name", benchApp)
 			if vector && *kbBuildMem != "" {
 				url = withRuntimeParam(url, "maintenance_work_mem", *kbBuildMem)
 			}
@@ -155,13 +155,13 @@ func benchKnowledge(ctx context.Context, o *options) error {
 		}
 		meter := &serverMeter{}
 		if d.name != "sqlite" {
-			meter.url = o.pgURL
+			meter.url, meter.app = o.pgURL, benchApp
 		}
 		fig := &kbIngestFigures{}
 		figs[d.name] = fig
 		err = kbLatency(ctx, d.name, st, sizes, *kbQueries, meter, fig)
 		if err == nil && *kbBatch > 0 && *kbSchema == "" {
-			err = kbBatchIngest(ctx, d.name, st, *kbBatch, &serverMeter{url: meter.url}, fig)
+			err = kbBatchIngest(ctx, d.name, st, *kbBatch, &serverMeter{url: meter.url, app: meter.app}, fig)
 		}
 		done()
 		if err != nil {
@@ -290,7 +290,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			}
 			warm := i >= min(queries-1, 10) // the pool's connections are open by now
 			if i == min(queries-1, 10) && meter.url != "" {
-				per.pids = backendPIDs(ctx, meter.url)
+				per.pids = backendPIDs(ctx, meter.url, meter.app)
 			}
 			s0, ok := pidsCPU(per.pids)
 			c0, t0 := processCPU(), time.Now()
@@ -345,7 +345,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		}
 	}
 	if h, ok := st.(indexHolder); ok && vi != nil && *kbPending != "" {
-		return kbPendingSearch(ctx, name, h, s, user, vocab, chunks, queries, meter.url)
+		return kbPendingSearch(ctx, name, h, s, user, vocab, chunks, queries, meter)
 	}
 	return nil
 }
@@ -362,7 +362,7 @@ type indexHolder interface {
 // and runs the queries, printing their p50 and p95 and the server's CPU a search (PostgreSQL's
 // backends over the searches). The documents are deleted afterwards, before they are indexed, so
 // the corpus is as it was (a kept one, -kb-schema, can be measured again).
-func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Service, user string, vocab *kbbench.Vocab, chunks, queries int, url string) error {
+func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Service, user string, vocab *kbbench.Vocab, chunks, queries int, of *serverMeter) error {
 	release, err := h.HoldIndexer(ctx)
 	if err != nil {
 		return err
@@ -405,7 +405,7 @@ func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Serv
 		if err != nil {
 			return err
 		}
-		meter := &serverMeter{url: url}
+		meter := &serverMeter{url: of.url, app: of.app}
 		var search []float64
 		meter.begin(ctx)
 		for i := 0; i < queries; i++ {
