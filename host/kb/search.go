@@ -207,11 +207,42 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 	}
 	scored := rank.Score(terms, cands, rank.Options{TopK: want, Floor: s.opt.MinScore, Stats: rankStats(stats),
 		Semantic: embed.Semantic(s.emb)})
+	ids := make([]string, len(scored))
+	for i, h := range scored {
+		ids[i] = h.ID
+	}
+	if err := s.complete(ctx, rows, ids); err != nil {
+		return nil, err
+	}
 	hits := make([]Hit, 0, len(scored))
 	for _, h := range scored {
-		hits = append(hits, hitOf(rows[h.ID], Scores{Vector: h.Vector, Keyword: h.Keyword, Total: h.Total}))
+		if r := rows[h.ID]; !r.Partial { // still partial: deleted since the legs read it
+			hits = append(hits, hitOf(r, Scores{Vector: h.Vector, Keyword: h.Keyword, Total: h.Total}))
+		}
 	}
 	return hits, nil
+}
+
+// complete replaces the rows of ids that a store returned partial (store.ChunkRow.Partial) with
+// whole ones, read in one call: only the hits need their text and names.
+func (s *Service) complete(ctx context.Context, rows map[string]store.ChunkRow, ids []string) error {
+	var partial []string
+	for _, id := range ids {
+		if rows[id].Partial {
+			partial = append(partial, id)
+		}
+	}
+	if len(partial) == 0 {
+		return nil
+	}
+	whole, err := s.st.ChunksByID(ctx, partial)
+	if err != nil {
+		return fmt.Errorf("kb: load hits: %w", err)
+	}
+	for _, r := range whole {
+		rows[r.ID] = r
+	}
+	return nil
 }
 
 // nearResult is a store's vector index scan: the nearest chunks with their cosines.

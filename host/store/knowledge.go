@@ -111,6 +111,12 @@ type ChunkRow struct {
 	// only picks candidates: kb ranks them by its own BM25.
 	Vector, Keyword float64
 	HasVector       bool
+	// Partial: the row carries only what ranking needs (ID, DocumentID, SourceID, SearchText,
+	// EmbeddingModel and the scores); ChunksByID gives the rest. A store's candidate legs may
+	// return such rows: a search ranks a few hundred candidates and shows a few of them, and
+	// reading every candidate's text and names cost the pgvector path a TOAST read and two joins a
+	// row (the target: search p95 at 100k chunks, BENCHMARKS.md).
+	Partial bool
 }
 
 // Viewer is who reads the knowledge base, and the optional filters every candidate must pass.

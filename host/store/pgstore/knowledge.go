@@ -283,12 +283,12 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 	q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
 			m AS (` + m + `),
 			kw AS MATERIALIZED (SELECT m.id, m.kr AS k FROM m ORDER BY k DESC, m.id LIMIT ` + a.Add(p.Limit) + `)
-		SELECT ` + sqldb.ChunkCols + `, kw.k, ` + cos + sqldb.ChunkFrom + ` JOIN kw ON kw.id = c.id` + withCos + ` ORDER BY kw.k DESC, c.id`
+		SELECT ` + candidateCols + `, kw.k, ` + cos + ` FROM kw JOIN knowledge_chunks c ON c.id = kw.id` + withCos + ` ORDER BY kw.k DESC, c.id`
 	var out []store.ChunkRow
 	err = d.searchQuery(ctx, 0, q, a.List, func(r sqldb.Row) error {
 		var k float64
 		var cos *float64
-		c, err := sqldb.ScanChunk(r, &k, &cos)
+		c, err := scanCandidate(r, &k, &cos)
 		if err != nil {
 			return err
 		}
@@ -300,6 +300,18 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 		return nil
 	})
 	return out, err
+}
+
+// candidateCols are the columns of a chunk (alias c) the candidate legs return, read by
+// scanCandidate: what ranking needs, all of it in the chunk's row. The text (in the TOAST table)
+// and the document's and source's names (two joins) are read for the hits alone (ChunksByID).
+const candidateCols = `c.id, c.document_id, c.source_id, c.search_text, c.embedding_model`
+
+// scanCandidate reads candidateCols, then extra destinations, into a partial row.
+func scanCandidate(r sqldb.Row, extra ...any) (store.ChunkRow, error) {
+	c := store.ChunkRow{Partial: true}
+	err := r.Scan(append([]any{&c.ID, &c.DocumentID, &c.SourceID, &c.SearchText, &c.EmbeddingModel}, extra...)...)
+	return c, err
 }
 
 // visibility is the condition of v on sources (alias s), for the vis CTE, and the one of its
@@ -474,17 +486,14 @@ func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]
 			WHERE c.id = ANY(` + a.Add(ids) + `::text[]) AND e.model = ` + model + ` AND c.source_id IN (SELECT id FROM vis) AND ` + docs + `
 				AND NOT EXISTS (SELECT 1 FROM vn WHERE vn.id = c.id)),
 		u AS (SELECT id, dist, 0 AS leg FROM vn UNION ALL SELECT id, dist, 1 FROM kn)
-		SELECT ` + sqldb.ChunkCols + `, ` + cosine(`u.dist`) + `
-		FROM u JOIN knowledge_chunks c ON c.id = u.id
-		JOIN knowledge_sources s ON s.id = c.source_id JOIN knowledge_documents d ON d.id = c.document_id
-		ORDER BY u.leg, u.dist, c.id`
+		SELECT ` + candidateCols + `, ` + cosine(`u.dist`) + ` FROM u JOIN knowledge_chunks c ON c.id = u.id ORDER BY u.leg, u.dist, c.id`
 	var out []store.ChunkRow
 	// Twice the candidates: with the index's small graph (m 8, see vectorIndex) an ef_search of
 	// 2*limit finds the true nearest neighbours about as often as pgvector's default graph with
 	// ef_search = limit did, at about the same cost.
 	err := d.searchQuery(ctx, 2*p.Limit, q, a.List, func(r sqldb.Row) error {
 		var cos float64
-		c, err := sqldb.ScanChunk(r, &cos)
+		c, err := scanCandidate(r, &cos)
 		if err != nil {
 			return err
 		}

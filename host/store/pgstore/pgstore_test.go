@@ -292,6 +292,7 @@ func TestVectorCandidatesScores(t *testing.T) {
 	for _, r := range refs {
 		all = append(all, r.ChunkID)
 	}
+	text := chunkTexts(t, d, all) // the legs' rows are partial: ids to texts
 	q := storetest.Vector("night lighting")
 	for _, limit := range []int{1, 2, 100} {
 		rows, err := d.VectorCandidates(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Vector: q, Model: storetest.Model,
@@ -304,9 +305,9 @@ func TestVectorCandidatesScores(t *testing.T) {
 		}
 		for _, r := range rows {
 			// The stored vectors are half precision (about 3 significant digits).
-			want := max(0, min(1, cosine(q, vecs[r.Text])))
+			want := max(0, min(1, cosine(q, vecs[text[r.ID]])))
 			if diff := r.Vector - want; diff > 2e-3 || diff < -2e-3 {
-				t.Errorf("limit %d: %q vector score %.6f, want the cosine %.6f", limit, r.Text, r.Vector, want)
+				t.Errorf("limit %d: %q vector score %.6f, want the cosine %.6f", limit, text[r.ID], r.Vector, want)
 			}
 		}
 	}
@@ -342,7 +343,7 @@ func TestKeywordCandidatesCosines(t *testing.T) {
 	}
 	for _, r := range kw {
 		if !r.HasVector || r.Vector != want[r.ID] {
-			t.Errorf("%q: cosine %v (set: %v), want VectorCandidates' %v", r.Text, r.Vector, r.HasVector, want[r.ID])
+			t.Errorf("%q: cosine %v (set: %v), want VectorCandidates' %v", r.SearchText, r.Vector, r.HasVector, want[r.ID])
 		}
 	}
 	kw, err = d.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: storetest.Terms("night lighting"), Limit: 10})
@@ -351,7 +352,7 @@ func TestKeywordCandidatesCosines(t *testing.T) {
 	}
 	for _, r := range kw {
 		if r.HasVector {
-			t.Errorf("%q: a cosine without a query vector", r.Text)
+			t.Errorf("%q: a cosine without a query vector", r.SearchText)
 		}
 	}
 }
@@ -383,16 +384,30 @@ func TestKeywordRowsOnce(t *testing.T) {
 	all3 := 0
 	for _, r := range rows {
 		if seen[r.ID] {
-			t.Fatalf("%q is a candidate twice (%d rows)", r.Text, len(rows))
+			t.Fatalf("%q is a candidate twice (%d rows)", r.SearchText, len(rows))
 		}
 		seen[r.ID] = true
-		if strings.HasPrefix(r.Text, "alpha beta gamma") {
+		if strings.HasPrefix(r.SearchText, "alpha beta gamma") {
 			all3++
 		}
 	}
 	if len(rows) < 1000 || all3 != 600 {
 		t.Errorf("%d candidates, %d of them holding the three terms; want the budget's rows, the 600 first", len(rows), all3)
 	}
+}
+
+// chunkTexts returns the text of each chunk of ids (ChunksByID), by id.
+func chunkTexts(t *testing.T, d store.Driver, ids []string) map[string]string {
+	t.Helper()
+	rows, err := d.ChunksByID(context.Background(), ids)
+	if err != nil || len(rows) != len(ids) {
+		t.Fatalf("ChunksByID = %d rows, %v; want %d", len(rows), err, len(ids))
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Text
+	}
+	return out
 }
 
 // cosine is the cosine similarity of a and b, not clamped (1 minus pgvector's cosine distance).

@@ -279,6 +279,19 @@ func testKnowledgeTermStats(t *testing.T, open Opener) {
 	}
 }
 
+// whole is r as ChunksByID gives it when r is partial (store.ChunkRow.Partial), else r.
+func whole(t *testing.T, d store.Driver, r store.ChunkRow) store.ChunkRow {
+	t.Helper()
+	if !r.Partial {
+		return r
+	}
+	rows, err := d.ChunksByID(context.Background(), []string{r.ID})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("ChunksByID(%s) = %+v, %v", r.ID, rows, err)
+	}
+	return rows[0]
+}
+
 func testKnowledgeChunks(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)
@@ -290,8 +303,14 @@ func testKnowledgeChunks(t *testing.T, open Opener) {
 	}
 	v := store.Viewer{UserID: u.ID}
 	rows, err := d.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: Terms("指标"), Limit: 10})
-	if err != nil || len(rows) != 1 || rows[0].Index != 0 || rows[0].SourceName != "s" {
-		t.Errorf("KeywordCandidates(指标) = %+v, %v; want the first chunk", rows, err)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("KeywordCandidates(指标) = %+v, %v; want the first chunk", rows, err)
+	}
+	if r := rows[0]; r.DocumentID != doc.ID || r.SourceID != doc.SourceID || r.SearchText == "" || r.EmbeddingModel != Model {
+		t.Errorf("KeywordCandidates(指标) = %+v; want what ranking needs even in a partial row", r)
+	}
+	if r := whole(t, d, rows[0]); r.Index != 0 || r.SourceName != "s" || r.DocumentTitle == "" || r.Text != "抖音平台的完播率是衡量视频质量的重要指标" {
+		t.Errorf("KeywordCandidates(指标), whole = %+v; want the first chunk", r)
 	}
 	refs, err := d.EmbeddingRefs(ctx, v)
 	if err != nil || len(refs) != 2 {
