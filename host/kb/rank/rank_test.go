@@ -149,3 +149,52 @@ func TestNonSemanticKeepsBM25(t *testing.T) {
 		}
 	}
 }
+
+// bm25Cands are n candidates of 150 terms each drawn from a vocabulary of 5,000 words, the shape
+// a search at 100k chunks scores (a few hundred candidates), and a 3-term query.
+func bm25Cands(n int) ([]string, []Candidate) {
+	r := rand.New(rand.NewSource(1))
+	word := func() string { return fmt.Sprintf("w%d", int(r.ExpFloat64()*500)%5000) }
+	out := make([]Candidate, n)
+	for i := range out {
+		ts := make([]string, 150)
+		for j := range ts {
+			ts[j] = word()
+		}
+		out[i] = Candidate{ID: fmt.Sprint(i), Terms: ts}
+	}
+	return []string{"w3", "w40", "w700"}, out
+}
+
+// TestBM25FewTerms: a query of a few terms (looked up by a scan) scores every candidate as the
+// same terms among many (looked up in a map) do: terms no candidate holds add nothing.
+func TestBM25FewTerms(t *testing.T) {
+	terms, cs := bm25Cands(300)
+	st := Stats{Docs: 100_000, AvgLen: 150, DF: func(string) int { return 0 }}
+	few := BM25(terms, cs, Options{Stats: st})
+	many := append(append([]string(nil), terms...), "absent1", "absent2", "absent3", "absent4", "absent5", "absent6", "absent7", "absent8")
+	got := BM25(many, cs, Options{Stats: st})
+	scored := 0
+	for i := range few {
+		if few[i] != got[i] {
+			t.Fatalf("candidate %d: %v with %d terms, %v with %d", i, few[i], len(terms), got[i], len(many))
+		}
+		if few[i] > 0 {
+			scored++
+		}
+	}
+	if scored == 0 {
+		t.Fatal("no candidate holds a query term")
+	}
+}
+
+// BenchmarkBM25 scores 300 candidates for a 3-term query, what kb does twice a search (its
+// keyword rows, then every candidate). Target: search p95 at 100k chunks (BENCHMARKS.md).
+func BenchmarkBM25(b *testing.B) {
+	terms, cs := bm25Cands(300)
+	st := Stats{Docs: 100_000, AvgLen: 150, DF: func(string) int { return 1000 }}
+	b.ReportAllocs()
+	for b.Loop() {
+		BM25(terms, cs, Options{Stats: st})
+	}
+}
