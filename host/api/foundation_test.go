@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -213,6 +214,51 @@ func TestProjectListingBytes(t *testing.T) {
 	}
 }
 
+// prewarmed is a store whose prewarm reports st.
+type prewarmed struct {
+	store.Driver
+	st store.PrewarmStatus
+}
+
+func (p prewarmed) PrewarmStatus() store.PrewarmStatus { return p.st }
+
+// TestHealthPrewarm: /health gives the prewarm's state (PostgreSQL) and warns when the tables
+// are not prewarmed after a restart and the server does not restore its buffers itself either.
+func TestHealthPrewarm(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 26, 21, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		st       store.PrewarmStatus
+		warn     bool
+		wantKeys string // each "key":value of the prewarm's object wanted, comma-separated
+	}{
+		"done": {store.PrewarmStatus{State: "done", Started: t0, Finished: t0.Add(2500 * time.Millisecond), BufferBytes: 5 << 20},
+			false, `"state":"done","buffer_bytes":5242880,"cache_bytes":0,"left_bytes":0,"seconds":2.5`},
+		"unavailable": {store.PrewarmStatus{State: "unavailable", Reason: "no pg_prewarm"}, true, `"state":"unavailable","reason":"no pg_prewarm"`},
+		"autoprewarm": {store.PrewarmStatus{State: "unavailable", Reason: "no pg_prewarm", Autoprewarm: true}, false, `"state":"unavailable"`},
+		"failed":      {store.PrewarmStatus{State: "failed", Reason: "permission denied"}, true, `"state":"failed"`},
+		"off":         {store.PrewarmStatus{State: "off"}, false, `"state":"off"`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := drivers()[0].open(t)
+			r := setup(t, func(*testing.T) store.Driver { return prewarmed{d, tt.st} }).do("GET", "/health", "", nil)
+			w, _ := r.body["warnings"].([]any)
+			warned := len(w) == 1 && strings.Contains(w[0].(string), "CREATE EXTENSION pg_prewarm")
+			db, _ := json.Marshal(r.body["database"])
+			if r.status != 200 || r.body["status"] != "ok" || warned != tt.warn || len(w) > 1 {
+				t.Errorf("health = %d %s; want ok, a warning naming pg_prewarm: %v", r.status, r.raw, tt.warn)
+			}
+			for _, k := range strings.Split(tt.wantKeys, ",") {
+				if !strings.Contains(string(db), k) {
+					t.Errorf("health database = %s; want %s in it", db, k)
+				}
+			}
+		})
+	}
+}
+
 // bigIndex is a store whose vector index reports twice the size of its buffer cache.
 type bigIndex struct{ store.Driver }
 
@@ -236,6 +282,9 @@ func TestHealthVectorIndex(t *testing.T) {
 		vi, _ := db["vector_index"].(map[string]any)
 		if r.status != 200 || vi == nil || vi["shared_buffers_bytes"].(float64) < 1<<20 || vi["fits_buffer_cache"] != true || r.body["warnings"] != nil {
 			t.Errorf("health = %d %s; want the vector index's figures, fitting, no warning", r.status, r.raw)
+		}
+		if pw, _ := db["prewarm"].(map[string]any); pw == nil || (pw["state"] != "running" && pw["state"] != "waiting" && pw["state"] != "done") {
+			t.Errorf("health = %s; want the prewarm's state, running or done", r.raw)
 		}
 	})
 	t.Run("too big", func(t *testing.T) {

@@ -57,6 +57,23 @@ func (s *Server) health(c *fiber.Ctx) error {
 			}
 		}
 	}
+	if r, ok := s.Store.(store.PrewarmReporter); ok && dbOK {
+		p := r.PrewarmStatus()
+		pw := fiber.Map{"state": p.State, "buffer_bytes": p.BufferBytes, "cache_bytes": p.CacheBytes, "left_bytes": p.LeftBytes}
+		if p.Reason != "" {
+			pw["reason"] = p.Reason
+		}
+		if !p.Finished.IsZero() {
+			pw["seconds"] = math.Round(p.Finished.Sub(p.Started).Seconds()*10) / 10
+		}
+		db["prewarm"] = pw
+		if (p.State == "unavailable" && !p.Autoprewarm) || p.State == "failed" {
+			// Not degraded either: the first searches after a restart of PostgreSQL read from disk.
+			warnings, _ := body["warnings"].([]string)
+			body["warnings"] = append(warnings, "the knowledge tables are not prewarmed after a restart of PostgreSQL ("+p.Reason+
+				"): the first searches then read from disk; CREATE EXTENSION pg_prewarm as a superuser, or set the server's autoprewarm (README, PostgreSQL)")
+		}
+	}
 	// Each engine's detailed state (ready, unconfigured, degraded, restarting, disabled) and why
 	// it is not ready: its tool's check, a crash, the handshake's refusal, its entry.
 	if d, ok := s.Engines.(interface {

@@ -171,6 +171,31 @@ type VectorIndexReporter interface {
 	VectorIndexStatus(ctx context.Context) (VectorIndexStatus, error)
 }
 
+// PrewarmStatus is the state of a driver's prewarm of the knowledge tables into the database
+// server's caches (pgstore: after each start of PostgreSQL, see its prewarm.go), for /health.
+type PrewarmStatus struct {
+	// State is "off" (the driver was opened without it), "unavailable" (the database has no
+	// pg_prewarm this host may use; Reason says why), "waiting" (another host of the database is
+	// prewarming it), "running", "done" or "failed" (Reason).
+	State  string
+	Reason string
+	// Autoprewarm: the server restores its buffers itself after a restart (its autoprewarm
+	// worker runs: pg_prewarm in shared_preload_libraries), seen when State is unavailable.
+	Autoprewarm bool
+	ServerStart time.Time // the start of PostgreSQL the last prewarm was for
+	Started     time.Time
+	Finished    time.Time // zero while it runs
+	BufferBytes int64     // read into shared buffers
+	CacheBytes  int64     // read into the operating system's page cache
+	LeftBytes   int64     // of the relations searches use, past both caches' room: left to the searches
+}
+
+// PrewarmReporter is a driver that prewarms the database's caches (pgstore). PrewarmStatus is
+// cheap: the driver's own record, no query.
+type PrewarmReporter interface {
+	PrewarmStatus() PrewarmStatus
+}
+
 // IngestStale is how long a document written without a lease (before migration 0290) may stay
 // uploading or parsing before a new upload of the same file takes it over. A document with a lease
 // is taken over as soon as its lease runs out. Should a slow ingest still finish, the document is

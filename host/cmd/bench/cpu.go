@@ -82,6 +82,62 @@ func pidsCPU(pids []int32) (time.Duration, bool) {
 	return time.Duration(ticks) * time.Second / 100, true // USER_HZ is 100 on Linux
 }
 
+// diskReads measures what the PostgreSQL backends of a database read from the disk itself over
+// a span (read_bytes of /proc/PID/io; a page the OS page cache served is not counted): a cold
+// cache shows in it whatever the machine's load, where latencies drown in it. Backends that
+// connect during the span count from zero.
+type diskReads struct {
+	url, app string // backendPIDs' arguments
+	start    map[int32]int64
+}
+
+// newDiskReads begins the span; nil without a server of this machine to read.
+func newDiskReads(ctx context.Context, url, app string) *diskReads {
+	if url == "" {
+		return nil
+	}
+	r := &diskReads{url: url, app: app, start: map[int32]int64{}}
+	for _, pid := range backendPIDs(ctx, url, app) {
+		if b, ok := pidRead(pid); ok {
+			r.start[pid] = b
+		}
+	}
+	return r
+}
+
+// note ends the span and describes it.
+func (r *diskReads) note(ctx context.Context) string {
+	if r == nil {
+		return ""
+	}
+	var n int64
+	read := 0
+	for _, pid := range backendPIDs(ctx, r.url, r.app) {
+		if b, ok := pidRead(pid); ok { // not when it ended meanwhile, or /proc is not ours to read
+			n, read = n+b-r.start[pid], read+1
+		}
+	}
+	if read == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the backends read %.1f MiB from the disk during the searches)", float64(n)/(1<<20))
+}
+
+// pidRead is the bytes the process pid has read from storage so far; false when it cannot be read.
+func pidRead(pid int32) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // serverMeter adds up the PostgreSQL server's CPU time (serverCPU) over spans of a bench; with
 // no URL, or a server it cannot read, it measures nothing and prints an empty cell.
 type serverMeter struct {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -72,4 +73,57 @@ func loadAverage() string {
 		return f[0]
 	}
 	return "?"
+}
+
+// prewarmClock times a pass of searches against the store's prewarm (pgstore's background
+// prewarm of the server's caches after it starts): when the pass began and when the prewarm
+// finished, both from the start of PostgreSQL, so a first pass after a restart says what it met.
+type prewarmClock struct {
+	serverStart, first time.Time
+}
+
+// newPrewarmClock notes the start of PostgreSQL and of the pass, after waiting for the prewarm
+// to finish when wait is set.
+func newPrewarmClock(ctx context.Context, st store.Driver, wait bool) *prewarmClock {
+	pr, ok := st.(store.PrewarmReporter)
+	pg, ok2 := st.(interface{ Pool() *pgxpool.Pool })
+	if !ok || !ok2 {
+		return nil
+	}
+	c := &prewarmClock{}
+	if err := pg.Pool().QueryRow(ctx, `SELECT pg_postmaster_start_time()`).Scan(&c.serverStart); err != nil {
+		return nil
+	}
+	for wait && ctx.Err() == nil {
+		// The prewarm for this start of the server, once it settled (or none at all).
+		if s := pr.PrewarmStatus(); s.State == "off" || (s.ServerStart.Equal(c.serverStart) && s.State != "running" && s.State != "waiting") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.first = time.Now()
+	return c
+}
+
+// note describes the prewarm the pass met: what it read where, and when it finished against
+// the pass's first search.
+func (c *prewarmClock) note(st store.Driver) string {
+	pr, ok := st.(store.PrewarmReporter)
+	if c == nil || !ok {
+		return ""
+	}
+	p := pr.PrewarmStatus()
+	since := func(t time.Time) float64 { return t.Sub(c.serverStart).Seconds() }
+	out := fmt.Sprintf(" (the first search %.1f s after PostgreSQL started; prewarm %s", since(c.first), p.State)
+	if p.Reason != "" {
+		out += ": " + p.Reason
+	}
+	if !p.Started.IsZero() && p.ServerStart.Equal(c.serverStart) {
+		out += fmt.Sprintf(", begun at %.1f s", since(p.Started))
+		if !p.Finished.IsZero() {
+			out += fmt.Sprintf(", finished at %.1f s (%.0f MiB into shared buffers, %.0f MiB into the OS page cache, %.0f MiB left)",
+				since(p.Finished), float64(p.BufferBytes)/(1<<20), float64(p.CacheBytes)/(1<<20), float64(p.LeftBytes)/(1<<20))
+		}
+	}
+	return out + ")"
 }

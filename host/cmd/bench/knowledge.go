@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -44,6 +45,12 @@ var (
 	kbPending = flag.String("kb-pending", "", "on postgres+pgvector, after the largest corpus size: search it again with this many rows more "+
 		"pending for the vector indexer (comma-separated, ascending, e.g. 2000,5000,10000; ingested through kb.IngestBatch into the same "+
 		"user's corpus with the indexer held off, deleted afterwards), for what the exact scan of pending rows costs a search")
+	kbPrewarm = flag.String("kb-prewarm", "start", "on PostgreSQL, the store's background prewarm of the server's caches: start (the searches "+
+		"begin right away, as a user's would after a restart), wait (they begin once it finished) or off (the store opened without it); the row "+
+		"says when it finished")
+	kbBeforeSearch = flag.String("kb-before-search", "", "a shell command run before each pass of searches, once the store is open and the "+
+		"corpus ready (e.g. restart PostgreSQL and drop the OS page cache): the pass then meets a server just started, as a running host's "+
+		"searches would")
 	kbSchema = flag.String("kb-schema", "", "on PostgreSQL, the schema of the ingest and search part (kept afterwards); when it already "+
 		"holds that part's corpus (a run with -kb-keep), its documents are regenerated, not ingested again, and the search runs on it")
 )
@@ -108,7 +115,7 @@ func allKBDrivers(o *options) []kbDriver {
 			if vector && *kbBuildMem != "" {
 				url = withRuntimeParam(url, "maintenance_work_mem", *kbBuildMem)
 			}
-			d, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, VectorSearch: vector})
+			d, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, VectorSearch: vector, NoPrewarm: *kbPrewarm == "off"})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -132,6 +139,9 @@ func allKBDrivers(o *options) []kbDriver {
 // benchKnowledge measures ingest, search and ask on every driver (retrieval quality is its own
 // section, kbRetrieval).
 func benchKnowledge(ctx context.Context, o *options) error {
+	if p := *kbPrewarm; p != "start" && p != "wait" && p != "off" {
+		return fmt.Errorf("-kb-prewarm: want start, wait or off, got %q", p)
+	}
 	var sizes []int
 	for _, s := range strings.Split(*kbSizes, ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
@@ -279,6 +289,13 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 				"index build and VACUUM ANALYZE %.0f s%s)", float64(bytes-bytes0)/1e6/ingestTime.Seconds(), chunks-chunks0,
 				ingestTime.Seconds(), wait.Seconds(), time.Since(t0).Seconds(), buildMemNote(ctx, st))
 		}
+		if *kbBeforeSearch != "" {
+			if out, err := exec.CommandContext(ctx, "sh", "-c", *kbBeforeSearch).CombinedOutput(); err != nil {
+				return fmt.Errorf("-kb-before-search: %w: %s", err, out)
+			}
+		}
+		prewarm := newPrewarmClock(ctx, st, *kbPrewarm == "wait")
+		reads := newDiskReads(ctx, meter.url, meter.app)
 		var search, ask []float64
 		var recallQs []string
 		load0 := loadAverage()
@@ -333,7 +350,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			if err != nil {
 				return err
 			}
-			note += sizes + fmt.Sprintf(" (load average over 1 min before and after the searches: %s, %s)", load0, loadAverage())
+			note += sizes + prewarm.note(st) + reads.note(ctx) + fmt.Sprintf(" (load average over 1 min before and after the searches: %s, %s)", load0, loadAverage())
 			if len(recallQs) > 0 {
 				r, err := kbVectorRecall(ctx, vi, recallQs)
 				if err != nil {

@@ -29,6 +29,7 @@ type Driver struct {
 	half bool
 	df   *sqldb.TermCounts[float64] // document frequencies of the keyword leg
 	idx  *indexer                   // the vector indexer (indexer.go); nil without pgvector or with ManualIndexer
+	pw   *prewarmer                 // the prewarm of the server's caches (prewarm.go); nil with NoPrewarm
 	lazy *sqldb.DB                  // the pool, with transactions that commit without waiting for the WAL flush (AddDocuments)
 	// batch sends pipelined batches (addNew): the pool; nil in a transaction's Driver (InTx).
 	batch batchSender
@@ -47,6 +48,12 @@ type Options struct {
 	// ManualIndexer leaves new embeddings out of the HNSW index until IndexPendingVectors is
 	// called (tests); by default a background indexer moves them in (indexer.go).
 	ManualIndexer bool
+	// NoPrewarm leaves the database server's caches alone; by default the driver reads the
+	// relations searches use into them in the background, when it opens and after each start of
+	// the server (prewarm.go).
+	NoPrewarm bool
+	// prewarmExt is the extension the prewarm uses (tests name one that does not exist).
+	prewarmExt string
 }
 
 // migrationLock is the advisory lock key under which hosts migrate one at a time.
@@ -80,20 +87,34 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	if vector {
-		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			if err := pgxvec.RegisterTypes(ctx, c); err != nil {
-				return err
-			}
-			registerHalfArray(c.TypeMap())
+	d := &Driver{vector: vector, half: vector, df: newTermCounts()}
+	if !opt.NoPrewarm {
+		// Made before the pool, whose connections tell it of themselves (AfterConnect); it starts
+		// once the driver is open.
+		ext := opt.prewarmExt
+		if ext == "" {
+			ext = "pg_prewarm"
+		}
+		d.pw = newPrewarmer(d, log, ext)
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		// A new connection: after a restart of the server the pool opens new ones, and the
+		// prewarmer then looks whether it should prewarm.
+		d.pw.connected()
+		if !vector {
 			return nil
 		}
+		if err := pgxvec.RegisterTypes(ctx, c); err != nil {
+			return err
+		}
+		registerHalfArray(c.TypeMap())
+		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	d := &Driver{pool: pool, vector: vector, half: vector, df: newTermCounts(), batch: pool}
+	d.pool, d.batch = pool, pool
 	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
 	d.lazy = sqldb.New(poolConn{pool}, d.beginLazy, dialect, opt.Clock)
 	if err := d.Ping(ctx); err != nil {
@@ -111,6 +132,7 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if vector && !opt.ManualIndexer {
 		d.startIndexer(log)
 	}
+	d.startPrewarmer()
 	return d, nil
 }
 
@@ -379,6 +401,7 @@ func (d *Driver) Ping(ctx context.Context) error {
 // Close implements store.Driver.
 func (d *Driver) Close() error {
 	d.stopIndexer()
+	d.stopPrewarmer()
 	if d.pool != nil {
 		d.pool.Close()
 	}
@@ -394,7 +417,7 @@ func (d *Driver) ParallelWrites() bool { return true }
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector, df: d.df, idx: d.idx})
+		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector, df: d.df, idx: d.idx, pw: d.pw})
 	})
 }
 
