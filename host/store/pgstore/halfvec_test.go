@@ -39,6 +39,36 @@ func TestSwitchingVectorPath(t *testing.T) {
 		t.Fatalf("rows with float32 bytes beside the halfvec = %d, %v; want 0", bytes, err)
 	}
 	wantVectorHits(t, on, user.ID, 3)
+	// Inside a transaction too, the pgvector path reads the halfvec column (a transaction's
+	// Driver once lost that setting and read the float32 bytes, which pgvector never writes).
+	var refs3 []store.EmbeddingRef
+	rows3, err := on.Pool().Query(ctx, `SELECT chunk_id, model FROM knowledge_embeddings`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows3.Next() {
+		var r store.EmbeddingRef
+		if err := rows3.Scan(&r.ChunkID, &r.Model); err != nil {
+			t.Fatal(err)
+		}
+		refs3 = append(refs3, r)
+	}
+	rows3.Close()
+	err = on.InTx(ctx, func(tx store.Driver) error {
+		got, err := tx.Embeddings(ctx, refs3)
+		if err == nil && len(got) != 3 {
+			t.Errorf("Embeddings in a transaction on the pgvector path = %d vectors, want 3", len(got))
+		}
+		for id, v := range got {
+			if len(v) != storetest.VectorDims {
+				t.Errorf("vector of %s read in a transaction: %d dimensions, want %d", id, len(v), storetest.VectorDims)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Embeddings in a transaction on the pgvector path: %v", err)
+	}
 
 	off, err = pgstore.Open(ctx, storetest.PostgresURL(t), pgstore.Options{Schema: schema})
 	if err != nil {

@@ -417,7 +417,11 @@ func (d *Driver) ParallelWrites() bool { return true }
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		return fn(&Driver{DB: tx, pool: d.pool, vector: d.vector, df: d.df, idx: d.idx, pw: d.pw})
+		// A copy of d, so that every setting (half, vector, ...) carries over, on tx; lazy and
+		// batch send outside the transaction, so a transaction's Driver has neither.
+		td := *d
+		td.DB, td.lazy, td.batch = tx, nil, nil
+		return fn(&td)
 	})
 }
 
