@@ -203,17 +203,24 @@ func wantVectorHits(t *testing.T, d store.Driver, userID string, n int) {
 	}
 }
 
+// bulkLoad adds two chunks with the HNSW index in place, drops it as a bulk load does, and adds a
+// third: a bulk load up to its BuildVectorIndex.
+func bulkLoad(t *testing.T, d *pgstore.Driver, userID string) {
+	t.Helper()
+	addChunks(t, d, userID, "lighting for a night shoot", "a hook in the first three seconds")
+	if err := d.DropVectorIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	addChunks(t, d, userID, "night lighting with one lamp")
+}
+
 // TestBulkVectorIndex: dropping the HNSW index for a bulk load and building it again leaves the
 // same search results.
 func TestBulkVectorIndex(t *testing.T) {
 	d := openVector(t)
 	ctx := context.Background()
 	user := storetest.NewUser(t, d, "")
-	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
-	if err := d.DropVectorIndex(ctx); err != nil {
-		t.Fatal(err)
-	}
-	addChunks(t, d, user.ID, "night lighting with one lamp")
+	bulkLoad(t, d, user.ID)
 	if err := d.BuildVectorIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -234,11 +241,7 @@ func TestResumedBulkLoadBuildsIndexOnce(t *testing.T) {
 	d := openSchema(t, schema, pgstore.Options{})
 	ctx := context.Background()
 	user := storetest.NewUser(t, d, "")
-	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
-	if err := d.DropVectorIndex(ctx); err != nil {
-		t.Fatal(err)
-	}
-	addChunks(t, d, user.ID, "night lighting with one lamp")
+	bulkLoad(t, d, user.ID)
 	d.Close() // interrupted
 
 	d, err := pgstore.Open(ctx, storetest.PostgresURL(t), pgstore.Options{Schema: schema, VectorSearch: true})
