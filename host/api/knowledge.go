@@ -230,6 +230,9 @@ func (s *Server) kbBatchText(c *fiber.Ctx) error {
 	}
 	docs := []docView{}
 	failed := []fiber.Map{}
+	// duplicates: the items whose text their source held already (nothing written for them; the
+	// document is the one stored), so a caller that sends a batch again can tell.
+	duplicates := []int{}
 	total := 0
 	for i, err := range errs {
 		if err != nil {
@@ -245,8 +248,11 @@ func (s *Server) kbBatchText(c *fiber.Ctx) error {
 		}
 		docs = append(docs, viewDoc(results[i].Document, results[i].Source.Name))
 		total += results[i].ChunksCount
+		if results[i].Duplicate {
+			duplicates = append(duplicates, i)
+		}
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"documents": docs, "chunks_count": total, "failed": failed})
+	return ok(c, fiber.StatusOK, fiber.Map{"documents": docs, "chunks_count": total, "failed": failed, "duplicates": duplicates})
 }
 
 // batchItem reads and checks one item of a batch/text call.

@@ -92,6 +92,8 @@ func TestKnowledgeRoutes(t *testing.T) {
 				{"batch empty", "POST", "/api/knowledge/batch/text", alice, map[string]any{"items": []any{}}, nil, 400, "VALIDATION_ERROR"},
 				{"batch with a bad item", "POST", "/api/knowledge/batch/text", alice, map[string]any{"items": []any{
 					map[string]any{"text": "one", "visibility": "private"}, map[string]any{"text": ""}}}, nil, 200, `"index":1`},
+				{"batch sent again: its text is a duplicate", "POST", "/api/knowledge/batch/text", alice, map[string]any{"items": []any{
+					map[string]any{"text": "one", "visibility": "private"}, map[string]any{"text": ""}}}, nil, 200, `"duplicates":[0]`},
 				{"facts", "POST", "/api/knowledge/facts", alice, map[string]any{"key": "tone", "value": "warm"}, nil, 201, `"fact"`},
 				{"metrics", "GET", "/api/knowledge/metrics", alice, nil, nil, 200, "citation_coverage_pct_recent_200"},
 				{"eval set", "GET", "/api/knowledge/eval-set", alice, nil, nil, 200, `"scenarios"`},
