@@ -79,6 +79,7 @@ func loadAverage() string {
 // prewarm of the server's caches after it starts): when the pass began and when the prewarm
 // finished, both from the start of PostgreSQL, so a first pass after a restart says what it met.
 type prewarmClock struct {
+	pr                 store.PrewarmReporter
 	serverStart, first time.Time
 }
 
@@ -90,7 +91,7 @@ func newPrewarmClock(ctx context.Context, st store.Driver, wait bool) *prewarmCl
 	if !ok || !ok2 {
 		return nil
 	}
-	c := &prewarmClock{}
+	c := &prewarmClock{pr: pr}
 	if err := pg.Pool().QueryRow(ctx, `SELECT pg_postmaster_start_time()`).Scan(&c.serverStart); err != nil {
 		return nil
 	}
@@ -107,12 +108,11 @@ func newPrewarmClock(ctx context.Context, st store.Driver, wait bool) *prewarmCl
 
 // note describes the prewarm the pass met: what it read where, and when it finished against
 // the pass's first search.
-func (c *prewarmClock) note(st store.Driver) string {
-	pr, ok := st.(store.PrewarmReporter)
-	if c == nil || !ok {
+func (c *prewarmClock) note() string {
+	if c == nil {
 		return ""
 	}
-	p := pr.PrewarmStatus()
+	p := c.pr.PrewarmStatus()
 	since := func(t time.Time) float64 { return t.Sub(c.serverStart).Seconds() }
 	out := fmt.Sprintf(" (the first search %.1f s after PostgreSQL started; prewarm %s", since(c.first), p.State)
 	if p.Reason != "" {

@@ -300,13 +300,14 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		var recallQs []string
 		load0 := loadAverage()
 		var per searchCPU
+		warmFrom := min(queries-1, 10) // the pool's connections are open by then
 		for i := 0; i < queries; i++ {
 			q := vocab.Word() + " " + vocab.Word() + " " + vocab.Word()
 			if vi != nil && len(recallQs) < *kbRecall {
 				recallQs = append(recallQs, q)
 			}
-			warm := i >= min(queries-1, 10) // the pool's connections are open by now
-			if i == min(queries-1, 10) && meter.url != "" {
+			warm := i >= warmFrom
+			if i == warmFrom && meter.url != "" {
 				per.pids = backendPIDs(ctx, meter.url, meter.app)
 			}
 			s0, ok := pidsCPU(per.pids)
@@ -350,7 +351,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			if err != nil {
 				return err
 			}
-			note += sizes + prewarm.note(st) + reads.note(ctx) + fmt.Sprintf(" (load average over 1 min before and after the searches: %s, %s)", load0, loadAverage())
+			note += sizes + prewarm.note() + reads.note(ctx) + fmt.Sprintf(" (load average over 1 min before and after the searches: %s, %s)", load0, loadAverage())
 			if len(recallQs) > 0 {
 				r, err := kbVectorRecall(ctx, vi, recallQs)
 				if err != nil {
@@ -369,8 +370,8 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 
 // indexHolder is pgstore's hold on the background vector indexer (see -kb-pending).
 type indexHolder interface {
+	pendingVectors
 	HoldIndexer(ctx context.Context) (func(), error)
-	PendingVectors(ctx context.Context) (int64, error)
 }
 
 // kbPendingSearch measures the search of kbLatency's corpus (chunks, indexed) with rows pending
@@ -398,15 +399,15 @@ func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Serv
 		if err != nil || want < 0 {
 			return fmt.Errorf("-kb-pending: %q", f)
 		}
+		var pending int64
 		for {
-			n, err := h.PendingVectors(ctx)
-			if err != nil {
+			if pending, err = h.PendingVectors(ctx); err != nil {
 				return err
 			}
-			if int(n) >= want {
+			if int(pending) >= want {
 				break
 			}
-			items := make([]kb.IngestParams, min(100, (want-int(n))/10+1)) // about 10 chunks a document
+			items := make([]kb.IngestParams, min(100, (want-int(pending))/10+1)) // about 10 chunks a document
 			for i := range items {
 				items[i] = kb.IngestParams{UserID: user, SourceName: "bench-pending", Visibility: store.VisibilityPrivate, Text: vocab.Text(10)}
 			}
@@ -417,10 +418,6 @@ func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Serv
 				chunks += o.Result.ChunksCount
 				added = append(added, o.Result.Document.ID)
 			}
-		}
-		pending, err := h.PendingVectors(ctx)
-		if err != nil {
-			return err
 		}
 		meter := &serverMeter{url: of.url, app: of.app}
 		var search []float64

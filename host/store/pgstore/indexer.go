@@ -176,13 +176,16 @@ func (ix *indexer) work(ctx context.Context) {
 			}
 			return // the next write or poll tries again
 		}
+		// Fewer than a batch: none left, or another host's indexer is at work and takes the rest.
+		done := n < ix.batch
 		ix.mu.Lock()
-		ix.dirty = max(0, ix.dirty-n)
-		if n < ix.batch {
-			ix.dirty = 0 // none left, or another host's indexer is at work and takes the rest
+		if done {
+			ix.dirty = 0
+		} else {
+			ix.dirty = max(0, ix.dirty-n)
 		}
 		ix.mu.Unlock()
-		if n < ix.batch {
+		if done {
 			return
 		}
 	}
