@@ -232,14 +232,19 @@ func (s *Service) complete(ctx context.Context, rows map[string]store.ChunkRow, 
 			partial = append(partial, id)
 		}
 	}
-	if len(partial) == 0 {
+	return s.load(ctx, rows, partial, "hits")
+}
+
+// load reads the whole rows of ids (what: the error's word for them) into rows, in one call.
+func (s *Service) load(ctx context.Context, rows map[string]store.ChunkRow, ids []string, what string) error {
+	if len(ids) == 0 {
 		return nil
 	}
-	whole, err := s.st.ChunksByID(ctx, partial)
+	got, err := s.st.ChunksByID(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("kb: load hits: %w", err)
+		return fmt.Errorf("kb: load %s: %w", what, err)
 	}
-	for _, r := range whole {
+	for _, r := range got {
 		rows[r.ID] = r
 	}
 	return nil
@@ -306,16 +311,7 @@ func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n
 			*order = append(*order, id)
 		}
 	}
-	if len(missing) > 0 {
-		more, err := s.st.ChunksByID(ctx, missing)
-		if err != nil {
-			return fmt.Errorf("kb: load candidates: %w", err)
-		}
-		for _, r := range more {
-			rows[r.ID] = r
-		}
-	}
-	return nil
+	return s.load(ctx, rows, missing, "candidates")
 }
 
 // rankStats are a store's term statistics as rank's BM25 takes them.

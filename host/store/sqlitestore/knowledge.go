@@ -10,21 +10,26 @@ import (
 	"github.com/reelforge/reelforge/host/store/sqldb"
 )
 
-// WriteChunks implements store.Knowledge.
+// WriteChunks implements store.Knowledge through writeChunks.
 func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) (*store.KnowledgeDocument, error) {
-	docs, err := d.DB.WriteChunkRows(ctx, []store.WriteChunksParams{p})
-	d.df.Reset()
+	docs, err := d.writeChunks(ctx, []store.WriteChunksParams{p})
 	if err != nil {
 		return nil, err
 	}
 	return docs[0], nil
 }
 
-// WriteChunksBatch implements store.Knowledge.
+// WriteChunksBatch implements store.Knowledge through writeChunks.
 func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
-	_, err := d.DB.WriteChunkRows(ctx, docs)
-	d.df.Reset()
+	_, err := d.writeChunks(ctx, docs)
 	return err
+}
+
+// writeChunks writes the documents' chunks (sqldb) and drops the cached term counts they change.
+func (d *Driver) writeChunks(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
+	out, err := d.DB.WriteChunkRows(ctx, docs)
+	d.df.Reset()
+	return out, err
 }
 
 // newTermCounts is the document-frequency cache of the keyword leg. Writes of this process reset
