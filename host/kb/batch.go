@@ -184,17 +184,27 @@ func (s *Service) writeGroup(ctx context.Context, g []*batchJob, serial func() f
 			docs = append(docs, store.WriteChunksParams{DocumentID: j.nd.Document.ID, Chunks: j.chunks})
 		}
 	}
+	// written: the documents as their write left them, which their ingests answer with (no read
+	// again).
+	written := map[string]*store.KnowledgeDocument{}
+	keep := func(docs []*store.KnowledgeDocument) {
+		for _, d := range docs {
+			written[d.ID] = d
+		}
+	}
 	if len(docs) > 0 {
 		unlock := serial()
-		err := s.write(ctx, docs...)
+		got, err := s.write(ctx, docs...)
 		unlock()
+		keep(got)
 		if err != nil && len(docs) == 1 {
 			todo[0].err = err
 		} else if err != nil {
 			for i, j := range todo {
 				unlock := serial()
-				j.err = s.write(ctx, docs[i])
+				got, j.err = s.write(ctx, docs[i])
 				unlock()
+				keep(got)
 			}
 		}
 	}
@@ -206,7 +216,7 @@ func (s *Service) writeGroup(ctx context.Context, g []*batchJob, serial func() f
 		if j.err != nil {
 			n = 0
 		}
-		res, err := s.finishIngest(ctx, j.res, j.nd.Document.ID, n, nil, j.err)
+		res, err := s.finishIngest(ctx, j.res, j.nd.Document.ID, n, written[j.nd.Document.ID], j.err)
 		j.out = BatchOutcome{Result: res, Err: err}
 	}
 }

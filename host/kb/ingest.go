@@ -454,21 +454,25 @@ func (s *Service) writeOne(ctx context.Context, p store.WriteChunksParams) (*sto
 	return doc, nil
 }
 
-// write writes the chunks of one or more documents in one transaction and remembers their vectors.
-func (s *Service) write(ctx context.Context, docs ...store.WriteChunksParams) error {
+// write writes the chunks of one or more documents in one transaction and remembers their
+// vectors; it returns the documents as the write left them, in no particular order.
+func (s *Service) write(ctx context.Context, docs ...store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
 	if len(docs) == 1 {
-		_, err := s.writeOne(ctx, docs[0])
-		return err
+		doc, err := s.writeOne(ctx, docs[0])
+		if err != nil {
+			return nil, err
+		}
+		return []*store.KnowledgeDocument{doc}, nil
 	}
-	err := s.st.WriteChunksBatch(ctx, docs)
+	written, err := s.st.WriteChunksBatch(ctx, docs)
 	s.changed()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, d := range docs {
 		s.rememberChunks(d)
 	}
-	return nil
+	return written, nil
 }
 
 // rememberChunks keeps the vectors of a document's chunks written in the vector cache.

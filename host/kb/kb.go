@@ -22,7 +22,7 @@ type Store interface {
 	AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error)
 	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
 	WriteChunks(ctx context.Context, p store.WriteChunksParams) (*store.KnowledgeDocument, error)
-	WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error
+	WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error)
 	GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error)
 	GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error)
 	DeleteDocument(ctx context.Context, id string) (chunkIDs []string, err error)

@@ -539,14 +539,14 @@ func (w *batchWatch) WriteChunks(ctx context.Context, p store.WriteChunksParams)
 	return w.Driver.WriteChunks(ctx, p)
 }
 
-func (w *batchWatch) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
+func (w *batchWatch) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
 	w.mu.Lock()
 	w.writes++
 	fail := w.failWrites > 0
 	w.failWrites--
 	w.mu.Unlock()
 	if fail {
-		return errors.New("batchWatch: this write fails")
+		return nil, errors.New("batchWatch: this write fails")
 	}
 	return w.Driver.WriteChunksBatch(ctx, docs)
 }
@@ -622,6 +622,10 @@ func TestIngestBatch(t *testing.T) {
 		if w.adds != 1 || w.writes != 1 || w.add != 2 || w.write != 0 {
 			t.Errorf("AddDocuments %d, WriteChunksBatch %d, AddDocument %d, WriteChunks %d; want 1, 1, 2, 0", w.adds, w.writes, w.add, w.write)
 		}
+		// The documents written answer as the write left them: none is read again.
+		if w.gets != 0 {
+			t.Errorf("GetDocument %d times, want 0: the batch answers from its write", w.gets)
+		}
 	})
 }
 
@@ -670,7 +674,7 @@ type overlapWatch struct {
 	closed         bool
 }
 
-func (w *overlapWatch) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
+func (w *overlapWatch) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
 	w.mu.Lock()
 	w.inFlight++
 	w.most = max(w.most, w.inFlight)

@@ -302,9 +302,9 @@ type Knowledge interface {
 	// again); a document indexed already is ErrConflict and nothing is written.
 	WriteChunks(ctx context.Context, p WriteChunksParams) (*KnowledgeDocument, error)
 	// WriteChunksBatch is WriteChunks for several documents in one transaction (on PostgreSQL one
-	// COPY for all their chunks); if any of them is indexed already it is ErrConflict and nothing
-	// is written.
-	WriteChunksBatch(ctx context.Context, docs []WriteChunksParams) error
+	// statement for all their chunks), returning the documents as the write left them, in no
+	// particular order; if any of them is indexed already it is ErrConflict and nothing is written.
+	WriteChunksBatch(ctx context.Context, docs []WriteChunksParams) ([]*KnowledgeDocument, error)
 	// GetSource and GetDocument return ErrNotFound for unknown ids (visibility is the caller's).
 	GetSource(ctx context.Context, id string) (*KnowledgeSource, error)
 	GetDocument(ctx context.Context, id string) (*KnowledgeDocument, error)

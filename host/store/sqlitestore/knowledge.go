@@ -20,9 +20,8 @@ func (d *Driver) WriteChunks(ctx context.Context, p store.WriteChunksParams) (*s
 }
 
 // WriteChunksBatch implements store.Knowledge through writeChunks.
-func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) error {
-	_, err := d.writeChunks(ctx, docs)
-	return err
+func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
+	return d.writeChunks(ctx, docs)
 }
 
 // writeChunks writes the documents' chunks (sqldb) and drops the cached term counts they change.

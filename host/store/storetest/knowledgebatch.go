@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -45,14 +46,25 @@ func testKnowledgeBatch(t *testing.T, open Opener) {
 		return p
 	}
 	one, two := added[0].Document, added[1].Document
-	if err := d.WriteChunksBatch(ctx, []store.WriteChunksParams{write(one, "aardvark lighting at night", "a second aardvark chunk"),
-		write(two, "a budget microphone for interviews")}); err != nil {
+	written, err := d.WriteChunksBatch(ctx, []store.WriteChunksParams{write(one, "aardvark lighting at night", "a second aardvark chunk"),
+		write(two, "a budget microphone for interviews")})
+	if err != nil {
 		t.Fatalf("WriteChunksBatch: %v", err)
+	}
+	answered := map[string]*store.KnowledgeDocument{}
+	for _, doc := range written {
+		answered[doc.ID] = doc
+	}
+	if len(written) != 2 || len(answered) != 2 {
+		t.Errorf("WriteChunksBatch answered %d documents (%d distinct), want the 2 written", len(written), len(answered))
 	}
 	for doc, n := range map[*store.KnowledgeDocument]int{one: 2, two: 1} {
 		got, err := d.GetDocument(ctx, doc.ID)
 		if err != nil || got.ParseStatus != store.DocIndexed || got.ChunkCount != n {
 			t.Errorf("document after WriteChunksBatch = %+v, %v; want indexed, %d chunks", got, err, n)
+		}
+		if err == nil && !reflect.DeepEqual(answered[doc.ID], got) {
+			t.Errorf("WriteChunksBatch answered %+v for a document stored as %+v", answered[doc.ID], got)
 		}
 	}
 	v := store.Viewer{UserID: u.ID}
@@ -70,7 +82,7 @@ func testKnowledgeBatch(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = d.WriteChunksBatch(ctx, []store.WriteChunksParams{write(third.Document, "a zebu in the frame"), write(one, "aardvark again")})
+	_, err = d.WriteChunksBatch(ctx, []store.WriteChunksParams{write(third.Document, "a zebu in the frame"), write(one, "aardvark again")})
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("WriteChunksBatch with an indexed document = %v, want ErrConflict", err)
 	}
