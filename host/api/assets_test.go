@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,6 +116,20 @@ func testRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.S
 	if made, err := svc.RecordRunFiles(ctx, run, json.RawMessage(outputs)); err != nil || len(made) != 0 {
 		t.Errorf("RecordRunFiles(outputs again) = %d new, %v; want none", len(made), err)
 	}
+	// A job's result and the run's end name a new file at the same time: recorded once.
+	write("assets/"+aliceID+"/video/j2.mp4", video)
+	again := json.RawMessage(fmt.Sprintf(`{"video_url":"/api/assets/files/%s/video/j2.mp4"}`, aliceID))
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := svc.RecordRunFiles(ctx, run, again); err != nil {
+				t.Errorf("RecordRunFiles(at once) = %v", err)
+			}
+		}()
+	}
+	wg.Wait()
 	got, err := b.st.ListRunAssets(ctx, run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +138,8 @@ func testRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.S
 	for _, a := range got {
 		byPath[a.FilePath] = a
 	}
-	if len(got) != 3 {
-		t.Fatalf("run assets = %+v, want the speech, the video and the external poster (not the partial file)", got)
+	if len(got) != 4 || len(byPath) != 4 {
+		t.Fatalf("run assets = %+v, want the speech, the two videos (each once) and the external poster (not the partial file)", got)
 	}
 	v := byPath["assets/"+aliceID+"/video/j1.mp4"]
 	var meta map[string]any

@@ -113,6 +113,7 @@ type Service struct {
 	log            *slog.Logger
 	syncBP         func(ctx context.Context, tx StrategyTasks, projectID string, blueprint json.RawMessage) error
 	now            func() time.Time
+	runFiles       runLocks // RecordRunFiles' turns, by run
 }
 
 // New returns a Service.

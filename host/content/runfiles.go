@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -56,6 +57,10 @@ func (s *Service) RecordRunFiles(ctx context.Context, r *store.Run, result json.
 	if len(refs) == 0 {
 		return nil, nil
 	}
+	// A job's result and the run's end name the same files at about the same time, and the
+	// check of what the run recorded and the inserts below are not one step: one run's calls take
+	// turns, or both recorded the same file (both come from the host running the run).
+	defer s.runFiles.lock(r.ID)()
 	have, err := s.st.ListRunAssets(ctx, r.ID)
 	if err != nil {
 		return nil, fmt.Errorf("content: run assets: %w", err)
@@ -329,4 +334,39 @@ func fileKind(key, val string) string {
 		return "image"
 	}
 	return ""
+}
+
+// runLocks are locks by run id (RecordRunFiles), each held only while some call wants it.
+type runLocks struct {
+	mu sync.Mutex
+	m  map[string]*runLock
+}
+
+type runLock struct {
+	sync.Mutex
+	waiters int // calls holding or waiting for it
+}
+
+// lock takes the lock of run id and returns its release.
+func (l *runLocks) lock(id string) (unlock func()) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*runLock{}
+	}
+	k := l.m[id]
+	if k == nil {
+		k = &runLock{}
+		l.m[id] = k
+	}
+	k.waiters++
+	l.mu.Unlock()
+	k.Lock()
+	return func() {
+		k.Unlock()
+		l.mu.Lock()
+		if k.waiters--; k.waiters == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
+	}
 }
