@@ -17,16 +17,12 @@ func TestBestByBM25(t *testing.T) {
 		{ID: "none", SearchText: "opening shot"},
 	}
 	stats := store.TermStats{Docs: 100, AvgLen: 3, DF: map[string]int{"hook": 2, "reel": 60}}
-	split := map[string][]string{}
-	got := bestByBM25([]string{"hook", "reel"}, rows, 2, stats, split)
+	got := bestByBM25([]string{"hook", "reel"}, rows, 2, stats)
 	if len(got) != 2 || got[0].ID != "long" || got[1].ID != "short" {
 		ids := []string{}
 		for _, r := range got {
 			ids = append(ids, r.ID)
 		}
 		t.Fatalf("bestByBM25 = %v, want [long short]", ids)
-	}
-	if len(split) != 2 || len(split["long"]) != 4 || split["none"] != nil {
-		t.Errorf("split = %v, want the terms of long and short", split)
 	}
 }

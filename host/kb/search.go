@@ -174,8 +174,7 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 		}
 		return nil, fmt.Errorf("kb: term statistics: %w", err)
 	}
-	split := map[string][]string{} // a candidate's terms, once split (indexTerms)
-	kw = bestByBM25(terms, kw, n, stats, split)
+	kw = bestByBM25(terms, kw, n, stats)
 	rows := make(map[string]store.ChunkRow, len(kw)+n)
 	order := make([]string, 0, len(kw)+n)
 	for _, r := range kw {
@@ -199,11 +198,7 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 		if !ok {
 			continue
 		}
-		ts, ok := split[id]
-		if !ok {
-			ts = indexTerms(r.SearchText)
-		}
-		cands = append(cands, rank.Candidate{ID: id, Terms: ts, Cosine: cos[id]})
+		cands = append(cands, candidate(r, cos[id]))
 	}
 	scored := rank.Score(terms, cands, rank.Options{TopK: want, Floor: s.opt.MinScore, Stats: rankStats(stats),
 		Semantic: embed.Semantic(s.emb)})
@@ -327,12 +322,11 @@ func rankStats(st store.TermStats) rank.Stats {
 // So their best 100 leave out chunks that a query's common terms (single Chinese characters, say)
 // put among BM25's best: on drcd, 13 of 100 candidates differed on SQLite, and MRR@10 fell below
 // BM25's own (BENCHMARKS.md, ninth session). With twice the rows to choose from, the choice is
-// BM25's, and the same on every driver. The terms of the rows kept are left in split, by chunk
-// id, for the scoring that follows.
-func bestByBM25(terms []string, rows []store.ChunkRow, n int, stats store.TermStats, split map[string][]string) []store.ChunkRow {
+// BM25's, and the same on every driver.
+func bestByBM25(terms []string, rows []store.ChunkRow, n int, stats store.TermStats) []store.ChunkRow {
 	cands := make([]rank.Candidate, len(rows))
 	for i, r := range rows {
-		cands[i] = rank.Candidate{ID: r.ID, Terms: indexTerms(r.SearchText)}
+		cands[i] = candidate(r, 0)
 	}
 	score := rank.BM25(terms, cands, rank.Options{Stats: rankStats(stats)})
 	order := make([]int, len(rows))
@@ -349,30 +343,14 @@ func bestByBM25(terms []string, rows []store.ChunkRow, n int, stats store.TermSt
 	out := make([]store.ChunkRow, 0, min(n, len(rows)))
 	for _, i := range order[:min(n, len(rows))] {
 		out = append(out, rows[i])
-		split[rows[i].ID] = cands[i].Terms
 	}
 	return out
 }
 
-// indexTerms splits a stored search text (segment.IndexForm: terms joined by single spaces)
-// back into its terms. It gives what strings.Fields gives, without Fields' rune-by-rune path for
-// non-ASCII text when the text can hold no separator but single spaces.
-func indexTerms(searchText string) []string {
-	if searchText == "" {
-		return nil
-	}
-	if searchText[0] == ' ' || searchText[len(searchText)-1] == ' ' || strings.Contains(searchText, "  ") {
-		return strings.Fields(searchText)
-	}
-	for i := 0; i < len(searchText); i++ {
-		switch searchText[i] {
-		// ASCII whitespace other than the space, and the lead bytes of every non-ASCII
-		// whitespace rune (U+0085, U+00A0, U+1680, U+2000 to U+205F, U+3000).
-		case '\t', '\n', '\v', '\f', '\r', 0xC2, 0xE1, 0xE2, 0xE3:
-			return strings.Fields(searchText)
-		}
-	}
-	return strings.Split(searchText, " ")
+// candidate is row as rank scores it: its stored search text (segment.IndexForm), which rank
+// reads without splitting it (rank.Candidate.Text), and cos, its cosine with the query.
+func candidate(r store.ChunkRow, cos float64) rank.Candidate {
+	return rank.Candidate{ID: r.ID, Text: r.SearchText, Cosine: cos}
 }
 
 // finish applies the metadata filter, the optional rerank and top_k.

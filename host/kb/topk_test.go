@@ -3,7 +3,6 @@ package kb
 import (
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"testing"
 )
 
@@ -33,15 +32,6 @@ func TestTopK(t *testing.T) {
 			if got[i] != want[i] {
 				t.Fatalf("round %d: got %v, want %v (dots %v)", round, got, want, dots)
 			}
-		}
-	}
-}
-
-func TestIndexTerms(t *testing.T) {
-	for _, s := range []string{"", "a", "ab cd", "视频 频创 ab", " lead", "trail ", "two  spaces", "tab\tsep", "a\u3000b", "a\u00a0b", "a\u2028b", "a\u0085b", "カタ カナ", "x\ry"} {
-		got, want := indexTerms(s), strings.Fields(s)
-		if len(got) != len(want) || strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("indexTerms(%q) = %q, want %q", s, got, want)
 		}
 	}
 }

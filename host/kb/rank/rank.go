@@ -25,8 +25,10 @@
 package rank
 
 import (
+	"encoding/binary"
 	"math"
 	"sort"
+	"strings"
 )
 
 // The fusion weights, total = VectorWeight * vector score + KeywordWeight * keyword score: their
@@ -54,12 +56,15 @@ const (
 	DefaultB  = 0.4
 )
 
-// Candidate is one chunk to score. Terms are its segment.Terms (its stored index form split on
-// spaces); Cosine its embedding's cosine with the query's, in 0..1 (0 when either has none),
-// computed by whoever holds the vectors: the store's vector index or the host's memory.
+// Candidate is one chunk to score. Terms are its segment.Terms, or, when Terms is nil, Text is
+// its stored index form (segment.IndexForm: the terms joined by single spaces), which BM25 reads
+// without splitting it (see countText); Cosine its embedding's cosine with the query's, in 0..1 (0
+// when either has none), computed by whoever holds the vectors: the store's vector index or the
+// host's memory.
 type Candidate struct {
 	ID     string
 	Terms  []string
+	Text   string
 	Cosine float64
 }
 
@@ -180,18 +185,16 @@ func BM25(terms []string, cands []Candidate, opt Options) []float64 {
 	localDF := make([]int, len(terms))
 	total := 0
 	for ci, c := range cands {
-		lens[ci] = len(c.Terms)
-		total += len(c.Terms)
 		var tf []float64
-		for _, t := range c.Terms {
-			if qi, ok := qset.find(t); ok {
-				if tf == nil {
-					tf = make([]float64, len(terms))
-				}
-				if tf[qi] == 0 {
-					localDF[qi]++
-				}
-				tf[qi]++
+		if c.Terms == nil && c.Text != "" {
+			lens[ci], tf = qset.countText(c.Text, len(terms))
+		} else {
+			lens[ci], tf = qset.count(c.Terms, len(terms))
+		}
+		total += lens[ci]
+		for qi, f := range tf {
+			if f > 0 {
+				localDF[qi]++
 			}
 		}
 		tfs[ci] = tf
@@ -241,6 +244,7 @@ func BM25(terms []string, cands []Candidate, opt Options) []float64 {
 // bigrams) goes through a map.
 type termIndex struct {
 	few  []string // distinct terms, when few
+	pad  []string // each of few with a space on each side, for countText
 	at   []int    // their indexes in the query
 	lens uint64   // bit n set: a term of few is n bytes long (n < 64); most candidate terms stop here
 	many map[string]int
@@ -256,7 +260,7 @@ func newTermIndex(terms []string) termIndex {
 			continue
 		}
 		if x.many == nil && len(x.few) < termScanMax {
-			x.few, x.at = append(x.few, t), append(x.at, i)
+			x.few, x.pad, x.at = append(x.few, t), append(x.pad, " "+t+" "), append(x.at, i)
 			x.lens |= 1 << min(len(t), 63) // 63: any length from 63 on
 			continue
 		}
@@ -269,6 +273,98 @@ func newTermIndex(terms []string) termIndex {
 		x.many[t] = i
 	}
 	return x
+}
+
+// count returns the number of terms and the frequency of each query term (by its index in the
+// query, n terms; nil when none is there) in terms.
+func (x *termIndex) count(terms []string, n int) (int, []float64) {
+	var tf []float64
+	for _, t := range terms {
+		if qi, ok := x.find(t); ok {
+			if tf == nil {
+				tf = make([]float64, n)
+			}
+			tf[qi]++
+		}
+	}
+	return len(terms), tf
+}
+
+// countText is count of the terms of an index form, text (its fields, strings.Fields). A search
+// at 100k chunks scores about 300 candidates of about 200 terms, twice: splitting each text and
+// looking every term up was two thirds of the host's CPU a search (a profile of the bench; the
+// target: search p95 at 100k chunks, BENCHMARKS.md). When text is in the form segment.IndexForm
+// writes (non-empty terms joined by single spaces, no other white space) and the query has few
+// distinct terms, the spaces are counted and each query term is searched for with a space on
+// each side (strings.Index, a vector search), and at the text's ends: the terms the split gives,
+// without it. Otherwise text is split.
+func (x *termIndex) countText(text string, n int) (int, []float64) {
+	if x.many != nil || !indexForm(text) {
+		return x.count(strings.Fields(text), n)
+	}
+	var tf []float64
+	for k, f := range x.few {
+		c := 0
+		if f != "" && strings.IndexByte(f, ' ') < 0 { // else not a term: never between spaces
+			pad := x.pad[k] // " " + f + " "
+			for i := 0; ; {
+				j := strings.Index(text[i:], pad)
+				if j < 0 {
+					break
+				}
+				c++
+				i += j + len(pad) - 1 // the space after it may begin the next one
+			}
+			if len(text) > len(f) {
+				if text[len(f)] == ' ' && text[:len(f)] == f {
+					c++
+				}
+				if text[len(text)-len(f)-1] == ' ' && text[len(text)-len(f):] == f {
+					c++
+				}
+			} else if text == f {
+				c++
+			}
+		}
+		if c > 0 {
+			if tf == nil {
+				tf = make([]float64, n)
+			}
+			tf[x.at[k]] += float64(c)
+		}
+	}
+	return strings.Count(text, " ") + 1, tf
+}
+
+// indexForm reports whether text is non-empty terms joined by single spaces with no other white
+// space, the form whose terms countText finds by its spaces. Eight bytes at a time, a word holds
+// none of the bytes it refuses when it has no byte below 0x20 (ASCII control characters, among
+// them every ASCII white space but the space) and none of the lead bytes of the non-ASCII white
+// space runes (0xC2, 0xE1, 0xE2, 0xE3: U+0085, U+00A0, U+1680, U+2000 to U+205F, U+3000; other
+// runes share them, and take the split).
+func indexForm(text string) bool {
+	if text == "" || text[0] == ' ' || text[len(text)-1] == ' ' || strings.Contains(text, "  ") {
+		return false
+	}
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - lo) &^ v & hi } // non-zero when a byte of v is 0
+	i := 0
+	for ; i+8 <= len(text); i += 8 {
+		w := binary.LittleEndian.Uint64([]byte(text[i : i+8]))
+		if (w-0x20*lo)&^w&hi|zero(w^0xC2*lo)|zero(w^0xE1*lo)|zero(w^0xE2*lo)|zero(w^0xE3*lo) != 0 {
+			return false
+		}
+	}
+	for ; i < len(text); i++ {
+		switch text[i] {
+		case 0xC2, 0xE1, 0xE2, 0xE3:
+			return false
+		}
+		if text[i] < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 func (x *termIndex) find(t string) (int, bool) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/reelforge/reelforge/host/kb/embed"
@@ -185,6 +186,55 @@ func TestBM25FewTerms(t *testing.T) {
 	}
 	if scored == 0 {
 		t.Fatal("no candidate holds a query term")
+	}
+}
+
+// TestBM25Text: a candidate given as its index form (Text) scores as its fields (Terms) do, with
+// the query terms found by their spaces in that form, and the text split otherwise (other white
+// space, a term twice in the query, a query of many terms).
+func TestBM25Text(t *testing.T) {
+	texts := []string{"", "a", "ab cd", "ab ab ab", "x ab ab y", "xab abx ab", "abab ab", "ab", "cd ab", "视频 频创 ab", "频 视频 频",
+		" lead ab", "ab trail ", "two  spaces ab", "tab\tsep ab", "ab\u3000ab", "a\u00a0b ab", "a\u2028b", "ab\u0085ab",
+		"カタ カナ ab", "x\ry ab", "ab\ncd", "longer text of ab words, cd and ab again ab"}
+	queries := [][]string{{"ab"}, {"ab", "cd"}, {"ab", "ab", "频"}, {"ab cd"}, {"频", "视频", "カナ", "ab"},
+		{"q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "ab", "cd"}}
+	r := rand.New(rand.NewSource(2))
+	for i := 0; i < 300; i++ { // random texts of a small vocabulary with every separator
+		var b strings.Builder
+		for j := r.Intn(40); j >= 0; j-- {
+			b.WriteString([]string{"ab", "cd", "abcd", "a", "b", "频"}[r.Intn(6)])
+			b.WriteString([]string{" ", " ", " ", " ", "  ", "\t", "\u3000", ""}[r.Intn(8)])
+		}
+		texts = append(texts, b.String())
+	}
+	st := Stats{Docs: 1000, AvgLen: 5, DF: func(string) int { return 10 }}
+	for _, q := range queries {
+		byText, byTerms := make([]Candidate, len(texts)), make([]Candidate, len(texts))
+		for i, s := range texts {
+			byText[i], byTerms[i] = Candidate{ID: s, Text: s}, Candidate{ID: s, Terms: strings.Fields(s)}
+		}
+		for _, opt := range []Options{{Stats: st}, {}} {
+			got, want := BM25(q, byText, opt), BM25(q, byTerms, opt)
+			for i := range texts {
+				if got[i] != want[i] {
+					t.Fatalf("query %q, text %q: %v from the text, %v from its fields", q, texts[i], got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkBM25Text is BenchmarkBM25 with the candidates as their index forms (Candidate.Text),
+// as kb gives them.
+func BenchmarkBM25Text(b *testing.B) {
+	terms, cs := bm25Cands(300)
+	for i := range cs {
+		cs[i] = Candidate{ID: cs[i].ID, Text: strings.Join(cs[i].Terms, " ")}
+	}
+	st := Stats{Docs: 100_000, AvgLen: 150, DF: func(string) int { return 1000 }}
+	b.ReportAllocs()
+	for b.Loop() {
+		BM25(terms, cs, Options{Stats: st})
 	}
 }
 
