@@ -91,3 +91,44 @@ func BenchmarkSearchSQLite(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkIngestBatchSQLite is the batch/text route's path without HTTP: kb.IngestBatch of 50
+// documents of 300 to 3,000 characters a call (the bench's HTTP case, issue 24), on SQLite.
+func BenchmarkIngestBatchSQLite(b *testing.B) {
+	ctx := context.Background()
+	d, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "kb.db"), sqlitestore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	s := kb.New(d, kb.Options{})
+	r := rand.New(rand.NewPCG(5, 6))
+	v := kbbench.NewVocab(r)
+	var n int64
+	calls := 0
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		items := make([]kb.IngestParams, 50)
+		for i := range items {
+			var sb strings.Builder
+			for want := 300 + r.IntN(2701); sb.Len() < want; {
+				sb.WriteString(v.Word())
+				sb.WriteByte(' ')
+				if r.IntN(12) == 0 {
+					sb.WriteString(". ")
+				}
+			}
+			items[i] = kb.IngestParams{UserID: "u", SourceName: "bench", Visibility: store.VisibilityPrivate, Text: sb.String()}
+			n += int64(sb.Len())
+		}
+		calls++
+		b.StartTimer()
+		for _, o := range s.IngestBatch(ctx, items) {
+			if o.Err != nil {
+				b.Fatal(o.Err)
+			}
+		}
+	}
+	b.SetBytes(n / int64(max(1, calls)))
+}

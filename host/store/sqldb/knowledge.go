@@ -400,10 +400,15 @@ const insertBatch = 50
 // InsertRows runs head ("INSERT INTO table (cols)") with multi-row VALUES over n rows in batches;
 // row adds the values of row i to a and returns its "(...)" tuple.
 func (db *DB) InsertRows(ctx context.Context, head string, n int, row func(i int, a *Args) string) error {
-	for start := 0; start < n; start += insertBatch {
+	return db.insertRowsBatch(ctx, head, n, insertBatch, row)
+}
+
+// insertRowsBatch is InsertRows with at most batch rows a statement.
+func (db *DB) insertRowsBatch(ctx context.Context, head string, n, batch int, row func(i int, a *Args) string) error {
+	for start := 0; start < n; start += batch {
 		var a Args
-		vals := make([]string, 0, insertBatch)
-		for i := start; i < min(n, start+insertBatch); i++ {
+		vals := make([]string, 0, batch)
+		for i := start; i < min(n, start+batch); i++ {
 			vals = append(vals, row(i, &a))
 		}
 		if _, err := db.Exec(ctx, head+" VALUES "+strings.Join(vals, ", "), a.List...); err != nil {
@@ -427,30 +432,48 @@ func InsertEmbeddings(ctx context.Context, tx *DB, rows []EmbeddingRow, now time
 // multi-row INSERTs and marks each document indexed, all in one transaction: the write of a
 // driver whose database has no faster path for it (SQLite, in-process; pgstore has its own). It
 // returns the documents as it left them, in the order of docs.
+//
+// The chunks of all docs go in first, in as few statements as chunkInsertBatch allows, then all
+// embeddings, then the marks. SQLite's keyword index (FTS5, filled by a trigger on the chunks)
+// keeps the terms of the transaction in memory and writes them out as a new segment of its index
+// whenever a statement opens a savepoint (every multi-row INSERT does), so a statement of chunks
+// a document, each followed by that document's embeddings, wrote a segment a document, and the
+// automerge rewrote them again: a fifth of the host's CPU in the bench's HTTP case (batch/text,
+// 50 short documents a call, issue 24; one segment a group of kb.BatchGroup: host CPU MB/s
+// 1.68 to 2.10 in four interleaved pairs, BENCHMARKS.md).
 func (db *DB) WriteChunkRows(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
+	type row struct {
+		c   *store.KnowledgeChunk
+		doc string
+	}
+	var rows []row
+	var vecs []EmbeddingRow
+	for _, p := range docs {
+		for i := range p.Chunks {
+			c := &p.Chunks[i]
+			rows = append(rows, row{c, p.DocumentID})
+			if c.Embedding != nil {
+				vecs = append(vecs, EmbeddingRow{ChunkID: c.ID, Model: c.EmbeddingModel, Vector: c.Embedding})
+			}
+		}
+	}
 	out := make([]*store.KnowledgeDocument, len(docs))
 	err := db.WithTx(ctx, func(tx *DB) error {
 		now := tx.Now()
 		ts := tx.T(now)
+		if err := tx.insertRowsBatch(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading,
+			token_count, search_text, metadata, embedding_model, created_at)`, len(rows), chunkInsertBatch, func(i int, a *Args) string {
+			c := rows[i].c
+			return "(" + strings.Join([]string{a.Add(c.ID), a.Add(c.SourceID), a.Add(rows[i].doc), a.Add(c.Index), a.Add(c.Text),
+				a.Add(c.Heading), a.Add(c.TokenCount), a.Add(c.SearchText), a.Add(JOr(c.Metadata, "{}")), a.Add(c.EmbeddingModel),
+				a.Add(ts)}, ", ") + ")"
+		}); err != nil {
+			return err
+		}
+		if err := InsertEmbeddings(ctx, tx, vecs, now); err != nil {
+			return err
+		}
 		for k, p := range docs {
-			if err := tx.InsertRows(ctx, `INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading,
-			token_count, search_text, metadata, embedding_model, created_at)`, len(p.Chunks), func(i int, a *Args) string {
-				c := p.Chunks[i]
-				return "(" + strings.Join([]string{a.Add(c.ID), a.Add(c.SourceID), a.Add(p.DocumentID), a.Add(c.Index), a.Add(c.Text),
-					a.Add(c.Heading), a.Add(c.TokenCount), a.Add(c.SearchText), a.Add(JOr(c.Metadata, "{}")), a.Add(c.EmbeddingModel),
-					a.Add(ts)}, ", ") + ")"
-			}); err != nil {
-				return err
-			}
-			var rows []EmbeddingRow
-			for _, c := range p.Chunks {
-				if c.Embedding != nil {
-					rows = append(rows, EmbeddingRow{ChunkID: c.ID, Model: c.EmbeddingModel, Vector: c.Embedding})
-				}
-			}
-			if err := InsertEmbeddings(ctx, tx, rows, now); err != nil {
-				return err
-			}
 			doc, err := tx.MarkIndexed(ctx, p.DocumentID, len(p.Chunks), now)
 			if err != nil {
 				return err
@@ -464,6 +487,10 @@ func (db *DB) WriteChunkRows(ctx context.Context, docs []store.WriteChunksParams
 	}
 	return out, nil
 }
+
+// chunkInsertBatch is the most chunk rows of one INSERT of WriteChunkRows (11 parameters a row):
+// a group of kb.BatchGroup short documents is one statement.
+const chunkInsertBatch = 200
 
 // MarkIndexed ends a document's ingest, in the transaction that wrote its chunks, and returns the
 // document as it leaves it. A document is indexed once: a second ingest of it (a retried upload

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -132,4 +133,52 @@ func TestProjectListingCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("delete", "b")
+}
+
+// TestBatchWritesOneKeywordSegment: WriteChunksBatch adds its documents' chunks to the keyword
+// index as one FTS5 segment, not one a document. FTS5 writes its pending terms out as a new
+// segment whenever a statement opens a savepoint in the transaction, so writing each document's
+// chunks with statements of their own wrote a segment a document (and merged them again later).
+func TestBatchWritesOneKeywordSegment(t *testing.T) {
+	ctx := context.Background()
+	d := open(t).(*sqlitestore.Driver)
+	u := storetest.NewUser(t, d, "")
+	src := store.NewSourceParams{CreatedBy: u.ID, Name: "segments", Visibility: store.VisibilityPrivate}
+	const docs = 6 // fewer than FTS5's automerge (8), which would merge the segments of the old way
+	var nd []store.NewDocument
+	for range docs {
+		nd = append(nd, store.NewDocument{Source: src, Document: &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID,
+			Title: "t", Filename: "f.txt", FileHash: uuid.NewString(), ParseStatus: store.DocParsing}})
+	}
+	added, err := d.AddDocuments(ctx, nd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves := func() int {
+		var n int
+		if err := d.QueryRow(ctx, `SELECT COUNT(*) FROM knowledge_chunks_fts_data`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := leaves()
+	var ws []store.WriteChunksParams
+	for k, a := range added {
+		p := store.WriteChunksParams{DocumentID: a.Document.ID}
+		for i, text := range []string{"aardvark number " + strconv.Itoa(k), "lighting at night", "a budget microphone"} {
+			p.Chunks = append(p.Chunks, store.KnowledgeChunk{ID: uuid.NewString(), SourceID: a.Source.ID, DocumentID: a.Document.ID,
+				Index: i, Text: text, SearchText: storetest.SearchText(text), EmbeddingModel: storetest.Model, Embedding: storetest.Vector(text)})
+		}
+		ws = append(ws, p)
+	}
+	if _, err := d.WriteChunksBatch(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	if n := leaves() - before; n > 1 {
+		t.Errorf("WriteChunksBatch of %d documents added %d rows to the keyword index's data, want 1 (one segment of one page)", docs, n)
+	}
+	hits, err := d.KeywordCandidates(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Terms: []string{"aardvark"}, Limit: 20})
+	if err != nil || len(hits) != docs {
+		t.Errorf("KeywordCandidates(aardvark) = %d rows, %v; want %d", len(hits), err, docs)
+	}
 }
