@@ -664,6 +664,56 @@ func TestIngestBatchGroups(t *testing.T) {
 	})
 }
 
+// TestIngestBatchAddsFirst: on a store of one writer at a time (SQLite) a batch adds the documents
+// of all its groups before it writes the first group's chunks, so no add waits behind a chunk
+// write while the next group could be parsed and embedded beside it (the bench's HTTP case:
+// batch/text, 50 documents a call, BENCHMARKS.md).
+func TestIngestBatchAddsFirst(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
+		if d.ParallelWrites() {
+			t.Skip("a store of parallel writes adds a group at a time")
+		}
+		u := storetest.NewUser(t, d, "")
+		w := &orderWatch{Driver: d}
+		s := kb.New(w, kb.Options{})
+		items := make([]kb.IngestParams, 2*kb.BatchGroup+3)
+		for i := range items {
+			items[i] = kb.IngestParams{UserID: u.ID, SourceName: "first", Visibility: store.VisibilityPrivate,
+				Text: fmt.Sprintf("Note %d: the ibex%d shot needs a reflector.", i, i)}
+		}
+		for i, o := range s.IngestBatch(context.Background(), items) {
+			if o.Err != nil || o.Result.Document.ParseStatus != store.DocIndexed {
+				t.Fatalf("item %d = %+v, %v; want indexed", i, o.Result, o.Err)
+			}
+		}
+		if got := strings.Join(w.calls, " "); got != "add add add write write write" {
+			t.Errorf("calls %q, want the three groups added, then written", got)
+		}
+	})
+}
+
+// orderWatch is a driver that records the order of AddDocuments and WriteChunksBatch calls.
+type orderWatch struct {
+	store.Driver
+	mu    sync.Mutex
+	calls []string
+}
+
+func (w *orderWatch) AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error) {
+	w.mu.Lock()
+	w.calls = append(w.calls, "add")
+	w.mu.Unlock()
+	return w.Driver.AddDocuments(ctx, docs)
+}
+
+func (w *orderWatch) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
+	w.mu.Lock()
+	w.calls = append(w.calls, "write")
+	w.mu.Unlock()
+	return w.Driver.WriteChunksBatch(ctx, docs)
+}
+
 // overlapWatch is a driver whose WriteChunksBatch waits, up to a second, for a second one to be in
 // flight, and records the most in flight at once.
 type overlapWatch struct {
