@@ -325,8 +325,11 @@ func visibility(v store.Viewer, a *sqldb.Args) (vis, docs string) {
 
 // keywordRank is the raw keyword score of the stored tsvector tsv: ts_rank of the simple
 // configuration per query term of ws (0 for a term the row lacks), weighted by the term's idf
-// (ts_rank alone ignores how common a term is), summed rarest term first. Each weight class
-// counts as D (0.1, ts_rank's default for D), as the stored values carry no other class. One
+// (ts_rank alone ignores how common a term is), summed rarest term first. ts_rank's default
+// weights give class D 0.1, and the stored values carry no other class (searchVector, and
+// to_tsvector of the trigger, write D), so the weights are left out: an array of them, which
+// ts_rank read again at each call, cost about a fifth of the ranking a row (0.8 of 4.5 ms of the
+// keyword statement's CPU at 100k chunks, loaded, with the same ranks). One
 // expression, computed where the row is read: the subquery per row it replaces (a sum over a
 // CTE of the terms, over a setweight copy of the value) cost about 20 µs a row more at 100k
 // chunks, most of the keyword statement's time (target: search p95 at 100k chunks,
@@ -335,7 +338,7 @@ func visibility(v store.Viewer, a *sqldb.Args) (vis, docs string) {
 func keywordRank(tsv string, ws []termWeight, a *sqldb.Args) string {
 	parts := make([]string, len(ws))
 	for i, w := range ws {
-		parts[i] = a.Add(w.idf) + `::float8 * ts_rank('{0.1,0.1,0.1,0.1}'::float4[], ` + tsv + `, (SELECT to_tsquery('simple', ` + a.Add(w.q) + `)))`
+		parts[i] = a.Add(w.idf) + `::float8 * ts_rank(` + tsv + `, (SELECT to_tsquery('simple', ` + a.Add(w.q) + `)))`
 	}
 	return `(` + strings.Join(parts, " + ") + `)`
 }
