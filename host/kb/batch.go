@@ -53,13 +53,14 @@ type batchJob struct {
 // the group's documents (one transaction), parse, split and embed them (on all cores), write their
 // chunks (one transaction). Group k+1 is added and embedded while group k is written (on
 // PostgreSQL while groups k and k-1 are, batchWriters), one group ahead of the writers at most.
-// On SQLite, whose writers take turns, the transactions never overlap, and the documents of every
-// group are added before the first group is written: a group's add waited behind the previous
-// group's write (most of the host's CPU of an ingest), and the next group's parse and embed with
-// it, so the two cores took turns instead of working together (the bench's HTTP case, batch/text
-// of 50 short documents a call, issue 24: 1.37 to 1.65 MB/s in four interleaved runs on the
-// loaded machine, host CPU MB/s 2.14 to 2.20). A group whose transaction fails is done again one
-// document at a time, so each document gets its own outcome.
+// On SQLite, whose writers take turns, the transactions never overlap, and the documents of all
+// groups are added first, in one transaction: a group's add waited behind the previous group's
+// write (most of the host's CPU of an ingest), and the next group's parse and embed with it, so
+// the two cores took turns instead of working together (the bench's HTTP case, batch/text of 50
+// short documents a call, issue 24: 1.37 to 1.65 MB/s in four interleaved runs on the loaded
+// machine, host CPU MB/s 2.14 to 2.20); one transaction instead of one a group saved a few
+// commits more. A transaction that fails is done again one document at a time, so each
+// document gets its own outcome.
 //
 // An item that would land as the same document as an earlier one (same content into the same
 // source) is ingested after the groups, as in a serial loop: a duplicate of the indexed document.
@@ -103,10 +104,8 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 	}
 	go func() {
 		defer close(ready)
-		if !s.st.ParallelWrites() { // SQLite: every add first (see above)
-			for _, g := range groups {
-				s.addGroup(ctx, g, serial)
-			}
+		if !s.st.ParallelWrites() { // SQLite: every add first, in one transaction (see above)
+			s.addGroup(ctx, jobs, serial)
 		}
 		for _, g := range groups {
 			if s.st.ParallelWrites() {
