@@ -57,10 +57,10 @@ type batchJob struct {
 // groups are added first, in one transaction: a group's add waited behind the previous group's
 // write (most of the host's CPU of an ingest), and the next group's parse and embed with it, so
 // the two cores took turns instead of working together (the bench's HTTP case, batch/text of 50
-// short documents a call, issue 24: 1.37 to 1.65 MB/s in four interleaved runs on the loaded
-// machine, host CPU MB/s 2.14 to 2.20); one transaction instead of one a group saved a few
-// commits more. A transaction that fails is done again one document at a time, so each
-// document gets its own outcome.
+// short documents a call, issue 24: 1.37 to 1.65 MB/s in one series of interleaved runs on a
+// loaded machine, within the noise in later ones, BENCHMARKS.md); one transaction instead of one
+// a group saves a few commits more. A transaction that fails is done again one document at a
+// time, so each document gets its own outcome.
 //
 // An item that would land as the same document as an earlier one (same content into the same
 // source) is ingested after the groups, as in a serial loop: a duplicate of the indexed document.
