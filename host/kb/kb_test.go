@@ -980,3 +980,42 @@ func TestIngestEmbedsWhileAdding(t *testing.T) {
 		}
 	})
 }
+
+// TestIngestLongDocument: a document of many chunks (on PostgreSQL written in parts as they are
+// made, WriteChunkPieces) is stored whole and in order: every chunk once, indexes 0 to n-1, each
+// with its embedding, and the document indexed with the count.
+func TestIngestLongDocument(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		u := storetest.NewUser(t, d, "")
+		v := kbbench.NewVocab(rand.New(rand.NewPCG(7, 8)))
+		res := ingest(t, s, kb.IngestParams{UserID: u.ID, SourceName: "long", Visibility: store.VisibilityPrivate, Text: v.Text(60)})
+		if res.ChunksCount < 40 || res.Document.ChunkCount != res.ChunksCount || res.Document.ParseStatus != store.DocIndexed {
+			t.Fatalf("Ingest = %d chunks, document %+v; want 40 or more, indexed with the count", res.ChunksCount, res.Document)
+		}
+		rows, err := d.SourceChunks(ctx, res.Source.ID, "", 1000)
+		if err != nil {
+			t.Fatalf("SourceChunks: %v", err)
+		}
+		if len(rows) != res.ChunksCount {
+			t.Fatalf("stored %d chunks, want %d", len(rows), res.ChunksCount)
+		}
+		slices.SortFunc(rows, func(a, b store.ChunkRow) int { return a.Index - b.Index })
+		var ids []string
+		for i, r := range rows {
+			if r.Index != i || r.DocumentID != res.Document.ID || r.Text == "" {
+				t.Fatalf("chunk %d: index %d, document %s, %d bytes of text; want index %d of document %s", i, r.Index, r.DocumentID, len(r.Text), i, res.Document.ID)
+			}
+			ids = append(ids, r.ID)
+		}
+		refs := make([]store.EmbeddingRef, len(ids))
+		for i, id := range ids {
+			refs[i] = store.EmbeddingRef{ChunkID: id, Model: rows[i].EmbeddingModel}
+		}
+		vecs, err := d.Embeddings(ctx, refs)
+		if err != nil || len(vecs) != len(ids) {
+			t.Fatalf("Embeddings: %d of %d, %v", len(vecs), len(ids), err)
+		}
+	})
+}
