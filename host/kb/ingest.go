@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -149,84 +148,18 @@ type pendingChunks struct {
 	done   chan struct{}
 	chunks []store.KnowledgeChunk
 	err    error
-	// made tells of each piece of the chunks as it is made, when the store writes them so
-	// (pieceWriter); nil otherwise.
-	made *madePieces
-}
-
-// pieceWriter is a store that writes one document's chunks piece by piece as next yields them,
-// in one transaction, with WriteChunks' outcome (pgstore): the server writes a piece while the
-// host makes the next.
-type pieceWriter interface {
-	WriteChunkPieces(ctx context.Context, docID string, next func() (piece []store.KnowledgeChunk, last bool, err error)) (*store.KnowledgeDocument, error)
-}
-
-// pieceChunks is the size of a piece of a document's chunks as they are made for a pieceWriter.
-// A write takes every piece made by then (next), so the pieces cost statements only while the
-// chunks are still being made: when AddDocument took longer than making them (the usual case on
-// the loaded 2-core machine of BENCHMARKS.md, for the bench's documents of about 11 chunks), the
-// whole document goes in one statement, as before.
-const pieceChunks = 2
-
-// madePieces are a document's pieces of pieceChunks chunks as makeChunks makes them, in order.
-type madePieces struct {
-	split  chan struct{} // closed once the document is split: chunks and pieces are set
-	chunks []store.KnowledgeChunk
-	pieces []chan struct{} // piece i closed once made
 }
 
 // startChunks parses, splits and embeds a document on other goroutines (makeChunks, on every
-// core), before its document row exists: the chunks have no source or document yet (own). With
-// the local embedder and a store that writes pieces, the chunks are made piece by piece in order,
-// each piece told of as it is made (next).
+// core), before its document row exists: the chunks have no source or document yet (own).
 func (s *Service) startChunks(ctx context.Context, p IngestParams, data []byte) *pendingChunks {
 	ctx, cancel := context.WithCancel(ctx)
 	pc := &pendingChunks{cancel: cancel, done: make(chan struct{})}
-	_, local := s.emb.(tokenEmbedder)
-	if _, ok := s.st.(pieceWriter); ok && local {
-		pc.made = &madePieces{split: make(chan struct{})}
-	}
 	go func() {
 		defer close(pc.done)
-		pc.chunks, pc.err = s.makeChunks(ctx, p, data, runtime.GOMAXPROCS(0), pc.made)
+		pc.chunks, pc.err = s.makeChunks(ctx, p, data, runtime.GOMAXPROCS(0))
 	}()
 	return pc
-}
-
-// next is a pieceWriter's source of the pending chunks, in order, with their source and document
-// set (own): the next piece once made, with the pieces after it made by then; an error once the
-// chunks failed.
-func (pc *pendingChunks) next(src *store.KnowledgeSource, doc *store.KnowledgeDocument) func() ([]store.KnowledgeChunk, bool, error) {
-	i := 0
-	return func() ([]store.KnowledgeChunk, bool, error) {
-		select {
-		case <-pc.made.split:
-		case <-pc.done:
-			select {
-			case <-pc.made.split:
-			default:
-				return nil, false, pc.err // failed before the split
-			}
-		}
-		select {
-		case <-pc.made.pieces[i]:
-		case <-pc.done:
-			select {
-			case <-pc.made.pieces[i]:
-			default:
-				return nil, false, pc.err // failed before this piece was made
-			}
-		}
-		// With the pieces made after it that are ready too: one statement for all that is
-		// made (all of the document when AddDocument took longer than making it).
-		from := i
-		for i++; i < len(pc.made.pieces) && closed(pc.made.pieces[i]); i++ {
-		}
-		all := pc.made.chunks
-		piece := all[from*pieceChunks : min(len(all), i*pieceChunks)]
-		own(piece, src, doc)
-		return piece, i == len(pc.made.pieces), nil
-	}
 }
 
 // wait returns the chunks once made.
@@ -240,16 +173,6 @@ func (pc *pendingChunks) wait() ([]store.KnowledgeChunk, error) {
 func (pc *pendingChunks) stop() {
 	pc.cancel()
 	<-pc.done
-}
-
-// closed reports whether c is closed.
-func closed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // newDocument is the document record of p (filled with its defaults) and p's content: it starts
@@ -365,17 +288,6 @@ func (s *Service) index(ctx context.Context, src *store.KnowledgeSource, doc *st
 		pc.stop()
 		return 0, nil, err
 	}
-	if pc.made != nil {
-		written, err := s.st.(pieceWriter).WriteChunkPieces(ctx, doc.ID, pc.next(src, doc))
-		s.changed()
-		if err != nil {
-			pc.stop()
-			return 0, nil, err
-		}
-		chunks, _ := pc.wait() // every piece was made: the chunks are done
-		s.rememberChunks(store.WriteChunksParams{DocumentID: doc.ID, Chunks: chunks})
-		return len(chunks), written, nil
-	}
 	chunks, err := pc.wait()
 	if err == nil {
 		err = s.embedRemote(ctx, chunks)
@@ -397,7 +309,7 @@ func (s *Service) prepare(ctx context.Context, src *store.KnowledgeSource, doc *
 	if err := s.toParsing(ctx, doc); err != nil {
 		return nil, err
 	}
-	chunks, err := s.makeChunks(ctx, p, data, 1, nil)
+	chunks, err := s.makeChunks(ctx, p, data, 1)
 	if err == nil {
 		err = s.embedRemote(ctx, chunks)
 	}
@@ -427,9 +339,8 @@ func own(chunks []store.KnowledgeChunk, src *store.KnowledgeSource, doc *store.K
 
 // makeChunks parses, splits and, with the local embedder, embeds a document on up to workers
 // goroutines (a share of its chunks each): its chunks, without source or document (own), and
-// without the vectors of a remote embedder (embedRemote). With made, the workers take the pieces
-// of pieceChunks chunks in order and tell of each as it is made.
-func (s *Service) makeChunks(ctx context.Context, p IngestParams, data []byte, workers int, made *madePieces) ([]store.KnowledgeChunk, error) {
+// without the vectors of a remote embedder (embedRemote).
+func (s *Service) makeChunks(ctx context.Context, p IngestParams, data []byte, workers int) ([]store.KnowledgeChunk, error) {
 	text := p.Text
 	if p.IsFile {
 		var err error
@@ -482,46 +393,10 @@ func (s *Service) makeChunks(ctx context.Context, p IngestParams, data []byte, w
 		}
 		return nil
 	}
-	if made != nil {
-		made.chunks = chunks
-		made.pieces = make([]chan struct{}, (len(parts)+pieceChunks-1)/pieceChunks)
-		for i := range made.pieces {
-			made.pieces[i] = make(chan struct{})
-		}
-		close(made.split)
-		err := inPieces(len(made.pieces), workers, func(i int) error {
-			if err := fill(i*pieceChunks, min(len(parts), (i+1)*pieceChunks)); err != nil {
-				return err
-			}
-			close(made.pieces[i])
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		return chunks, nil
-	}
 	if err := inShares(len(parts), workers, fill); err != nil {
 		return nil, err
 	}
 	return chunks, nil
-}
-
-// inPieces runs f over the pieces [0, n) on up to workers goroutines at once, the first on the
-// calling goroutine, each taking the next piece in order, and returns the first error.
-func inPieces(n, workers int, f func(i int) error) error {
-	var next atomic.Int64
-	return inShares(max(1, min(workers, n)), workers, func(int, int) error {
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= n {
-				return nil
-			}
-			if err := f(i); err != nil {
-				return err
-			}
-		}
-	})
 }
 
 // embedRemote gives chunks the vectors of a remote embedder (none to give with the local one,

@@ -108,7 +108,12 @@ func (d *Driver) writeChunks(ctx context.Context, docs []store.WriteChunksParams
 				a.add(p.DocumentID, c, d.vector)
 			}
 		}
-		q, args := d.writeSQL(false), d.chunkArgs(tx.T(now), ids, counts, &a)
+		args := []any{store.DocIndexed, tx.T(now), ids, counts, a.id, a.source, a.doc, a.index, a.text, a.heading, a.tokens, a.search,
+			a.tsv, a.meta, a.model, a.byteID, a.byteModel, a.bytes}
+		q := writeChunksSQL
+		if d.vector {
+			q, args = writeChunksHalfSQL, append(args, a.halfID, a.halfModel, a.half)
+		}
 		marked = marked[:0] // a retried transaction starts again
 		err := sqldb.QueryEach(ctx, tx, q, args, func(r sqldb.Row) error {
 			doc, err := sqldb.ScanDocument(r)
@@ -134,31 +139,6 @@ func (d *Driver) writeChunks(ctx context.Context, docs []store.WriteChunksParams
 		return nil, err
 	}
 	return marked, nil
-}
-
-// chunkArgs are the arguments of writeChunksSQL (writeChunksHalfSQL on the pgvector path, see
-// writeSQL) that mark the documents ids indexed with their chunk counts, at ts, and write the rows
-// of a.
-func (d *Driver) chunkArgs(ts any, ids []string, counts []int32, a *chunkArrays) []any {
-	args := []any{store.DocIndexed, ts, ids, counts, a.id, a.source, a.doc, a.index, a.text, a.heading, a.tokens, a.search,
-		a.tsv, a.meta, a.model, a.byteID, a.byteModel, a.bytes}
-	if d.vector {
-		return append(args, a.halfID, a.halfModel, a.half)
-	}
-	return args
-}
-
-// writeSQL is the chunk write of this driver's path: writeChunksSQL's, or WriteChunkPieces' (piece).
-func (d *Driver) writeSQL(piece bool) string {
-	switch {
-	case d.vector && piece:
-		return writePieceHalfSQL
-	case d.vector:
-		return writeChunksHalfSQL
-	case piece:
-		return writePieceSQL
-	}
-	return writeChunksSQL
 }
 
 // chunkArrays are the columns of the chunk and embedding rows of one WriteChunksBatch, as the
@@ -197,26 +177,14 @@ func (a *chunkArrays) add(doc string, c store.KnowledgeChunk, vector bool) {
 // count, so a document indexed already (or deleted) leaves nothing written. It returns the
 // documents it marked (sqldb.DocCols). writeChunksHalfSQL also inserts the halfvec rows ($19 to
 // $21).
-//
-// writePieceSQL and writePieceHalfSQL, WriteChunkPieces' statements, fail (division by zero,
-// before returning a row) instead of returning no document when they did not mark every document:
-// their transaction holds the rows of earlier pieces, which the failure rolls back with it.
-var (
-	writeChunksSQL, writeChunksHalfSQL = writeChunks(false, false), writeChunks(true, false)
-	writePieceSQL, writePieceHalfSQL   = writeChunks(false, true), writeChunks(true, true)
-)
+var writeChunksSQL, writeChunksHalfSQL = writeChunks(false), writeChunks(true)
 
-func writeChunks(half, strict bool) string {
+func writeChunks(half bool) string {
 	cols, halfCol, halfRows := "chunk_id, model, embedding", "", ""
 	if half {
 		cols, halfCol = cols+", embedding_vector", "NULL::public.halfvec, "
 		halfRows = `
 			UNION ALL SELECT h.id, h.model, NULL, h.v, $2 FROM unnest($19::text[], $20::text[], $21::public.halfvec[]) AS h(id, model, v)`
-	}
-	cond := ""
-	if strict {
-		// An uncorrelated condition: evaluated once, before u is read, even when u is empty.
-		cond = ` WHERE (SELECT 1 / whole::int FROM ok) = 1`
 	}
 	byteRows := `SELECT b.id, b.model, b.v, ` + halfCol + `$2 FROM unnest($16::text[], $17::text[], $18::bytea[]) AS b(id, model, v)`
 	return `WITH u AS (
@@ -231,7 +199,7 @@ func writeChunks(half, strict bool) string {
 			WHERE (SELECT whole FROM ok)),
 		e AS (INSERT INTO knowledge_embeddings (` + cols + `, created_at)
 			SELECT * FROM (` + byteRows + halfRows + `) v WHERE (SELECT whole FROM ok))
-		SELECT * FROM u` + cond
+		SELECT * FROM u`
 }
 
 // Embeddings implements store.Knowledge: where the table has the halfvec column, a vector the
