@@ -14,7 +14,8 @@ import (
 )
 
 // BatchGroup is how many documents of an IngestBatch share a transaction: the documents are added
-// in one (store.AddDocuments) and their chunks written in another (store.WriteChunksBatch). A
+// in one (store.AddDocuments; on SQLite all groups' documents in one, see IngestBatch) and their
+// chunks written in another (store.WriteChunksBatch). A
 // document ingested alone costs two commits and about a dozen round trips to the database, which
 // for short documents (a few KB) was most of an ingest on PostgreSQL; a group pays them once.
 const BatchGroup = 16
@@ -104,7 +105,7 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 	}
 	go func() {
 		defer close(ready)
-		if !s.st.ParallelWrites() { // SQLite: every add first, in one transaction (see above)
+		if !s.st.ParallelWrites() && len(jobs) > 0 { // SQLite: every add first, in one transaction (see above)
 			s.addGroup(ctx, jobs, serial)
 		}
 		for _, g := range groups {
@@ -138,8 +139,8 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 	return out
 }
 
-// addGroup adds the group's documents in one transaction (one at a time if it fails) and sets
-// aside those with nothing to index.
+// addGroup adds the documents of g (a group, or on SQLite every group of the batch) in one
+// transaction (one at a time if it fails) and sets aside those with nothing to index.
 func (s *Service) addGroup(ctx context.Context, g []*batchJob, serial func() func()) {
 	docs := make([]store.NewDocument, len(g))
 	for i, j := range g {
