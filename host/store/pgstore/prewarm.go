@@ -198,8 +198,11 @@ func (pw *prewarmer) set(st store.PrewarmStatus) {
 // it goes and returns the last one (its State "unavailable" without a usable pg_prewarm).
 func (pw *prewarmer) prewarm(ctx context.Context, start time.Time) (store.PrewarmStatus, error) {
 	st := store.PrewarmStatus{State: "waiting", ServerStart: start, Started: time.Now()}
+	// Begun and waiting in one step: a reader who sees the new run never sees the last one's
+	// state (TestPrewarm read the earlier run's "done" and plan so, under load).
 	pw.mu.Lock()
 	pw.runs++
+	pw.st = st
 	pw.mu.Unlock()
 	fn, err := pw.function(ctx)
 	if errors.Is(err, errNoPrewarm) {
