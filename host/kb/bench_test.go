@@ -15,16 +15,22 @@ import (
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 )
 
+// sqliteService is a knowledge service over a new SQLite store in b's temporary folder, closed
+// when b ends.
+func sqliteService(b *testing.B) *kb.Service {
+	d, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "kb.db"), sqlitestore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Close() })
+	return kb.New(d, kb.Options{})
+}
+
 // BenchmarkIngestSQLite is the whole ingest path (segment, chunk, local embedder, one SQLite
 // transaction) for 9 KB documents, the size the bench command uses.
 func BenchmarkIngestSQLite(b *testing.B) {
 	ctx := context.Background()
-	d, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "kb.db"), sqlitestore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	s := kb.New(d, kb.Options{})
+	s := sqliteService(b)
 	r := rand.New(rand.NewPCG(1, 2))
 	v := kbbench.NewVocab(r)
 	texts := make([]string, 64)
@@ -96,12 +102,7 @@ func BenchmarkSearchSQLite(b *testing.B) {
 // documents of 300 to 3,000 characters a call (the bench's HTTP case, issue 24), on SQLite.
 func BenchmarkIngestBatchSQLite(b *testing.B) {
 	ctx := context.Background()
-	d, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "kb.db"), sqlitestore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	s := kb.New(d, kb.Options{})
+	s := sqliteService(b)
 	r := rand.New(rand.NewPCG(5, 6))
 	v := kbbench.NewVocab(r)
 	var n int64
