@@ -58,9 +58,7 @@ type batchJob struct {
 // groups are added first, in one transaction: a group's add waited behind the previous group's
 // write (most of the host's CPU of an ingest), and the next group's parse and embed with it, so
 // the two cores took turns instead of working together (the bench's HTTP case, batch/text of 50
-// short documents a call, issue 24: 1.37 to 1.65 MB/s in one series of interleaved runs on a
-// loaded machine, within the noise in later ones, BENCHMARKS.md); one transaction instead of one
-// a group saves a few commits more. A transaction that fails is done again one document at a
+// short documents a call); one transaction instead of one a group saves a few commits more. A transaction that fails is done again one document at a
 // time, so each document gets its own outcome.
 //
 // An item that would land as the same document as an earlier one (same content into the same
@@ -90,26 +88,24 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 		j.nd, j.data = s.newDocument(p)
 		jobs = append(jobs, j)
 	}
+	parallel := s.st.ParallelWrites()
 	var turn sync.Mutex // SQLite: one of the two transactions at a time
 	serial := func() func() {
-		if s.st.ParallelWrites() {
+		if parallel {
 			return func() {}
 		}
 		turn.Lock()
 		return turn.Unlock
 	}
 	ready := make(chan []*batchJob, 1)
-	var groups [][]*batchJob
-	for start := 0; start < len(jobs); start += BatchGroup {
-		groups = append(groups, jobs[start:min(len(jobs), start+BatchGroup)])
-	}
 	go func() {
 		defer close(ready)
-		if !s.st.ParallelWrites() && len(jobs) > 0 { // SQLite: every add first, in one transaction (see above)
+		if !parallel && len(jobs) > 0 { // SQLite: every add first, in one transaction (see above)
 			s.addGroup(ctx, jobs, serial)
 		}
-		for _, g := range groups {
-			if s.st.ParallelWrites() {
+		for start := 0; start < len(jobs); start += BatchGroup {
+			g := jobs[start:min(len(jobs), start+BatchGroup)]
+			if parallel {
 				s.addGroup(ctx, g, serial)
 			}
 			s.prepareGroup(ctx, g)
@@ -117,7 +113,7 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 		}
 	}()
 	writers := 1
-	if s.st.ParallelWrites() {
+	if parallel {
 		writers = batchWriters
 	}
 	var wg sync.WaitGroup
