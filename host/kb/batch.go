@@ -8,7 +8,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/reelforge/reelforge/host/store"
 )
@@ -46,6 +48,7 @@ type batchJob struct {
 	chunks []store.KnowledgeChunk
 	err    error // the ingest's error once the job fails (before the write, or the write's)
 	done   bool  // nothing to write: a duplicate, or failed before the write with out set
+	busy   bool  // done, with no outcome yet: another ingest is indexing the same content
 	out    BatchOutcome
 }
 
@@ -63,6 +66,9 @@ type batchJob struct {
 //
 // An item that would land as the same document as an earlier one (same content into the same
 // source) is ingested after the groups, as in a serial loop: a duplicate of the indexed document.
+// So is an item whose content another ingest (another call) is indexing right now, once that one
+// has ended (Ingest's wait, up to Options.SameContentWait for the whole batch): two identical
+// batches sent at once write each document once, and the one that came second answers duplicates.
 func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []BatchOutcome {
 	type sameDoc struct {
 		user, project, source string
@@ -71,7 +77,7 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 	out := make([]BatchOutcome, len(items))
 	seen := map[sameDoc]bool{}
 	var jobs []*batchJob
-	var repeats []int
+	var later []*batchJob // repeats of an earlier item, then (below) the busy jobs
 	for i, p := range items {
 		if err := p.Validate(); err != nil {
 			out[i].Err = err
@@ -80,7 +86,7 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 		p.fillDefaults()
 		key := sameDoc{p.UserID, p.ProjectID, p.SourceName, sha256.Sum256(p.content())}
 		if seen[key] {
-			repeats = append(repeats, i)
+			later = append(later, &batchJob{item: i, p: p})
 			continue
 		}
 		seen[key] = true
@@ -128,9 +134,16 @@ func (s *Service) IngestBatch(ctx context.Context, items []IngestParams) []Batch
 		})
 	}
 	wg.Wait()
-	for _, i := range repeats {
-		res, err := s.Ingest(ctx, items[i])
-		out[i] = BatchOutcome{Result: res, Err: err}
+	for _, j := range jobs {
+		if j.busy {
+			later = append(later, j)
+		}
+	}
+	slices.SortFunc(later, func(a, b *batchJob) int { return a.item - b.item })
+	deadline := time.Now().Add(s.opt.SameContentWait)
+	for _, j := range later {
+		res, err := s.ingestWaiting(ctx, j.p, deadline)
+		out[j.item] = BatchOutcome{Result: res, Err: err}
 	}
 	return out
 }
@@ -157,10 +170,14 @@ func (s *Service) addGroup(ctx context.Context, g []*batchJob, serial func() fun
 				continue
 			}
 		}
-		res, done, err := s.added(j.added)
+		if beingIndexed(j.added) != nil {
+			j.done, j.busy = true, true // waited for after the groups (IngestBatch)
+			continue
+		}
+		res, done := s.added(j.added)
 		j.res = res
 		if done {
-			j.done, j.out = true, BatchOutcome{Result: res, Err: err}
+			j.done, j.out = true, BatchOutcome{Result: res}
 		}
 	}
 }

@@ -118,11 +118,36 @@ func extOf(name string) string {
 // Ingest stores a document: hash (de-duplication per source), parse, split, embed in batches, and
 // chunks and embeddings written in one transaction. The document goes uploading -> parsing ->
 // indexed, or failed with its reason (a file with no text is not an error: the document is failed).
+// Content that another ingest is indexing right now (the same text sent twice at once) is waited
+// for, up to Options.SameContentWait, and then answered as what that ingest left: a duplicate of
+// the indexed document, or, if it failed, ingested again in its place (ingestWaiting).
 func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	p.fillDefaults()
+	return s.ingestWaiting(ctx, p, time.Now().Add(s.opt.SameContentWait))
+}
+
+// ingestWaiting ingests p (validated, with its defaults). When the source holds p's content in a
+// document that another ingest is still indexing, it waits for that ingest to end (awaitIngest, up
+// to deadline) and tries again, so two ingests of one content at once write it once and both
+// answer: the one that came second with a duplicate, as if it had been sent after.
+func (s *Service) ingestWaiting(ctx context.Context, p IngestParams, deadline time.Time) (*IngestResult, error) {
+	for {
+		res, busy, err := s.ingestOnce(ctx, p)
+		if busy == nil {
+			return res, err
+		}
+		if err := s.awaitIngest(ctx, busy, deadline); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// ingestOnce is one attempt of an ingest of p (validated, with its defaults): its result, or busy,
+// the document of the same content that another ingest is indexing (nothing done).
+func (s *Service) ingestOnce(ctx context.Context, p IngestParams) (res *IngestResult, busy *store.KnowledgeDocument, err error) {
 	nd, data := s.newDocument(p)
 	// The document's chunks are made on other goroutines while AddDocument runs, so the
 	// database's work (on PostgreSQL, another process) and the host's overlap; a duplicate stops
@@ -131,15 +156,64 @@ func (s *Service) Ingest(ctx context.Context, p IngestParams) (*IngestResult, er
 	added, err := s.st.AddDocument(ctx, nd.Source, nd.Document)
 	if err != nil {
 		chunks.stop()
-		return nil, fmt.Errorf("kb: add document: %w", err)
+		return nil, nil, fmt.Errorf("kb: add document: %w", err)
 	}
-	res, done, err := s.added(added)
+	if busy := beingIndexed(added); busy != nil {
+		chunks.stop()
+		return nil, busy, nil
+	}
+	res, done := s.added(added)
 	if done {
 		chunks.stop()
-		return res, err
+		return res, nil, nil
 	}
 	n, doc, ingestErr := s.index(ctx, added.Source, nd.Document, chunks)
-	return s.finishIngest(ctx, res, nd.Document.ID, n, doc, ingestErr)
+	res, err = s.finishIngest(ctx, res, nd.Document.ID, n, doc, ingestErr)
+	return res, nil, err
+}
+
+// beingIndexed is the document AddDocument found of the same content when another ingest is
+// still at work on it (a duplicate not indexed yet: its host lives and renews its lease), or nil.
+func beingIndexed(added *store.AddDocumentResult) *store.KnowledgeDocument {
+	if added.Duplicate && added.Document.ParseStatus != store.DocIndexed {
+		return added.Document
+	}
+	return nil
+}
+
+// awaitIngest waits until doc, which another ingest is indexing, is no longer uploading or
+// parsing (indexed, failed, or deleted), reading it at growing intervals. An ingest of a batch of
+// 100 short texts takes a few seconds, so the default wait (DefaultSameContentWait) outlasts any
+// ordinary one; past deadline the answer is a 409 saying the content is still being indexed (its
+// other ingest is stuck, or its host died and its lease has not run out yet).
+func (s *Service) awaitIngest(ctx context.Context, doc *store.KnowledgeDocument, deadline time.Time) error {
+	pause := 20 * time.Millisecond
+	for {
+		wait := min(pause, time.Until(deadline))
+		if wait <= 0 {
+			return errcode.Newf(errcode.Validation, "the same content is still being indexed as document %s (%s): retry when it is indexed",
+				doc.ID, doc.ParseStatus).WithStatus(409)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		cur, err := s.st.GetDocument(ctx, doc.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("kb: wait for document %s: %w", doc.ID, err)
+		}
+		if cur.ParseStatus != store.DocUploading && cur.ParseStatus != store.DocParsing {
+			return nil
+		}
+		doc = cur
+		pause = min(2*pause, 500*time.Millisecond)
+	}
 }
 
 // pendingChunks are the chunks of one document being made (startChunks).
@@ -208,26 +282,19 @@ func (s *Service) newDocument(p IngestParams) (store.NewDocument, []byte) {
 		Name: p.SourceName, Visibility: p.Visibility, Internal: p.Internal}, Document: doc}, data
 }
 
-// added is the outcome of AddDocument for an ingest: done when there is nothing to index (a
-// duplicate: its result, or an error when the earlier ingest of the same content is still at
-// work); otherwise the result to complete with finish.
-func (s *Service) added(added *store.AddDocumentResult) (res *IngestResult, done bool, err error) {
+// added is the outcome of AddDocument for an ingest (not beingIndexed): done when there is nothing
+// to index (a duplicate of an indexed document: its result); otherwise the result to complete
+// with finishIngest.
+func (s *Service) added(added *store.AddDocumentResult) (res *IngestResult, done bool) {
 	res = &IngestResult{Document: added.Document, Source: added.Source, Duplicate: added.Duplicate}
 	if added.Duplicate {
-		if added.Document.ParseStatus != store.DocIndexed {
-			// Not a duplicate of something searchable: the earlier ingest of the same content is
-			// still at work (its host lives and renews its lease). Say so rather than answer as if
-			// the write were done.
-			return nil, true, errcode.Newf(errcode.Validation, "the same content is still being indexed as document %s (%s): retry when it is indexed",
-				added.Document.ID, added.Document.ParseStatus).WithStatus(409)
-		}
 		res.ChunksCount = added.Document.ChunkCount
-		return res, true, nil
+		return res, true
 	}
 	if added.Retry {
 		s.log.Info("kb: ingesting again a document left failed or unfinished", "document", added.Document.ID)
 	}
-	return res, false, nil
+	return res, false
 }
 
 // finishIngest ends the ingest of document docID that wrote n chunks and left the document as

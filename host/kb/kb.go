@@ -74,7 +74,14 @@ type Options struct {
 	// held by nobody and only IngestStale frees one whose ingest died.
 	Holder string
 	Lease  time.Duration
+	// SameContentWait bounds how long an ingest waits for another one of the same content into
+	// the same source to end (Ingest); 0: DefaultSameContentWait.
+	SameContentWait time.Duration
 }
+
+// DefaultSameContentWait is how long an ingest waits, by default, for another ingest of the same
+// content (two identical batches sent at once) to end before it answers 409.
+const DefaultSameContentWait = 30 * time.Second
 
 // Service is the knowledge base: ingest, search, ask, audit, eval and facts. It is safe for
 // concurrent use.
@@ -102,6 +109,9 @@ func New(st Store, opt Options) *Service {
 	}
 	if opt.Candidates <= 0 {
 		opt.Candidates = 100
+	}
+	if opt.SameContentWait <= 0 {
+		opt.SameContentWait = DefaultSameContentWait
 	}
 	log := opt.Logger
 	if log == nil {

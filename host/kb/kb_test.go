@@ -235,9 +235,11 @@ func TestIngestRetriesUnfinished(t *testing.T) {
 			}
 			p := kb.IngestParams{UserID: u.ID, SourceName: "retry", Visibility: store.VisibilityPrivate, Text: text}
 			if status != store.DocFailed {
-				// Still fresh: its ingest may be running, so this upload is refused with a 409 that
-				// says so (a duplicate answer would claim a write that is not searchable).
-				_, err := s.Ingest(ctx, p)
+				// Still fresh: its ingest may be running, so this upload waits for it to end and,
+				// when it does not within the wait, is refused with a 409 that says so (a duplicate
+				// answer would claim a write that is not searchable).
+				impatient := kb.New(d, kb.Options{SameContentWait: 100 * time.Millisecond})
+				_, err := impatient.Ingest(ctx, p)
 				if e := errcode.As(err); e == nil || e.HTTPStatus() != 409 || !strings.Contains(e.Message(), "still being indexed") {
 					t.Errorf("%s (fresh): Ingest = %v; want 409 still being indexed", status, err)
 				}
