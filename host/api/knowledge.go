@@ -228,37 +228,67 @@ func (s *Server) kbBatchText(c *fiber.Ctx) error {
 	for j, o := range s.KB.IngestBatch(s.ctx(c), params) {
 		results[at[j]], errs[at[j]] = o.Result, o.Err
 	}
-	docs := []docView{}
-	failed := []fiber.Map{}
+	docs := []batchDoc{}
+	failed := []batchFailure{}
 	// duplicates: the items whose text their source held already (nothing written for them; the
 	// document is the one stored), so a caller that sends a batch again can tell.
 	duplicates := []int{}
-	total := 0
+	written := 0 // chunks this call wrote: a duplicate's were written by an earlier call
 	for i, err := range errs {
 		if err != nil {
-			msg := "indexing failed"
-			if e := errcode.As(err); e != nil {
-				msg = e.Error()
-				if e.Msg != "" {
-					msg = e.Msg
-				}
-			}
-			failed = append(failed, fiber.Map{"index": i, "error": msg})
+			failed = append(failed, newBatchFailure(i, err))
 			continue
 		}
-		docs = append(docs, viewDoc(results[i].Document, results[i].Source.Name))
-		total += results[i].ChunksCount
-		if results[i].Duplicate {
+		r := results[i]
+		docs = append(docs, batchDoc{docView: viewDoc(r.Document, r.Source.Name), Index: i, Duplicate: r.Duplicate})
+		if r.Duplicate {
 			duplicates = append(duplicates, i)
+		} else {
+			written += r.ChunksCount
 		}
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"documents": docs, "chunks_count": total, "failed": failed, "duplicates": duplicates})
+	return ok(c, fiber.StatusOK, fiber.Map{"documents": docs, "chunks_count": written, "failed": failed, "duplicates": duplicates})
 }
 
-// batchItem reads and checks one item of a batch/text call.
+// batchDoc is the document of one item of a batch/text call, with the item's index (documents
+// are listed in item order, without the failed items, so the index says which is which) and
+// whether it is a duplicate (the document stored before, nothing written for it).
+type batchDoc struct {
+	docView
+	Index     int  `json:"index"`
+	Duplicate bool `json:"duplicate"`
+}
+
+// batchFailure is a failed item of a batch/text call: error is the public message
+// (DECISIONS.md's {index, error}); code, errno, status and details are those the error envelope
+// would carry had the item been sent alone, so a caller can tell a bad item from one to retry
+// (409: the same content still being indexed by another call).
+type batchFailure struct {
+	Index   int          `json:"index"`
+	Error   string       `json:"error"`
+	Code    errcode.Code `json:"code"`
+	Errno   int          `json:"errno"`
+	Status  int          `json:"status"`
+	Details any          `json:"details,omitempty"`
+}
+
+func newBatchFailure(i int, err error) batchFailure {
+	e := errcode.As(err)
+	if e == nil {
+		e = errcode.New(errcode.Unknown, "indexing failed") // a store failure: its cause stays in the log
+	}
+	return batchFailure{Index: i, Error: e.Message(), Code: e.Code, Errno: e.Code.Errno(), Status: e.HTTPStatus(), Details: e.Details}
+}
+
+// batchItem reads and checks one item of a batch/text call. A field of the wrong type fails the
+// item naming the field, as it would fail POST /text.
 func (s *Server) batchItem(c *fiber.Ctx, raw json.RawMessage) (kb.IngestParams, error) {
 	var in textInput
 	if err := json.Unmarshal(raw, &in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return kb.IngestParams{}, errcode.Invalid(te.Field, "must be of type "+jsonType(te.Type.Kind().String()))
+		}
 		return kb.IngestParams{}, errcode.New(errcode.Validation, "item must be an object {text, title?, source_name?, project_id?, visibility?}")
 	}
 	p, err := in.params(principal(c).UserID)
