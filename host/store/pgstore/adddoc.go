@@ -68,10 +68,14 @@ func (d *Driver) addNew(ctx context.Context, nd store.NewDocument) (res *store.A
 // addNewSQL inserts the document ($6 on) into the source named by $1 to $3 unless a document of
 // the source has its hash $4 (an empty hash is never looked up) or $5 (internal) asks to mark a
 // source that is not internal yet, and raises the source's version: it returns the source's row
-// after that, or no row when it wrote nothing.
+// after that, or no row when it wrote nothing. The hash test is inside NOT EXISTS, not beside it
+// (an OR): an OR keeps the subquery a subplan, and pgx's prepared statement then runs a generic
+// plan made while the table was small, which hashed every document's hash with a sequential scan
+// at each call; inside, the lookup is an anti-join on knowledge_documents_hash at any size
+// (TestIngestPlansUseIndexes).
 var addNewSQL = `WITH s AS (
 		SELECT s.id FROM knowledge_sources s WHERE s.created_by = $1 AND s.project_id = $2 AND s.name = $3
-			AND ($4::text = '' OR NOT EXISTS (SELECT 1 FROM knowledge_documents d WHERE d.source_id = s.id AND d.file_hash = $4::text))
+			AND NOT EXISTS (SELECT 1 FROM knowledge_documents d WHERE $4::text <> '' AND d.source_id = s.id AND d.file_hash = $4::text)
 			AND (NOT $5::boolean OR s.meta @> '{"internal": true}'::jsonb)),
 	ins AS (INSERT INTO knowledge_documents (id, source_id, user_id, title, filename, file_hash, file_size, file_url, mime_type,
 			parse_status, error_message, chunk_count, metadata, created_at, updated_at, held_by, lease_until)

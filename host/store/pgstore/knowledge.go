@@ -110,9 +110,13 @@ func (d *Driver) writeChunks(ctx context.Context, docs []store.WriteChunksParams
 		}
 		args := []any{store.DocIndexed, tx.T(now), ids, counts, a.id, a.source, a.doc, a.index, a.text, a.heading, a.tokens, a.search,
 			a.tsv, a.meta, a.model, a.byteID, a.byteModel, a.bytes}
-		q := writeChunksSQL
+		stmts := [2]string{writeChunksSQL, writeChunksHalfSQL}
+		if len(docs) == 1 {
+			stmts = [2]string{writeChunkSQL, writeChunkHalfSQL}
+		}
+		q := stmts[0]
 		if d.vector {
-			q, args = writeChunksHalfSQL, append(args, a.halfID, a.halfModel, a.half)
+			q, args = stmts[1], append(args, a.halfID, a.halfModel, a.half)
 		}
 		marked = marked[:0] // a retried transaction starts again
 		err := sqldb.QueryEach(ctx, tx, q, args, func(r sqldb.Row) error {
@@ -176,10 +180,22 @@ func (a *chunkArrays) add(doc string, c store.KnowledgeChunk, vector bool) {
 // data-modifying CTEs see the same snapshot, and the inserts are conditioned on the update's
 // count, so a document indexed already (or deleted) leaves nothing written. It returns the
 // documents it marked (sqldb.DocCols). writeChunksHalfSQL also inserts the halfvec rows ($19 to
-// $21).
-var writeChunksSQL, writeChunksHalfSQL = writeChunks(false), writeChunks(true)
+// $21). writeChunkSQL and writeChunkHalfSQL are their forms for one document (see writeChunks).
+var (
+	writeChunksSQL, writeChunksHalfSQL = writeChunks(false, false), writeChunks(true, false)
+	writeChunkSQL, writeChunkHalfSQL   = writeChunks(false, true), writeChunks(true, true)
+)
 
-func writeChunks(half bool) string {
+// writeChunks is the statement of writeChunksSQL; one: the form of a single document, which names
+// it by the first element of $3 instead of joining knowledge_documents with the unnested arrays:
+// the planner estimates an unnest at 10 rows, and pgx's prepared statement runs a generic plan made
+// while the table was small, so the join was a hash join over a sequential scan of every document
+// at each call (TestIngestPlansUseIndexes); the element is one primary-key lookup at any size.
+func writeChunks(half, one bool) string {
+	docs := `unnest($3::text[], $4::int[]) AS x(id, n)`
+	if one {
+		docs = `(SELECT ($3::text[])[1] AS id, ($4::int[])[1] AS n) x`
+	}
 	cols, halfCol, halfRows := "chunk_id, model, embedding", "", ""
 	if half {
 		cols, halfCol = cols+", embedding_vector", "NULL::public.halfvec, "
@@ -189,7 +205,7 @@ func writeChunks(half bool) string {
 	byteRows := `SELECT b.id, b.model, b.v, ` + halfCol + `$2 FROM unnest($16::text[], $17::text[], $18::bytea[]) AS b(id, model, v)`
 	return `WITH u AS (
 			UPDATE knowledge_documents d SET parse_status = $1, error_message = '', chunk_count = x.n, updated_at = $2
-			FROM unnest($3::text[], $4::int[]) AS x(id, n) WHERE d.id = x.id AND d.parse_status <> $1 RETURNING ` + sqldb.DocCols + `),
+			FROM ` + docs + ` WHERE d.id = x.id AND d.parse_status <> $1 RETURNING ` + sqldb.DocCols + `),
 		ok AS (SELECT COUNT(*) = cardinality($3::text[]) AS whole FROM u),
 		c AS (INSERT INTO knowledge_chunks (id, source_id, document_id, chunk_index, chunk_text, heading, token_count, search_text,
 				search_tsv, metadata, embedding_model, created_at)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqldb"
@@ -254,4 +256,63 @@ func openCounted(t *testing.T, opt Options) (d *Driver, db *sqldb.DB, n *atomic.
 		return txConn{poolConn{counted{tx, n}}, tx}, nil
 	}, dialect, nil)
 	return d, db, n
+}
+
+// TestIngestPlansUseIndexes: the statements of one document a call find its rows in
+// knowledge_documents by index in the plan pgx's prepared statements run after their first five
+// calls, the generic one, which the planner makes from the table's size at that time (small, and
+// never re-made while no ANALYZE runs): a sequential scan there reads every document at each call.
+func TestIngestPlansUseIndexes(t *testing.T) {
+	ctx := context.Background()
+	d, _, _ := openCounted(t, Options{VectorSearch: true, ManualIndexer: true, NoPrewarm: true})
+	if !d.vector {
+		t.Skip("pgvector unavailable")
+	}
+	// A few documents, as when pgx makes the generic plan (its sixth call).
+	u := storetest.NewUser(t, d, "")
+	for i := range 5 {
+		if _, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "plans", Visibility: store.VisibilityPrivate},
+			&store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "f.txt", FileHash: fmt.Sprint("hash ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := d.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if _, err := c.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]string{"addNewSQL": addNewSQL, "writeChunkHalfSQL": writeChunkHalfSQL} {
+		if _, err := c.Exec(ctx, `PREPARE p AS `+q); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var n int
+		if err := c.QueryRow(ctx, `SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = 'p'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		nulls := strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ")
+		plan := strings.Join(queryStrings(t, c, `EXPLAIN EXECUTE p(`+nulls+`)`), "\n")
+		if strings.Contains(plan, "Seq Scan on knowledge_documents") {
+			t.Errorf("%s: the generic plan scans knowledge_documents:\n%s", name, plan)
+		}
+		if _, err := c.Exec(ctx, `DEALLOCATE p`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// queryStrings is the first column of q's rows.
+func queryStrings(t *testing.T, c *pgxpool.Conn, q string) []string {
+	t.Helper()
+	rows, err := c.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
 }
