@@ -156,7 +156,7 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 	if len(qv) > 0 && s.st.SupportsVectorSearch() {
 		indexed = make(chan nearResult, 1)
 		go func() {
-			got, err := s.st.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: qv, Model: s.emb.Model(), Limit: n})
+			got, err := s.st.VectorCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Vector: qv, Model: s.emb.Model(), Limit: n})
 			indexed <- nearResult{got, err}
 		}()
 	}
@@ -348,8 +348,12 @@ func bestByBM25(terms []string, rows []store.ChunkRow, n int, stats store.TermSt
 }
 
 // candidate is row as rank scores it: its stored search text (segment.IndexForm), which rank
-// reads without splitting it (rank.Candidate.Text), and cos, its cosine with the query.
+// reads without splitting it (rank.Candidate.Text), or the query terms' frequencies in it that
+// the store counted (store.ChunkRow.TermFreq), and cos, its cosine with the query.
 func candidate(r store.ChunkRow, cos float64) rank.Candidate {
+	if r.TermFreq != nil {
+		return rank.Candidate{ID: r.ID, Len: r.TermCount, Counts: r.TermFreq, Cosine: cos}
+	}
 	return rank.Candidate{ID: r.ID, Text: r.SearchText, Cosine: cos}
 }
 

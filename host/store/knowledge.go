@@ -111,12 +111,18 @@ type ChunkRow struct {
 	// only picks candidates: kb ranks them by its own BM25.
 	Vector, Keyword float64
 	HasVector       bool
-	// Partial: the row carries only what ranking needs (ID, DocumentID, SourceID, SearchText,
-	// EmbeddingModel and the scores); ChunksByID gives the rest. A store's candidate legs may
+	// Partial: the row carries only what ranking needs (ID, DocumentID, SourceID, SearchText or
+	// TermFreq and TermCount, EmbeddingModel and the scores); ChunksByID gives the rest. A store's candidate legs may
 	// return such rows: a search ranks a few hundred candidates and shows a few of them, and
 	// reading every candidate's text and names cost the pgvector path a TOAST read and two joins a
 	// row (the target: search p95 at 100k chunks, BENCHMARKS.md).
 	Partial bool
+	// TermFreq, when not nil, stands for SearchText in a partial row of a candidate leg: the
+	// frequency in SearchText of each query term (SearchParams.Terms) it holds, and TermCount its
+	// number of terms, all that BM25 reads of a text (host/kb/rank.Candidate). The pgvector store
+	// counts them from the keyword index's value, where a row's search text is a TOAST read.
+	TermFreq  map[string]int
+	TermCount int
 }
 
 // Viewer is who reads the knowledge base, and the optional filters every candidate must pass.
@@ -212,7 +218,7 @@ type WriteChunksParams struct {
 // (VectorCandidates). The stores return candidates; host/kb/rank ranks them, on every path.
 type SearchParams struct {
 	Viewer Viewer
-	Terms  []string // segmented distinct query terms
+	Terms  []string // segmented distinct query terms (and those ChunkRow.TermFreq counts)
 	// Vector is the query embedding. KeywordCandidates of a store whose VectorCandidates serves it
 	// also returns each candidate's cosine with it (ChunkRow.Vector), which spares the search a
 	// VectorCandidates call for the keyword candidates its nearest neighbours did not include.

@@ -58,13 +58,17 @@ const (
 
 // Candidate is one chunk to score. Terms are its segment.Terms, or, when Terms is nil, Text is
 // its stored index form (segment.IndexForm: the terms joined by single spaces), which BM25 reads
-// without splitting it (see countText); Cosine its embedding's cosine with the query's, in 0..1 (0
-// when either has none), computed by whoever holds the vectors: the store's vector index or the
-// host's memory.
+// without splitting it (see countText), or, when Counts is not nil, a store counted them: Len is
+// the number of terms of the index form and Counts the frequency in it of each query term it
+// holds (what BM25 reads of a text, without the text). Cosine is its embedding's cosine with the
+// query's, in 0..1 (0 when either has none), computed by whoever holds the vectors: the store's
+// vector index or the host's memory.
 type Candidate struct {
 	ID     string
 	Terms  []string
 	Text   string
+	Len    int
+	Counts map[string]int
 	Cosine float64
 }
 
@@ -186,7 +190,9 @@ func BM25(terms []string, cands []Candidate, opt Options) []float64 {
 	total := 0
 	for ci, c := range cands {
 		var tf []float64
-		if c.Terms == nil && c.Text != "" {
+		if c.Counts != nil {
+			lens[ci], tf = c.Len, qset.known(terms, c.Counts)
+		} else if c.Terms == nil && c.Text != "" {
 			lens[ci], tf = qset.countText(c.Text, len(terms))
 		} else {
 			lens[ci], tf = qset.count(c.Terms, len(terms))
@@ -288,6 +294,27 @@ func (x *termIndex) count(terms []string, n int) (int, []float64) {
 		}
 	}
 	return len(terms), tf
+}
+
+// known is what count returns of a text whose query term frequencies a store counted: counts,
+// term → frequency, placed at each term's first index in the query as count places them (nil when
+// the text holds none of terms).
+func (x *termIndex) known(terms []string, counts map[string]int) []float64 {
+	var tf []float64
+	for i, t := range terms {
+		f := counts[t]
+		if f <= 0 {
+			continue
+		}
+		if at, _ := x.find(t); at != i {
+			continue // a repeated query term: counted at its first index
+		}
+		if tf == nil {
+			tf = make([]float64, len(terms))
+		}
+		tf[i] = float64(f)
+	}
+	return tf
 }
 
 // countText is count of the terms of an index form, text (its fields, strings.Fields). A search

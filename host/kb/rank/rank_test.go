@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -218,6 +220,46 @@ func TestBM25Text(t *testing.T) {
 			for i := range texts {
 				if got[i] != want[i] {
 					t.Fatalf("query %q, text %q: %v from the text, %v from its fields", q, texts[i], got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestBM25Counts: a candidate given as its term count and the query terms' frequencies (Len,
+// Counts: what a store counts in its keyword index) scores as its fields (Terms) do, a term twice
+// in the query and a query of many terms included.
+func TestBM25Counts(t *testing.T) {
+	queries := [][]string{{"ab"}, {"ab", "cd"}, {"ab", "ab", "频"}, {"频", "视频", "ab", "频"},
+		{"q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "ab", "cd", "ab"}}
+	r := rand.New(rand.NewSource(3))
+	var texts [][]string
+	for i := 0; i < 300; i++ {
+		var words []string
+		for j := r.Intn(40); j >= 0; j-- {
+			words = append(words, []string{"ab", "cd", "abcd", "a", "频", "视频", "q3"}[r.Intn(7)])
+		}
+		texts = append(texts, words)
+	}
+	texts = append(texts, nil)
+	st := Stats{Docs: 1000, AvgLen: 5, DF: func(string) int { return 10 }}
+	for _, q := range queries {
+		byCounts, byTerms := make([]Candidate, len(texts)), make([]Candidate, len(texts))
+		for i, words := range texts {
+			counts := map[string]int{}
+			for _, w := range words {
+				if slices.Contains(q, w) {
+					counts[w]++
+				}
+			}
+			id := strconv.Itoa(i)
+			byCounts[i], byTerms[i] = Candidate{ID: id, Len: len(words), Counts: counts}, Candidate{ID: id, Terms: words}
+		}
+		for _, opt := range []Options{{Stats: st}, {}} {
+			got, want := BM25(q, byCounts, opt), BM25(q, byTerms, opt)
+			for i := range texts {
+				if got[i] != want[i] {
+					t.Fatalf("query %q, text %q: %v from the counts, %v from its terms", q, texts[i], got[i], want[i])
 				}
 			}
 		}

@@ -298,7 +298,7 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 	q := `WITH vis AS MATERIALIZED (SELECT s.id FROM knowledge_sources s WHERE ` + vis + `),
 			m AS (` + m + `),
 			kw AS MATERIALIZED (SELECT m.id, m.kr AS k FROM m ORDER BY k DESC, m.id LIMIT ` + a.Add(p.Limit) + `)
-		SELECT ` + candidateCols + `, kw.k, ` + cos + ` FROM kw JOIN knowledge_chunks c ON c.id = kw.id` + withCos + ` ORDER BY kw.k DESC, c.id`
+		SELECT ` + candidateCols(p.Terms, &a) + `, kw.k, ` + cos + ` FROM kw JOIN knowledge_chunks c ON c.id = kw.id` + withCos + ` ORDER BY kw.k DESC, c.id`
 	var out []store.ChunkRow
 	err = d.searchQuery(ctx, 0, q, a.List, func(r sqldb.Row) error {
 		var k float64
@@ -314,19 +314,93 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 		out = append(out, c)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, d.searchTexts(ctx, out)
 }
 
 // candidateCols are the columns of a chunk (alias c) the candidate legs return, read by
 // scanCandidate: what ranking needs, all of it in the chunk's row. The text (in the TOAST table)
 // and the document's and source's names (two joins) are read for the hits alone (ChunksByID).
-const candidateCols = `c.id, c.document_id, c.source_id, c.search_text, c.embedding_model`
+//
+// Of the search text, BM25 reads only the number of terms and the frequencies of the query's
+// (rank.Candidate): its term count is token_count (kb's ingest counts the terms it writes), and
+// the frequencies are the lengths of the query terms' position lists in search_tsv (searchVector:
+// a position per occurrence), which the row holds inline: setweight marks the query terms'
+// positions with weight A, ts_filter keeps those lexemes alone (stored values carry weight D
+// alone, see keywordRank). Reading the search text instead was a TOAST
+// read and an lz4 decompression a candidate, about 6 µs of the server's CPU each, for some 300
+// candidates a search, and its transfer and a scan of each text on the host (the target: search
+// p95 at 100k chunks, BENCHMARKS.md). Where the positions cannot tell (countsOf), the text is
+// read after all (searchTexts).
+func candidateCols(terms []string, a *sqldb.Args) string {
+	if terms == nil {
+		terms = []string{}
+	}
+	return `c.id, c.document_id, c.source_id, c.token_count, ts_filter(setweight(c.search_tsv, 'A', ` + a.Add(terms) +
+		`::text[]), '{a}'), c.embedding_model`
+}
 
-// scanCandidate reads candidateCols, then extra destinations, into a partial row.
+// scanCandidate reads candidateCols, then extra destinations, into a partial row: with TermFreq,
+// or, when the positions cannot tell the frequencies (countsOf), with neither TermFreq nor
+// SearchText, for searchTexts to fill.
 func scanCandidate(r sqldb.Row, extra ...any) (store.ChunkRow, error) {
 	c := store.ChunkRow{Partial: true}
-	err := r.Scan(append([]any{&c.ID, &c.DocumentID, &c.SourceID, &c.SearchText, &c.EmbeddingModel}, extra...)...)
-	return c, err
+	var n int32
+	var tsv pgtype.TSVector
+	err := r.Scan(append([]any{&c.ID, &c.DocumentID, &c.SourceID, &n, &tsv, &c.EmbeddingModel}, extra...)...)
+	if err != nil {
+		return c, err
+	}
+	c.TermCount = int(n)
+	c.TermFreq = countsOf(tsv, c.TermCount)
+	return c, nil
+}
+
+// countsOf returns the frequency of each lexeme of tsv (the query terms of a row's search_tsv) in
+// the row's search text of n terms: the number of its positions, one an occurrence (every stored
+// value has positions: searchVector's, to_tsvector's). nil where that may not be the frequency:
+// PostgreSQL keeps at most tsMaxPositions positions a lexeme and counts every position past
+// tsMaxPosition as that one. A term count of 0 is a chunk without terms, or one written without
+// its count: its text tells which.
+func countsOf(tsv pgtype.TSVector, n int) map[string]int {
+	if !tsv.Valid || n <= 0 || n >= tsMaxPosition {
+		return nil
+	}
+	out := make(map[string]int, len(tsv.Lexemes))
+	for _, l := range tsv.Lexemes {
+		if len(l.Positions) == 0 || len(l.Positions) >= tsMaxPositions {
+			return nil
+		}
+		out[l.Word] = len(l.Positions)
+	}
+	return out
+}
+
+// searchTexts reads the search text of the rows of a candidate leg whose term frequencies its
+// positions could not tell (scanCandidate), in one statement; none in most searches.
+func (d *Driver) searchTexts(ctx context.Context, rows []store.ChunkRow) error {
+	at := map[string]int{}
+	var ids []string
+	for i, r := range rows {
+		if r.TermFreq == nil {
+			at[r.ID] = i
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return sqldb.QueryEach(ctx, d.DB, `SELECT id, search_text FROM knowledge_chunks WHERE id = ANY($1::text[])`, []any{ids},
+		func(r sqldb.Row) error {
+			var id, text string
+			if err := r.Scan(&id, &text); err != nil {
+				return err
+			}
+			rows[at[id]].SearchText = text
+			return nil
+		})
 }
 
 // visibility is the condition of v on sources (alias s), for the vis CTE, and the one of its
@@ -509,7 +583,7 @@ func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]
 			WHERE c.id = ANY(` + a.Add(ids) + `::text[]) AND e.model = ` + model + ` AND c.source_id IN (SELECT id FROM vis) AND ` + docs + `
 				AND NOT EXISTS (SELECT 1 FROM vn WHERE vn.id = c.id)),
 		u AS (SELECT id, dist, 0 AS leg FROM vn UNION ALL SELECT id, dist, 1 FROM kn)
-		SELECT ` + candidateCols + `, ` + cosine(`u.dist`) + ` FROM u JOIN knowledge_chunks c ON c.id = u.id ORDER BY u.leg, u.dist, c.id`
+		SELECT ` + candidateCols(p.Terms, &a) + `, ` + cosine(`u.dist`) + ` FROM u JOIN knowledge_chunks c ON c.id = u.id ORDER BY u.leg, u.dist, c.id`
 	var out []store.ChunkRow
 	// Twice the candidates: with the index's small graph (m 8, see vectorIndex) an ef_search of
 	// 2*limit finds the true nearest neighbours about as often as pgvector's default graph with
@@ -524,7 +598,10 @@ func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]
 		out = append(out, c)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, d.searchTexts(ctx, out)
 }
 
 // cosine is the cosine similarity, clamped to 0..1, of the cosine distance dist (an expression,

@@ -554,3 +554,69 @@ func TestKeysStayInRow(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidateTermCounts: the candidate legs' rows carry what BM25 reads of a search text, the
+// number of its terms and the frequencies of the query's (ChunkRow.TermFreq), the same as the
+// text gives; a row whose keyword index value cannot tell them (a term past PostgreSQL's 255
+// positions a lexeme, a chunk written without its term count) comes with its search text instead.
+func TestCandidateTermCounts(t *testing.T) {
+	d := openVector(t)
+	ctx := context.Background()
+	u := storetest.NewUser(t, d, "")
+	res, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "s", Visibility: store.VisibilityPrivate},
+		&store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Title: "t", Filename: "f.txt", FileHash: uuid.NewString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"night lighting with one lamp, lighting at night", "lighting a night shoot on a budget",
+		strings.Repeat("night ", 300) + "lighting", "night lighting without a term count", "a hook in the first three seconds"}
+	chunks := make([]store.KnowledgeChunk, len(texts))
+	for i, tx := range texts {
+		n := len(storetest.Terms(tx))
+		if i == 3 {
+			n = 0
+		}
+		chunks[i] = store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID, Index: i,
+			Text: tx, SearchText: storetest.SearchText(tx), TokenCount: n, EmbeddingModel: storetest.Model, Embedding: storetest.Vector(tx)}
+	}
+	if _, err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
+		t.Fatal(err)
+	}
+	terms := storetest.Terms("night lighting budget")
+	v := store.Viewer{UserID: u.ID}
+	p := store.SearchParams{Viewer: v, Terms: terms, Vector: storetest.Vector("night lighting"), Model: storetest.Model, Limit: 10}
+	kw, err := d.KeywordCandidates(ctx, p)
+	if err != nil || len(kw) != 4 {
+		t.Fatalf("KeywordCandidates = %d rows, %v; want 4", len(kw), err)
+	}
+	vc, err := d.VectorCandidates(ctx, p)
+	if err != nil || len(vc) != len(texts) {
+		t.Fatalf("VectorCandidates = %d rows, %v; want %d", len(vc), err, len(texts))
+	}
+	byID := map[string]store.KnowledgeChunk{}
+	for _, c := range chunks {
+		byID[c.ID] = c
+	}
+	for leg, rows := range map[string][]store.ChunkRow{"keyword": kw, "vector": vc} {
+		for _, r := range rows {
+			c := byID[r.ID]
+			fallback := c.Index == 2 || c.Index == 3
+			if fallback {
+				if r.TermFreq != nil || r.SearchText != c.SearchText {
+					t.Errorf("%s leg, chunk %d: TermFreq %v, search text %.40q; want the search text", leg, c.Index, r.TermFreq, r.SearchText)
+				}
+				continue
+			}
+			words := strings.Fields(c.SearchText)
+			want := map[string]int{}
+			for _, w := range words {
+				if slices.Contains(terms, w) {
+					want[w]++
+				}
+			}
+			if r.TermFreq == nil || r.TermCount != len(words) || fmt.Sprint(r.TermFreq) != fmt.Sprint(want) {
+				t.Errorf("%s leg, chunk %d: %d terms, frequencies %v; want %d, %v", leg, c.Index, r.TermCount, r.TermFreq, len(words), want)
+			}
+		}
+	}
+}
