@@ -237,6 +237,9 @@ func (s *Server) kbBatchText(c *fiber.Ctx) error {
 	written := 0 // chunks this call wrote: a duplicate's were written by an earlier call
 	for i, err := range errs {
 		if err != nil {
+			if errcode.As(err) == nil { // a store failure: the item answers "indexing failed", the log keeps why
+				s.Log.Error("kb: batch/text item failed", "index", i, "err", err)
+			}
 			failed = append(failed, newBatchFailure(i, err))
 			continue
 		}
@@ -276,7 +279,7 @@ type batchFailure struct {
 func newBatchFailure(i int, err error) batchFailure {
 	e := errcode.As(err)
 	if e == nil {
-		e = errcode.New(errcode.Unknown, "indexing failed") // a store failure: its cause stays in the log
+		e = errcode.New(errcode.Unknown, "indexing failed") // a store failure: kbBatchText logs its cause
 	}
 	return batchFailure{Index: i, Error: e.Message(), Code: e.Code, Errno: e.Code.Errno(), Status: e.HTTPStatus(), Details: e.Details}
 }

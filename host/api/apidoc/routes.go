@@ -232,7 +232,7 @@ func Ops() []Op {
 					"errno!", integer(""), "status!", integer("the HTTP status the item would have had alone: 409 when the same text was still being indexed by another call after the wait"),
 					"details", M{"description": "field errors [{field, problem}], as in the error envelope", "anyOf": []any{arr(ref("FieldError")), M{"type": "object"}}})),
 				"duplicates!", arr(integer("the index of an item whose text its source held already: nothing was written for it, and its document is the one stored"))),
-			Desc: "Each item is ingested as POST /text would; one bad item does not sink the others. An item whose text another call is indexing at that moment (the same batch sent twice at once) waits for it, up to 30 s, and is then a duplicate of what it wrote (or written, if that call failed)."},
+			Desc: "Each item is ingested as POST /text would; one bad item does not sink the others. An item whose text another call is indexing at that moment (the same batch sent twice at once) waits for it, up to 10 s, and is then a duplicate of what it wrote (or written, if that call failed)."},
 		{Method: "GET", Path: "/api/knowledge/sources", Tag: "Knowledge", Summary: "Sources the caller may read", Sec: Bearer, Status: 200, Kind: Data,
 			Query: listQ(q("project_id", "", uuid)), Resp: obj("sources!", arr(ref("KnowledgeSource")), "total", integer(""), "page", integer(""), "limit", integer(""))},
 		{Method: "GET", Path: "/api/knowledge/sources/:id/documents", Tag: "Knowledge", Summary: "Documents of a source", Sec: Bearer, Status: 200, Kind: Data,

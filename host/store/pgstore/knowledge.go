@@ -601,6 +601,9 @@ func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]
 	if err != nil {
 		return nil, err
 	}
+	if len(p.Terms) == 0 { // the cosines of known rows: no BM25 to feed
+		return out, nil
+	}
 	return out, d.searchTexts(ctx, out)
 }
 
