@@ -109,6 +109,8 @@ func CheckCitations(answer string, n int) (clean string, cited []int) {
 // a number, an address or an abbreviation) that share the most informative question terms (weighted
 // by rarity across the fragments), preferring a sentence that holds the kind of answer asked for
 // (an amount for "how much", a duration for "how long", a name for "which"), and cites each as [#n].
+// A sentence is quoted once, however many times the fragments hold it, with the citation of each
+// fragment that holds it ([#1] [#2]).
 // MaxSentences bounds the answer (0 means 3). Headings, when given, are the headings of the
 // fragments (by index): they are never quoted, but a sentence under a heading that shares terms with
 // the question scores a little higher.
@@ -186,11 +188,28 @@ func (e Extractive) Answer(query string, fragments []string) string {
 	}
 	sort.SliceStable(sents, func(a, b int) bool { return sents[a].score > sents[b].score })
 	var out []string
+	quoted := map[string]int{} // a quoted sentence's index in out, by its words
+	cites := map[[2]int]bool{} // {index in out, fragment}: the citations out holds
 	for _, s := range sents {
 		// Further sentences only when they are a third as relevant as the best at least: no tangents.
-		if len(out) == maxS || (len(out) > 0 && (s.score <= 0 || s.score < sents[0].score/3)) {
+		if len(out) > 0 && (s.score <= 0 || s.score < sents[0].score/3) {
 			break
 		}
+		// A sentence quoted already (repeated in its fragment, or held by another fragment too) is
+		// quoted once, citing every fragment that holds it; it does not count against maxS.
+		key := strings.Join(strings.Fields(s.text), " ")
+		if i, ok := quoted[key]; ok {
+			if !cites[[2]int{i, s.frag}] {
+				cites[[2]int{i, s.frag}] = true
+				out[i] += " " + engine.CiteMarker(s.frag+1)
+			}
+			continue
+		}
+		if len(out) == maxS {
+			continue // a later sentence may still be one of out's, held by another fragment
+		}
+		quoted[key] = len(out)
+		cites[[2]int{len(out), s.frag}] = true
 		out = append(out, s.text+" "+engine.CiteMarker(s.frag+1))
 	}
 	if len(out) == 0 {

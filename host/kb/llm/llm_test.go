@@ -50,6 +50,23 @@ func TestExtractive(t *testing.T) {
 	}
 }
 
+// A sentence the fragments hold more than once is quoted once, citing each fragment holding it; the
+// repeat does not take the place of another sentence.
+func TestExtractiveQuotesOnce(t *testing.T) {
+	lamp := "The lighthouse lamp stands 12 metres above the rock."
+	frags := []string{
+		lamp + " The lamp is lit at dusk. " + lamp,
+		"The lamp of the lighthouse was replaced in 1990. " + lamp,
+	}
+	ans := Extractive{}.Answer("how high does the lighthouse lamp stand", frags)
+	if strings.Count(ans, lamp) != 1 || !strings.Contains(ans, lamp+" [#1] [#2]") {
+		t.Fatalf("answer %q; want %q once, cited [#1] [#2]", ans, lamp)
+	}
+	if want := 3; strings.Count(ans, ".") != want {
+		t.Fatalf("answer %q; want %d sentences", ans, want)
+	}
+}
+
 func chatServer(t *testing.T, fail int32, reply string, delay time.Duration) *httptest.Server {
 	var calls atomic.Int32
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
