@@ -7,8 +7,9 @@ import (
 	"github.com/reelforge/reelforge/internal/lease"
 )
 
-// interruptedIngest is the reason kept on a document whose ingest died with its host.
-const interruptedIngest = "interrupted: the host ingesting it stopped before it finished; upload it again to ingest it"
+// interruptedIngest is the reason kept on a document whose ingest died with its host. It fits every
+// way a document comes in (a file upload, /text, batch/text): sending it again ingests it.
+const interruptedIngest = "interrupted: the host ingesting it stopped before it finished; send it again (the same file or text) to ingest it"
 
 // keepHolds takes back what this host's previous life held in the request path (documents being
 // ingested, Idempotency-Keys of requests it never answered), then, until the returned stop is
