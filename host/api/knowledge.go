@@ -434,10 +434,20 @@ type searchFilters struct {
 type searchInput struct {
 	Query     string         `json:"query"`
 	Question  string         `json:"question"`
-	TopK      int            `json:"top_k"`
-	TopKCamel int            `json:"topK"`
+	TopK      *int           `json:"top_k"` // nil: absent, the default; 0 is refused like any value out of range
+	TopKCamel *int           `json:"topK"`
 	ProjectID string         `json:"project_id"`
 	Filters   *searchFilters `json:"filters"`
+}
+
+// checkTopK refuses a top_k the client gave that is out of range. The service reads 0 as "use the
+// default" (its callers inside the host leave it unset); from a client, absent is the default and
+// an explicit 0 is as wrong as -3.
+func checkTopK(field string, n int) error {
+	if n < 1 || n > kb.MaxTopK {
+		return errcode.Invalid(field, fmt.Sprintf("must be a whole number between 1 and %d", kb.MaxTopK))
+	}
+	return nil
 }
 
 // searchParams checks the project and builds the service's parameters.
@@ -447,9 +457,18 @@ func (s *Server) searchParams(c *fiber.Ctx, in *searchInput) (kb.SearchParams, e
 	if strings.TrimSpace(q) == "" {
 		q = in.Question
 	}
-	k := in.TopK
-	if k == 0 {
-		k = in.TopKCamel
+	k := 0 // the service's default
+	for _, v := range []struct {
+		field string
+		n     *int
+	}{{"top_k", in.TopK}, {"topK", in.TopKCamel}} {
+		if v.n != nil {
+			if err := checkTopK(v.field, *v.n); err != nil {
+				return kb.SearchParams{}, err
+			}
+			k = *v.n
+			break
+		}
 	}
 	sp := kb.SearchParams{UserID: p.UserID, Admin: p.IsAdmin(), ProjectID: in.ProjectID, Query: q, TopK: k}
 	if f := in.Filters; f != nil {
@@ -499,7 +518,10 @@ func (s *Server) kbSearchGet(c *fiber.Ctx) error {
 			if err != nil {
 				return errcode.Invalid(k, "must be a whole number")
 			}
-			in.TopK = n
+			if err := checkTopK(k, n); err != nil {
+				return err
+			}
+			in.TopK = &n
 			break
 		}
 	}
@@ -586,7 +608,7 @@ func (s *Server) kbEvalSet(c *fiber.Ctx) error {
 
 func (s *Server) kbEvalRun(c *fiber.Ctx) error {
 	var in struct {
-		TopK       int    `json:"top_k"`
+		TopK       *int   `json:"top_k"` // nil: the default
 		Scenario   string `json:"scenario"`
 		SourceName string `json:"source_name"`
 		Answers    bool   `json:"answers"` // also ask every question and score the answers
@@ -594,8 +616,15 @@ func (s *Server) kbEvalRun(c *fiber.Ctx) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
+	k := 0 // the service's default
+	if in.TopK != nil {
+		if err := checkTopK("top_k", *in.TopK); err != nil {
+			return err
+		}
+		k = *in.TopK
+	}
 	p := principal(c)
-	res, err := s.KB.RunEval(s.ctx(c), kb.EvalParams{UserID: p.UserID, Admin: p.IsAdmin(), TopK: in.TopK, Scenario: in.Scenario,
+	res, err := s.KB.RunEval(s.ctx(c), kb.EvalParams{UserID: p.UserID, Admin: p.IsAdmin(), TopK: k, Scenario: in.Scenario,
 		SourceName: in.SourceName, Answers: in.Answers})
 	if err != nil {
 		return err

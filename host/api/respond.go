@@ -92,6 +92,8 @@ func jsonType(kind string) string {
 		return "array"
 	case "bool":
 		return "boolean"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "integer" // 2.5 or 1e100 for a whole-number field
 	}
 	return "number"
 }
