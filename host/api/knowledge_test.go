@@ -69,6 +69,7 @@ func TestKnowledgeRoutes(t *testing.T) {
 			exe, exeCT := multipartBody(t, map[string]string{"source_name": "files"}, "x.exe", "MZ")
 			badOpts, badCT := multipartBody(t, map[string]string{"chunk_size": "4001"}, "a.txt", "text")
 			foreign, foreignCT := multipartBody(t, map[string]string{"project_id": pid}, "a.txt", "text")
+			badPID, badPIDCT := multipartBody(t, map[string]string{"project_id": "nope"}, "a.txt", "text")
 			tests := []struct {
 				Name, Method, URL, Token string
 				Body                     any
@@ -89,6 +90,11 @@ func TestKnowledgeRoutes(t *testing.T) {
 				{"search top_k 2.5", "POST", "/api/knowledge/search", alice, map[string]any{"query": "tea", "top_k": 2.5}, nil, 400, "must be of type integer"},
 				{"search top_k 1", "POST", "/api/knowledge/search", alice, map[string]any{"query": "Zorblax", "top_k": 1}, nil, 200, `"top_k":1`},
 				{"search top_k absent", "POST", "/api/knowledge/search", alice, map[string]any{"query": "Zorblax"}, nil, 200, `"top_k":5`},
+				// A project_id that is not a UUID is malformed input (400), not a project the caller may not use (403).
+				{"text with a project_id not a UUID", "POST", "/api/knowledge/text", alice, map[string]any{"text": "tea", "project_id": "nope"}, nil, 400, `"field":"project_id"`},
+				{"search with a project_id not a UUID", "POST", "/api/knowledge/search", alice, map[string]any{"query": "tea", "project_id": "nope"}, nil, 400, `"field":"project_id"`},
+				{"sources with a project_id not a UUID", "GET", "/api/knowledge/sources?project_id=nope", alice, nil, nil, 400, `"field":"project_id"`},
+				{"upload with a project_id not a UUID", "POST", "/api/knowledge/upload", alice, badPID, []string{"Content-Type", badPIDCT}, 400, `"field":"project_id"`},
 				{"ask", "POST", "/api/knowledge/ask", alice, map[string]any{"question": "Who keeps the Zorblax lighthouse?"}, nil, 200, "[#1]"},
 				{"ask of another user", "POST", "/api/knowledge/ask", bob, map[string]any{"query": "Who keeps the Zorblax lighthouse?"}, nil, 200, `"citations":[]`},
 				{"context", "POST", "/api/knowledge/context", alice, map[string]any{"query": "brand colour", "project_id": pid}, nil, 200, "Zorblax orange"},
