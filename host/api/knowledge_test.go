@@ -66,6 +66,11 @@ func TestKnowledgeRoutes(t *testing.T) {
 			if up.status != 201 || up.data("chunks_count") != 1.0 {
 				t.Fatalf("POST /upload = %d %s", up.status, up.raw)
 			}
+			// The multipart part's type is application/octet-stream (Go's and curl's for .md): the
+			// stored type is the one the file is read as, from its extension.
+			if mt := up.data("document").(map[string]any)["mime_type"]; mt != "text/markdown" {
+				t.Errorf("uploaded brand.md: mime_type = %v, want text/markdown", mt)
+			}
 			exe, exeCT := multipartBody(t, map[string]string{"source_name": "files"}, "x.exe", "MZ")
 			badOpts, badCT := multipartBody(t, map[string]string{"chunk_size": "4001"}, "a.txt", "text")
 			foreign, foreignCT := multipartBody(t, map[string]string{"project_id": pid}, "a.txt", "text")

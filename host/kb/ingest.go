@@ -269,6 +269,13 @@ func (s *Service) newDocument(p IngestParams) (store.NewDocument, []byte) {
 	if mime == "" && !p.IsFile {
 		mime = "text/plain"
 	}
+	// A client that sends no type or the generic one (Go's multipart writer always, curl for .md)
+	// gets the type the file is read as: parsing goes by the extension.
+	if p.IsFile && (mime == "" || mime == "application/octet-stream") {
+		if t := parse.MimeType(filename); t != "" {
+			mime = t
+		}
+	}
 	doc := &store.KnowledgeDocument{ID: timeOrderedID(), UserID: p.UserID, Title: title, Filename: filename,
 		FileHash: hex.EncodeToString(sum[:]), FileSize: int64(len(data)), MimeType: mime, Metadata: p.Metadata,
 		// The content is in hand: the document starts in parsing, one commit fewer than

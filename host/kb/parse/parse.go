@@ -40,6 +40,16 @@ func Supported(filename string) bool {
 	return false
 }
 
+// mimeTypes are the media types of the supported extensions.
+var mimeTypes = map[string]string{
+	".txt": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown", ".json": "application/json",
+	".csv": "text/csv", ".html": "text/html", ".htm": "text/html", ".pdf": "application/pdf",
+	".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+
+// MimeType is the media type a file is read as, from its extension ("" for an unsupported one).
+func MimeType(filename string) string { return mimeTypes[ext(filename)] }
+
 func ext(filename string) string { return strings.ToLower(filepath.Ext(filename)) }
 
 // PDFTimeout bounds one pdftotext run.
