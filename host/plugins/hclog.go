@@ -45,6 +45,13 @@ func (h *slogHCLog) Log(level hclog.Level, msg string, args ...any) {
 	all = append(all, "plugin", h.name)
 	all = append(all, h.args...)
 	all = append(all, args...)
+	// "plugin" is this logger's name; go-plugin logs the binary's path under a "plugin" key of its
+	// own ("plugin process exited"), which would make a second "plugin" key in the line.
+	for i := 2; i < len(all)-1; i += 2 {
+		if k, ok := all[i].(string); ok && k == "plugin" {
+			all[i] = "path"
+		}
+	}
 	h.l.Log(ctx, lvl, msg, all...)
 }
 

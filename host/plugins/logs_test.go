@@ -78,3 +78,23 @@ func TestHCLogAdapterNames(t *testing.T) {
 		}
 	}
 }
+
+// go-plugin logs the binary's path under its own "plugin" key ("plugin process exited"): the
+// adapter's "plugin" is the logger's name, so the line would carry the key twice.
+func TestHCLogAdapterNoDuplicateKey(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	newHCLog(slog.New(slog.NewJSONHandler(&buf, nil)), "engine.generators").
+		Info("plugin process exited", "plugin", "bin/plugins/generators-plugin", "id", 42)
+	line := buf.String()
+	if n := strings.Count(line, `"plugin":`); n != 1 {
+		t.Errorf("%d \"plugin\" keys in %s, want 1", n, line)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["plugin"] != "engine.generators" || rec["path"] != "bin/plugins/generators-plugin" {
+		t.Errorf("plugin, path = %v, %v; want engine.generators, bin/plugins/generators-plugin", rec["plugin"], rec["path"])
+	}
+}
