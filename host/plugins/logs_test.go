@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/reelforge/reelforge/sdk/engine"
 )
 
 type lockedBuffer struct {
@@ -96,5 +99,58 @@ func TestHCLogAdapterNoDuplicateKey(t *testing.T) {
 	}
 	if rec["plugin"] != "engine.generators" || rec["path"] != "bin/plugins/generators-plugin" {
 		t.Errorf("plugin, path = %v, %v; want engine.generators, bin/plugins/generators-plugin", rec["plugin"], rec["path"])
+	}
+}
+
+// The supervisor checks an engine's external tool every HealthInterval (3 s by default): its log
+// says when the tool's state changes, not at every check, and an engine with no tool configured
+// (the default setup) is an INFO, not a warning.
+func TestToolCheckLogsChangesOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and launches the echo plugin")
+	}
+	t.Parallel()
+	dir := buildEcho(t)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + closed.Addr().String()
+	closed.Close() // nothing answers there
+	for name, tc := range map[string]struct {
+		toolURL string
+		level   string
+	}{
+		"unconfigured": {"unconfigured", "INFO"},
+		"tool down":    {down, "WARN"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var buf lockedBuffer
+			log := slog.New(slog.NewJSONHandler(&buf, nil))
+			sup := New(Config{Name: "echo", Dir: dir, Env: []string{engine.SettingsEnvValue(map[string]string{"tool_url": tc.toolURL})},
+				Logger: log, HealthInterval: 20 * time.Millisecond})
+			if err := sup.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond) // many checks
+			sup.Stop()
+			var lines []string
+			for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatalf("log line is not JSON: %q", line)
+				}
+				if msg, _ := rec["msg"].(string); strings.Contains(msg, "external tool") {
+					lines = append(lines, line)
+					if rec["level"] != tc.level {
+						t.Errorf("level %v, want %s: %s", rec["level"], tc.level, line)
+					}
+				}
+			}
+			if len(lines) != 1 {
+				t.Errorf("%d lines about the external tool, want 1 (the first check):\n%s", len(lines), strings.Join(lines, "\n"))
+			}
+		})
 	}
 }

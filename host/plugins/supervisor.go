@@ -249,12 +249,8 @@ func (s *Supervisor) detailLocked() string {
 		return DetailDisabled
 	case s.state != StateReady || s.client == nil:
 		return DetailRestarting
-	case s.toolErr != nil && errcode.Of(s.toolErr) == errcode.Validation:
-		return DetailUnconfigured
-	case s.toolErr != nil:
-		return DetailDegraded
 	}
-	return DetailReady
+	return toolState(s.toolErr)
 }
 
 // errMessage is err's public message with its cause, for an operator's eyes.
@@ -350,7 +346,7 @@ func (s *Supervisor) launch(restart bool) bool {
 	s.info, s.eng = info, declared(c.Engine(), info)
 	s.toolHealth, s.toolErr = slices.Contains(info.Capabilities, engine.CapToolHealth), nil
 	if s.toolHealth {
-		s.toolErr = s.checkTool(c)
+		s.setToolErrLocked(s.checkTool(c))
 	}
 	s.log.Info("engine plugin started", "pid", c.PID(), "restarts", s.restarts, "version", info.Version, "capabilities", info.Capabilities)
 	return true
@@ -360,11 +356,38 @@ func (s *Supervisor) launch(restart bool) bool {
 func (s *Supervisor) checkTool(c *engine.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HealthTimeout)
 	defer cancel()
-	err := c.Engine().Health(ctx)
-	if err != nil {
+	return c.Engine().Health(ctx)
+}
+
+// setToolErrLocked records a tool check's outcome and logs only a change of the tool's state
+// (answers, unconfigured, failing), not every check: the check runs every HealthInterval (3 s by
+// default), and the default setup configures no tool for several engines. An engine without a
+// tool is a setting, told at INFO; a configured tool that fails is a WARN.
+func (s *Supervisor) setToolErrLocked(err error) {
+	was, now := toolState(s.toolErr), toolState(err)
+	s.toolErr = err
+	if was == now {
+		return
+	}
+	switch now {
+	case DetailReady:
+		s.log.Info("engine's external tool answers again")
+	case DetailUnconfigured:
+		s.log.Info("engine's external tool is not configured: its workflows run on their fallback", "reason", errMessage(err))
+	default:
 		s.log.Warn("engine's external tool check failed: its workflows run on their fallback", "error", errMessage(err))
 	}
-	return err
+}
+
+// toolState is the Detail* a tool check's outcome gives a running plugin.
+func toolState(err error) string {
+	switch {
+	case err == nil:
+		return DetailReady
+	case errcode.Of(err) == errcode.Validation:
+		return DetailUnconfigured
+	}
+	return DetailDegraded
 }
 
 // errRefused marks a plugin the handshake refused.
@@ -487,10 +510,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 			if toolHealth {
 				terr := s.checkTool(c)
 				s.mu.Lock()
-				if (terr == nil) != (s.toolErr == nil) && terr == nil {
-					s.log.Info("engine's external tool answers again")
-				}
-				s.toolErr = terr
+				s.setToolErrLocked(terr)
 				s.mu.Unlock()
 			}
 			continue
