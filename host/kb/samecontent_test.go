@@ -45,6 +45,33 @@ func (g *gated) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 	return g.Embedder.Embed(ctx, texts)
 }
 
+// watched is a store whose GetDocument says, on its first call, that it was called: the ingest
+// that came second reading the document the held one is indexing, that is, waiting for it. Before
+// that nothing in an ingest reads a document by id (finishIngest does, after the embedder).
+type watched struct {
+	store.Driver
+	once   sync.Once
+	called chan struct{}
+}
+
+func watch(d store.Driver) *watched { return &watched{Driver: d, called: make(chan struct{})} }
+
+// waited blocks until the ingest that came second reads the held document (it waits for it), or
+// fails the test after a while: an ingest that does not wait answers without reading it.
+func (w *watched) waited(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.called:
+	case <-time.After(20 * time.Second):
+		t.Error("the second ingest never read the document being indexed: it did not wait for it")
+	}
+}
+
+func (w *watched) GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error) {
+	w.once.Do(func() { close(w.called) })
+	return w.Driver.GetDocument(ctx, id)
+}
+
 // TestIngestBatchSameContentAtOnce: two identical batches at once (the second sent while the
 // first is still indexing) write each document once: for every item one call indexes it and the
 // other answers it as a duplicate of the same document, and neither fails an item. The same goes
@@ -54,8 +81,8 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
 		ctx := context.Background()
 		u := storetest.NewUser(t, d, "")
-		g := newGated()
-		s := kb.New(d, kb.Options{Embedder: g})
+		g, w := newGated(), watch(d)
+		s := kb.New(w, kb.Options{Embedder: g})
 		n := 2*kb.BatchGroup + 3 // several groups: on PostgreSQL the second call adds some of them itself
 		items := make([]kb.IngestParams, n)
 		for i := range items {
@@ -67,7 +94,7 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 		wg.Go(func() { out[0] = s.IngestBatch(ctx, items) })
 		<-g.started // the first call's documents are added, its first group held in the embedder
 		wg.Go(func() { out[1] = s.IngestBatch(ctx, items) })
-		time.Sleep(300 * time.Millisecond) // the second call meets documents still being indexed
+		w.waited(t) // the second call met documents still being indexed, and waits
 		close(g.release)
 		wg.Wait()
 
@@ -111,15 +138,15 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 
 		// Two single ingests of one text at once: one indexes it, the other waits and answers the
 		// duplicate.
-		g2 := newGated()
-		s2 := kb.New(d, kb.Options{Embedder: g2})
+		g2, w2 := newGated(), watch(d)
+		s2 := kb.New(w2, kb.Options{Embedder: g2})
 		p := kb.IngestParams{UserID: u.ID, SourceName: "twice-single", Visibility: store.VisibilityPrivate, Text: "The tapir shot wants a warm key light."}
 		var res [2]*kb.IngestResult
 		var errs [2]error
 		wg.Go(func() { res[0], errs[0] = s2.Ingest(ctx, p) })
 		<-g2.started
 		wg.Go(func() { res[1], errs[1] = s2.Ingest(ctx, p) })
-		time.Sleep(300 * time.Millisecond)
+		w2.waited(t)
 		close(g2.release)
 		wg.Wait()
 		if errs[0] != nil || errs[1] != nil {
@@ -134,12 +161,13 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 		// in its place: nothing is lost.
 		g3 := newGated()
 		g3.fail = errors.New("embedder down")
-		s3 := kb.New(d, kb.Options{Embedder: g3})
+		w3 := watch(d)
+		s3 := kb.New(w3, kb.Options{Embedder: g3})
 		p.Text = "The capybara shot wants a cool rim light."
 		wg.Go(func() { res[0], errs[0] = s3.Ingest(ctx, p) })
 		<-g3.started
 		wg.Go(func() { res[1], errs[1] = s3.Ingest(ctx, p) })
-		time.Sleep(300 * time.Millisecond)
+		w3.waited(t)
 		close(g3.release)
 		wg.Wait()
 		if errs[0] != nil || res[0].Document.ParseStatus != store.DocFailed {
