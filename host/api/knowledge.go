@@ -315,11 +315,7 @@ func batchTextItems(c *fiber.Ctx) ([]textInput, []error, error) {
 // the field, as it would fail POST /text.
 func decodeItem(raw json.RawMessage, in *textInput) error {
 	if err := json.Unmarshal(raw, in); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return errcode.Invalid(te.Field, "must be of type "+jsonType(te.Type.Kind().String()))
-		}
-		return errcode.New(errcode.Validation, "item must be an object {text, title?, source_name?, project_id?, visibility?}")
+		return decodeError(err, "item must be an object {text, title?, source_name?, project_id?, visibility?}")
 	}
 	return nil
 }

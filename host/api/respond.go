@@ -69,17 +69,23 @@ func decode(c *fiber.Ctx, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return errcode.Invalid(te.Field, "must be of type "+jsonType(te.Type.Kind().String()))
-		}
-		return errcode.New(errcode.Validation, "Malformed JSON body")
+		return decodeError(err, "Malformed JSON body")
 	}
 	// Anything after the value but white space (`{"a":1}}x`) is a malformed body, not ignored.
 	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
 		return errcode.New(errcode.Validation, "Malformed JSON body: data after the JSON value")
 	}
 	return nil
+}
+
+// decodeError is the 400 of a JSON value that did not decode (err from encoding/json): a field of
+// the wrong type names the field; anything else gives malformed, the message for that value.
+func decodeError(err error, malformed string) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return errcode.Invalid(te.Field, "must be of type "+jsonType(te.Type.Kind().String()))
+	}
+	return errcode.New(errcode.Validation, malformed)
 }
 
 func jsonType(kind string) string {
