@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -15,30 +14,8 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/kb"
-	"github.com/reelforge/reelforge/host/kb/embed"
+	"github.com/reelforge/reelforge/host/kb/embed/embedtest"
 )
-
-// heldEmbedder is a remote embedder (no token path) whose first Embed call says it started, then
-// holds until release is closed: a batch caught mid-ingest, its documents added, none written.
-type heldEmbedder struct {
-	embed.Embedder
-	once    sync.Once
-	started chan struct{}
-	release chan struct{}
-}
-
-func (e *heldEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	first := false
-	e.once.Do(func() { first = true; close(e.started) })
-	if first {
-		select {
-		case <-e.release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return e.Embedder.Embed(ctx, texts)
-}
 
 // batchAnswer is the data of a batch/text answer.
 type batchAnswer struct {
@@ -128,7 +105,7 @@ func TestKnowledgeBatchTextTwiceAtOnce(t *testing.T) {
 			cfg.JWTSecret = "test-secret-test-secret-test-secret"
 			cfg.DataDir = t.TempDir()
 			st := dc.open(t)
-			held := &heldEmbedder{Embedder: embed.NewLocal(), started: make(chan struct{}), release: make(chan struct{})}
+			held := embedtest.NewHeld()
 			s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost),
 				Log: slog.New(slog.DiscardHandler), KB: kb.New(st, kb.Options{Embedder: held})}
 			b := &testBundle{t: t, app: s.App(), st: st}
@@ -141,10 +118,10 @@ func TestKnowledgeBatchTextTwiceAtOnce(t *testing.T) {
 			var out [2]resp
 			var wg sync.WaitGroup
 			wg.Go(func() { out[0] = b.do("POST", "/api/knowledge/batch/text", alice, map[string]any{"items": items}) })
-			<-held.started
+			<-held.Started
 			wg.Go(func() { out[1] = b.do("POST", "/api/knowledge/batch/text", alice, map[string]any{"items": items}) })
 			time.Sleep(300 * time.Millisecond) // the second call meets documents still being indexed
-			close(held.release)
+			close(held.Release)
 			wg.Wait()
 			answers := [2]batchAnswer{readBatch(t, out[0]), readBatch(t, out[1])}
 			stored := 0

@@ -10,40 +10,10 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/kb"
-	"github.com/reelforge/reelforge/host/kb/embed"
+	"github.com/reelforge/reelforge/host/kb/embed/embedtest"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/storetest"
 )
-
-// gated is a remote embedder (no token path) whose first Embed call says it started, then holds
-// until release is closed: an ingest caught mid-way, its documents added and not yet written.
-type gated struct {
-	embed.Embedder
-	once    sync.Once
-	started chan struct{}
-	release chan struct{}
-	fail    error // the held call's answer when set
-}
-
-func newGated() *gated {
-	return &gated{Embedder: embed.NewLocal(), started: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (g *gated) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	first := false
-	g.once.Do(func() { first = true; close(g.started) })
-	if first {
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if g.fail != nil {
-			return nil, g.fail
-		}
-	}
-	return g.Embedder.Embed(ctx, texts)
-}
 
 // watched is a store whose GetDocument says, on its first call, that it was called: the ingest
 // that came second reading the document the held one is indexing, that is, waiting for it. Before
@@ -81,7 +51,7 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, d store.Driver, _ *kb.Service) {
 		ctx := context.Background()
 		u := storetest.NewUser(t, d, "")
-		g, w := newGated(), watch(d)
+		g, w := embedtest.NewHeld(), watch(d)
 		s := kb.New(w, kb.Options{Embedder: g})
 		n := 2*kb.BatchGroup + 3 // several groups: on PostgreSQL the second call adds some of them itself
 		items := make([]kb.IngestParams, n)
@@ -92,10 +62,10 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 		var out [2][]kb.BatchOutcome
 		var wg sync.WaitGroup
 		wg.Go(func() { out[0] = s.IngestBatch(ctx, items) })
-		<-g.started // the first call's documents are added, its first group held in the embedder
+		<-g.Started // the first call's documents are added, its first group held in the embedder
 		wg.Go(func() { out[1] = s.IngestBatch(ctx, items) })
 		w.waited(t) // the second call met documents still being indexed, and waits
-		close(g.release)
+		close(g.Release)
 		wg.Wait()
 
 		written := 0
@@ -138,16 +108,16 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 
 		// Two single ingests of one text at once: one indexes it, the other waits and answers the
 		// duplicate.
-		g2, w2 := newGated(), watch(d)
+		g2, w2 := embedtest.NewHeld(), watch(d)
 		s2 := kb.New(w2, kb.Options{Embedder: g2})
 		p := kb.IngestParams{UserID: u.ID, SourceName: "twice-single", Visibility: store.VisibilityPrivate, Text: "The tapir shot wants a warm key light."}
 		var res [2]*kb.IngestResult
 		var errs [2]error
 		wg.Go(func() { res[0], errs[0] = s2.Ingest(ctx, p) })
-		<-g2.started
+		<-g2.Started
 		wg.Go(func() { res[1], errs[1] = s2.Ingest(ctx, p) })
 		w2.waited(t)
-		close(g2.release)
+		close(g2.Release)
 		wg.Wait()
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatalf("single ingests: %v, %v; want both answered", errs[0], errs[1])
@@ -159,16 +129,16 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 
 		// When the ingest that came first fails, the one that waited for it ingests the content
 		// in its place: nothing is lost.
-		g3 := newGated()
-		g3.fail = errors.New("embedder down")
+		g3 := embedtest.NewHeld()
+		g3.Fail = errors.New("embedder down")
 		w3 := watch(d)
 		s3 := kb.New(w3, kb.Options{Embedder: g3})
 		p.Text = "The capybara shot wants a cool rim light."
 		wg.Go(func() { res[0], errs[0] = s3.Ingest(ctx, p) })
-		<-g3.started
+		<-g3.Started
 		wg.Go(func() { res[1], errs[1] = s3.Ingest(ctx, p) })
 		w3.waited(t)
-		close(g3.release)
+		close(g3.Release)
 		wg.Wait()
 		if errs[0] != nil || res[0].Document.ParseStatus != store.DocFailed {
 			t.Errorf("the ingest whose embedder failed: %+v, %v; want its document failed", res[0], errs[0])
