@@ -334,12 +334,15 @@ func (d *Driver) KeywordCandidates(ctx context.Context, p store.SearchParams) ([
 // candidates a search, and its transfer and a scan of each text on the host (the target: search
 // p95 at 100k chunks, BENCHMARKS.md). Where the positions cannot tell (countsOf), the text is
 // read after all (searchTexts).
+//
+// Without terms (the cosines of rows a search holds already) there is nothing to count, and the
+// value is NULL rather than an empty filter of every row's search_tsv, which would decompress it.
 func candidateCols(terms []string, a *sqldb.Args) string {
-	if terms == nil {
-		terms = []string{}
+	counts := `NULL::tsvector`
+	if len(terms) > 0 {
+		counts = `ts_filter(setweight(c.search_tsv, 'A', ` + a.Add(terms) + `::text[]), '{a}')`
 	}
-	return `c.id, c.document_id, c.source_id, c.token_count, ts_filter(setweight(c.search_tsv, 'A', ` + a.Add(terms) +
-		`::text[]), '{a}'), c.embedding_model`
+	return `c.id, c.document_id, c.source_id, c.token_count, ` + counts + `, c.embedding_model`
 }
 
 // scanCandidate reads candidateCols, then extra destinations, into a partial row: with TermFreq,
@@ -601,7 +604,7 @@ func (d *Driver) VectorCandidates(ctx context.Context, p store.SearchParams) ([]
 	if err != nil {
 		return nil, err
 	}
-	if len(p.Terms) == 0 { // the cosines of known rows: no BM25 to feed
+	if len(p.Terms) == 0 { // the cosines of known rows (candidateCols): no BM25 to feed
 		return out, nil
 	}
 	return out, d.searchTexts(ctx, out)
