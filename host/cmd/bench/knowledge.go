@@ -51,6 +51,8 @@ var (
 	kbBeforeSearch = flag.String("kb-before-search", "", "a shell command run before each pass of searches, once the store is open and the "+
 		"corpus ready (e.g. restart PostgreSQL and drop the OS page cache): the pass then meets a server just started, as a running host's "+
 		"searches would")
+	kbHits = flag.String("kb-hits", "", "write each search's query and hits (chunk id and scores, one line a search) to this file, "+
+		"for comparing the results of two builds over the same kept corpus (-kb-schema): a change meant to keep the ranking must leave it the same")
 	kbSchema = flag.String("kb-schema", "", "on PostgreSQL, the schema of the ingest and search part (kept afterwards); when it already "+
 		"holds that part's corpus (a run with -kb-keep), its documents are regenerated, not ingested again, and the search runs on it")
 )
@@ -294,6 +296,11 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 				return fmt.Errorf("-kb-before-search: %w: %s", err, out)
 			}
 		}
+		hitsOut, err := newHitsFile(*kbHits, name, size)
+		if err != nil {
+			return err
+		}
+		defer hitsOut.close()
 		prewarm := newPrewarmClock(ctx, st, *kbPrewarm == "wait")
 		reads := newDiskReads(ctx, meter.url, meter.app)
 		var search, ask []float64
@@ -312,10 +319,12 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 			}
 			s0, ok := pidsCPU(per.pids)
 			c0, t0 := processCPU(), time.Now()
-			if _, err := s.Search(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5}); err != nil {
+			res, err := s.Search(ctx, kb.SearchParams{UserID: user, Query: q, TopK: 5})
+			if err != nil {
 				return err
 			}
 			search = append(search, msSince(t0))
+			hitsOut.add(q, res)
 			if warm {
 				per.add(processCPU()-c0, s0, ok)
 			}
@@ -717,4 +726,41 @@ func containsAny(text string, answers []string) bool {
 		}
 	}
 	return false
+}
+
+// hitsFile is -kb-hits: each search's query and hits, one line a search, so two builds' results
+// over the same corpus can be compared with diff (the scores to 9 significant digits).
+type hitsFile struct{ f *os.File }
+
+// newHitsFile opens path for appending (a run's passes and sizes follow one another), with a line
+// naming the pass; an empty path writes nothing.
+func newHitsFile(path, driver string, size int) (*hitsFile, error) {
+	if path == "" {
+		return &hitsFile{}, nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("-kb-hits: %w", err)
+	}
+	fmt.Fprintf(f, "# %s, %d chunks\n", driver, size)
+	return &hitsFile{f}, nil
+}
+
+func (h *hitsFile) add(q string, res []kb.Hit) {
+	if h.f == nil {
+		return
+	}
+	var b strings.Builder
+	b.WriteString(q)
+	for _, r := range res {
+		fmt.Fprintf(&b, "\t%s %.9g %.9g %.9g", r.ChunkID, r.Scores.Vector, r.Scores.Keyword, r.Scores.Total)
+	}
+	b.WriteByte('\n')
+	h.f.WriteString(b.String())
+}
+
+func (h *hitsFile) close() {
+	if h.f != nil {
+		h.f.Close()
+	}
 }
