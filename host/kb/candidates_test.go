@@ -17,7 +17,7 @@ func TestBestByBM25(t *testing.T) {
 		{ID: "none", SearchText: "opening shot"},
 	}
 	stats := store.TermStats{Docs: 100, AvgLen: 3, DF: map[string]int{"hook": 2, "reel": 60}}
-	got := bestByBM25([]string{"hook", "reel"}, rows, 2, stats)
+	got, _ := bestByBM25([]string{"hook", "reel"}, rows, 2, stats)
 	if len(got) != 2 || got[0].ID != "long" || got[1].ID != "short" {
 		ids := []string{}
 		for _, r := range got {

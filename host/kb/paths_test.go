@@ -2,12 +2,15 @@ package kb_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -143,4 +146,92 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// allCosines is a store whose keyword leg returns every row's cosine with qv (on the pgvector
+// path), as it did for every search before kb read the hits' cosines after ranking; it counts the
+// calls for cosines of given chunks alone (VectorCandidates with Limit 0).
+type allCosines struct {
+	store.Driver
+	qv    []float32
+	asked atomic.Int32
+}
+
+func (a *allCosines) KeywordCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
+	if a.qv != nil {
+		p.Vector = a.qv
+	}
+	return a.Driver.KeywordCandidates(ctx, p)
+}
+
+func (a *allCosines) VectorCandidates(ctx context.Context, p store.SearchParams) ([]store.ChunkRow, error) {
+	if p.Limit == 0 && len(p.ChunkIDs) > 0 {
+		a.asked.Add(1)
+	}
+	return a.Driver.VectorCandidates(ctx, p)
+}
+
+// TestHitsCosinesAfterRanking: with the local (non-semantic) embedder the pgvector path reads the
+// cosines of the hits alone, after ranking, where the keyword leg read those of all its rows; the
+// hits and every reported score are the same as with the cosines of all rows (allCosines), with
+// and without a metadata filter (which ranks more hits than it returns), on every path. The legs
+// take few candidates, so the vector leg misses most keyword hits and their cosines come late.
+func TestHitsCosinesAfterRanking(t *testing.T) {
+	docs, queries := pathCorpus()
+	for _, name := range []string{"sqlite", "postgres", "postgres-novector"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := drivers[name](t)
+			ctx := context.Background()
+			late, ref := &allCosines{Driver: d}, &allCosines{Driver: d}
+			opt := kb.Options{Candidates: 4}
+			s, all := kb.New(late, opt), kb.New(ref, opt)
+			user := "00000000-0000-0000-0000-0000000000ab"
+			for i, text := range docs {
+				ingest(t, s, kb.IngestParams{UserID: user, SourceName: "paths", Visibility: store.VisibilityPrivate,
+					Title: fmt.Sprintf("doc-%02d", i), Text: text, Metadata: json.RawMessage(fmt.Sprintf(`{"half":"%d"}`, i%2))})
+			}
+			emb := embed.NewLocal()
+			filtered := 0
+			for _, q := range queries {
+				vs, err := emb.Embed(ctx, []string{q})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref.qv = vs[0]
+				for _, meta := range []map[string]string{nil, {"half": "1"}} {
+					p := kb.SearchParams{UserID: user, Query: q, TopK: 10, Metadata: meta}
+					got, err := s.Search(ctx, p)
+					if err != nil {
+						t.Fatalf("search %q: %v", q, err)
+					}
+					want, err := all.Search(ctx, p)
+					if err != nil {
+						t.Fatalf("search %q with all cosines: %v", q, err)
+					}
+					if (meta == nil && len(got) == 0) || len(got) != len(want) {
+						t.Fatalf("%q %v: %d hits, %d with all cosines", q, meta, len(got), len(want))
+					}
+					for i := range got {
+						if got[i].ChunkID != want[i].ChunkID || got[i].Scores != want[i].Scores {
+							t.Errorf("%q %v: hit %d is %s %+v, with all cosines %s %+v", q, meta, i+1,
+								got[i].ChunkID, got[i].Scores, want[i].ChunkID, want[i].Scores)
+						}
+					}
+					if meta != nil {
+						filtered += len(got)
+					}
+				}
+			}
+			if filtered == 0 {
+				t.Errorf("no search with the metadata filter had a hit")
+			}
+			if name == "postgres" && d.SupportsVectorSearch() && late.asked.Load() == 0 {
+				t.Errorf("no search read its hits' cosines after ranking: the test misses that path")
+			}
+			if ref.asked.Load() != 0 {
+				t.Errorf("with all cosines from the keyword leg, %d searches still asked for some", ref.asked.Load())
+			}
+		})
+	}
 }

@@ -149,6 +149,7 @@ func hitOf(r store.ChunkRow, sc Scores) Hit {
 // its statistics and its weights are the same, so is the top 10 (up to the index's recall).
 func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv []float32, want int) ([]Hit, error) {
 	n := s.opt.Candidates
+	semantic := embed.Semantic(s.emb)
 	// A store's vector index finds the nearest chunks without the keyword leg's rows: that scan
 	// runs beside the keyword leg (two statements on two connections, so two cores of the
 	// database), and the cosines of keyword rows it did not return are read after both.
@@ -160,7 +161,17 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 			indexed <- nearResult{got, err}
 		}()
 	}
-	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Vector: qv, Model: s.emb.Model(), Limit: 2 * n})
+	// Without a semantic embedder the cosine of a keyword row that holds a query term neither
+	// admits nor places it (rank.Score keeps BM25's order): only the reported scores of the hits
+	// read it. So on the indexed path the keyword leg computes no cosines (about 2.4 of its 11 ms
+	// of server CPU at 100k chunks, for its 2n rows), and those of the hits are read after ranking
+	// (lateCosines). A semantic embedder's fusion needs every candidate's cosine to rank.
+	late := indexed != nil && !semantic
+	kwVec := qv
+	if late {
+		kwVec = nil
+	}
+	kw, err := s.st.KeywordCandidates(ctx, store.SearchParams{Viewer: v, Terms: terms, Vector: kwVec, Model: s.emb.Model(), Limit: 2 * n})
 	if err != nil {
 		if indexed != nil {
 			<-indexed
@@ -174,12 +185,19 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 		}
 		return nil, fmt.Errorf("kb: term statistics: %w", err)
 	}
-	kw = bestByBM25(terms, kw, n, stats)
+	kw, matched := bestByBM25(terms, kw, n, stats)
 	rows := make(map[string]store.ChunkRow, len(kw)+n)
 	order := make([]string, 0, len(kw)+n)
 	for _, r := range kw {
 		rows[r.ID] = r
 		order = append(order, r.ID)
+	}
+	var unranked map[string]bool // keyword rows whose cosine ranking does not read
+	if late {
+		unranked = make(map[string]bool, matched)
+		for _, r := range kw[:matched] {
+			unranked[r.ID] = true
+		}
 	}
 	cos := map[string]float64{}
 	if len(qv) > 0 {
@@ -188,7 +206,7 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 			r := <-indexed
 			scan = &r
 		}
-		if err := s.vectorLeg(ctx, v, qv, n, scan, rows, &order, cos); err != nil {
+		if err := s.vectorLeg(ctx, v, qv, n, scan, rows, &order, cos, unranked); err != nil {
 			return nil, err
 		}
 	}
@@ -200,13 +218,34 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 		}
 		cands = append(cands, candidate(r, cos[id]))
 	}
-	scored := rank.Score(terms, cands, rank.Options{TopK: want, Floor: s.opt.MinScore, Stats: rankStats(stats),
-		Semantic: embed.Semantic(s.emb)})
+	scored := rank.Score(terms, cands, rank.Options{TopK: want, Floor: s.opt.MinScore, Stats: rankStats(stats), Semantic: semantic})
 	ids := make([]string, len(scored))
+	var need []string // hits whose cosine vectorLeg left out
 	for i, h := range scored {
 		ids[i] = h.ID
+		if _, ok := cos[h.ID]; unranked[h.ID] && !ok {
+			need = append(need, h.ID)
+		}
 	}
-	if err := s.complete(ctx, rows, ids); err != nil {
+	if len(need) == 0 {
+		err = s.complete(ctx, rows, ids)
+	} else {
+		// The hits' rows and their missing cosines, on two connections at once, then the hits'
+		// scores with those cosines: their order stays (rank.Rescore).
+		lateDone := make(chan error, 1)
+		go func() { lateDone <- s.lateCosines(ctx, v, qv, need, cos) }()
+		err = s.complete(ctx, rows, ids)
+		if lerr := <-lateDone; err == nil {
+			err = lerr
+		}
+		if err == nil {
+			for _, h := range scored {
+				cands[h.Index].Cosine = cos[h.ID]
+			}
+			rank.Rescore(scored, cands)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	hits := make([]Hit, 0, len(scored))
@@ -216,6 +255,20 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 		}
 	}
 	return hits, nil
+}
+
+// lateCosines reads the cosines with qv of the chunks ids (hits that vectorLeg left without one)
+// into cos, through the store's vector index's path (a chunk without an embedding of the model
+// gets none: 0, as vectorLeg gives it).
+func (s *Service) lateCosines(ctx context.Context, v store.Viewer, qv []float32, ids []string, cos map[string]float64) error {
+	got, err := s.st.VectorCandidates(ctx, store.SearchParams{Viewer: v, Vector: qv, Model: s.emb.Model(), Limit: 0, ChunkIDs: ids})
+	if err != nil {
+		return fmt.Errorf("kb: hits' cosines: %w", err)
+	}
+	for _, r := range got {
+		cos[r.ID] = r.Vector
+	}
+	return nil
 }
 
 // complete replaces the rows of ids that a store returned partial (store.ChunkRow.Partial) with
@@ -254,9 +307,9 @@ type nearResult struct {
 // vectorLeg adds the n readable chunks nearest to qv to rows and order, and the cosine with qv of
 // every candidate (those already in rows too) to cos: through the store's vector index when it
 // has one (scan: its nearest chunks, found beside the keyword leg; the cosines of the rows already
-// in rows that it did not return come with them from the keyword leg, or are read here),
-// otherwise by the in-memory scan.
-func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n int, scan *nearResult, rows map[string]store.ChunkRow, order *[]string, cos map[string]float64) error {
+// in rows that it did not return come with them from the keyword leg, or are read here, except
+// those of unranked, which ranking does not read), otherwise by the in-memory scan.
+func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n int, scan *nearResult, rows map[string]store.ChunkRow, order *[]string, cos map[string]float64, unranked map[string]bool) error {
 	known := append([]string(nil), *order...)
 	if scan != nil && !errors.Is(scan.err, store.ErrNotSupported) {
 		if scan.err != nil {
@@ -276,6 +329,9 @@ func (s *Service) vectorLeg(ctx context.Context, v store.Viewer, qv []float32, n
 			}
 			if r := rows[id]; r.HasVector { // the keyword leg read it (store.SearchParams.Vector)
 				cos[id] = r.Vector
+				continue
+			}
+			if unranked[id] {
 				continue
 			}
 			rest = append(rest, id)
@@ -322,8 +378,9 @@ func rankStats(st store.TermStats) rank.Stats {
 // So their best 100 leave out chunks that a query's common terms (single Chinese characters, say)
 // put among BM25's best: on drcd, 13 of 100 candidates differed on SQLite, and MRR@10 fell below
 // BM25's own (BENCHMARKS.md, ninth session). With twice the rows to choose from, the choice is
-// BM25's, and the same on every driver.
-func bestByBM25(terms []string, rows []store.ChunkRow, n int, stats store.TermStats) []store.ChunkRow {
+// BM25's, and the same on every driver. matched counts the rows kept that hold a query term (BM25
+// above 0, whatever the candidate set: every idf is), the first ones.
+func bestByBM25(terms []string, rows []store.ChunkRow, n int, stats store.TermStats) (kept []store.ChunkRow, matched int) {
 	cands := make([]rank.Candidate, len(rows))
 	for i, r := range rows {
 		cands[i] = candidate(r, 0)
@@ -340,11 +397,14 @@ func bestByBM25(terms []string, rows []store.ChunkRow, n int, stats store.TermSt
 		}
 		return rows[x].ID < rows[y].ID
 	})
-	out := make([]store.ChunkRow, 0, min(n, len(rows)))
+	kept = make([]store.ChunkRow, 0, min(n, len(rows)))
 	for _, i := range order[:min(n, len(rows))] {
-		out = append(out, rows[i])
+		kept = append(kept, rows[i])
+		if score[i] > 0 {
+			matched++
+		}
 	}
-	return out
+	return kept, matched
 }
 
 // candidate is row as rank scores it: its stored search text (segment.IndexForm), which rank

@@ -150,23 +150,42 @@ func Score(terms []string, cands []Candidate, opt Options) []Hit {
 			}
 			return hits[a].ID < hits[b].ID
 		})
-		// Report totals in that order under the same formula: a hit's vector score counts up to
-		// where its total reaches the previous hit's. The keyword scores fall along the order,
-		// so the cap is never below 0.
-		prev := math.Inf(1)
-		for i := range hits {
-			h := &hits[i]
-			if h.Total > prev {
-				h.Vector = math.Max(0, (prev-KeywordWeight*h.Keyword)/VectorWeight)
-				h.Total = math.Min(prev, VectorWeight*h.Vector+KeywordWeight*h.Keyword)
-			}
-			prev = h.Total
-		}
+		capTotals(hits)
 	}
 	if len(hits) > opt.TopK {
 		hits = hits[:opt.TopK]
 	}
 	return hits
+}
+
+// capTotals reports the totals of hits in the non-semantic order under the same formula: a hit's
+// vector score counts up to where its total reaches the previous hit's. The keyword scores fall
+// along the order, so the cap is never below 0. A hit's scores depend on those before it alone.
+func capTotals(hits []Hit) {
+	prev := math.Inf(1)
+	for i := range hits {
+		h := &hits[i]
+		if h.Total > prev {
+			h.Vector = math.Max(0, (prev-KeywordWeight*h.Keyword)/VectorWeight)
+			h.Total = math.Min(prev, VectorWeight*h.Vector+KeywordWeight*h.Keyword)
+		}
+		prev = h.Total
+	}
+}
+
+// Rescore sets the scores of hits, Score's result for cands without Options.Semantic, from the
+// cosines cands hold now, as Score would have reported them: for a caller that learns the cosines
+// of some hits after ranking. Only those of candidates holding a query term (BM25 above 0) may
+// have changed: their cosine neither admits such a candidate (the floor) nor places it, so the
+// hits and their order are Score's with the new cosines too; and a hit's scores depend on its
+// own and the hits' before it alone, so the hits past TopK that Score dropped do not matter.
+func Rescore(hits []Hit, cands []Candidate) {
+	for i := range hits {
+		h := &hits[i]
+		h.Vector = cands[h.Index].Cosine
+		h.Total = VectorWeight*h.Vector + KeywordWeight*h.Keyword
+	}
+	capTotals(hits)
 }
 
 // BM25 returns the BM25 score of every candidate for terms (0 for one holding no query term),

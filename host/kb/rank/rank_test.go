@@ -153,6 +153,63 @@ func TestNonSemanticKeepsBM25(t *testing.T) {
 	}
 }
 
+// TestRescore: Score without Options.Semantic, given the candidates holding a query term with no
+// cosine (0), then Rescore with their cosines, gives the hits and scores Score gives with every
+// cosine from the start (kb reads the hits' cosines after ranking on the pgvector path), with
+// TopK and the capping of totals along the order.
+func TestRescore(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	words := make([]string, 40)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	pick := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = words[int(float64(len(words))*math.Pow(rng.Float64(), 2))]
+		}
+		return out
+	}
+	capped := 0
+	for round := 0; round < 2000; round++ {
+		cs := make([]Candidate, 5+rng.Intn(40))
+		for i := range cs {
+			cs[i] = Candidate{ID: fmt.Sprintf("c%03d", (i*37+round)%1000), Terms: pick(3 + rng.Intn(30)), Cosine: rng.Float64()}
+		}
+		terms := pick(1 + rng.Intn(4))
+		opt := Options{TopK: 1 + rng.Intn(12)}
+		want := Score(terms, cs, opt)
+		bm := BM25(terms, cs, opt)
+		late := slices.Clone(cs)
+		for i := range late {
+			if bm[i] > 0 {
+				late[i].Cosine = 0
+			}
+		}
+		got := Score(terms, late, opt)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d hits without the cosines, %d with", round, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Index != want[i].Index {
+				t.Fatalf("round %d: hit %d is %s without the cosines, %s with", round, i, got[i].ID, want[i].ID)
+			}
+		}
+		Rescore(got, cs)
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: rescored %+v, want %+v", round, got, want)
+		}
+		for _, h := range want {
+			if h.Vector != cs[h.Index].Cosine {
+				capped++
+			}
+		}
+	}
+	if capped == 0 {
+		t.Fatalf("no hit's vector score was capped: the test misses the capping")
+	}
+}
+
 // bm25Cands are n candidates of 150 terms each drawn from a vocabulary of 5,000 words, the shape
 // a search at 100k chunks scores (a few hundred candidates), and a 3-term query.
 func bm25Cands(n int) ([]string, []Candidate) {
