@@ -6,9 +6,9 @@ import (
 )
 
 // StartIndexer starts d's background indexer (d opened with ManualIndexer) with a backlog bound,
-// batch size and settle time of the test's choosing; Close stops it.
-func StartIndexer(d *Driver, backlog, batch int, settle time.Duration) {
-	d.startIndexerWith(slog.New(slog.DiscardHandler), backlog, batch, settle)
+// batch size, settle time and duty of the test's choosing; Close stops it.
+func StartIndexer(d *Driver, backlog, batch int, settle time.Duration, duty float64) {
+	d.startIndexerWith(slog.New(slog.DiscardHandler), backlog, batch, settle, duty)
 }
 
 // WithPrewarmExtension is opt with the prewarm using the extension ext (a name that does not

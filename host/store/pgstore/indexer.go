@@ -21,9 +21,10 @@ import (
 // When it works is the trade between ingest and search. While a stream of writes goes on, the
 // graph inserts would take the server's cores from the writes (on two cores, batch/text ran at
 // 2.79 MB/s with them, 4.06 on the path without them; BENCHMARKS.md), so the indexer leaves the
-// rows pending up to indexBacklog and, past it, indexes only what is over the bound; once this
-// host's writes pause for indexSettle it indexes everything, and a new stream of writes makes it
-// stop again at the next batch. The deferred work is not saved, only moved after the ingest (the
+// rows pending up to indexBacklog and, past it, indexes only what is over the bound, at most
+// indexDuty of the time (a rest after each batch); once this host's writes pause for indexSettle it
+// indexes everything without rest, and a new stream of writes makes it stop again at the next
+// batch. The deferred work is not saved, only moved after the ingest (the
 // bench reports it: the indexer's time after the last call, and its CPU in the server's). At the
 // same pause it first merges the keyword index's pending list (mergeKeywordPending), which the
 // writes likewise leave to grow up to its limit (migration 0720).
@@ -49,6 +50,14 @@ const (
 	// exchange for a burst of that many chunks (about 5 MB of text) written without the graph
 	// inserts competing with it.
 	indexBacklog = 5000
+	// indexDuty is the share of the time the indexer works past indexBacklog while writes go on:
+	// after a batch it rests three times as long as the batch took. Back to back, its batches took
+	// a core of the two from a stream of one document a call, which writes about 3 chunks a ms
+	// against the graph's 0.7 a ms on a whole core, so they never brought the backlog back to the
+	// bound, only slowed its growth; the rest raised the 10k row's MB/s by a median 10% (21 interleaved
+	// pairs, BENCHMARKS.md). A quarter still holds the bound for a stream of up to about 0.18
+	// chunks a ms (18 documents of 10 chunks a second: an embedder that answers in 50 ms or more).
+	indexDuty = 0.25
 	// indexPoll is how often the indexer looks for rows without a write of its own host to wake
 	// it: those of other hosts, and those a host left pending when it stopped.
 	indexPoll = 5 * time.Second
@@ -67,6 +76,7 @@ type indexer struct {
 	backlog int           // indexBacklog (tests set less)
 	batch   int           // indexBatch (tests set less)
 	settle  time.Duration // indexSettle (tests set more)
+	duty    float64       // indexDuty (tests set less)
 
 	mu    sync.Mutex
 	dirty int       // rows this host wrote and the indexer has not indexed since (an estimate of the backlog)
@@ -78,13 +88,13 @@ type indexer struct {
 
 // startIndexer runs the indexer of d until stopIndexer.
 func (d *Driver) startIndexer(log *slog.Logger) {
-	d.startIndexerWith(log, indexBacklog, indexBatch, indexSettle)
+	d.startIndexerWith(log, indexBacklog, indexBatch, indexSettle, indexDuty)
 }
 
-func (d *Driver) startIndexerWith(log *slog.Logger, backlog, batch int, settle time.Duration) {
+func (d *Driver) startIndexerWith(log *slog.Logger, backlog, batch int, settle time.Duration, duty float64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.idx = &indexer{d: d, log: log, wake: make(chan struct{}, 1), stop: cancel, done: make(chan struct{}),
-		backlog: backlog, batch: batch, settle: settle}
+		backlog: backlog, batch: batch, settle: settle, duty: duty}
 	go d.idx.run(ctx)
 }
 
@@ -149,10 +159,17 @@ func (ix *indexer) takeKeyword() bool {
 }
 
 // work indexes batches as due says until none is left (or another host's indexer holds the
-// lock), waiting while writes go on under the bound; it returns when the indexer is stopped too.
+// lock), waiting while writes go on under the bound, and resting after each batch past it
+// (indexDuty) until the writes pause; it returns when the indexer is stopped too.
 func (ix *indexer) work(ctx context.Context) {
+	var rested time.Time // while writes go on, no batch before this
 	for ctx.Err() == nil {
 		now, quiet, wait := ix.due(time.Now())
+		if now && !quiet {
+			if r := time.Until(rested); r > 0 {
+				now, wait = false, min(wait, r)
+			}
+		}
 		if quiet && ix.takeKeyword() {
 			// First, so that once the vectors are indexed nothing the writes deferred is left.
 			if err := ix.d.mergeKeywordPending(ctx); err != nil && ctx.Err() == nil {
@@ -169,6 +186,7 @@ func (ix *indexer) work(ctx context.Context) {
 			t.Stop()
 			continue
 		}
+		t0 := time.Now()
 		n, err := ix.d.IndexPendingVectors(ctx, ix.batch)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
@@ -188,6 +206,8 @@ func (ix *indexer) work(ctx context.Context) {
 		if done {
 			return
 		}
+		took := time.Since(t0)
+		rested = time.Now().Add(time.Duration(float64(took) * (1 - ix.duty) / ix.duty))
 	}
 }
 

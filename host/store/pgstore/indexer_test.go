@@ -119,7 +119,7 @@ func TestIndexerMergesKeywordPending(t *testing.T) {
 	if !slices.Contains(opts, "gin_pending_list_limit=16384") {
 		t.Errorf("keyword index options %v, want gin_pending_list_limit=16384", opts)
 	}
-	pgstore.StartIndexer(d, 1000, 256, 200*time.Millisecond)
+	pgstore.StartIndexer(d, 1000, 256, 200*time.Millisecond, 1)
 	user := storetest.NewUser(t, d, "")
 	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
 	waitPending(t, d, func(n int64) bool { return n == 0 }, "indexed after the pause")
@@ -138,7 +138,7 @@ func TestIndexerMergesKeywordPending(t *testing.T) {
 func TestIndexerDefersWhileWriting(t *testing.T) {
 	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
 	const backlog, batch, settle = 40, 16, 3 * time.Second
-	pgstore.StartIndexer(d, backlog, batch, settle)
+	pgstore.StartIndexer(d, backlog, batch, settle, 1)
 	user := storetest.NewUser(t, d, "")
 	texts := func(n, doc int) []string {
 		out := make([]string, n)
@@ -162,6 +162,29 @@ func TestIndexerDefersWhileWriting(t *testing.T) {
 		}
 	}
 	waitPending(t, d, func(n int64) bool { return n == 0 }, "all indexed after the pause")
+	wantVectorHits(t, d, user.ID, 5)
+}
+
+// TestIndexerRestsPastBacklog: past the backlog bound, while this host's writes go on, the indexer
+// rests after each batch (its duty: here a ten-thousandth, so the rest far outlasts the test's
+// writes), and once the writes pause it indexes the rest without resting.
+func TestIndexerRestsPastBacklog(t *testing.T) {
+	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
+	const backlog, batch, settle = 10, 8, 2 * time.Second
+	pgstore.StartIndexer(d, backlog, batch, settle, 0.0001)
+	user := storetest.NewUser(t, d, "")
+	texts := make([]string, 40)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("chunk %d about night lighting", i)
+	}
+	start := time.Now()
+	addChunks(t, d, user.ID, texts...) // over the bound by 30: back to back, 4 batches
+	waitPending(t, d, func(n int64) bool { return n <= 40-batch }, "a first batch indexed")
+	time.Sleep(500 * time.Millisecond)
+	if n := pending(t, d); n != 40-batch && time.Since(start) < settle {
+		t.Fatalf("pending past the bound after a batch, writes not paused = %d, want %d (resting)", n, 40-batch)
+	}
+	waitPending(t, d, func(n int64) bool { return n == 0 }, "all indexed after the pause, without rest")
 	wantVectorHits(t, d, user.ID, 5)
 }
 
