@@ -399,6 +399,82 @@ func TestKeywordRowsOnce(t *testing.T) {
 	}
 }
 
+// TestKeywordScores: the keyword leg's score of each candidate is the idf-weighted sum of ts_rank
+// per query term of the row's stored search_tsv, as computed from the column directly, in every
+// stage of the row selection (the terms together are over the keyword budget) and for rows whose
+// search_tsv is compressed (the leg ranks a decompressed copy of it).
+func TestKeywordScores(t *testing.T) {
+	d := openVector(t)
+	ctx := context.Background()
+	u := storetest.NewUser(t, d, "")
+	var texts []string
+	for i := 0; i < 300; i++ {
+		texts = append(texts, fmt.Sprintf("alpha beta gamma alpha note %d", i), fmt.Sprintf("alpha only note %d", i),
+			fmt.Sprintf("beta beta only note %d", i), fmt.Sprintf("gamma only note %d", i))
+	}
+	for i := 0; i < 400; i++ {
+		texts = append(texts, fmt.Sprintf("delta filler %d", i))
+	}
+	for i := 0; i < 5; i++ { // search texts of over 2 KB: stored compressed
+		var long strings.Builder
+		for j := 0; j < 500; j++ {
+			fmt.Fprintf(&long, "word%dx%d ", i, j)
+		}
+		texts = append(texts, long.String()+strings.Repeat("gamma ", i+1)+"beta")
+	}
+	addChunks(t, d, u.ID, texts...)
+	terms := storetest.Terms("alpha beta gamma")
+	rows, err := d.KeywordCandidates(ctx, store.SearchParams{Viewer: store.Viewer{UserID: u.ID}, Terms: terms, Limit: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.TermStats(ctx, terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idf []float64
+	for _, term := range terms {
+		df := float64(st.DF[term])
+		idf = append(idf, math.Log(1+math.Max(0, float64(st.Docs)-df+0.5)/(df+0.5)))
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	want := map[string]float64{}
+	compressed := 0
+	pgrows, err := d.Pool().Query(ctx, `SELECT id, pg_column_compression(search_tsv) IS NOT NULL,
+			$2::float8 * ts_rank(search_tsv, to_tsquery('simple', $5)) + $3::float8 * ts_rank(search_tsv, to_tsquery('simple', $6))
+			+ $4::float8 * ts_rank(search_tsv, to_tsquery('simple', $7))
+		FROM knowledge_chunks WHERE id = ANY($1::text[])`, ids, idf[0], idf[1], idf[2], terms[0], terms[1], terms[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pgrows.Next() {
+		var id string
+		var packed bool
+		var k float64
+		if err := pgrows.Scan(&id, &packed, &k); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = k
+		if packed {
+			compressed++
+		}
+	}
+	if err := pgrows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 1000 || compressed != 5 {
+		t.Fatalf("%d candidates, %d of them compressed; want the budget's rows, the 5 long ones among them", len(rows), compressed)
+	}
+	for _, r := range rows {
+		if math.Abs(r.Keyword-want[r.ID]) > 1e-9*want[r.ID] || want[r.ID] == 0 {
+			t.Fatalf("keyword score of %s = %v, want %v", r.ID, r.Keyword, want[r.ID])
+		}
+	}
+}
+
 // chunkTexts returns the text of each chunk of ids (ChunksByID), by id.
 func chunkTexts(t *testing.T, d store.Driver, ids []string) map[string]string {
 	t.Helper()
