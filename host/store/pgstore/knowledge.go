@@ -767,59 +767,100 @@ func termCounts(ctx context.Context, run runQuery, cache *sqldb.TermCounts[float
 	// With a corpus kept in the cache only the missing terms are counted: its size and mean
 	// length (a read of up to 20,000 rows on a large table, most of a search's time at 100k chunks
 	// when it ran for every new term; the target is search p95 at 100k chunks, BENCHMARKS.md) stay
-	// as the cache has them until it expires or a write of this host drops it. Rule: another host's
-	// writes show in them within the cache's 30 s, as in the frequencies.
-	kept := n.N > 0
-	lex := make([]string, len(qs))
-	for i, q := range qs {
-		lex[i] = strings.Trim(q, "'")
+	// as the cache has them until it expires or a write of this host drops it, and so do the
+	// column statistics read with them (termStats). Rule: another host's writes, and an ANALYZE,
+	// show in them within the cache's 30 s, as in the frequencies.
+	st, _ := n.Stats.(*termStats)
+	if n.N == 0 || st == nil {
+		var err error
+		if n, st, err = readCorpus(ctx, run); err != nil {
+			return sqldb.Corpus[float64]{}, nil, err
+		}
 	}
-	// st is MATERIALIZED: inlined, the pg_stats view (its joins and privilege checks, and the
-	// cast of up to a thousand common lexemes to text[]) was read twice per term, 17 of the 19.5
-	// ms of server CPU this statement took for 3 terms at 100k chunks (the target: search p95 at
-	// 100k chunks, BENCHMARKS.md).
 	fresh := map[string]float64{}
+	var count []string // the terms counted through the GIN index
+	for _, q := range qs {
+		if freq := st.freq[strings.Trim(q, "'")]; st.est >= 5000 && freq > 0 {
+			fresh[q] = float64(freq) * n.N
+		} else {
+			count = append(count, q)
+		}
+	}
+	if len(count) > 0 {
+		err := run(ctx, `SELECT u.q, (SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', u.q) LIMIT $2) y)
+			FROM unnest($1::text[]) AS u(q)`, []any{count, dfCap}, func(r sqldb.Row) error {
+			var q string
+			var c int64
+			if err := r.Scan(&q, &c); err != nil {
+				return err
+			}
+			f := float64(c)
+			if c >= dfCap { // capped: a common term takes its estimate when larger
+				f = math.Max(f, float64(st.freq[strings.Trim(q, "'")])*n.N)
+			}
+			fresh[q] = f
+			return nil
+		})
+		if err != nil {
+			return sqldb.Corpus[float64]{}, nil, err
+		}
+	}
+	for q, f := range fresh {
+		df[q] = f
+	}
+	cache.Store(n, fresh)
+	return n, df, nil
+}
+
+// termStats is what termCounts reads of the planner's statistics, with the corpus (once per cache
+// lifetime, not on each miss): the table's estimated row count (-1 without one) and the
+// frequencies of the tsvector column's most common lexemes. They change only at an ANALYZE, and
+// kept with the corpus they show one within the cache's 30 s, as other hosts' writes do. Read
+// with each miss (pg_stats, and the cast of its thousand lexemes to text[]), they cost the
+// statement ahead of the keyword leg a third of its time; a miss whose terms are all common now
+// needs no statement (128 of 312 misses at 100k chunks; BENCHMARKS.md, search at 100k).
+type termStats struct {
+	est  int64
+	freq map[string]float32 // most_common_elem_freqs (real) by lexeme, as pg_stats has them
+}
+
+// readCorpus reads the corpus (the planner's row estimate on a large table, 5000 rows and more,
+// and the mean length of the first 20,000 rows; else counted) and the statistics of termStats.
+func readCorpus(ctx context.Context, run runQuery) (sqldb.Corpus[float64], *termStats, error) {
+	var n sqldb.Corpus[float64]
+	st := &termStats{freq: map[string]float32{}}
+	// st is MATERIALIZED: inlined, the pg_stats view (its joins and privilege checks, and the
+	// cast of up to a thousand common lexemes to text[]) was read once per use.
 	err := run(ctx, `WITH rel AS (SELECT k.reltuples::bigint AS r, n.nspname AS ns FROM pg_class k
 			JOIN pg_namespace n ON n.oid = k.relnamespace WHERE k.oid = to_regclass('knowledge_chunks')),
 		est AS (SELECT COALESCE((SELECT r FROM rel), -1) AS r),
 		st AS MATERIALIZED (SELECT ps.most_common_elems::text::text[] AS e, ps.most_common_elem_freqs AS f FROM pg_stats ps, rel
 			WHERE ps.schemaname = rel.ns AND ps.tablename = 'knowledge_chunks' AND ps.attname = 'search_tsv')
-		SELECT CASE WHEN NOT $4 THEN 0 WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END,
-			CASE WHEN NOT $4 THEN NULL
-				WHEN est.r >= 5000 THEN (SELECT AVG(token_count)::float8 FROM (SELECT token_count FROM knowledge_chunks LIMIT 20000) y)
-				ELSE (SELECT AVG(token_count)::float8 FROM knowledge_chunks) END, x.q,
-			CASE WHEN est.r >= 5000 AND x.f > 0 THEN -1 ELSE
-				(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks WHERE search_tsv @@ to_tsquery('simple', x.q) LIMIT $3) y) END,
-			x.f
-		FROM est, (SELECT u.q, COALESCE((SELECT st.f[array_position(st.e, u.l)] FROM st), 0) AS f
-			FROM unnest($1::text[], $2::text[]) AS u(q, l)) x`, []any{qs, lex, dfCap, n.N == 0}, func(r sqldb.Row) error {
-		var total, count int64
+		SELECT est.r, CASE WHEN est.r >= 5000 THEN est.r ELSE (SELECT COUNT(*) FROM knowledge_chunks) END,
+			CASE WHEN est.r >= 5000 THEN (SELECT AVG(token_count)::float8 FROM (SELECT token_count FROM knowledge_chunks LIMIT 20000) y)
+				ELSE (SELECT AVG(token_count)::float8 FROM knowledge_chunks) END,
+			(SELECT e FROM st), (SELECT f FROM st)
+		FROM est`, nil, func(r sqldb.Row) error {
+		var total int64
 		var avg *float64
-		var q string
-		var freq float64
-		if err := r.Scan(&total, &avg, &q, &count, &freq); err != nil {
+		var lex []string
+		var freq []float32
+		if err := r.Scan(&st.est, &total, &avg, &lex, &freq); err != nil {
 			return err
-		}
-		if kept {
-			total = int64(n.N) // the corpus of the cache, not counted again ($4)
 		}
 		n.N = float64(total)
 		if avg != nil {
 			n.AvgLen = *avg
 		}
-		f := float64(count)
-		if count < 0 || count >= dfCap {
-			f = math.Max(f, freq*n.N)
+		for i, l := range lex {
+			if _, dup := st.freq[l]; !dup && i < len(freq) { // the first, as array_position finds it
+				st.freq[l] = freq[i]
+			}
 		}
-		fresh[q] = f
-		df[q] = f
 		return nil
 	})
-	if err != nil {
-		return sqldb.Corpus[float64]{}, nil, err
-	}
-	cache.Store(n, fresh)
-	return n, df, nil
+	n.Stats = st
+	return n, st, err
 }
 
 // TermStats implements store.Knowledge through termCounts (cached, and estimated on a large

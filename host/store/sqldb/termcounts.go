@@ -25,6 +25,9 @@ type TermCounts[V int | float64] struct {
 type Corpus[V int | float64] struct {
 	N      V
 	AvgLen float64
+	// Stats is what else the driver read with N and that the counts rest on, kept and dropped with
+	// them (pgstore: the column statistics, *termStats); a value that compares equal (a pointer).
+	Stats any
 }
 
 // Lookup returns the corpus (zero when none is kept), the counts of the keys it holds and the
