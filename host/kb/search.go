@@ -239,9 +239,18 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 			err = lerr
 		}
 		if err == nil {
+			// A hit deleted since the keyword leg read it (its row still partial) is dropped
+			// below, and its cosine was not found: left in the order with 0, its total would cap
+			// those of the hits after it (a next hit's vector score of 0.77 was reported as 0).
+			// The hits kept are capped by one another alone.
+			kept := scored[:0]
 			for _, h := range scored {
-				cands[h.Index].Cosine = cos[h.ID]
+				if !rows[h.ID].Partial {
+					cands[h.Index].Cosine = cos[h.ID]
+					kept = append(kept, h)
+				}
 			}
+			scored = kept
 			rank.Rescore(scored, cands)
 		}
 	}

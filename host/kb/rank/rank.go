@@ -178,7 +178,8 @@ func capTotals(hits []Hit) {
 // of some hits after ranking. Only those of candidates holding a query term (BM25 above 0) may
 // have changed: their cosine neither admits such a candidate (the floor) nor places it, so the
 // hits and their order are Score's with the new cosines too; and a hit's scores depend on its
-// own and the hits' before it alone, so the hits past TopK that Score dropped do not matter.
+// own and the hits' before it alone, so the hits past TopK that Score dropped do not matter (nor,
+// for the hits left, those a caller leaves out of hits).
 func Rescore(hits []Hit, cands []Candidate) {
 	for i := range hits {
 		h := &hits[i]
