@@ -5,6 +5,7 @@ package kb
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -73,7 +74,15 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 		}
 	}
 	names := capitalised(question)
-	weight := map[string]float64{} // known terms, by their stem
+	// The known terms, by their stem, in the question's order: a slice, not a map, so that a
+	// coverage is always the same sum in the same order. Summed in a map's random order, passages
+	// holding the same terms got coverages a rounding apart, which reordered them (and the answer
+	// quoting them) from one call to the next.
+	type known struct {
+		stem string
+		w    float64
+	}
+	var weight []known
 	total, unseen := 0.0, 0
 	for _, t := range terms {
 		n := inFacts[stem(t)]
@@ -82,8 +91,11 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 		}
 		switch {
 		case n > 0:
+			if slices.ContainsFunc(weight, func(k known) bool { return k.stem == stem(t) }) {
+				continue // two forms of one word in the question (cost, costs) are one term
+			}
 			w := math.Log(1 + float64(docs+1)/(float64(n)+0.5))
-			weight[stem(t)] = w
+			weight = append(weight, known{stem(t), w})
 			total += w
 		case names[t]:
 			unseen += 2 // a name the base never mentions: the question is about something else
@@ -100,9 +112,9 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 			has[stem(t)] = true
 		}
 		c, matched := 0.0, 0
-		for t, w := range weight {
-			if has[t] {
-				c += w
+		for _, k := range weight {
+			if has[k.stem] {
+				c += k.w
 				matched++
 			}
 		}
@@ -147,11 +159,33 @@ func capitalised(question string) map[string]bool {
 	return out
 }
 
-// stem is a word's crude English stem (costs, costing and costed are cost); other terms are
-// themselves. It only decides whether a question's word and a passage's word are the same word.
+// stem is a word's crude English stem (costs, costing and costed are cost; name, names, named and
+// naming are name; release, released and releasing are releas); other terms are themselves. It only
+// decides whether a question's word and a passage's word are the same word.
 func stem(w string) string {
-	if segment.IsCJK(w) || len(w) <= 4 {
+	if segment.IsCJK(w) {
 		return strings.TrimSuffix(w, "s")
+	}
+	st, restore := suffixStem(w)
+	// The endings replace a final e (named, releasing): a short stem gets it back, as Porter's
+	// stemmer does (nam is name, but plann is plan), and a longer word loses it (release is releas),
+	// so that every form of a word ending in e is one stem, without making plane plan or note not.
+	switch {
+	case restore && measure(st) == 1 && cvc(st):
+		st += "e"
+	case len(st) > 4 && strings.HasSuffix(st, "e"):
+		if b := st[:len(st)-1]; measure(b) > 1 || (measure(b) == 1 && !cvc(b)) {
+			st = b
+		}
+	}
+	return st
+}
+
+// suffixStem is w without its English ending (ies, ing, ed, es, er, ly, s), and whether that
+// ending may have replaced a final e (ing, ed, es, er, unless a doubled consonant was undone).
+func suffixStem(w string) (string, bool) {
+	if len(w) <= 4 {
+		return strings.TrimSuffix(w, "s"), false
 	}
 	for _, suf := range []string{"ies", "ing", "ed", "es", "er", "ly", "s"} {
 		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 3 {
@@ -160,12 +194,42 @@ func stem(w string) string {
 				base += "y"
 			}
 			if n := len(base); n >= 2 && base[n-1] == base[n-2] && suf != "es" && base[n-1] != 'l' && base[n-1] != 's' {
-				base = base[:n-1] // running, stopped
+				return base[:n-1], false // running, stopped
 			}
-			return base
+			return base, suf == "ing" || suf == "ed" || suf == "es" || suf == "er"
 		}
 	}
-	return w
+	return w, false
+}
+
+// isVowel reports whether w[i] is a vowel: a, e, i, o, u, or a y after a consonant.
+func isVowel(w string, i int) bool {
+	switch w[i] {
+	case 'a', 'e', 'i', 'o', 'u':
+		return true
+	case 'y':
+		return i > 0 && !isVowel(w, i-1)
+	}
+	return false
+}
+
+// measure is Porter's m of w: how many vowel-consonant sequences it has (tr 0, name's nam 1,
+// releas 2).
+func measure(w string) int {
+	m := 0
+	for i := 1; i < len(w); i++ {
+		if !isVowel(w, i) && isVowel(w, i-1) {
+			m++
+		}
+	}
+	return m
+}
+
+// cvc reports whether w ends consonant, vowel, consonant, the last not w, x or y (nam, plan, hop):
+// Porter's sign of a short word that had a final e.
+func cvc(w string) bool {
+	n := len(w)
+	return n >= 3 && !isVowel(w, n-1) && isVowel(w, n-2) && !isVowel(w, n-3) && !strings.ContainsRune("wxy", rune(w[n-1]))
 }
 
 // wordForms are the index terms that count as the word w: w, its stem and the stem's common
@@ -175,9 +239,10 @@ func wordForms(w string) []string {
 		return []string{w}
 	}
 	st := stem(w)
+	b := strings.TrimSuffix(st, "e") // name: named, naming
 	seen := map[string]bool{}
 	var out []string
-	for _, f := range []string{w, st, st + "s", st + "es", st + "ed", st + "ing", st + "e", st + "er", st + "ers", st + "y", st + "ies", st + "ly"} {
+	for _, f := range []string{w, st, st + "s", b + "es", b + "ed", b + "ing", b + "e", b + "er", b + "ers", st + "y", b + "ies", st + "ly"} {
 		if !seen[f] {
 			seen[f] = true
 			out = append(out, f)

@@ -109,7 +109,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (s *Service) search(ctx context.Context, p SearchParams) ([]Hit, error) {
 	if len(segment.Informative(p.Query)) == 0 {
-		// Only stop and question words ("what is it?", "这是什么？"): nothing to find.
+		// Only stop and question words and single letters ("what is it?", "这是什么？", "Q"): nothing to find.
 		return []Hit{}, nil
 	}
 	viewer := store.Viewer{UserID: p.UserID, Admin: p.Admin, ProjectID: p.ProjectID, SourceNames: p.SourceNames, DocumentIDs: p.DocumentIDs}

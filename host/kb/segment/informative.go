@@ -1,6 +1,10 @@
 package segment
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // questionWords are English words that carry no information about what a question asks for:
 // question words, auxiliaries, pronouns and other function words. They are never evidence that a
@@ -18,7 +22,7 @@ func init() {
 		"a an the of to in on at by for from with about as into than then that this these those there here " +
 		"their they them it its i you we he she me my your our us his her him one ones any some all " +
 		"per each very also just only or and but if not no yes please tell know need want get gets got " +
-		"have has had give show explain describe say says said s t ll ve re d m " +
+		"have has had give show explain describe say says said ll ve re " +
 		"kind type sort way ways thing things someone something anyone anything called named") {
 		questionWords[w] = true
 	}
@@ -30,7 +34,8 @@ func init() {
 // Informative returns the distinct terms of a question that can show a text answers it: its
 // words without stop and question words, and the Chinese bigrams without a function character.
 // Chinese unigrams are left out (a single character is no evidence); a question of one Chinese
-// character keeps it.
+// character keeps it, for it is a word (猫). A word of one letter is never one: the Q of an FAQ's
+// "Q:", the s of "it's", an initial.
 func Informative(question string) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -38,6 +43,8 @@ func Informative(question string) []string {
 	for _, t := range toks {
 		switch {
 		case seen[t.Text], t.Stop, !t.CJK && questionWords[t.Text]:
+			continue
+		case !t.CJK && oneLetter(t.Text):
 			continue
 		case t.CJK && t.Uni:
 			continue
@@ -68,4 +75,10 @@ func IsCJK(term string) bool {
 		return isBigramScript(r)
 	}
 	return false
+}
+
+// oneLetter reports whether w is a single letter (q, x, é); a single digit is a number, not a letter.
+func oneLetter(w string) bool {
+	r, n := utf8.DecodeRuneInString(w)
+	return n == len(w) && unicode.IsLetter(r)
 }

@@ -17,7 +17,10 @@ func TestInformative(t *testing.T) {
 		"法国的首都是哪里？":                      {"法国", "首都"},
 		"这是什么？":                          nil,
 		"Clipsmith 创作者版年付价格是多少？":         {"clipsmith", "创作", "作者", "者版", "版年", "年付", "付价", "价格"},
-		"猫": {"猫"},
+		"猫":                    {"猫"},
+		"Q":                    nil,
+		"Is plan B ready?":     {"plan", "ready"},
+		"Budget of episode 3?": {"budget", "episode", "3"},
 	}
 	for in, want := range tests {
 		if diff := cmp.Diff(want, segment.Informative(in)); diff != "" {
