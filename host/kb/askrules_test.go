@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/reelforge/reelforge/host/kb"
@@ -40,7 +41,7 @@ func TestAskIsDeterministic(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
 		ctx := context.Background()
 		user := episodeBase(t, d, s)
-		p := kb.SearchParams{UserID: user, Query: "What was the production budget of the episode filmed in Osaka?", TopK: 5}
+		p := kb.SearchParams{UserID: user, Query: "What was the production budget of the filmed episode?", TopK: 5}
 		var first *kb.Answer
 		ids := func(a *kb.Answer) []string {
 			var out []string
@@ -120,6 +121,23 @@ func TestAskMatchesWordForms(t *testing.T) {
 		a, err := s.Ask(ctx, kb.SearchParams{UserID: u.ID, Query: "What is the name of the capital of France?", TopK: 5})
 		if err != nil || a.Answer != kb.NoBasisAnswer {
 			t.Errorf("Ask(capital of France) = %q, %v; want the no-basis answer", a.Answer, err)
+		}
+	})
+}
+
+// A passage that shares a question's common words but none of its names is about another thing
+// when a passage holds one: the budget of the Kraków episode does not answer for Osaka.
+func TestAskKeepsToTheNamedSubject(t *testing.T) {
+	t.Parallel()
+	forEachDriver(t, func(t *testing.T, d store.Driver, s *kb.Service) {
+		ctx := context.Background()
+		user := episodeBase(t, d, s)
+		a, err := s.Ask(ctx, kb.SearchParams{UserID: user, Query: "What was the production budget of the episode filmed in Osaka?", TopK: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(a.Answer, "1200 euros") || strings.Count(a.Answer, "euros") != 1 || len(a.Hits) != 1 {
+			t.Errorf("Ask(Osaka) = %q with %d hits; want the Osaka episode's budget (1200 euros) only", a.Answer, len(a.Hits))
 		}
 	})
 }

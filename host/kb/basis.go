@@ -26,14 +26,15 @@ const FactSource = "facts"
 // basis returns the hits (and the caller's stored facts, as hits of FactSource) that ground an
 // answer to question, best coverage first (search order among equals); empty when nothing does.
 //
-// A passage grounds an answer when it holds at least MinCoverage of the question's known terms,
-// two of them at least (or all, when the question has one), and more of them than the question has
-// terms the knowledge base has never seen (a name it never saw counts twice). Sharing a stop
-// word, a question word or one common term is never enough, and a question mostly about things the
-// base never mentions ("the capital of France" in a cooking base) is out of its domain, answered
-// with NoBasisAnswer. A Chinese bigram the index does not hold but one of its overlapping
-// neighbours does is not counted as unseen: it is most likely two characters across a word
-// boundary (音账 in 抖音账号), not a word.
+// A passage grounds an answer when it holds at least MinCoverage of the question's known terms, two
+// of them at least (or all, when the question has one), and more of them than the question has
+// terms the knowledge base has never seen (a name it never saw counts twice). Sharing a stop word,
+// a question word or one common term is never enough, and a question mostly about things the base
+// never mentions ("the capital of France" in a cooking base) is out of its domain, answered with
+// NoBasisAnswer. When a grounding passage holds one of the question's known names (in its text or
+// its document's title), the passages holding none of them do not ground. A Chinese bigram the
+// index does not hold but one of its overlapping neighbours does is not counted as unseen: it is
+// most likely two characters across a word boundary (音账 in 抖音账号), not a word.
 func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit) ([]Hit, error) {
 	terms := segment.Informative(question)
 	if len(terms) == 0 {
@@ -81,6 +82,7 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 	type known struct {
 		stem string
 		w    float64
+		name bool // a name of the question (capitalised)
 	}
 	var weight []known
 	total, unseen := 0.0, 0
@@ -95,7 +97,7 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 				continue // two forms of one word in the question (cost, costs) are one term
 			}
 			w := math.Log(1 + float64(docs+1)/(float64(n)+0.5))
-			weight = append(weight, known{stem(t), w})
+			weight = append(weight, known{stem(t), w, names[t]})
 			total += w
 		case names[t]:
 			unseen += 2 // a name the base never mentions: the question is about something else
@@ -106,36 +108,49 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 	if total == 0 {
 		return nil, nil
 	}
-	grounds := func(text string) (float64, bool) {
+	// grounds returns a passage's coverage, whether it grounds an answer, and whether it holds one
+	// of the question's known names.
+	grounds := func(text string) (float64, bool, bool) {
 		has := map[string]bool{}
 		for _, t := range segment.Terms(text) {
 			has[stem(t)] = true
 		}
-		c, matched := 0.0, 0
+		c, matched, named := 0.0, 0, false
 		for _, k := range weight {
 			if has[k.stem] {
 				c += k.w
 				matched++
+				named = named || k.name
 			}
 		}
 		c /= total
-		return c, c >= MinCoverage && matched > unseen && (matched >= 2 || matched == len(weight))
+		return c, c >= MinCoverage && matched > unseen && (matched >= 2 || matched == len(weight)), named
 	}
 	type scored struct {
-		h   Hit
-		cov float64
+		h     Hit
+		cov   float64
+		named bool
 	}
 	var keep []scored
 	for _, h := range hits {
-		if c, ok := grounds(h.Heading + "\n" + h.ChunkText); ok {
-			keep = append(keep, scored{h, c})
+		if c, ok, named := grounds(h.Heading + "\n" + h.ChunkText); ok {
+			// A document names its subject in its title as often as in each passage (the Bilibili
+			// rules' "sponsored segments must not exceed 90 seconds").
+			_, _, titled := grounds(h.DocumentTitle)
+			keep = append(keep, scored{h, c, named || titled})
 		}
 	}
 	for _, f := range facts {
-		if c, ok := grounds(f.Key + "\n" + f.Value); ok {
+		if c, ok, named := grounds(f.Key + "\n" + f.Value); ok {
 			keep = append(keep, scored{Hit{ChunkID: "fact:" + f.ID, ChunkText: f.Value, Heading: f.Key, SourceName: FactSource,
-				DocumentTitle: f.Key, Scores: Scores{Total: c}}, c})
+				DocumentTitle: f.Key, Scores: Scores{Total: c}}, c, named})
 		}
+	}
+	// The names of a question say what it is about (the Osaka of "the budget of the episode filmed
+	// in Osaka"): when a grounding passage holds one, a passage holding none is about another thing
+	// that shares the common words (the budget of the Kraków episode), and does not ground.
+	if slices.ContainsFunc(keep, func(k scored) bool { return k.named }) {
+		keep = slices.DeleteFunc(keep, func(k scored) bool { return !k.named })
 	}
 	sort.SliceStable(keep, func(i, j int) bool { return keep[i].cov > keep[j].cov })
 	out := make([]Hit, 0, len(keep))
