@@ -27,7 +27,9 @@ import (
 // batch. The deferred work is not saved, only moved after the ingest (the
 // bench reports it: the indexer's time after the last call, and its CPU in the server's). At the
 // same pause it first merges the keyword index's pending list (mergeKeywordPending), which the
-// writes likewise leave to grow up to its limit (migration 0720).
+// writes likewise leave to grow up to its limit (migration 0720), and refreshes the keyword
+// statistics when the chunks changed enough since the last ANALYZE (analyzeIfStale). Without
+// pgvector it does only these two.
 //
 // Each host of a database runs one; a batch runs in a transaction holding an advisory lock of the
 // schema (pg_try_advisory_xact_lock), so one host indexes at a time and the others find the lock
@@ -64,6 +66,17 @@ const (
 	// indexerLockClass is the first key of the indexer's advisory lock; the second is the hash of
 	// the schema, so each schema of a database (the tests use one each) has its own indexer.
 	indexerLockClass = 731_622_046
+	// analyzeBase and analyzeScale: the indexer analyzes knowledge_chunks once more than
+	// analyzeBase + analyzeScale × its rows (the planner's count) were inserted or deleted since
+	// the last ANALYZE. That is autovacuum's rule for the table (its default threshold of 50 rows,
+	// and the 2% of migration 0511), which a cluster may have turned off and which otherwise runs
+	// at its own time (a naptime of a minute). Between two ANALYZEs the corpus size and a common
+	// term's frequency the keyword scores take from the statistics on a large table (termWeights)
+	// are off by at most that many rows: 2%, an idf moved by a few hundredths; an ANALYZE samples
+	// at most 30,000 rows (default_statistics_target 100), 0.3 to 0.4 s of the server's CPU at
+	// 100k chunks, and not more past it (BENCHMARKS.md).
+	analyzeBase  = 50
+	analyzeScale = 0.02
 )
 
 // indexer is the background worker of one Driver.
@@ -84,6 +97,14 @@ type indexer struct {
 	// keyword: this host wrote chunks since the indexer last merged the keyword index's pending
 	// list (mergeKeywordPending).
 	keyword bool
+	// changed: chunks this host inserted or deleted since its last ANALYZE (analyzeIfStale);
+	// recheck: changes since the indexer last looked whether the statistics are stale; looked: it
+	// did once since it started; noAnalyze: the role may not ANALYZE the table, so it never looks
+	// again.
+	changed   int
+	recheck   bool
+	looked    bool
+	noAnalyze bool
 }
 
 // startIndexer runs the indexer of d until stopIndexer.
@@ -107,15 +128,28 @@ func (d *Driver) stopIndexer() {
 	<-d.idx.done
 }
 
-// wrote tells the indexer that n rows to index were committed.
-func (ix *indexer) wrote(n int) {
-	if ix == nil || n == 0 {
+// wrote tells the indexer that vectors rows to index and chunks chunk rows were committed.
+func (ix *indexer) wrote(vectors, chunks int) {
+	if ix == nil || vectors == 0 && chunks == 0 {
 		return
 	}
 	ix.mu.Lock()
-	ix.dirty += n
-	ix.last = time.Now()
+	ix.dirty += vectors
 	ix.keyword = true
+	ix.mu.Unlock()
+	ix.changes(chunks)
+}
+
+// changes tells the indexer that n chunk rows were inserted or deleted (a write: the indexer
+// waits for the next pause).
+func (ix *indexer) changes(n int) {
+	if ix == nil {
+		return
+	}
+	ix.mu.Lock()
+	ix.last = time.Now()
+	ix.changed += n
+	ix.recheck = ix.recheck || n > 0
 	ix.mu.Unlock()
 	select {
 	case ix.wake <- struct{}{}:
@@ -176,6 +210,11 @@ func (ix *indexer) work(ctx context.Context) {
 				ix.log.Warn("pgstore: keyword index pending list", "err", err)
 			}
 		}
+		if quiet {
+			// Before the vectors too: once none is pending (what the bench and tests wait for
+			// before searching) the statistics are fresh, not refreshed in the middle of searches.
+			ix.refreshStats(ctx)
+		}
 		if !now {
 			t := time.NewTimer(wait)
 			select {
@@ -209,6 +248,92 @@ func (ix *indexer) work(ctx context.Context) {
 		took := time.Since(t0)
 		rested = time.Now().Add(time.Duration(float64(took) * (1 - ix.duty) / ix.duty))
 	}
+}
+
+// refreshStats runs analyzeIfStale when this host changed chunks since it last looked.
+func (ix *indexer) refreshStats(ctx context.Context) {
+	ix.mu.Lock()
+	changed, look, first := ix.changed, ix.recheck && !ix.noAnalyze, !ix.looked
+	ix.recheck = false
+	ix.mu.Unlock()
+	if !look {
+		return
+	}
+	res, err := ix.d.analyzeIfStale(ctx, changed, first)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.looked = ix.looked || err == nil && res != statsBusy
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			ix.log.Warn("pgstore: keyword statistics (ANALYZE knowledge_chunks)", "err", err)
+		}
+	case res == statsAnalyzed:
+		ix.changed -= changed // those since are still to count
+	case res == statsBusy:
+		ix.recheck = true // the next round (a write, or the poll) looks again
+	case res == statsDenied:
+		ix.noAnalyze = true
+		ix.log.Info("pgstore: this role may not ANALYZE knowledge_chunks (neither its owner nor the database's): " +
+			"the keyword statistics of a large table follow ingests only as autovacuum or an operator's ANALYZE refreshes them")
+	}
+}
+
+// What analyzeIfStale did.
+const (
+	statsFresh    = iota // the changes are under the threshold: nothing
+	statsAnalyzed        // ANALYZE ran, and this host's term cache was dropped
+	statsBusy            // another host's indexer holds the lock (it may be analyzing): look again later
+	statsDenied          // the role may not ANALYZE the table
+)
+
+// analyzeIfStale runs ANALYZE knowledge_chunks when the chunks this host inserted and deleted
+// since its last ANALYZE (changed) pass analyzeBase + analyzeScale of the table, and then drops
+// this host's term cache so that its next search reads the new statistics (other hosts' within the
+// cache's 30 s). Each host counts its own writes. The server's count (n_mod_since_analyze) counts
+// them all but is late: a backend reports its counts at most once a second, an idle one up to 10 s
+// later, so right after an ANALYZE it held rows that ANALYZE had read (a test's deletion of 3,000
+// chunks showed after the ANALYZE it had set off, and the next write of 100 set off another);
+// first (the first look since this host started) takes it too, for the changes made before: an
+// earlier run's, other writers'. It holds the indexer's lock, so one host analyzes at a time.
+// ANALYZE takes a SHARE UPDATE EXCLUSIVE lock, which inserts, deletes and searches do not wait for.
+func (d *Driver) analyzeIfStale(ctx context.Context, changed int, first bool) (int, error) {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	var mine, may bool
+	var rows float64
+	var mods int64
+	// ANALYZE is for the table's owner or the database's (PostgreSQL 17's MAINTAIN right is not
+	// looked at: such a role is left to autovacuum); it skips the table with a warning otherwise.
+	err = tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext(current_schema())), GREATEST(k.reltuples, 0)::float8,
+			pg_stat_get_mod_since_analyze(k.oid),
+			pg_has_role(k.relowner, 'USAGE') OR pg_has_role((SELECT datdba FROM pg_database WHERE datname = current_database()), 'USAGE')
+		FROM pg_class k WHERE k.oid = 'knowledge_chunks'::regclass`, int32(indexerLockClass)).Scan(&mine, &rows, &mods, &may)
+	switch {
+	case err != nil:
+		return 0, err
+	case !may:
+		return statsDenied, nil
+	case !mine:
+		return statsBusy, nil
+	}
+	if !first {
+		mods = 0
+	}
+	if float64(max(mods, int64(changed))) <= analyzeBase+analyzeScale*rows {
+		return statsFresh, nil
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE knowledge_chunks`); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	d.df.Reset()
+	return statsAnalyzed, nil
 }
 
 // mergeKeywordPending merges the keyword index's pending list into the index (migration 0720: the

@@ -3,10 +3,13 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
@@ -313,4 +316,95 @@ func TestBulkLoadWritesRowsOnce(t *testing.T) {
 		t.Errorf("rows pending after the build and one more write = %d, want 1: the build ends the load", got)
 	}
 	wantVectorHits(t, d, user.ID, 4)
+}
+
+// TestIndexerRefreshesKeywordStatistics: on a table of 5,000 chunks and more the keyword scores
+// take the corpus size and a common term's frequency from the planner's statistics, which only an
+// ANALYZE refreshes (autovacuum may be off, and waits for its own time). Once this host's writes
+// pause, its indexer analyzes the table when they changed more than 50 rows and 2% of it, so
+// TermStats follows an ingest and a deletion without an ANALYZE by hand, on both search paths; a
+// change under that leaves the statistics as they were.
+func TestIndexerRefreshesKeywordStatistics(t *testing.T) {
+	for _, vector := range []bool{true, false} {
+		t.Run(map[bool]string{true: "pgvector", false: "in-memory"}[vector], func(t *testing.T) {
+			ctx := context.Background()
+			url := storetest.PostgresURL(t)
+			schema := storetest.SchemaName()
+			d, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, VectorSearch: vector, NoPrewarm: true})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() {
+				d.Close()
+				storetest.DropSchema(url, schema)
+			})
+			user := storetest.NewUser(t, d, "")
+			// write adds a document of n chunks, each holding "common", those for which half says
+			// so "half", and a term of its own; no vectors (the graph inserts would take seconds).
+			write := func(n int, half func(i int) bool) string {
+				t.Helper()
+				res, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: user.ID, Name: "s", Visibility: store.VisibilityPrivate},
+					&store.KnowledgeDocument{ID: uuid.NewString(), UserID: user.ID, Title: "t", Filename: "f.txt", FileHash: uuid.NewString()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				chunks := make([]store.KnowledgeChunk, n)
+				for i := range chunks {
+					text := fmt.Sprintf("common r%s", uuid.NewString()[:8])
+					if half(i) {
+						text += " half"
+					}
+					chunks[i] = store.KnowledgeChunk{ID: uuid.NewString(), SourceID: res.Source.ID, DocumentID: res.Document.ID, Index: i,
+						Text: text, SearchText: storetest.SearchText(text), EmbeddingModel: storetest.Model}
+				}
+				if _, err := d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: res.Document.ID, Chunks: chunks}); err != nil {
+					t.Fatal(err)
+				}
+				return res.Document.ID
+			}
+			stats := func() store.TermStats {
+				t.Helper()
+				st, err := d.TermStats(ctx, []string{"common", "half"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			// near: the statistics' estimates (exact here: ANALYZE reads every row of a table
+			// under 30,000), within a percent.
+			near := func(st store.TermStats, n, half int) bool {
+				ok := func(got, want int) bool { return math.Abs(float64(got-want)) <= 0.01*float64(want) }
+				return st.Docs == n && ok(st.DF["common"], n) && ok(st.DF["half"], half)
+			}
+			wait := func(n, half int, what string) {
+				t.Helper()
+				deadline := time.Now().Add(15 * time.Second)
+				st := stats()
+				for ; !near(st, n, half); st = stats() {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: TermStats %d chunks, df %v after 15 s; want %d chunks, common %d, half %d", what, st.Docs, st.DF, n, n, half)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			write(6000, func(i int) bool { return i%2 == 0 })
+			// As a table analyzed at some point (by hand, or by the indexer at the write's pause).
+			if _, err := d.Pool().Exec(ctx, `ANALYZE knowledge_chunks`); err != nil {
+				t.Fatal(err)
+			}
+			wait(6000, 3000, "6000 chunks, analyzed")
+			more := write(3000, func(int) bool { return true })
+			wait(9000, 6000, "3000 chunks more")
+			if _, err := d.DeleteDocument(ctx, more); err != nil {
+				t.Fatal(err)
+			}
+			wait(6000, 3000, "the 3000 deleted")
+			// 100 chunks: under 50 + 2% of 6000, so no ANALYZE at the pause.
+			write(100, func(int) bool { return true })
+			time.Sleep(1500 * time.Millisecond)
+			if st := stats(); !near(st, 6000, 3000) {
+				t.Errorf("100 chunks more, under the threshold: TermStats %d chunks, df %v; want the statistics unchanged (6000, half 3000)", st.Docs, st.DF)
+			}
+		})
+	}
 }

@@ -91,8 +91,8 @@ func (d *Driver) WriteChunksBatch(ctx context.Context, docs []store.WriteChunksP
 // until then the search scans them exactly.
 func (d *Driver) writeChunks(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error) {
 	defer d.df.Reset()
-	var vectors int
-	defer func() { d.idx.wrote(vectors) }()
+	var vectors, chunks int
+	defer func() { d.idx.wrote(vectors, chunks) }()
 	inTx := d.DB.WithTx
 	if len(docs) == 1 {
 		inTx = func(_ context.Context, fn func(tx *sqldb.DB) error) error { return fn(d.DB) }
@@ -136,7 +136,7 @@ func (d *Driver) writeChunks(ctx context.Context, docs []store.WriteChunksParams
 			// a batch one document at a time to learn which).
 			return fmt.Errorf("%w: %d of the %d documents of the batch are indexed already or gone", store.ErrConflict, len(docs)-len(marked), len(docs))
 		}
-		vectors = len(a.half)
+		vectors, chunks = len(a.half), len(a.id)
 		return nil
 	})
 	if err != nil {
@@ -231,7 +231,7 @@ func (d *Driver) Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map
 func (d *Driver) AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error {
 	err := d.DB.AddEmbeddingsWith(ctx, model, vecs, d.putEmbedding)
 	if err == nil && d.vector {
-		d.idx.wrote(len(vecs))
+		d.idx.wrote(len(vecs), 0)
 	}
 	return err
 }
@@ -711,7 +711,9 @@ type termWeight struct {
 // reads every row) and a term among the most common lexemes of the tsvector column's statistics
 // takes its frequency from there: counting a common term reads every row holding it, the cost
 // the keyword budget avoids. Other terms are counted through the GIN index, up to dfCap (a term
-// that reaches it without statistics counts as dfCap).
+// that reaches it without statistics counts as dfCap). Those statistics are as fresh as the last
+// ANALYZE, which the indexer runs at the pause after this host's writes once they changed more
+// than 50 rows and 2% of the table since (analyzeIfStale), so they follow ingests and deletions.
 //
 // Counting a few dozen terms (a Chinese question is many unigrams and bigrams) costs more than
 // the search itself, so the frequencies and the corpus size are kept in cache (newTermCounts: 30 s)
@@ -815,7 +817,8 @@ func termCounts(ctx context.Context, run runQuery, cache *sqldb.TermCounts[float
 // termStats is what termCounts reads of the planner's statistics, with the corpus (once per cache
 // lifetime, not on each miss): the table's estimated row count (-1 without one) and the
 // frequencies of the tsvector column's most common lexemes. They change only at an ANALYZE, and
-// kept with the corpus they show one within the cache's 30 s, as other hosts' writes do. Read
+// kept with the corpus they show one within the cache's 30 s, as other hosts' writes do (the
+// indexer's own ANALYZE at once: it drops this host's cache). Read
 // with each miss (pg_stats, and the cast of its thousand lexemes to text[]), they cost the
 // statement ahead of the keyword leg a third of its time; a miss whose terms are all common now
 // needs no statement (128 of 312 misses at 100k chunks; BENCHMARKS.md, search at 100k).
@@ -918,8 +921,13 @@ func newTermCounts() *sqldb.TermCounts[float64] {
 	return &sqldb.TermCounts[float64]{TTL: 30 * time.Second, Max: 100_000}
 }
 
-// DeleteDocument implements store.Knowledge; the keyword statistics' cache starts over.
+// DeleteDocument implements store.Knowledge; the keyword statistics' cache starts over, and the
+// indexer counts the chunks deleted towards the next ANALYZE (analyzeIfStale).
 func (d *Driver) DeleteDocument(ctx context.Context, id string) ([]string, error) {
 	defer d.df.Reset()
-	return d.DB.DeleteDocument(ctx, id)
+	ids, err := d.DB.DeleteDocument(ctx, id)
+	if err == nil {
+		d.idx.changes(len(ids))
+	}
+	return ids, err
 }

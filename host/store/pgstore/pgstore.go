@@ -28,7 +28,7 @@ type Driver struct {
 	// keeps its vectors without the float32 bytes (see inHalfColumn); Embeddings reads it.
 	half bool
 	df   *sqldb.TermCounts[float64] // document frequencies of the keyword leg
-	idx  *indexer                   // the vector indexer (indexer.go); nil without pgvector or with ManualIndexer
+	idx  *indexer                   // the vector indexer (indexer.go); nil with ManualIndexer
 	pw   *prewarmer                 // the prewarm of the server's caches (prewarm.go); nil with NoPrewarm
 	lazy *sqldb.DB                  // the pool, with transactions that commit without waiting for the WAL flush (AddDocuments)
 	// batch sends pipelined batches (addNew): the pool; nil in a transaction's Driver (InTx).
@@ -46,7 +46,8 @@ type Options struct {
 	Clock  func() time.Time
 	Logger *slog.Logger
 	// ManualIndexer leaves new embeddings out of the HNSW index until IndexPendingVectors is
-	// called (tests); by default a background indexer moves them in (indexer.go).
+	// called, and the keyword statistics to an explicit ANALYZE (tests); by default a background
+	// indexer moves them in and refreshes the statistics (indexer.go).
 	ManualIndexer bool
 	// NoPrewarm leaves the database server's caches alone; by default the driver reads the
 	// relations searches use into them in the background, when it opens and after each start of
@@ -129,7 +130,7 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 			return nil, fmt.Errorf("pgstore: vector column: %w", err)
 		}
 	}
-	if vector && !opt.ManualIndexer {
+	if !opt.ManualIndexer {
 		d.startIndexer(log)
 	}
 	d.startPrewarmer()
