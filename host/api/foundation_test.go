@@ -259,12 +259,16 @@ func TestHealthPrewarm(t *testing.T) {
 	}
 }
 
-// bigIndex is a store whose vector index reports twice the size of its buffer cache.
-type bigIndex struct{ store.Driver }
+// bigIndex is a store whose vector index reports six times the size of its buffer cache, and
+// pending rows.
+type bigIndex struct {
+	store.Driver
+	pending int64
+}
 
 func (bigIndex) SupportsVectorSearch() bool { return true }
-func (bigIndex) VectorIndexStatus(context.Context) (store.VectorIndexStatus, error) {
-	return store.VectorIndexStatus{IndexBytes: 800 << 20, SharedBufferBytes: 128 << 20, Pending: 7}, nil
+func (b bigIndex) VectorIndexStatus(context.Context) (store.VectorIndexStatus, error) {
+	return store.VectorIndexStatus{IndexBytes: 800 << 20, SharedBufferBytes: 128 << 20, Pending: b.pending, PendingLimit: 10000}, nil
 }
 
 // TestHealthVectorIndex: with pgvector, /health reports the HNSW index's size against
@@ -290,10 +294,27 @@ func TestHealthVectorIndex(t *testing.T) {
 	t.Run("too big", func(t *testing.T) {
 		t.Parallel()
 		d := drivers()[0].open(t)
-		r := setup(t, func(*testing.T) store.Driver { return bigIndex{d} }).do("GET", "/health", "", nil)
+		r := setup(t, func(*testing.T) store.Driver { return bigIndex{d, 7} }).do("GET", "/health", "", nil)
 		w, _ := r.body["warnings"].([]any)
 		if r.status != 200 || r.body["status"] != "ok" || len(w) != 1 || !strings.Contains(w[0].(string), "shared_buffers to at least 1001 MB") {
 			t.Errorf("health = %d %s; want ok with a warning naming shared_buffers", r.status, r.raw)
+		}
+	})
+	// Pending rows are counted up to the limit (the indexer's backlog past which it no longer
+	// rests): under it no word of them, at it a second warning.
+	t.Run("backlog", func(t *testing.T) {
+		t.Parallel()
+		d := drivers()[0].open(t)
+		for _, tt := range []struct {
+			pending int64
+			warn    bool
+		}{{9999, false}, {10000, true}} {
+			r := setup(t, func(*testing.T) store.Driver { return bigIndex{d, tt.pending} }).do("GET", "/health", "", nil)
+			w, _ := r.body["warnings"].([]any)
+			warned := len(w) == 2 && strings.Contains(w[1].(string), "10000 or more knowledge chunks are waiting for the HNSW index")
+			if r.status != 200 || r.body["status"] != "ok" || warned != tt.warn || !warned && len(w) != 1 {
+				t.Errorf("health with %d pending = %d %s; want ok, a backlog warning: %v", tt.pending, r.status, r.raw, tt.warn)
+			}
 		}
 	})
 }

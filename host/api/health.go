@@ -55,6 +55,14 @@ func (s *Server) health(c *fiber.Ctx) error {
 					"vector searches read index pages from outside the buffer cache; set shared_buffers to at least %d MB (README, PostgreSQL)",
 					vi.IndexBytes>>20, vi.SharedBufferBytes>>20, (vi.IndexBytes>>20)+(vi.IndexBytes>>22)+1)}
 			}
+			if vi.PendingLimit > 0 && vi.Pending >= vi.PendingLimit {
+				// Counted up to the limit: at it, there are that many or more. Not degraded either:
+				// the chunks are found, but each search scans every one of them exactly.
+				warnings, _ := body["warnings"].([]string)
+				body["warnings"] = append(warnings, fmt.Sprintf("%d or more knowledge chunks are waiting for the HNSW index: "+
+					"every vector search scans them exactly (about 2.5 µs of PostgreSQL's CPU each); the indexer works on them "+
+					"without rest, and indexes them all once ingests pause (README, PostgreSQL)", vi.PendingLimit))
+			}
 		}
 	}
 	if r, ok := s.Store.(store.PrewarmReporter); ok && dbOK {

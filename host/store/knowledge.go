@@ -169,7 +169,10 @@ type NewDocument struct {
 type VectorIndexStatus struct {
 	IndexBytes        int64 // the HNSW index, on disk
 	SharedBufferBytes int64 // PostgreSQL's shared_buffers
-	Pending           int64 // embeddings the background indexer has not moved into the index yet
+	Pending           int64 // embeddings the background indexer has not moved into the index yet, counted up to PendingLimit
+	// PendingLimit is the backlog past which the indexer no longer holds rows pending while
+	// writes go on (every search scans them exactly): Pending at it means at least that many.
+	PendingLimit int64
 }
 
 // VectorIndexReporter is a driver that has a vector index to report on (pgstore with pgvector).

@@ -22,7 +22,8 @@ import (
 // graph inserts would take the server's cores from the writes (on two cores, batch/text ran at
 // 2.79 MB/s with them, 4.06 on the path without them; BENCHMARKS.md), so the indexer leaves the
 // rows pending up to indexBacklog and, past it, indexes only what is over the bound, at most
-// indexDuty of the time (a rest after each batch); once this host's writes pause for indexSettle it
+// indexDuty of the time (a rest after each batch) up to indexRestLimit × the bound and without rest
+// past that; once this host's writes pause for indexSettle it
 // indexes everything without rest, and a new stream of writes makes it stop again at the next
 // batch. The deferred work is not saved, only moved after the ingest (the
 // bench reports it: the indexer's time after the last call, and its CPU in the server's). At the
@@ -45,21 +46,33 @@ const (
 	// indexSettle is how long this host's writes must pause before the indexer indexes below
 	// indexBacklog.
 	indexSettle = 300 * time.Millisecond
-	// indexBacklog bounds the rows every search scans exactly while writes go on. Its target: a
-	// search during an import costs at most about a quarter more of the server's CPU than one
-	// after it (a pending row costs a search 2.5 to 4 µs with nearestLeg's scan, so 13 to 20 ms
-	// at the bound, against 50 to 80 ms for a whole search at 10k chunks; BENCHMARKS.md), in
-	// exchange for a burst of that many chunks (about 5 MB of text) written without the graph
-	// inserts competing with it.
+	// indexBacklog is the rows the indexer leaves pending while this host's writes go on: it
+	// indexes only what is over it, and rests between batches while the backlog is under
+	// indexRestLimit × indexBacklog. So a stream that writes faster than the resting indexer
+	// indexes (indexDuty) grows the backlog to that; only one faster than its batches back to back
+	// (the graph's 0.7 chunks a ms on a whole core, less beside the writes; one document a call
+	// writes about 3) grows it past, by the difference of the two, until the writes pause. Its
+	// target: a search during an import costs at most about a quarter more of the server's CPU
+	// than one after it (a pending row costs a search 2.5 to 4 µs with nearestLeg's scan, so 13 to
+	// 20 ms at the bound, against 50 to 80 ms for a whole search at 10k chunks; BENCHMARKS.md),
+	// about half more at the limit, in exchange for a burst of that many chunks (about 5 MB of
+	// text) written without the graph inserts competing with it.
 	indexBacklog = 5000
 	// indexDuty is the share of the time the indexer works past indexBacklog while writes go on:
 	// after a batch it rests three times as long as the batch took. Back to back, its batches took
 	// a core of the two from a stream of one document a call, which writes about 3 chunks a ms
 	// against the graph's 0.7 a ms on a whole core, so they never brought the backlog back to the
 	// bound, only slowed its growth; the rest raised the 10k row's MB/s by a median 10% (21 interleaved
-	// pairs, BENCHMARKS.md). A quarter still holds the bound for a stream of up to about 0.18
-	// chunks a ms (18 documents of 10 chunks a second: an embedder that answers in 50 ms or more).
+	// pairs, BENCHMARKS.md). A quarter holds the bound for a stream of up to about 0.18 chunks a
+	// ms (18 documents of 10 chunks a second: an embedder that answers in 50 ms or more); a faster
+	// stream grows the backlog to indexRestLimit × indexBacklog, where the rest stops.
 	indexDuty = 0.25
+	// indexRestLimit: at or past indexRestLimit × indexBacklog rows pending (10,000) the indexer
+	// no longer rests while writes go on, its batches back to back as before indexDuty: a pending
+	// row costs every search its exact scan, and resting there let any stream over 0.18 chunks a
+	// ms grow the backlog, and the searches' cost, until the writes paused. /health warns from
+	// there (VectorIndexStatus).
+	indexRestLimit = 2
 	// indexPoll is how often the indexer looks for rows without a write of its own host to wake
 	// it: those of other hosts, and those a host left pending when it stopped.
 	indexPoll = 5 * time.Second
@@ -86,7 +99,7 @@ type indexer struct {
 	wake    chan struct{} // a write of this host committed rows to index
 	stop    context.CancelFunc
 	done    chan struct{}
-	backlog int           // indexBacklog (tests set less)
+	backlog int           // indexBacklog (tests set less; the rest stops at indexRestLimit × it)
 	batch   int           // indexBatch (tests set less)
 	settle  time.Duration // indexSettle (tests set more)
 	duty    float64       // indexDuty (tests set less)
@@ -173,13 +186,13 @@ func (ix *indexer) run(ctx context.Context) {
 }
 
 // due reports whether the indexer should index a batch now (the backlog is over its bound, or
-// this host's writes paused for settle: quiet) and, when not, how long until the pause is long
-// enough.
-func (ix *indexer) due(now time.Time) (due, quiet bool, wait time.Duration) {
+// this host's writes paused for settle: quiet), whether it may rest first (the backlog is under
+// indexRestLimit × its bound) and, when not due, how long until the pause is long enough.
+func (ix *indexer) due(now time.Time) (due, quiet, mayRest bool, wait time.Duration) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	q := now.Sub(ix.last)
-	return ix.dirty >= ix.backlog || q >= ix.settle, q >= ix.settle, ix.settle - q
+	return ix.dirty >= ix.backlog || q >= ix.settle, q >= ix.settle, ix.dirty < indexRestLimit*ix.backlog, ix.settle - q
 }
 
 // takeKeyword reports whether this host wrote chunks since the last merge of the keyword index's
@@ -194,12 +207,13 @@ func (ix *indexer) takeKeyword() bool {
 
 // work indexes batches as due says until none is left (or another host's indexer holds the
 // lock), waiting while writes go on under the bound, and resting after each batch past it
-// (indexDuty) until the writes pause; it returns when the indexer is stopped too.
+// (indexDuty) until the writes pause or the backlog reaches indexRestLimit × the bound; it returns
+// when the indexer is stopped too.
 func (ix *indexer) work(ctx context.Context) {
 	var rested time.Time // while writes go on, no batch before this
 	for ctx.Err() == nil {
-		now, quiet, wait := ix.due(time.Now())
-		if now && !quiet {
+		now, quiet, mayRest, wait := ix.due(time.Now())
+		if now && !quiet && mayRest {
 			if r := time.Until(rested); r > 0 {
 				now, wait = false, min(wait, r)
 			}
@@ -376,17 +390,18 @@ func (d *Driver) IndexPendingVectors(ctx context.Context, n int) (int, error) {
 }
 
 // VectorIndexStatus implements store.VectorIndexReporter: the HNSW index's size on disk, the
-// server's shared_buffers, and the rows pending, counted up to 10,000 (for /health, which should
-// stay cheap).
+// server's shared_buffers, and the rows pending, counted up to the backlog at which the indexer
+// stops resting while writes go on (indexRestLimit × indexBacklog, 10,000: /health should stay
+// cheap, and warns from there).
 func (d *Driver) VectorIndexStatus(ctx context.Context) (store.VectorIndexStatus, error) {
-	var st store.VectorIndexStatus
+	st := store.VectorIndexStatus{PendingLimit: indexRestLimit * indexBacklog}
 	if !d.vector {
 		return st, store.ErrNotSupported
 	}
 	err := d.pool.QueryRow(ctx, `SELECT COALESCE(pg_relation_size(to_regclass($1)), 0),
 			(SELECT setting::bigint * pg_size_bytes(COALESCE(NULLIF(unit, ''), '1B')) FROM pg_settings WHERE name = 'shared_buffers'),
-			(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_embeddings WHERE NOT vector_indexed LIMIT 10000) p)`,
-		vectorIndex).Scan(&st.IndexBytes, &st.SharedBufferBytes, &st.Pending)
+			(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_embeddings WHERE NOT vector_indexed LIMIT $2) p)`,
+		vectorIndex, st.PendingLimit).Scan(&st.IndexBytes, &st.SharedBufferBytes, &st.Pending)
 	return st, err
 }
 

@@ -168,12 +168,48 @@ func TestIndexerDefersWhileWriting(t *testing.T) {
 	wantVectorHits(t, d, user.ID, 5)
 }
 
-// TestIndexerRestsPastBacklog: past the backlog bound, while this host's writes go on, the indexer
-// rests after each batch (its duty: here a ten-thousandth, so the rest far outlasts the test's
-// writes), and once the writes pause it indexes the rest without resting.
+// TestIndexerRestsPastBacklog: past the backlog bound and under twice it, while this host's writes
+// go on, the indexer rests after each batch (its duty: here a ten-thousandth, so the rest far
+// outlasts the test's writes), and once the writes pause it indexes the rest without resting. The
+// writes go on through the checks, each less than settle after the one before: a check made later
+// than that (a loaded machine), when the indexer may have found the writes paused, skips the test
+// rather than pass it without a check.
 func TestIndexerRestsPastBacklog(t *testing.T) {
 	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
-	const backlog, batch, settle = 10, 8, 2 * time.Second
+	const backlog, batch, settle = 20, 8, 3 * time.Second
+	pgstore.StartIndexer(d, backlog, batch, settle, 0.0001)
+	user := storetest.NewUser(t, d, "")
+	texts := make([]string, 35) // under twice the bound
+	for i := range texts {
+		texts[i] = fmt.Sprintf("chunk %d about night lighting", i)
+	}
+	written, prev := 30, time.Now()
+	addChunks(t, d, user.ID, texts[:written]...) // over the bound by 10: a batch, then rests
+	waitPending(t, d, func(n int64) bool { return n <= int64(written-batch) }, "a first batch indexed")
+	for _, text := range texts[written:] {
+		time.Sleep(200 * time.Millisecond)
+		start := time.Now()
+		addChunks(t, d, user.ID, text)
+		written++
+		n := pending(t, d)
+		if time.Since(prev) >= settle {
+			t.Skipf("%v between two writes and the check after the second: the writes may have paused for the indexer", time.Since(prev))
+		}
+		if n != int64(written-batch) {
+			t.Fatalf("pending past the bound after a batch, writes going on = %d, want %d (resting)", n, written-batch)
+		}
+		prev = start
+	}
+	waitPending(t, d, func(n int64) bool { return n == 0 }, "all indexed after the pause, without rest")
+	wantVectorHits(t, d, user.ID, 5)
+}
+
+// TestIndexerNoRestPastLimit: at or past twice the backlog bound, while this host's writes go on,
+// the indexer's batches follow one another without rest (with the duty of a ten-thousandth, a
+// rest outlasts the settle time) until the backlog is under twice the bound; it rests from there.
+func TestIndexerNoRestPastLimit(t *testing.T) {
+	d := openSchema(t, storetest.SchemaName(), pgstore.Options{ManualIndexer: true})
+	const backlog, batch, settle = 10, 4, 5 * time.Second
 	pgstore.StartIndexer(d, backlog, batch, settle, 0.0001)
 	user := storetest.NewUser(t, d, "")
 	texts := make([]string, 40)
@@ -181,14 +217,29 @@ func TestIndexerRestsPastBacklog(t *testing.T) {
 		texts[i] = fmt.Sprintf("chunk %d about night lighting", i)
 	}
 	start := time.Now()
-	addChunks(t, d, user.ID, texts...) // over the bound by 30: back to back, 4 batches
-	waitPending(t, d, func(n int64) bool { return n <= 40-batch }, "a first batch indexed")
-	time.Sleep(500 * time.Millisecond)
-	if n := pending(t, d); n != 40-batch && time.Since(start) < settle {
-		t.Fatalf("pending past the bound after a batch, writes not paused = %d, want %d (resting)", n, 40-batch)
+	addChunks(t, d, user.ID, texts...)
+	// 40, 36, ..., 20 (at twice the bound: no rest), 16: under it, resting. A count read before
+	// start + settle is of writes not paused yet (the pause is counted from the write's commit).
+	const want = 16
+	last := int64(-1) // the last count read before start + settle
+	for time.Since(start) < settle {
+		n := pending(t, d)
+		if time.Since(start) >= settle {
+			break
+		}
+		if last = n; n <= want {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	waitPending(t, d, func(n int64) bool { return n == 0 }, "all indexed after the pause, without rest")
-	wantVectorHits(t, d, user.ID, 5)
+	if last < 0 {
+		t.Skipf("the write took longer than %v: a loaded machine", settle)
+	}
+	if last != want {
+		t.Fatalf("pending within %v of the write = %d, want %d: batches without rest down to under twice the bound (%d), then a rest",
+			settle, last, want, 2*backlog)
+	}
+	waitPending(t, d, func(n int64) bool { return n == 0 }, "all indexed after the pause")
 }
 
 // waitPending waits up to 30 s for ok(pending rows).
