@@ -313,3 +313,61 @@ func TestHitsCosinesAfterRankingDeleted(t *testing.T) {
 		t.Errorf("no hit's cosine read after ranking: the test misses that path")
 	}
 }
+
+// noIndexPath is a store that reports vector search but whose index path does not serve the
+// query (store.ErrNotSupported: pgstore's answer to a vector of other dimensions), so the search
+// takes the in-memory scan.
+type noIndexPath struct{ store.Driver }
+
+func (noIndexPath) SupportsVectorSearch() bool { return true }
+func (noIndexPath) VectorCandidates(context.Context, store.SearchParams) ([]store.ChunkRow, error) {
+	return nil, store.ErrNotSupported
+}
+
+// localRenamed is renamed not semantic, as the local embedder (renamed hides its Semantic).
+type localRenamed struct{ renamed }
+
+func (localRenamed) Semantic() bool { return false }
+
+// TestSearchWithoutIndexPath: when the store's index path answers ErrNotSupported, the search
+// takes the in-memory scan and gives the hits of the path without a vector index, with the
+// scores: a hit without a vector of the model keeps the cosine 0, not read late through the path
+// that does not serve the query (which failed the search).
+func TestSearchWithoutIndexPath(t *testing.T) {
+	d := drivers["sqlite"](t)
+	ctx := context.Background()
+	user := "00000000-0000-0000-0000-0000000000ac"
+	docs, queries := pathCorpus()
+	for i, text := range docs[:12] {
+		ingest(t, kb.New(d, kb.Options{}), kb.IngestParams{UserID: user, SourceName: "paths", Visibility: store.VisibilityPrivate,
+			Title: fmt.Sprintf("doc-%02d", i), Text: text})
+	}
+	// The renamed model has no vectors: every keyword hit is one without a cosine.
+	for _, emb := range []embed.Embedder{embed.NewLocal(), localRenamed{renamed{embed.NewLocal(), "local-renamed"}}} {
+		got, want := kb.New(noIndexPath{d}, kb.Options{Embedder: emb}), kb.New(d, kb.Options{Embedder: emb})
+		hits := 0
+		for _, q := range queries {
+			p := kb.SearchParams{UserID: user, Query: q, TopK: 10}
+			g, err := got.Search(ctx, p)
+			if err != nil {
+				t.Fatalf("%s, search %q: %v", emb.Model(), q, err)
+			}
+			w, err := want.Search(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(g) != len(w) {
+				t.Fatalf("%s, %q: %d hits, %d without a vector index", emb.Model(), q, len(g), len(w))
+			}
+			for i := range g {
+				if g[i].ChunkID != w[i].ChunkID || g[i].Scores != w[i].Scores {
+					t.Errorf("%s, %q: hit %d is %s %+v, without a vector index %s %+v", emb.Model(), q, i+1, g[i].ChunkID, g[i].Scores, w[i].ChunkID, w[i].Scores)
+				}
+			}
+			hits += len(g)
+		}
+		if hits == 0 {
+			t.Errorf("%s: no hits", emb.Model())
+		}
+	}
+}

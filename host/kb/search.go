@@ -205,6 +205,12 @@ func (s *Service) rank(ctx context.Context, v store.Viewer, terms []string, qv [
 		if indexed != nil {
 			r := <-indexed
 			scan = &r
+			if errors.Is(r.err, store.ErrNotSupported) {
+				// The store has no index path for this query (pgstore: a vector of other
+				// dimensions): vectorLeg's in-memory scan reads every candidate's cosine that
+				// exists, and none is left to read late (the index path's, which would fail).
+				unranked = nil
+			}
 		}
 		if err := s.vectorLeg(ctx, v, qv, n, scan, rows, &order, cos, unranked); err != nil {
 			return nil, err
