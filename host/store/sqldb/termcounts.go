@@ -26,7 +26,8 @@ type Corpus[V int | float64] struct {
 	N      V
 	AvgLen float64
 	// Stats is what else the driver read with N and that the counts rest on, kept and dropped with
-	// them (pgstore: the column statistics, *termStats); a value that compares equal (a pointer).
+	// them (pgstore: the column statistics, *termStats). Store does not compare it: two searches
+	// that read the corpus at once (an empty cache) each read their own, of the same statistics.
 	Stats any
 }
 
@@ -49,11 +50,14 @@ func (c *TermCounts[V]) Lookup(keys []string) (n Corpus[V], got map[string]V, mi
 	return c.n, got, missing
 }
 
-// Store adds counts made over corpus n; a different corpus starts a new set.
+// Store adds counts made over corpus n; a different corpus (its size or mean length) starts a new
+// set, whose Stats are n's. Counts over the corpus kept join it, under the Stats kept: comparing
+// them too (each reader's pointer) made two searches that read the corpus at once drop each
+// other's counts, for more counting.
 func (c *TermCounts[V]) Store(n Corpus[V], counts map[string]V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || c.n != n || len(c.m) > c.Max {
+	if c.m == nil || c.n.N != n.N || c.n.AvgLen != n.AvgLen || len(c.m) > c.Max {
 		c.m, c.n, c.at = map[string]V{}, n, time.Now()
 	}
 	for k, v := range counts {

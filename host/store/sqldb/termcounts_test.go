@@ -23,6 +23,19 @@ func TestTermCounts(t *testing.T) {
 	if _, got, _ := c.Lookup([]string{"c", "g"}); len(got) != 1 || got["g"] != 1 {
 		t.Errorf("over Max: %v", got)
 	}
+	// Two readers of the same corpus, each with its own Stats (two searches on an empty cache):
+	// the second's counts join the first's, which keep their Stats.
+	c.Reset()
+	first, second := new(int), new(int)
+	c.Store(Corpus[float64]{N: 300, AvgLen: 4, Stats: first}, map[string]float64{"a": 1})
+	c.Store(Corpus[float64]{N: 300, AvgLen: 4, Stats: second}, map[string]float64{"b": 2})
+	if n, got, _ := c.Lookup([]string{"a", "b"}); len(got) != 2 || n.Stats != any(first) {
+		t.Errorf("same corpus, other Stats: %v, Stats %p (first %p)", got, n.Stats, first)
+	}
+	c.Store(Corpus[float64]{N: 300, AvgLen: 4.5, Stats: second}, map[string]float64{"c": 1}) // another mean length
+	if n, got, _ := c.Lookup([]string{"a", "c"}); len(got) != 1 || got["c"] != 1 || n.Stats != any(second) {
+		t.Errorf("new mean length kept old counts: %v", got)
+	}
 	c.Reset()
 	if _, got, _ := c.Lookup([]string{"g"}); len(got) != 0 {
 		t.Errorf("after Reset: %v", got)
