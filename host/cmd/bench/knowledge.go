@@ -300,7 +300,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		if err != nil {
 			return err
 		}
-		defer hitsOut.close()
+		defer hitsOut.close() //nolint:errcheck // on an error's return; after the searches it is closed below, its error reported
 		prewarm := newPrewarmClock(ctx, st, *kbPrewarm == "wait")
 		reads := newDiskReads(ctx, meter.url, meter.app)
 		var search, ask []float64
@@ -335,6 +335,9 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 				}
 				ask = append(ask, msSince(t0))
 			}
+		}
+		if err := hitsOut.close(); err != nil {
+			return err
 		}
 		mbs := fmt.Sprintf("%.2f", float64(bytes)/1e6/ingestTime.Seconds())
 		cpu := fmt.Sprintf("%.2f", float64(bytes)/1e6/ingestCPU.Seconds())
@@ -729,8 +732,12 @@ func containsAny(text string, answers []string) bool {
 }
 
 // hitsFile is -kb-hits: each search's query and hits, one line a search, so two builds' results
-// over the same corpus can be compared with diff (the scores to 9 significant digits).
-type hitsFile struct{ f *os.File }
+// over the same corpus can be compared with diff (the scores to 9 significant digits). A write
+// that fails is kept and close reports it: a file missing lines would compare as a change.
+type hitsFile struct {
+	f   *os.File
+	err error // the first write's error
+}
 
 // newHitsFile opens path for appending (a run's passes and sizes follow one another), with a line
 // naming the pass; an empty path writes nothing.
@@ -742,8 +749,8 @@ func newHitsFile(path, driver string, size int) (*hitsFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-kb-hits: %w", err)
 	}
-	fmt.Fprintf(f, "# %s, %d chunks\n", driver, size)
-	return &hitsFile{f}, nil
+	_, err = fmt.Fprintf(f, "# %s, %d chunks\n", driver, size)
+	return &hitsFile{f: f, err: err}, nil
 }
 
 func (h *hitsFile) add(q string, res []kb.Hit) {
@@ -756,11 +763,23 @@ func (h *hitsFile) add(q string, res []kb.Hit) {
 		fmt.Fprintf(&b, "\t%s %.9g %.9g %.9g", r.ChunkID, r.Scores.Vector, r.Scores.Keyword, r.Scores.Total)
 	}
 	b.WriteByte('\n')
-	h.f.WriteString(b.String())
+	if _, err := h.f.WriteString(b.String()); err != nil && h.err == nil {
+		h.err = err
+	}
 }
 
-func (h *hitsFile) close() {
-	if h.f != nil {
-		h.f.Close()
+// close closes the file and returns the first write's error, else the close's.
+func (h *hitsFile) close() error {
+	if h.f == nil {
+		return nil
 	}
+	err := h.f.Close()
+	h.f = nil
+	if h.err != nil {
+		err = h.err
+	}
+	if err != nil {
+		return fmt.Errorf("-kb-hits: %w", err)
+	}
+	return nil
 }
