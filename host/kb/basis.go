@@ -87,17 +87,18 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 	var weight []known
 	total, unseen := 0.0, 0
 	for _, t := range terms {
-		n := inFacts[stem(t)]
+		st := stem(t)
+		n := inFacts[st]
 		for _, f := range forms[t] {
 			n = max(n, df[f])
 		}
 		switch {
 		case n > 0:
-			if slices.ContainsFunc(weight, func(k known) bool { return k.stem == stem(t) }) {
+			if slices.ContainsFunc(weight, func(k known) bool { return k.stem == st }) {
 				continue // two forms of one word in the question (cost, costs) are one term
 			}
 			w := math.Log(1 + float64(docs+1)/(float64(n)+0.5))
-			weight = append(weight, known{stem(t), w, names[t]})
+			weight = append(weight, known{st, w, names[t]})
 			total += w
 		case names[t]:
 			unseen += 2 // a name the base never mentions: the question is about something else
@@ -134,10 +135,12 @@ func (s *Service) basis(ctx context.Context, userID, question string, hits []Hit
 	var keep []scored
 	for _, h := range hits {
 		if c, ok, named := grounds(h.Heading + "\n" + h.ChunkText); ok {
-			// A document names its subject in its title as often as in each passage (the Bilibili
-			// rules' "sponsored segments must not exceed 90 seconds").
-			_, _, titled := grounds(h.DocumentTitle)
-			keep = append(keep, scored{h, c, named || titled})
+			if !named {
+				// A document names its subject in its title as often as in each passage (the
+				// Bilibili rules' "sponsored segments must not exceed 90 seconds").
+				_, _, named = grounds(h.DocumentTitle)
+			}
+			keep = append(keep, scored{h, c, named})
 		}
 	}
 	for _, f := range facts {
