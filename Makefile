@@ -23,11 +23,22 @@ plugins: ## build every plugin binary into bin/plugins/
 		$(GO) build -o $(BIN)/plugins/$$(basename $$d) ./$$d || exit 1; \
 	done
 
-run: build ## build and start the host on :3001 with zero configuration (SQLite in ./data)
+run: tools-run build ## build and start the host on :3001 with zero configuration (SQLite in ./data)
 	exec ./$(BIN)/reelforge serve
 
-test: plugins ## run every test (SQLite always; PostgreSQL too when TEST_DATABASE_URL is set)
+test: tools-test plugins ## run every test (SQLite always; PostgreSQL too when TEST_DATABASE_URL is set)
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# The programs the local generators run (espeak-ng, ffmpeg, fonts) and the tests use: installed
+# from Debian's packages when missing and run as root; otherwise make stops with the command to
+# run. SKIP_MEDIA_TESTS=1 lets `make test` go on without them (the tests needing one skip, saying so).
+tools-run:
+	@scripts/install-tools.sh run
+
+tools-test:
+	@if [ "$${SKIP_MEDIA_TESTS:-}" = 1 ]; then \
+		echo "SKIP_MEDIA_TESTS=1: tests needing a program this machine lacks are skipped"; \
+	else scripts/install-tools.sh test; fi
 
 crash-test: ## SIGKILL the host in CRASH_ROUNDS rounds (default 20) on SQLite and TEST_DATABASE_URL; counts lost, duplicated, stuck, orphaned work
 	CRASH_ROUNDS=$${CRASH_ROUNDS:-20} $(GO) test -count=1 -timeout 3h -v -run 'TestCrash|TestTwoHosts' ./host/crashtest
@@ -69,4 +80,4 @@ demo: build ## ingest the demo knowledge base for a demo user (host must be runn
 clean: ## remove build output
 	rm -rf $(BIN)
 
-.PHONY: help build plugins run test crash-test test-short test-pg bench proto verify lint tidy e2e-n8n demo clean
+.PHONY: help build plugins run test tools-run tools-test crash-test test-short test-pg bench proto verify lint tidy e2e-n8n demo clean

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/kb"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 func TestMetricsAccess(t *testing.T) {
@@ -247,14 +247,8 @@ func TestMetricsLabelsEveryMethod(t *testing.T) {
 			t.Errorf("requests counted under %s = %v, want %v (all: %v)", label, perMethod[label], want, perMethod)
 		}
 	}
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("promtool is not installed (scripts/install-tools.sh installs Debian's prometheus)")
-		}
-		t.Skip("promtool not installed: scripts/install-tools.sh installs it")
-	}
-	cmd := exec.CommandContext(t.Context(), promtool, "check", "metrics")
+	testtool.Need(t, "promtool")
+	cmd := exec.CommandContext(t.Context(), "promtool", "check", "metrics")
 	cmd.Stdin = bytes.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)

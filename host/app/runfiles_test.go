@@ -26,6 +26,7 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // freshDatabase makes an empty PostgreSQL database next to TEST_DATABASE_URL's for one host
@@ -153,9 +154,7 @@ func TestRunFilesOnEveryStartPath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs espeak-ng")
 	}
-	if _, err := exec.LookPath("espeak-ng"); err != nil {
-		t.Skip("espeak-ng is not installed")
-	}
+	testtool.Need(t, "espeak-ng")
 	t.Parallel()
 	for name, dbURL := range map[string]func(t *testing.T) string{
 		"sqlite":   func(*testing.T) string { return "" },
@@ -386,11 +385,7 @@ func TestRenderUsesProjectMaterial(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs espeak-ng and ffmpeg")
 	}
-	for _, tool := range []string{"espeak-ng", "ffmpeg"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skip(tool + " is not installed")
-		}
-	}
+	testtool.Need(t, "espeak-ng", "ffmpeg")
 	t.Parallel()
 	for name, setup := range map[string]func(t *testing.T) *hostHarness{
 		"sqlite/local": func(t *testing.T) *hostHarness { return startHost(t, "") },

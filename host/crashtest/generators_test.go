@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // proc is a process as /proc shows it; start (its start time in clock ticks) tells it from a later
@@ -178,11 +179,7 @@ func needTools(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a host and renders with espeak-ng and ffmpeg")
 	}
-	for _, tool := range []string{"espeak-ng", "ffmpeg"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skip(tool + " is not installed")
-		}
-	}
+	testtool.Need(t, "espeak-ng", "ffmpeg")
 }
 
 func databases() map[string]string {

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 func TestFontFor(t *testing.T) {
@@ -19,7 +20,7 @@ func TestFontFor(t *testing.T) {
 	for _, text := range []string{"Morning coffee, made simple.", "早上好，咖啡。Reelforge", "커피 コーヒー"} {
 		f, err := FontFor(text)
 		if err != nil {
-			t.Skipf("no font for %q here (install fonts-noto-cjk): %v", text, err)
+			testtool.Missing(t, err.Error())
 		}
 		if missing, err := missingGlyphs(f, drawn(text)); err != nil || len(missing) != 0 {
 			t.Errorf("FontFor(%q) = %s, which lacks %q (%v)", text, f, string(missing), err)
@@ -139,11 +140,7 @@ func TestMeasureSentences(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs espeak-ng and ffmpeg")
 	}
-	for _, tool := range []string{"espeak-ng", "ffmpeg"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skip(tool + " is not installed")
-		}
-	}
+	testtool.Need(t, "espeak-ng", "ffmpeg")
 	t.Parallel()
 	sp := &Speech{Out: filepath.Join(t.TempDir(), "n.wav"), Voice: "en",
 		Script: "The harbour wakes before the town does. Boats slip out one by one. The light turns gold on the water, and then it is day."}
@@ -172,9 +169,7 @@ func TestRenderCutOffLeavesNoFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs ffmpeg")
 	}
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg is not installed")
-	}
+	testtool.Need(t, "ffmpeg")
 	t.Parallel()
 	dir := t.TempDir()
 	card := func(out string, secs float64) *Video {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/plugins/generators"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -138,11 +139,7 @@ func needTools(t *testing.T, tools ...string) {
 	if testing.Short() {
 		t.Skip("starts external tools: skipped under -short")
 	}
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	testtool.Need(t, tools...)
 }
 
 type localBundle struct {

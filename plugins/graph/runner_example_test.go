@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/internal/outbound"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/plugins/graph"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/enginetest"
@@ -29,9 +30,10 @@ func startExampleRunner(t *testing.T, secret string) string {
 	if testing.Short() {
 		t.Skip("starts the Python example runner: skipped under -short")
 	}
+	testtool.Need(t, "python3")
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not installed")
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, py, filepath.Join("..", "..", "examples", "graph-runner", "runner.py"), "--port", "0", "--delay", "0.05")

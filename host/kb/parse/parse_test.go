@@ -6,10 +6,10 @@ import (
 	"compress/zlib"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -110,9 +110,7 @@ func TestPDF(t *testing.T) {
 	if err != nil || !strings.Contains(s, "Hello PDF world") {
 		t.Fatalf("fallback %q %v", s, err)
 	}
-	if _, err := exec.LookPath("pdftotext"); err != nil {
-		t.Skip("pdftotext not installed")
-	}
+	testtool.Need(t, "pdftotext")
 	if s := mustText(t, "a.pdf", data); !strings.Contains(s, "Hello PDF world") {
 		t.Fatalf("pdftotext %q", s)
 	}
