@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -423,8 +424,23 @@ func TestRenderUsesProjectMaterial(t *testing.T) {
 				t.Errorf("GET video = %d %s, %d bytes", status, hdr.Get("Content-Type"), len(video))
 			}
 			assets, err := hh.h.Store.ListRunAssets(context.Background(), runID)
-			if err != nil || len(assets) != 2 {
-				t.Errorf("run assets = %+v, %v; want the speech and the video", assets, err)
+			kinds := map[string]int{}
+			for _, a := range assets {
+				kinds[a.FileType+" "+a.MimeType]++
+				status, _, hdr, got := hh.call("GET", a.FileURL, nil)
+				if status != 200 || hdr.Get("Content-Type") != a.MimeType || int64(len(got)) != a.FileSize {
+					t.Errorf("GET %s = %d %s, %d bytes; want its %d bytes of %s", a.FileURL, status, hdr.Get("Content-Type"), len(got), a.FileSize, a.MimeType)
+				}
+			}
+			want := map[string]int{"audio audio/wav": 1, "video video/mp4": 1, "image image/jpeg": 1,
+				"captions text/vtt; charset=utf-8": 1, "captions application/x-subrip; charset=utf-8": 1}
+			if err != nil || !maps.Equal(kinds, want) {
+				t.Errorf("run assets by type = %v, %v; want the speech, the video, its cover and its captions in WebVTT and SRT", kinds, err)
+			}
+			for _, k := range []string{"thumbnail_url", "captions_vtt_url", "captions_srt_url"} {
+				if u, _ := render[k].(string); u == "" {
+					t.Errorf("render has no %s: %v", k, render)
+				}
 			}
 		})
 	}

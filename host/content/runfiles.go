@@ -96,6 +96,9 @@ func (s *Service) RecordRunFiles(ctx context.Context, r *store.Run, result json.
 	return out, errors.Join(errs...)
 }
 
+// postFiles are the result keys of what a video comes with for a post (plugins/generators).
+var postFiles = []string{"thumbnail_url", "captions_vtt_url", "captions_srt_url"}
+
 // fileRef is one file a result names, with what the result says about it.
 type fileRef struct {
 	key, value string         // the JSON key naming it and its value
@@ -150,6 +153,12 @@ func (s *Service) runAsset(ctx context.Context, r *store.Run, ref fileRef) (*sto
 	for _, k := range []string{"duration", "width", "height", "format", "job_id", "tool"} {
 		if v, ok := ref.siblings[k]; ok && v != nil {
 			meta[k] = v
+		}
+	}
+	// A video's cover and caption files, by their storage keys: a listing shows the cover beside it.
+	for _, k := range postFiles {
+		if v, _ := ref.siblings[k].(string); k != ref.key && KeyOfURL(v) != "" {
+			meta[strings.TrimSuffix(k, "_url")+"_path"] = KeyOfURL(v)
 		}
 	}
 	a := &store.Asset{ID: uuid.NewString(), UserID: r.UserID, ProjectID: r.ProjectID, FileType: ref.kind,
@@ -213,9 +222,9 @@ func (s *Service) keepRunFile(ctx context.Context, key string) (Media, int64, er
 	}
 	head := make([]byte, 512)
 	n, _ := io.ReadFull(f, head)
-	media, ok := Sniff(head[:n])
+	media, ok := SniffGenerated(head[:n], key)
 	if !ok {
-		return Media{}, 0, fmt.Errorf("content: generated file %s is not image, video or audio", key)
+		return Media{}, 0, fmt.Errorf("content: generated file %s is not image, video, audio or captions", key)
 	}
 	if s.blobs.Kind() == "local" {
 		return media, st.Size(), nil // the folder store is rooted at the data directory: same file
@@ -243,9 +252,9 @@ func (s *Service) sniffStored(ctx context.Context, key string) (Media, int64, er
 	}
 	defer rc.Close()
 	head, _ := io.ReadAll(rc) // a failed read leaves head short, and Sniff refuses it below with the reason
-	media, ok := Sniff(head)
+	media, ok := SniffGenerated(head, key)
 	if !ok {
-		return Media{}, 0, fmt.Errorf("content: generated file %s is not image, video or audio", key)
+		return Media{}, 0, fmt.Errorf("content: generated file %s is not image, video, audio or captions", key)
 	}
 	return media, size, nil
 }
@@ -302,9 +311,10 @@ var extKinds = map[string]string{
 	".mp4": "video", ".mov": "video", ".webm": "video", ".mkv": "video", ".avi": "video",
 	".mp3": "audio", ".wav": "audio", ".ogg": "audio", ".m4a": "audio", ".aac": "audio", ".flac": "audio",
 	".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".webp": "image",
+	".vtt": store.AssetCaptions, ".srt": store.AssetCaptions,
 }
 
-// fileKind returns video, audio or image for a value that names a file, or "".
+// fileKind returns video, audio, image or captions for a value that names a file, or "".
 func fileKind(key, val string) string {
 	if val == "" || strings.ContainsAny(val, "\n ") {
 		return ""

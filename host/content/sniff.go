@@ -5,6 +5,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -12,7 +13,7 @@ import (
 
 // Media is what the bytes of a file say it is.
 type Media struct {
-	FileType string // image, video, audio
+	FileType string // image, video, audio (captions: SniffGenerated)
 	MIME     string
 	Ext      string // with the dot
 }
@@ -72,6 +73,30 @@ func Sniff(head []byte) (m Media, ok bool) {
 		return Media{store.AssetAudio, ct, ".mp3"}, true
 	case "video/mp4":
 		return Media{store.AssetVideo, ct, ".mp4"}, true
+	}
+	return Media{}, false
+}
+
+// srtCue is how a SubRip file starts: a cue number, then its times.
+var srtCue = regexp.MustCompile(`^\d+\r?\n\d{2}:\d{2}:\d{2},\d{3} --> \d{2}:\d{2}:\d{2},\d{3}`)
+
+// SniffGenerated classifies a file a run made: what Sniff knows, and caption files (a WebVTT file by
+// its signature, an SRT file by its first cue, each only under its own extension). Uploads never
+// come here: a caption file is only ever a run's.
+func SniffGenerated(head []byte, key string) (Media, bool) {
+	if m, ok := Sniff(head); ok {
+		return m, true
+	}
+	head = bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))
+	switch strings.ToLower(path.Ext(key)) {
+	case ".vtt":
+		if bytes.HasPrefix(head, []byte("WEBVTT")) && (len(head) == 6 || head[6] == '\n' || head[6] == '\r' || head[6] == ' ' || head[6] == '\t') {
+			return Media{store.AssetCaptions, "text/vtt; charset=utf-8", ".vtt"}, true
+		}
+	case ".srt":
+		if srtCue.Match(head) {
+			return Media{store.AssetCaptions, "application/x-subrip; charset=utf-8", ".srt"}, true
+		}
 	}
 	return Media{}, false
 }

@@ -61,3 +61,32 @@ func TestDeclaredClass(t *testing.T) {
 		}
 	}
 }
+
+// TestSniffGenerated: a run's caption files are known by their signature under their own
+// extension only; anything else is what Sniff says.
+func TestSniffGenerated(t *testing.T) {
+	t.Parallel()
+	vtt := []byte("WEBVTT\n\n1\n00:00:00.000 --> 00:00:01.000\nHi\n")
+	srt := []byte("1\n00:00:00,000 --> 00:00:01,000\nHi\n")
+	tests := []struct {
+		head     []byte
+		key      string
+		wantType string
+		wantOK   bool
+	}{
+		{vtt, "assets/u/captions/j.vtt", "captions", true},
+		{append([]byte("\xEF\xBB\xBF"), vtt...), "assets/u/captions/j.vtt", "captions", true},
+		{srt, "assets/u/captions/j.srt", "captions", true},
+		{vtt, "assets/u/captions/j.srt", "", false},
+		{srt, "assets/u/captions/j.vtt", "", false},
+		{[]byte("WEBVTTX\n"), "assets/u/captions/j.vtt", "", false},
+		{[]byte("<html>"), "assets/u/captions/j.vtt", "", false},
+		{wavHead(), "assets/u/speech/j.wav", "audio", true},
+	}
+	for _, tc := range tests {
+		m, ok := SniffGenerated(tc.head, tc.key)
+		if ok != tc.wantOK || m.FileType != tc.wantType {
+			t.Errorf("SniffGenerated(%q, %s) = %+v, %v; want %q, %v", tc.head, tc.key, m, ok, tc.wantType, tc.wantOK)
+		}
+	}
+}

@@ -93,6 +93,8 @@ const (
 	AssetImage = "image"
 	AssetVideo = "video"
 	AssetAudio = "audio"
+	// AssetCaptions is a caption file (WebVTT or SRT) a run made beside its video; never uploaded.
+	AssetCaptions = "captions"
 )
 
 // Asset is a unified asset: an uploaded or generated media file.
@@ -101,7 +103,7 @@ type Asset struct {
 	UserID          string          `json:"user_id"`
 	ProjectID       string          `json:"project_id"`
 	FilePath        string          `json:"file_path"` // relative to the data directory (a storage key)
-	FileType        string          `json:"file_type"` // image, video, audio
+	FileType        string          `json:"file_type"` // image, video, audio, captions
 	MimeType        string          `json:"mime_type"`
 	FileSize        int64           `json:"file_size"`
 	FileURL         string          `json:"file_url"`

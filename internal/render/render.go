@@ -174,7 +174,7 @@ func (v *Video) Render(ctx context.Context) error {
 	graph = append(graph, fmt.Sprintf("%sconcat=n=%d:v=1:a=0%s", labels, len(v.Shots), video))
 	var chain []string
 	fs := fontSize(v.Frame)
-	for i, c := range pages(v.Captions, columns(W, fs), 3) {
+	for i, c := range v.ShownCaptions() {
 		file, err := writeText(work, fmt.Sprintf("caption-%02d.txt", i), c.Text)
 		if err != nil {
 			return err

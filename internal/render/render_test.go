@@ -229,3 +229,23 @@ func TestIsPartial(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptionFiles: a caption's pages become cues on their times, in WebVTT (markup escaped) and
+// SRT, their lines kept and nothing else.
+func TestCaptionFiles(t *testing.T) {
+	t.Parallel()
+	cs := []Caption{{Text: "Fish & chips <3", From: 0, To: 1.5}, {Text: "line one\nline two", From: 1.5, To: 3723.0405}}
+	wantVTT := "WEBVTT\n\n1\n00:00:00.000 --> 00:00:01.500\nFish &amp; chips &lt;3\n\n2\n00:00:01.500 --> 01:02:03.041\nline one\nline two\n"
+	if got := WebVTT(cs); got != wantVTT {
+		t.Errorf("WebVTT:\n%q\nwant\n%q", got, wantVTT)
+	}
+	wantSRT := "1\n00:00:00,000 --> 00:00:01,500\nFish & chips <3\n\n2\n00:00:01,500 --> 01:02:03,041\nline one\nline two\n"
+	if got := SRT(cs); got != wantSRT {
+		t.Errorf("SRT:\n%q\nwant\n%q", got, wantSRT)
+	}
+	v := &Video{Frame: Frame{720, 1280}, Captions: []Caption{{Text: strings.Repeat("A long caption that wraps. ", 8), From: 2, To: 10}}}
+	shown := v.ShownCaptions()
+	if len(shown) < 2 || shown[0].From != 2 || math.Abs(shown[len(shown)-1].To-10) > 1e-9 {
+		t.Errorf("ShownCaptions = %+v, want the caption in pages from 2 to 10 s", shown)
+	}
+}

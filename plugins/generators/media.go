@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -185,6 +186,10 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 	if err := v.Render(ctx); err != nil {
 		return nil, toolErr("videogen", err)
 	}
+	post, err := d.postFiles(ctx, lj, v)
+	if err != nil {
+		return nil, err
+	}
 	images, clips := 0, 0
 	for _, m := range p.Material {
 		if m.Kind == render.ShotClip {
@@ -201,6 +206,7 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		"duration": round(v.Duration), "width": v.Frame.W, "height": v.Frame.H, "captions": len(v.Captions), "caption_timing": timing,
 		"shots": len(v.Shots), "images": images, "clips": clips, "audio": narration, "watermark": mark, "tool": "ffmpeg",
 		"font": filepath.Base(p.Font)}
+	maps.Copy(res, post)
 	if len(p.Material) == 0 {
 		res["material"] = "none: title cards"
 	}
@@ -211,6 +217,36 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		res["music"] = path0(music)
 	}
 	return res, nil
+}
+
+// postFiles makes what a post needs beside the rendered video v: a cover (a JPEG of one of its
+// frames, not a dark one) and its captions as WebVTT and SRT files, the pages the video shows on
+// their times. It returns their result keys.
+func (d *executor) postFiles(ctx context.Context, lj *localJob, v *render.Video) (map[string]any, error) {
+	abs, _, link, err := d.assetPath(lj, "image", "jpg")
+	if err != nil {
+		return nil, err
+	}
+	at, err := d.tools().Cover(ctx, v.Out, abs, v.CoverTimes())
+	if err != nil {
+		return nil, toolErr("videogen", err)
+	}
+	out := map[string]any{"thumbnail_url": link, "thumbnail_at": round(at)}
+	shown := v.ShownCaptions()
+	for _, f := range []struct {
+		ext, key string
+		text     func([]render.Caption) string
+	}{{"vtt", "captions_vtt_url", render.WebVTT}, {"srt", "captions_srt_url", render.SRT}} {
+		abs, _, link, err := d.assetPath(lj, "captions", f.ext)
+		if err != nil {
+			return nil, err
+		}
+		if err := render.WriteText(abs, f.text(shown)); err != nil {
+			return nil, errcode.E("generators.video", errcode.StorageFull, "the caption file could not be written", err)
+		}
+		out[f.key] = link
+	}
+	return out, nil
 }
 
 // still renders a cover image of the payload's aspect_ratio (default the platform's) as a PNG: the
@@ -242,7 +278,7 @@ func (d *executor) still(ctx context.Context, lj *localJob) (map[string]any, err
 	if err := s.Render(ctx); err != nil {
 		return nil, toolErr("videogen", err)
 	}
-	res := map[string]any{"image_url": link, "cover_url": link, "file_path": rel, "file_type": "image", "format": "png",
+	res := map[string]any{"image_url": link, "cover_url": link, "thumbnail_url": link, "file_path": rel, "file_type": "image", "format": "png",
 		"file_size": fileSize(abs), "width": frame.W, "height": frame.H, "aspect_ratio": fmt.Sprintf("%d:%d", frame.W, frame.H),
 		"watermark": mark, "tool": "ffmpeg"}
 	if s.Image == "" {

@@ -1,9 +1,13 @@
 package generators_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
+	"html"
 	"image"
-	"image/png"
+	_ "image/jpeg" // picture decodes covers
+	_ "image/png"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -96,14 +100,20 @@ func (b *renderBundle) file(res map[string]any) string {
 // cover is the PNG picture a graphic job's result names.
 func (b *renderBundle) cover(t *testing.T, res map[string]any) image.Image {
 	t.Helper()
-	f, err := os.Open(b.file(res))
+	return picture(t, b.file(res), "png")
+}
+
+// picture decodes the image at path, which must be of format (png, jpeg).
+func picture(t *testing.T, path, format string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("the cover is not a PNG: %v (result %v)", err, res)
+	img, got, err := image.Decode(f)
+	if err != nil || got != format {
+		t.Fatalf("%s is no %s: %s, %v", filepath.Base(path), format, got, err)
 	}
 	return img
 }
@@ -315,5 +325,133 @@ func TestRenderFetchesMusicThroughTheGuard(t *testing.T) {
 	mp4 := filepath.Join(allowed.dir, filepath.FromSlash(res["file_path"].(string)))
 	if v := loudness(t, mp4); v < -30 || res["music"] == nil {
 		t.Errorf("music mean volume %.1f dB (result %v), want the fetched track audible", v, res)
+	}
+}
+
+// cues reads a caption file with ffprobe (which knows WebVTT and SRT): each cue's start, end and
+// text.
+func cues(t *testing.T, path string) (format string, out []struct {
+	From, To float64
+	Text     string
+}) {
+	t.Helper()
+	b, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "format=format_name:packet=pts_time,duration_time,data",
+		"-show_data", "-of", "json", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	var p struct {
+		Format struct {
+			FormatName string `json:"format_name"`
+		} `json:"format"`
+		Packets []struct {
+			PTS  string `json:"pts_time"`
+			Dur  string `json:"duration_time"`
+			Data string `json:"data"`
+		} `json:"packets"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("ffprobe %s: %s %v", path, b, err)
+	}
+	// -show_data is a hex dump, "00000000: 4669 7368 ...  Fish...": the bytes are in columns 10-49.
+	for _, pk := range p.Packets {
+		var raw []byte
+		for _, l := range strings.Split(pk.Data, "\n") {
+			if len(l) > 10 {
+				h, _ := hex.DecodeString(strings.ReplaceAll(l[10:min(len(l), 49)], " ", ""))
+				raw = append(raw, h...)
+			}
+		}
+		from, _ := strconv.ParseFloat(pk.PTS, 64)
+		d, _ := strconv.ParseFloat(pk.Dur, 64)
+		out = append(out, struct {
+			From, To float64
+			Text     string
+		}{from, from + d, html.UnescapeString(string(raw))})
+	}
+	return p.Format.FormatName, out
+}
+
+// fileOf is the file under dir a file URL of the host names.
+func fileOf(dir, link string) string {
+	return filepath.Join(dir, "assets", filepath.FromSlash(strings.TrimPrefix(link, "/api/assets/files/")))
+}
+
+// TestRenderPostFiles: a voiceover video comes with a cover of its frame and caption files in
+// WebVTT and SRT whose cues say the narration's sentences (the words the video shows) on the
+// narration's measured times; the run's outputs list them with the video's duration and size.
+func TestRenderPostFiles(t *testing.T) {
+	t.Parallel()
+	b := setupRender(t)
+	script := "[Hook] Coffee tastes better at the harbour. [Beat] Grind the beans fresh every morning. [CTA] Follow for more tips."
+	inputs := map[string]any{"script": script, "duration": 12.0, "platform": "xiaohongshu"}
+	res := b.run(t, "voiceover_video", inputs, engine.JobVideogen)
+	speech := b.run(t, "voiceover_video", inputs, engine.JobSpeech)
+
+	w, h, dur := videoInfo(t, b.file(res))
+	if res["width"] != float64(w) || res["height"] != float64(h) || math.Abs(res["duration"].(float64)-dur) > 0.2 {
+		t.Errorf("result %vx%v %v s; ffprobe says %dx%d %.2f s", res["width"], res["height"], res["duration"], w, h, dur)
+	}
+	cover := picture(t, fileOf(b.dir, res["thumbnail_url"].(string)), "jpeg")
+	if got := cover.Bounds().Size(); got.X != w || got.Y != h {
+		t.Errorf("cover %dx%d, want the video's %dx%d", got.X, got.Y, w, h)
+	}
+	if r, g, bl, _ := cover.At(w/2, h/6).RGBA(); r>>8 < 10 && g>>8 < 10 && bl>>8 < 10 {
+		t.Errorf("the cover's top is black (rgb %d %d %d), want the title card", r>>8, g>>8, bl>>8)
+	}
+
+	var said []string
+	for _, s := range speech["sentences"].([]any) {
+		said = append(said, s.(map[string]any)["text"].(string))
+	}
+	first := speech["sentences"].([]any)[0].(map[string]any)
+	for key, format := range map[string]string{"captions_vtt_url": "webvtt", "captions_srt_url": "srt"} {
+		link, _ := res[key].(string)
+		gotFormat, cs := cues(t, fileOf(b.dir, link))
+		if gotFormat != format || len(cs) < len(said) {
+			t.Fatalf("%s: %s with %d cues, want %s with a cue a sentence at least (%d)", key, gotFormat, len(cs), format, len(said))
+		}
+		var text []string
+		for i, c := range cs {
+			text = append(text, c.Text)
+			if c.To <= c.From || c.To > dur+0.05 || i > 0 && c.From < cs[i-1].To-0.01 {
+				t.Errorf("%s cue %d %.3f-%.3f: want increasing times within the video's %.2f s", key, i, c.From, c.To, dur)
+			}
+		}
+		if squeeze(strings.Join(text, " ")) != squeeze(strings.Join(said, " ")) {
+			t.Errorf("%s says %q, want the sentences %q", key, text, said)
+		}
+		if math.Abs(cs[0].From-first["start"].(float64)) > 0.05 {
+			t.Errorf("%s: first cue at %.3f s, want the first sentence's measured start %v", key, cs[0].From, first["start"])
+		}
+	}
+}
+
+func squeeze(s string) string { return strings.Join(strings.Fields(s), "") }
+
+// TestRenderCoverSkipsDarkFrames: a video whose only clip is black for its first six seconds gets
+// a cover from a later, lit frame, not the dark first shot's.
+func TestRenderCoverSkipsDarkFrames(t *testing.T) {
+	t.Parallel()
+	needTools(t, "ffmpeg", "ffprobe")
+	b := setupLocal(t, map[string]string{"run-a": "user"})
+	folder := filepath.Join(b.dir, "assets", "user-run-a")
+	if err := os.MkdirAll(folder, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+		"color=c=0x10b010:s=640x360:r=25:d=12,fade=t=in:st=6:d=0.2", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+		filepath.Join(folder, "dusk.mp4")).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip: %v %s", err, out)
+	}
+	res := b.run(t, &engine.Job{JobID: "v-dusk", RunID: "run-a", Type: engine.JobVideogen,
+		Request: json.RawMessage(`{"script":"Night falls over the harbour.","duration":10,"media":["assets/user-run-a/dusk.mp4"]}`)})
+	cover := picture(t, fileOf(b.dir, res["thumbnail_url"].(string)), "jpeg")
+	size := cover.Bounds().Size()
+	if r, g, bl, _ := cover.At(size.X/2, size.Y/6).RGBA(); g>>8 < 100 || g < 2*r || g < 2*bl {
+		t.Errorf("the cover's top is rgb %d %d %d (taken at %v s), want the lit green clip", r>>8, g>>8, bl>>8, res["thumbnail_at"])
+	}
+	if at, _ := res["thumbnail_at"].(float64); at < 6 {
+		t.Errorf("cover taken at %v s, want after the clip's dark first 6 s", res["thumbnail_at"])
 	}
 }

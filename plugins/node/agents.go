@@ -74,14 +74,23 @@ func (sc *stepCtx) param(key string) string { return asString(sc.with[key]) }
 // latest returns the value of key in the outputs of the nearest ancestor that has it (later
 // declared steps first), looking also inside a generator's `result`.
 func (sc *stepCtx) latest(key string) any {
+	if m := sc.producer(key); m != nil {
+		return m[key]
+	}
+	return nil
+}
+
+// producer is the outputs (or the job result within them) of the nearest step that set key, or
+// nil: what else that step said of the same thing (a video's duration and size beside its URL).
+func (sc *stepCtx) producer(key string) map[string]any {
 	for i := len(sc.upstream) - 1; i >= 0; i-- {
 		out := sc.upstream[i]
 		if v, ok := out[key]; ok && v != nil && v != "" {
-			return v
+			return out
 		}
 		if res, ok := out["result"].(map[string]any); ok {
 			if v, ok := res[key]; ok && v != nil && v != "" {
-				return v
+				return res
 			}
 		}
 	}
@@ -507,7 +516,8 @@ func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 // ---------------------------------------------------------------- generator
 
 // mediaKeys are the media links a generator's result may carry, passed on to later steps.
-var mediaKeys = []string{"audio_url", "video_url", "image_url", "cover_url", "music_url", "subtitle_url"}
+var mediaKeys = []string{"audio_url", "video_url", "image_url", "cover_url", "music_url", "subtitle_url",
+	"thumbnail_url", "captions_vtt_url", "captions_srt_url"}
 
 func generatorInputs(sc *stepCtx) map[string]any {
 	payload := map[string]any{}
@@ -640,6 +650,17 @@ func assemble(ctx context.Context, sc *stepCtx, in map[string]any) (*result, err
 		}
 	}
 	out["assets"] = assets
+	// The product's length and frame, from the step that made it (a narration has a duration too).
+	for _, k := range []string{"video_url", "image_url"} {
+		if m := sc.producer(k); m != nil {
+			for _, f := range []string{"duration", "width", "height"} {
+				if v, ok := m[f]; ok {
+					out[f] = v
+				}
+			}
+			break
+		}
+	}
 	var sources []any
 	seen := map[string]bool{}
 	for _, h := range sc.hits() {

@@ -1,0 +1,155 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// What a post needs beside its video: the captions as files (WebVTT for a <track>, SRT for the
+// platforms' uploaders) and a cover picked from the video's frames.
+
+// ShownCaptions are the captions as Render burns them in: each wrapped to the frame and split into
+// pages of at most three lines, so the caption files say exactly what the picture shows, when.
+func (v *Video) ShownCaptions() []Caption {
+	return pages(v.Captions, columns(v.Frame.W, fontSize(v.Frame)), 3)
+}
+
+// WebVTT is captions as a WebVTT file (a cue per caption, its lines kept).
+func WebVTT(cs []Caption) string {
+	var b strings.Builder
+	b.WriteString("WEBVTT\n")
+	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	for i, c := range cs {
+		fmt.Fprintf(&b, "\n%d\n%s --> %s\n%s\n", i+1, cueTime(c.From, '.'), cueTime(c.To, '.'), esc.Replace(cueText(c.Text)))
+	}
+	return b.String()
+}
+
+// SRT is captions as a SubRip file.
+func SRT(cs []Caption) string {
+	var b strings.Builder
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%d\n%s --> %s\n%s\n", i+1, cueTime(c.From, ','), cueTime(c.To, ','), cueText(c.Text))
+	}
+	return b.String()
+}
+
+// cueText keeps a caption's line breaks but no blank line (which would end the cue).
+func cueText(s string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cueTime is seconds as HH:MM:SS.mmm (sep ',' for SRT).
+func cueTime(sec float64, sep byte) string {
+	ms := int64(max(sec, 0)*1000 + 0.5)
+	return fmt.Sprintf("%02d:%02d:%02d%c%03d", ms/3600000, ms/60000%60, ms/1000%60, sep, ms%1000)
+}
+
+// WriteText writes a text file through its partial name (publish), as the renders write theirs.
+func WriteText(path, text string) error {
+	return publish(path, func(tmp string) error {
+		if err := os.WriteFile(tmp, []byte(text), 0o640); err != nil {
+			return fmt.Errorf("render: write %s: %w", filepath.Base(path), err)
+		}
+		return nil
+	})
+}
+
+// darkLuma is the mean brightness (0-255) under which a frame is too dark to be a cover: a fade
+// from black, a dark clip's first frame.
+const darkLuma = 28
+
+// CoverTimes are the moments of v a cover is taken from, in order of preference: the middle of the
+// first shot (the title card, or the first picture), then half and seven tenths of the way
+// through (later rather than earlier: a dark stretch is more often an opening).
+func (v *Video) CoverTimes() []float64 {
+	first := v.Duration
+	if len(v.Shots) > 0 {
+		first = v.Shots[0].Duration
+	}
+	var out []float64
+	for _, at := range []float64{min(first/2, v.Duration/2), v.Duration / 2, v.Duration * 0.7} {
+		if len(out) == 0 || math.Abs(out[len(out)-1]-at) > 0.2 {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// Cover writes out (a JPEG) from the frame of video at the first of times that is not dark; when
+// every one is, the brightest. It returns the time it took.
+func (t Tools) Cover(ctx context.Context, video, out string, times []float64) (float64, error) {
+	if len(times) == 0 {
+		return 0, fmt.Errorf("render: no time to take a cover at")
+	}
+	grab := func(at float64) error {
+		return publish(out, func(tmp string) error {
+			return t.Run(ctx, "ffmpeg", "-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-ss", ff(at), "-i", video,
+				"-frames:v", "1", "-q:v", "3", "-update", "1", tmp)
+		})
+	}
+	best, bestLuma := -1.0, -1.0
+	for _, at := range times {
+		if err := grab(at); err != nil {
+			return 0, err
+		}
+		luma, err := meanLuma(out)
+		if err != nil {
+			return 0, err
+		}
+		if luma >= darkLuma {
+			return at, nil
+		}
+		if luma > bestLuma {
+			best, bestLuma = at, luma
+		}
+	}
+	if best == times[len(times)-1] {
+		return best, nil // the file holds it already
+	}
+	return best, grab(best)
+}
+
+// meanLuma is the mean brightness of a JPEG, sampled on a grid of about 64x64 points.
+func meanLuma(path string) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	img, err := jpeg.Decode(f)
+	if err != nil {
+		return 0, fmt.Errorf("render: the cover %s is no JPEG: %w", filepath.Base(path), err)
+	}
+	return sampledLuma(img), nil
+}
+
+func sampledLuma(img image.Image) float64 {
+	r := img.Bounds()
+	sx, sy := max(r.Dx()/64, 1), max(r.Dy()/64, 1)
+	var sum float64
+	n := 0
+	for y := r.Min.Y; y < r.Max.Y; y += sy {
+		for x := r.Min.X; x < r.Max.X; x += sx {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			sum += (0.299*float64(cr) + 0.587*float64(cg) + 0.114*float64(cb)) / 257
+			n++
+		}
+	}
+	return sum / float64(max(n, 1))
+}
