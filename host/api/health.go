@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/reelforge/reelforge/host/capability"
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/store"
 )
@@ -88,6 +89,13 @@ func (s *Server) health(c *fiber.Ctx) error {
 		EngineDetails() map[string]plugins.Detail
 	}); ok {
 		body["engine_details"] = d.EngineDetails()
+	}
+	// What the host can do of each capability a workflow relies on, and what is missing
+	// (host/capability), so a front end can warn before a run that cannot end with its product.
+	if c, ok := s.Engines.(interface {
+		Capabilities() map[string]capability.Capability
+	}); ok {
+		body["capabilities"] = c.Capabilities()
 	}
 	if s.Scheduler != nil {
 		body["scheduler"] = fiber.Map{"mode": s.Scheduler.Mode(), "fallback_active": s.Scheduler.FallbackActive()}

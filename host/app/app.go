@@ -19,6 +19,7 @@ import (
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/blob"
+	"github.com/reelforge/reelforge/host/capability"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
@@ -265,6 +266,11 @@ func (e engineStates) EngineStates() map[string]string {
 	for name, st := range e.h.Plugins.States() {
 		out[name] = string(st)
 	}
+	if d, ok := e.h.Plugins.Details()[generators.Name]; ok && d.State == plugins.DetailReady {
+		if GeneratorsDetail(e.h.Config, d).State != plugins.DetailReady {
+			out[generators.Name] = string(plugins.StateDegraded) // its tools are missing
+		}
+	}
 	return out
 }
 
@@ -291,7 +297,20 @@ func (e engineStates) EngineDetails() map[string]plugins.Detail {
 	for name, d := range e.h.Plugins.Details() {
 		out[name] = d
 	}
+	if d, ok := out[generators.Name]; ok {
+		out[generators.Name] = GeneratorsDetail(e.h.Config, d)
+	}
 	return out
+}
+
+// Capabilities gives /health's capabilities: what the host can do of speech, video, music, image,
+// a language model and embeddings, with the generators engine as it runs now.
+func (e engineStates) Capabilities() map[string]capability.Capability {
+	gen := plugins.Detail{State: plugins.DetailDisabled, Reason: "plugins are switched off (PLUGINS_ENABLED=false)"}
+	if e.h.Plugins != nil {
+		gen = e.h.Plugins.Details()[generators.Name] // zero when it has no entry
+	}
+	return Capabilities(e.h.Config, gen)
 }
 
 // knownWorkflows reports whether a workflow id is in the manifests in force (they may be reloaded).

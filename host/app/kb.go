@@ -25,11 +25,18 @@ func newKB(cfg *config.Config, st store.Driver, log *slog.Logger, holder string)
 	}
 	if cfg.LLMBaseURL != "" {
 		opt.Chat = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
-		if cfg.EmbeddingModel != "" {
-			opt.Embedder = embed.NewClient(embed.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.EmbeddingModel})
-		}
 	}
+	opt.Embedder = kbEmbedder(cfg)
 	return kb.New(st, opt)
+}
+
+// kbEmbedder is the knowledge base's embedder: an OpenAI-compatible one when LLM_BASE_URL and
+// EMBEDDING_MODEL are set, else the local one. /health's embeddings capability reads it too.
+func kbEmbedder(cfg *config.Config) embed.Embedder {
+	if cfg.LLMBaseURL != "" && cfg.EmbeddingModel != "" {
+		return embed.NewClient(embed.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.EmbeddingModel})
+	}
+	return embed.NewLocal()
 }
 
 // kbSearch adapts the knowledge base to its two in-process consumers: the run engines'

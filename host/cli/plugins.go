@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/app"
+	"github.com/reelforge/reelforge/host/capability"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/plugins"
+	"github.com/reelforge/reelforge/plugins/generators"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -59,7 +61,30 @@ func (e *env) pluginsCheck(ctx context.Context, args []string) error {
 		}
 		reports = append(reports, r)
 	}
+	// The generators engine as the host would run it: not ready while its tools are missing; and
+	// the capabilities /health reports, from the same code (app.Capabilities).
+	var gen plugins.Detail
+	for i, r := range reports {
+		if r.engine != generators.Name {
+			continue
+		}
+		gen = reportDetail(r)
+		if d := app.GeneratorsDetail(e.cfg, gen); d.State != gen.State {
+			reports[i].health, reports[i].problem = d.State+": "+d.Reason, true
+			problems++
+		}
+	}
 	writeReports(e.stdout, reports)
+	caps := app.Capabilities(e.cfg, gen)
+	fmt.Fprintln(e.stdout, "capabilities:")
+	for _, name := range capability.Names {
+		c := caps[name]
+		line := c.State
+		if c.Reason != "" {
+			line += ": " + c.Reason
+		}
+		fmt.Fprintf(e.stdout, "  %-15s %s\n", name, line)
+	}
 	var binaries []string
 	for _, en := range reg.EngineList() {
 		binaries = append(binaries, en.Plugin)
@@ -177,6 +202,16 @@ func checkPlugin(ctx context.Context, cfg *config.Config, en *manifest.Engine, n
 		r.health, r.problem = "degraded: "+cause(err)+" (its workflows run on their fallback)", true
 	}
 	return r
+}
+
+// reportDetail is the engine state (plugins.Detail*) a plugins check line stands for.
+func reportDetail(r pluginReport) plugins.Detail {
+	state, reason, _ := strings.Cut(r.health, ": ")
+	switch state {
+	case plugins.DetailReady, plugins.DetailDisabled, plugins.DetailUnconfigured:
+		return plugins.Detail{State: state, Reason: reason}
+	}
+	return plugins.Detail{State: plugins.DetailDegraded, Reason: r.health}
 }
 
 // cause is err with its internal cause, for an operator's eyes.

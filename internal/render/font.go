@@ -150,3 +150,12 @@ func scriptsOf(rs []rune) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// FontProblems says what the installed fonts keep out of rendered text, for /health's
+// capabilities (host/capability): nothing when a font draws Latin text.
+func FontProblems() []string {
+	if _, err := FontFor("Reelforge"); err != nil {
+		return []string{"no installed font draws Latin letters: captions and titles cannot be drawn (install Debian's fonts-noto-cjk or fonts-dejavu-core)"}
+	}
+	return nil
+}

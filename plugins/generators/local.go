@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/reelforge/reelforge/internal/render"
@@ -16,10 +17,25 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// tools names the program each local job type needs, and what to install to get it.
-var tools = map[string]struct{ program, install string }{
-	engine.JobSpeech:   {"espeak-ng", "install espeak-ng (Debian/Ubuntu: apt-get install espeak-ng)"},
-	engine.JobVideogen: {"ffmpeg", "install ffmpeg (Debian/Ubuntu: apt-get install ffmpeg)"},
+// Tool is a program a local job runs, and the Debian package that has it.
+type Tool struct{ Program, Package string }
+
+// localTools names the programs each local job type runs: speech speaks with espeak-ng, videogen
+// renders with ffmpeg and reads its material's length with ffprobe, music checks the creator's
+// track with ffprobe. (videoparse runs ffprobe only on a local file; a link needs no tool.)
+var localTools = map[string][]Tool{
+	engine.JobSpeech:   {{"espeak-ng", "espeak-ng"}},
+	engine.JobVideogen: {{"ffmpeg", "ffmpeg"}, {"ffprobe", "ffmpeg"}},
+	engine.JobMusic:    {{"ffprobe", "ffmpeg"}},
+}
+
+// LocalTools returns the programs a local job of jobType runs (host/capability reports the
+// missing ones on /health, from this same list).
+func LocalTools(jobType string) []Tool { return slices.Clone(localTools[jobType]) }
+
+// Install is what to do to get a missing tool, as an error message says it.
+func (t Tool) Install() string {
+	return fmt.Sprintf("install %s (Debian/Ubuntu: apt-get install %s, or scripts/install-tools.sh)", t.Package, t.Package)
 }
 
 // envVars names the variable that configures an external generator of each type.
@@ -42,10 +58,10 @@ func (d *executor) checkLocal(job *engine.Job, payload map[string]any) error {
 		return errcode.New(errcode.ExternalService,
 			"no music generator is configured and there is no local music tool: set MUSIC_API_URL to a music generator, or give a track of yours (music_url)")
 	}
-	if t, ok := tools[job.Type]; ok {
-		if _, err := d.opts.LookPath(t.program); err != nil {
+	for _, t := range localTools[job.Type] {
+		if _, err := d.opts.LookPath(t.Program); err != nil {
 			return errcode.E("generators.Execute", errcode.ExternalService, fmt.Sprintf(
-				"no %s generator is configured (%s) and %s is not on PATH: %s", job.Type, envVars[job.Type], t.program, t.install), err)
+				"no %s generator is configured (%s) and %s is not on PATH: %s", job.Type, envVars[job.Type], t.Program, t.Install()), err)
 		}
 	}
 	return nil

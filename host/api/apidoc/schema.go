@@ -7,6 +7,8 @@
 // To document a new route, add an Op to the table in routes.go and run `go generate ./host/api`.
 package apidoc
 
+import "github.com/reelforge/reelforge/host/capability"
+
 // M is a JSON object of the document.
 type M = map[string]any
 
@@ -129,10 +131,25 @@ func schemas() M {
 			"scheduler", obj("mode", enum("automation_managed", "cron"), "fallback_active", boolean("the built-in timer runs because the automation tool stopped calling")),
 			"engines", M{"type": "object", "additionalProperties": enum("ready", "degraded", "disabled")},
 			"engine_details", M{"type": "object", "description": "each engine's detailed state and why it is not ready",
-				"additionalProperties": obj("state!", enum("ready", "unconfigured", "degraded", "restarting", "disabled"), "reason", str(""))}),
+				"additionalProperties": obj("state!", enum("ready", "unconfigured", "degraded", "restarting", "disabled"), "reason", str(""))},
+			"capabilities", capabilities()),
 		"ErrorEnvelope": obj("success!", M{"const": false}, "error!", obj(
 			"code!", M{"$ref": "#/components/schemas/ErrorCode"}, "errno!", integer("the code's number"),
 			"message!", str("public message: never a stack trace, SQL or file path"),
 			"details", M{"description": "optional; field errors are [{field, problem}], else an object", "anyOf": []any{arr(ref("FieldError")), M{"type": "object"}}})),
 	}
+}
+
+// capabilities is /health's capabilities (host/capability): one entry per capability a workflow
+// relies on.
+func capabilities() M {
+	one := obj("state!", enum(capability.Ready, capability.Degraded, capability.Unconfigured),
+		"reason", str("what is missing and what runs meanwhile, e.g. \"ffmpeg is not on PATH: videos cannot be rendered ...\""))
+	var pairs []any
+	for _, name := range capability.Names {
+		pairs = append(pairs, name+"!", one)
+	}
+	c := obj(pairs...)
+	c["description"] = "what the host can do of each kind of work a workflow relies on: ready; degraded (a lesser form, or its engine failing for now); unconfigured (nothing does it until something is installed or set)"
+	return c
 }

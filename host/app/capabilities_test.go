@@ -1,0 +1,97 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reelforge/reelforge/internal/testtool"
+)
+
+// TestHealthWithoutMediaTools: a host whose PATH lacks ffmpeg and espeak-ng says so on /health:
+// video, image and speech are not ready, naming the missing program, and the generators engine
+// is degraded rather than ready; with the tools on PATH the same host reports them ready. The
+// generators plugin inherits the PATH, as on a fresh machine. Not parallel: it sets PATH for the
+// whole process. On SQLite and on PostgreSQL.
+func TestHealthWithoutMediaTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the generators plugin")
+	}
+	testtool.Need(t, "espeak-ng", "ffmpeg", "ffprobe")
+	if _, err := generatorsPlugin(); err != nil { // built with the full PATH: go is on it
+		t.Fatal(err)
+	}
+	for name, dbURL := range map[string]func(t *testing.T) string{
+		"sqlite":   func(*testing.T) string { return "" },
+		"postgres": freshDatabase,
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := dbURL(t)
+			t.Run("tools on PATH", func(t *testing.T) {
+				caps, gen := healthOf(startHost(t, db))
+				for _, c := range []string{"speech", "video", "image"} {
+					if caps[c]["state"] != "ready" {
+						t.Errorf("capabilities.%s = %v, want ready with the tools on PATH", c, caps[c])
+					}
+				}
+				if gen["state"] != "ready" {
+					t.Errorf("engine_details.generators = %v, want ready", gen)
+				}
+			})
+			t.Run("tools missing", func(t *testing.T) {
+				t.Setenv("PATH", t.TempDir()) // an empty folder: no ffmpeg, no espeak-ng
+				hh := startHost(t, freshOr(t, db))
+				caps, gen := healthOf(hh)
+				for c, tool := range map[string]string{"speech": "espeak-ng", "video": "ffmpeg", "image": "ffmpeg"} {
+					if caps[c]["state"] == "ready" || !strings.Contains(caps[c]["reason"].(string), tool+" is not on PATH") {
+						t.Errorf("capabilities.%s = %v, want not ready naming %s", c, caps[c], tool)
+					}
+				}
+				if gen["state"] != "degraded" || !strings.Contains(gen["reason"].(string), "ffmpeg is not on PATH") {
+					t.Errorf("engine_details.generators = %v, want degraded naming ffmpeg", gen)
+				}
+				_, body, _, _ := hh.call("GET", "/health", nil)
+				if body["status"] != "degraded" || body["engines"].(map[string]any)["generators"] != "degraded" {
+					t.Errorf("/health status %v, engines %v; want degraded with generators degraded", body["status"], body["engines"])
+				}
+			})
+		})
+	}
+}
+
+// freshOr is db for SQLite (each host has its own DATA_DIR) and a database of its own for
+// PostgreSQL.
+func freshOr(t *testing.T, db string) string {
+	if db == "" {
+		return ""
+	}
+	return freshDatabase(t)
+}
+
+// healthOf waits until the generators plugin has started (its state is no longer restarting) and
+// returns /health's capabilities and the generators engine's details.
+func healthOf(hh *hostHarness) (caps map[string]map[string]any, gen map[string]any) {
+	hh.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, body, _, raw := hh.call("GET", "/health", nil)
+		if status != 200 {
+			hh.t.Fatalf("/health = %d %s", status, raw)
+		}
+		gen, _ = body["engine_details"].(map[string]any)["generators"].(map[string]any)
+		if gen != nil && gen["state"] != "restarting" || time.Now().After(deadline) {
+			caps = map[string]map[string]any{}
+			for name, c := range body["capabilities"].(map[string]any) {
+				caps[name] = c.(map[string]any)
+			}
+			for _, want := range []string{"speech", "video", "music", "image", "language_model", "embeddings"} {
+				if caps[want] == nil {
+					hh.t.Errorf("/health capabilities has no %s: %s", want, raw)
+				}
+			}
+			return caps, gen
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
