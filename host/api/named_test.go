@@ -39,15 +39,20 @@ func TestNamedRoutes(t *testing.T) {
 			}
 		}
 	}
+	// No generator in this host: the cover, graphic's product, is not made, and the run fails with
+	// the cover step's error instead of completing with the copy alone.
 	_, body := e.do(u, "POST", "/api/generate/visual", map[string]any{"topic": "coffee"})
-	e.wait(u, body["run_id"].(string), "completed")
+	final := e.wait(u, body["run_id"].(string), "failed", "completed")
+	if fe, _ := final["error"].(map[string]any); final["status"] != "failed" || fe["code"] != "VIDEO_GEN_ERROR" || fe["step_id"] != "cover" {
+		t.Errorf("visual run without a generator = %v, want failed with the cover step's VIDEO_GEN_ERROR", final)
+	}
 }
 
 func TestBatchRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 100, nil)
 	u, other := e.user("batch@example.com"), e.user("batch-other@example.com")
-	st, body := e.do(u, "POST", "/api/batch/run", map[string]any{"workflow": "graphic",
+	st, body := e.do(u, "POST", "/api/batch/run", map[string]any{"workflow": "content_plan_workflow",
 		"items": []any{map[string]any{"topic": "coffee"}, map[string]any{"inputs": map[string]any{"topic": "tea"}}, map[string]any{"duration": "long"}}})
 	if st != 201 {
 		t.Fatalf("batch/run = %d %v", st, body)

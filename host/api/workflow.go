@@ -150,6 +150,9 @@ func runView(r *store.Run) fiber.Map {
 	if (r.Status == store.RunFailed || r.Status == store.RunCancelled) && len(r.Error) > 0 {
 		m["error"] = raw(r.Error)
 	}
+	if w := runs.WarningsOf(r); w != nil {
+		m["warnings"] = w
+	}
 	return m
 }
 
@@ -186,6 +189,9 @@ func (s *Server) runResult(c *fiber.Ctx) error {
 				out = fiber.Map{}
 			}
 			body["outputs"] = out
+			if w := runs.WarningsOf(r); w != nil {
+				body["warnings"] = w
+			}
 		} else {
 			body["error"] = raw(r.Error)
 		}

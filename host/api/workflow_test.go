@@ -135,6 +135,14 @@ func (e *env) wait(u user, runID string, states ...string) map[string]any {
 	}
 }
 
+// firstOf is the first element of xs, nil when there is none.
+func firstOf(xs []any) any {
+	if len(xs) == 0 {
+		return nil
+	}
+	return xs[0]
+}
+
 func errCode(body map[string]any) string {
 	e, _ := body["error"].(map[string]any)
 	c, _ := e["code"].(string)
@@ -153,11 +161,13 @@ func TestWorkflowLifecycle(t *testing.T) {
 	if st, body = e.do(alice, "POST", "/api/workflow/start", map[string]any{"inputs": map[string]any{}}); st != 400 {
 		t.Errorf("start without workflow = %d %v", st, body)
 	}
-	if st, body = e.do(alice, "POST", "/api/workflow/start", map[string]any{"workflow": "graphic", "inputs": map[string]any{"duration": "long"}}); st != 400 {
+	if st, body = e.do(alice, "POST", "/api/workflow/start", map[string]any{"workflow": "content_plan_workflow", "inputs": map[string]any{"duration": "long"}}); st != 400 {
 		t.Errorf("start with a bad input = %d %v", st, body)
 	}
-	st, body = e.do(alice, "POST", "/api/workflow/start", map[string]any{"workflow": "graphic", "inputs": map[string]any{"topic": "coffee"}})
-	if st != 200 || body["status"] != "pending" || body["run_id"] == nil || body["workflow"] != "graphic" {
+	// An input the workflow does not declare is accepted, and named in the warnings as ignored.
+	st, body = e.do(alice, "POST", "/api/workflow/start", map[string]any{"workflow": "content_plan_workflow",
+		"inputs": map[string]any{"topic": "coffee", "colour": "red"}})
+	if st != 200 || body["status"] != "pending" || body["run_id"] == nil || body["workflow"] != "content_plan_workflow" {
 		t.Fatalf("start = %d %v", st, body)
 	}
 	rid := body["run_id"].(string)
@@ -166,6 +176,12 @@ func TestWorkflowLifecycle(t *testing.T) {
 		t.Fatalf("final status = %v", final)
 	}
 	_, res := e.do(alice, "GET", "/api/workflow/result/"+rid, nil)
+	for what, body := range map[string]map[string]any{"status": final, "result": res} {
+		ws, _ := body["warnings"].([]any)
+		if w, _ := firstOf(ws).(map[string]any); len(ws) != 1 || w["input"] != "colour" || w["code"] != "VALIDATION_ERROR" {
+			t.Errorf("%s warnings = %v, want the input colour named as ignored", what, body["warnings"])
+		}
+	}
 	trace, _ := res["trace"].([]any)
 	if _, ok := res["outputs"].(map[string]any); !ok || len(trace) == 0 {
 		t.Errorf("result = %v, want outputs and trace", res)
@@ -194,7 +210,7 @@ func TestWorkflowLifecycle(t *testing.T) {
 			t.Errorf("%s of an unknown run = %d", p, st)
 		}
 	}
-	_, list := e.do(alice, "GET", "/api/workflow/runs?status=completed&workflow=graphic", nil)
+	_, list := e.do(alice, "GET", "/api/workflow/runs?status=completed&workflow=content_plan_workflow", nil)
 	if list["total"].(float64) != 1 {
 		t.Errorf("runs listing = %v", list)
 	}

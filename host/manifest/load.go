@@ -37,6 +37,7 @@ var agents = map[string]bool{
 var reservedSteps = map[string]bool{
 	"script": true, "title": true, "answer": true, "citations": true, "assets": true, "plan": true,
 	"prompt": true, "sources": true, "skipped": true, "skipped_steps": true, "hashtags": true,
+	"warnings": true,
 }
 
 // Error is one problem of one manifest file; Load joins them.
@@ -67,6 +68,7 @@ type file struct {
 	RequiredAny []string       `yaml:"required_any"`
 	Timeout     string         `yaml:"timeout"`
 	Steps       []fileStep     `yaml:"steps"`
+	Product     []Product      `yaml:"product"`
 }
 
 type fileStep struct {
@@ -249,7 +251,32 @@ func (v *validator) manifest(f *file) *Manifest {
 	if len(f.Steps) == 0 && (m.Engine == EngineNode || m.Fallback == EngineNode) {
 		v.add("steps", "is required: the node engine runs this workflow (engine or fallback node)")
 	}
+	m.Product = v.product(f.Product, f.Steps)
 	return m
+}
+
+// product checks the product entries: each names an output and the step of steps that makes it.
+func (v *validator) product(ps []Product, steps []fileStep) []Product {
+	seen := map[string]bool{}
+	for i, p := range ps {
+		at := fmt.Sprintf("product[%d]", i)
+		switch {
+		case p.Output == "":
+			v.add(at+".output", "is required (the output a run must hand back, e.g. video_url)")
+		case !stepIDPattern.MatchString(p.Output):
+			v.add(at+".output", "%q must match %s", p.Output, stepIDPattern)
+		case seen[p.Output]:
+			v.add(at+".output", "duplicate output %q", p.Output)
+		}
+		seen[p.Output] = true
+		switch {
+		case p.Step == "":
+			v.add(at+".step", "is required (the step that makes %s)", p.Output)
+		case !slices.ContainsFunc(steps, func(s fileStep) bool { return s.ID == p.Step }):
+			v.add(at+".step", "unknown step %q", p.Step)
+		}
+	}
+	return slices.Clone(ps)
 }
 
 func (v *validator) engine(m *Manifest, f *file) {

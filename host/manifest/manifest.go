@@ -55,7 +55,17 @@ type Manifest struct {
 	RequiredAny []string
 	Timeout     time.Duration
 	Steps       []engine.Step
-	File        string // the file it was read from
+	// Product are the outputs that make a run worth having (a video's video_url, a cover's
+	// image_url): a run that ends without one of them fails (host/runs), whatever its steps say.
+	Product []Product
+	File    string // the file it was read from
+}
+
+// Product is one output a run of the workflow must hand back, and the step that makes it (whose
+// error a run without the output fails with).
+type Product struct {
+	Output string `json:"output" yaml:"output"`
+	Step   string `json:"step,omitempty" yaml:"step"`
 }
 
 // Field is one input of a manifest's input schema.

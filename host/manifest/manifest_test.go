@@ -66,6 +66,10 @@ func TestParse(t *testing.T) {
 		"unknown field":    {yaml: valid + "colour: blue\n", wantErr: "f.yaml: invalid YAML: line"},
 		"no steps on node": {yaml: "id: n1\nname: N\nversion: '1'\n", wantErr: "f.yaml: steps: is required"},
 		"empty":            {yaml: "", wantErr: "f.yaml: empty manifest"},
+		"product":          {yaml: valid + "product: [{output: audio_url, step: c}]\n"},
+		"product no step":  {yaml: valid + "product: [{output: audio_url}]\n", wantErr: "f.yaml: product[0].step: is required"},
+		"product unknown":  {yaml: valid + "product: [{output: audio_url, step: x}]\n", wantErr: `f.yaml: product[0].step: unknown step "x"`},
+		"product output":   {yaml: valid + "product: [{output: Audio URL, step: c}]\n", wantErr: `f.yaml: product[0].output: "Audio URL" must match`},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -271,6 +275,19 @@ func TestShippedManifests(t *testing.T) {
 		}
 		if m.Engine != engine || m.Fallback != "node" {
 			t.Errorf("%s: engine, fallback = %s, %s, want %s, node", id, m.Engine, m.Fallback, engine)
+		}
+	}
+	// The product of each workflow that makes media: a run without it fails (host/runs).
+	wantProduct := map[string][]manifest.Product{
+		"graphic":              {{Output: "image_url", Step: "cover"}},
+		"voiceover":            {{Output: "audio_url", Step: "speech"}},
+		"video":                {{Output: "audio_url", Step: "speech"}, {Output: "video_url", Step: "render"}},
+		"voiceover_video":      {{Output: "audio_url", Step: "speech"}, {Output: "video_url", Step: "render"}},
+		"music_video_creation": {{Output: "video_url", Step: "render"}},
+	}
+	for _, m := range reg.List() {
+		if diff := cmp.Diff(wantProduct[m.ID], m.Product); diff != "" {
+			t.Errorf("%s: product (-want +got):\n%s", m.ID, diff)
 		}
 	}
 	wantSched := []string{"graphic", "live", "music", "short_drama", "video", "voiceover"}

@@ -131,7 +131,7 @@ func TestProgressFramesOncePerChange(t *testing.T) {
 	s := newService(t, runs.Deps{Store: st, Manifests: registry(t), Notifier: rec}, runs.Options{Workers: 1})
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
-	r, err := s.Start(ctx, runs.StartParams{Workflow: "graphic", User: newUser(t, st), Inputs: map[string]any{"topic": "coffee"}})
+	r, err := s.Start(ctx, runs.StartParams{Workflow: "content_plan_workflow", User: newUser(t, st), Inputs: map[string]any{"topic": "coffee"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +142,10 @@ func TestProgressFramesOncePerChange(t *testing.T) {
 	for _, f := range rec.frames {
 		if f.Type != events.FrameTaskProgress || f.Data["runId"] != r.ID {
 			continue
+		}
+		// A UI shows these as they are: a whole percentage and the step at work, in every frame.
+		if _, whole := f.Data["progress"].(int); !whole || f.Data["current_step"] == "" {
+			t.Errorf("task:progress frame %v: want an integer progress and a current step", f.Data)
 		}
 		key := fmt.Sprint(f.Data["progress"], "|", f.Data["current_step"])
 		if len(seen) > 0 && seen[len(seen)-1] == key {

@@ -499,6 +499,11 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 		if out == nil {
 			out = map[string]any{}
 		}
+		out, failed := s.judge(ctx, runID, out)
+		if failed != nil {
+			s.fail(ctx, runID, owner, failed)
+			return
+		}
 		b, err := json.Marshal(out)
 		if err != nil { // an in-process engine's output that is not JSON (a NaN)
 			s.fail(ctx, runID, owner, &engine.RunError{Code: string(errcode.WorkflowStepFailed), Message: "the run's outputs are not JSON: " + err.Error()})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -45,9 +46,10 @@ func (s *Service) ReportStep(ctx context.Context, runID string, step engine.Trac
 	return nil
 }
 
-// ReportProgress implements engine.Host.
+// ReportProgress implements engine.Host. Progress is kept as a whole percentage (what a UI shows;
+// 33.333333333333336 is not), and a report without a step keeps the step last named.
 func (s *Service) ReportProgress(ctx context.Context, runID string, progress float64, currentStep string) error {
-	progress = min(max(progress, 0), 100)
+	progress = math.Round(min(max(progress, 0), 100))
 	if err := s.st.SetRunProgress(ctx, runID, progress, currentStep); err != nil {
 		if errors.Is(err, store.ErrStale) {
 			return nil // the run left running (cancelled): nothing to show
@@ -72,7 +74,7 @@ func (s *Service) notifyProgress(ctx context.Context, r *store.Run, progress flo
 		return
 	}
 	s.notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskProgress,
-		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "progress": progress, "current_step": r.CurrentStep}})
+		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "progress": int(math.Round(progress)), "current_step": r.CurrentStep}})
 }
 
 // policy is the time-out and retry policy of job type typ (the engine registry's, or the

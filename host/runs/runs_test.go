@@ -134,7 +134,7 @@ func TestRestartPicksUpExpiredLease(t *testing.T) {
 	st := openStore(t)
 	reg := registry(t)
 	p := newUser(t, st)
-	r := &store.Run{ID: uuid.NewString(), WorkflowID: "graphic", UserID: p.UserID, Inputs: json.RawMessage(`{"topic":"tea"}`),
+	r := &store.Run{ID: uuid.NewString(), WorkflowID: "content_plan_workflow", UserID: p.UserID, Inputs: json.RawMessage(`{"topic":"tea"}`),
 		UserContext: json.RawMessage(`{"user_id":"` + p.UserID + `"}`)}
 	if err := st.CreateRun(ctx, r); err != nil {
 		t.Fatal(err)

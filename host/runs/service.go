@@ -588,9 +588,17 @@ func (s *Service) finished(ctx context.Context, r *store.Run) {
 	}
 }
 
+// notifyStatus sends the task:status frame of r; a failed or cancelled run's carries its error
+// ({code, message, step_id}), a completed run's its warnings.
 func (s *Service) notifyStatus(ctx context.Context, r *store.Run) {
-	s.notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskStatus,
-		Data: map[string]any{"taskId": r.ID, "runId": r.ID, "status": r.Status, "workflow": r.WorkflowID}})
+	data := map[string]any{"taskId": r.ID, "runId": r.ID, "status": r.Status, "workflow": r.WorkflowID}
+	if (r.Status == store.RunFailed || r.Status == store.RunCancelled) && len(r.Error) > 0 {
+		data["error"] = r.Error
+	}
+	if w := WarningsOf(r); w != nil {
+		data["warnings"] = w
+	}
+	s.notifier.Notify(ctx, events.Frame{ProjectID: r.ProjectID, UserID: r.UserID, Type: events.FrameTaskStatus, Data: data})
 }
 
 // recordFiles records the files result names as assets of run r. A file that cannot be recorded

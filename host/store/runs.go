@@ -183,7 +183,8 @@ type Runs interface {
 	// ErrStale when it is no longer an orphan by that listing's test (it was handed back, claimed
 	// or moved on since).
 	ClaimOrphanRun(ctx context.Context, id string, before time.Time, holder string) (*Run, error)
-	// SetRunProgress sets progress and current step of a running run.
+	// SetRunProgress sets progress and current step of a running run; an empty currentStep keeps
+	// the one recorded (a progress report between steps still names the step last started).
 	SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error
 
 	// UpsertTraceStep creates or replaces the step (run_id, step_id), keeping its first position.

@@ -257,7 +257,7 @@ func (db *DB) ClaimOrphanRun(ctx context.Context, id string, before time.Time, h
 
 // SetRunProgress implements store.Runs.
 func (db *DB) SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error {
-	n, err := db.Exec(ctx, `UPDATE runs SET progress = $2, current_step = $3, updated_at = $4
+	n, err := db.Exec(ctx, `UPDATE runs SET progress = $2, current_step = CASE WHEN $3 = '' THEN current_step ELSE $3 END, updated_at = $4
 		WHERE run_id = $1 AND status = 'running'`, id, progress, currentStep, db.T(db.Now()))
 	if err != nil {
 		return err

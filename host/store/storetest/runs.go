@@ -77,6 +77,12 @@ func testRuns(t *testing.T, open Opener) {
 	if err := d.SetRunProgress(ctx, r.ID, 50, "write"); err != nil {
 		t.Errorf("SetRunProgress: %v", err)
 	}
+	if err := d.SetRunProgress(ctx, r.ID, 60, ""); err != nil {
+		t.Errorf("SetRunProgress without a step: %v", err)
+	}
+	if got, err := d.GetRun(ctx, r.ID); err != nil || got.Progress != 60 || got.CurrentStep != "write" {
+		t.Errorf("after SetRunProgress(60, \"\"): progress %v, current step %q (%v); want 60 and the step kept, \"write\"", got.Progress, got.CurrentStep, err)
+	}
 
 	// Trace steps keep their first position.
 	for _, s := range []struct{ id, status string }{{"a", "running"}, {"b", "running"}, {"a", "completed"}} {
@@ -114,7 +120,7 @@ func testRuns(t *testing.T, open Opener) {
 		t.Fatalf("paused -> running: %v", err)
 	}
 	done, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunCompleted, Outputs: json.RawMessage(`{"script":"s"}`), Completed: true, Release: true})
-	if err != nil || done.CompletedAt == nil || string(done.Outputs) == "" || done.Awaiting != nil || done.Progress != 50 {
+	if err != nil || done.CompletedAt == nil || string(done.Outputs) == "" || done.Awaiting != nil || done.Progress != 60 {
 		t.Fatalf("running -> completed = %+v, %v", done, err)
 	}
 	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending, store.RunRunning, store.RunPaused}, store.RunUpdate{Status: store.RunCancelled}); !errors.Is(err, store.ErrStale) {
