@@ -8,7 +8,8 @@ Protocol (shared/spec DECISIONS.md, Engine protocols):
                 {run_id, job_id, status, outputs, trace, metadata{total_tokens, total_cost_usd,
                  duration_ms}, error?} signed with X-Signature: sha256=<hex HMAC-SHA256 of the raw
                 body with CALLBACK_SECRET>.
-  POST /cancel  {run_id}  -> 200; a callback not yet sent for that run is dropped.
+  POST /cancel  {run_id, job_ids?}  -> 200; a callback not yet sent for those jobs (without job_ids,
+                for that run) is dropped. The host names the job when it timed one out.
   GET  /health  -> 200 {status: "ok"}
 
 The graph has two agents, research then write. Inputs that ask for review (review, require_review or
@@ -62,13 +63,15 @@ class Runner:
     def accept(self, body):
         threading.Thread(target=self._execute, args=(body,), daemon=True).start()
 
-    def cancel(self, run_id):
+    def cancel(self, run_id, job_ids=None):
+        """Drop the callbacks of the named jobs, or of every job of the run when none is named (a
+        timed-out job is cancelled alone: the run's next attempt, a new job, goes on)."""
         with self.lock:
-            self.cancelled.add(run_id)
+            self.cancelled.update(job_ids or [run_id])
 
-    def _is_cancelled(self, run_id):
+    def _is_cancelled(self, body):
         with self.lock:
-            return run_id in self.cancelled
+            return body.get("run_id") in self.cancelled or body.get("job_id") in self.cancelled
 
     # ------------------------------------------------------------------ the graph
 
@@ -138,8 +141,8 @@ class Runner:
 
     def _callback(self, body, status, outputs, trace, started, error=None):
         run_id = body.get("run_id")
-        if self._is_cancelled(run_id):
-            log.info("run %s was cancelled: no callback", run_id)
+        if self._is_cancelled(body):
+            log.info("run %s (job %s) was cancelled: no callback", run_id, body.get("job_id"))
             return
         for s in trace:
             s.pop("_t0", None)
@@ -164,7 +167,9 @@ class Runner:
             except urllib.error.HTTPError as e:
                 log.warning("callback for run %s answered %s", run_id, e.code)
                 if 400 <= e.code < 500:
-                    return  # refused (bad signature, unknown job, ...): sending again will not help
+                    # refused (bad signature, unknown job, 410: the job timed out and the host
+                    # gave up on it): sending again will not help
+                    return
             except (urllib.error.URLError, OSError) as e:
                 log.warning("callback for run %s failed: %s", run_id, e)
         log.error("callback for run %s given up", run_id)
@@ -214,7 +219,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/cancel":
             if not body.get("run_id"):
                 return self._answer(400, {"error": "missing run_id"})
-            runner.cancel(body["run_id"])
+            job_ids = body.get("job_ids") if isinstance(body.get("job_ids"), list) else None
+            runner.cancel(body["run_id"], job_ids)
             return self._answer(200, {"cancelled": True, "run_id": body["run_id"]})
         self._answer(404, {"error": "not found"})
 

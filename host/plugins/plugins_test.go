@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -384,6 +386,38 @@ func TestToolHealth(t *testing.T) {
 		if _, err := sup.Engine(); err != nil {
 			t.Errorf("Engine() with the tool back = %v", err)
 		}
+	})
+
+	// With a health route, a tool that answers 404 there is not ready: degraded with its answer,
+	// yet still offered runs (it may take them without having a health route); 2xx there is ready.
+	t.Run("tool answers but not at its health route", func(t *testing.T) {
+		t.Parallel()
+		var healthy atomic.Bool
+		tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/health" && healthy.Load() {
+				_, _ = w.Write([]byte(`{"status":"ok"}`))
+				return
+			}
+			http.NotFound(w, r)
+		}))
+		t.Cleanup(tool.Close)
+		sup := New(Config{Name: "echo", Dir: dir, Env: []string{engine.SettingsEnvValue(map[string]string{"tool_url": tool.URL, "tool_health_path": "/health"})},
+			Logger: testLogger(t), HealthInterval: 50 * time.Millisecond})
+		if err := sup.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sup.Stop)
+		if st, reason := sup.Detail(); st != DetailDegraded || !strings.Contains(reason, "answered 404") {
+			t.Errorf("Detail() with 404 at the health route = %s, %q, want degraded with the answer", st, reason)
+		}
+		if sup.State() != StateDegraded {
+			t.Errorf("State() = %s, want degraded", sup.State())
+		}
+		if _, err := sup.Engine(); err != nil {
+			t.Errorf("Engine() of a tool that answers = %v, want the engine (its runs still go to it)", err)
+		}
+		healthy.Store(true)
+		waitFor(t, "ready", 10*time.Second, func() bool { st, _ := sup.Detail(); return st == DetailReady })
 	})
 }
 

@@ -46,7 +46,8 @@ const (
 	// DetailUnconfigured: the plugin is up but its tool is not configured (its Health answers
 	// VALIDATION_ERROR); runs go to the fallback. State reports it as disabled.
 	DetailUnconfigured = "unconfigured"
-	// DetailDegraded: the plugin is up but its tool does not answer; runs go to the fallback.
+	// DetailDegraded: the plugin is up but its tool does not answer (runs go to the fallback), or
+	// answers but not 2xx at its health route (engine.ToolUnhealthy: runs are still offered to it).
 	DetailDegraded = "degraded"
 	// DetailRestarting: the plugin is down and being relaunched with back-off.
 	DetailRestarting = "restarting"
@@ -220,7 +221,8 @@ func (s *Supervisor) Engine() (engine.Engine, error) {
 		return nil, errcode.E("plugins.Engine", errcode.ExternalService,
 			fmt.Sprintf("engine %s plugin is %s", s.cfg.Name, s.state), s.lastErr)
 	}
-	if s.toolErr != nil {
+	if s.toolErr != nil && !engine.ToolAnswers(s.toolErr) {
+		// A tool that answers, if not at its health route, is still offered runs (ToolUnhealthy).
 		return nil, errcode.E("plugins.Engine", errcode.ExternalService,
 			fmt.Sprintf("engine %s is %s: %s", s.cfg.Name, s.detailLocked(), errMessage(s.toolErr)), s.toolErr)
 	}
@@ -369,11 +371,13 @@ func (s *Supervisor) setToolErrLocked(err error) {
 	if was == now {
 		return
 	}
-	switch now {
-	case DetailReady:
+	switch {
+	case now == DetailReady:
 		s.log.Info("engine's external tool answers again")
-	case DetailUnconfigured:
+	case now == DetailUnconfigured:
 		s.log.Info("engine's external tool is not configured: its workflows run on their fallback", "reason", errMessage(err))
+	case engine.ToolAnswers(err):
+		s.log.Warn("engine's external tool answers but is not healthy: its runs are still offered to it", "error", errMessage(err))
 	default:
 		s.log.Warn("engine's external tool check failed: its workflows run on their fallback", "error", errMessage(err))
 	}

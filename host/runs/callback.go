@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -35,7 +36,10 @@ type callbackBody struct {
 
 // Callback applies a verified inbound callback (the signature was checked by the caller): it
 // resolves the job once (a repeat answers Duplicate), hands an engine job's payload to the run's
-// engine, and stores what the run came to. Unknown job: 404 NOT_FOUND.
+// engine, and stores what the run came to. A progress callback (running, pending, accepted) moves
+// the job's deadline by its type's timeout: a job times out only after a silence longer than that.
+// Unknown job: 404 NOT_FOUND. A job that timed out: 410 WORKFLOW_TIMEOUT (jobGone), so that its
+// executor stops the work the host gave up on (another attempt may be under way).
 func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*CallbackResult, error) {
 	var b callbackBody
 	if err := json.Unmarshal(raw, &b); err != nil {
@@ -52,11 +56,29 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 		return nil, fmt.Errorf("runs: load job: %w", err)
 	}
 	dup := &CallbackResult{JobID: j.ID, RunID: j.RunID, Status: j.Status, Duplicate: true}
+	if j.Status == engine.JobTimeout {
+		return nil, jobGone(j)
+	}
 	if j.Resolved() {
 		return dup, nil
 	}
 	if b.Status == "running" || b.Status == "pending" || b.Status == "accepted" {
-		// Progress only: the job stays open; the engine may record steps and progress.
+		// Progress only: the job stays open, its deadline moved; the engine may record steps
+		// and progress.
+		if p, _, ok := s.policy(j.Type); ok && p.Timeout > 0 {
+			if _, err := s.st.ExtendJob(ctx, j.ID, s.st.Now().Add(p.Timeout)); errors.Is(err, store.ErrStale) {
+				// Resolved since it was read: timed out (the sweeper won), or done.
+				if cur, gerr := s.st.GetJob(ctx, j.ID); gerr == nil {
+					if cur.Status == engine.JobTimeout {
+						return nil, jobGone(cur)
+					}
+					dup.Status = cur.Status
+				}
+				return dup, nil
+			} else if err != nil {
+				return nil, fmt.Errorf("runs: extend job: %w", err)
+			}
+		}
 		if s.takesCallbacks(j.Type) && kind != engine.CallbackAI {
 			res := s.engineCallback(ctx, kind, j, raw, &b)
 			if res != nil && res.Status != engine.StatusCompleted {
@@ -94,6 +116,9 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 	resolved, ok := s.resolve(ctx, j.ID, status, result, jerr)
 	if !ok {
 		if cur, err := s.st.GetJob(ctx, j.ID); err == nil {
+			if cur.Status == engine.JobTimeout {
+				return nil, jobGone(cur)
+			}
 			dup.Status = cur.Status
 		}
 		return dup, nil
@@ -108,6 +133,13 @@ func (s *Service) Callback(ctx context.Context, kind string, raw []byte) (*Callb
 		out.Status = r.Status
 	}
 	return out, nil
+}
+
+// jobGone answers a callback for job j that timed out: 410 Gone, so that its executor stops (the
+// host gave up on the job; the run went on without it, with a new job when retries were left).
+func jobGone(j *store.Job) error {
+	return errcode.Newf(errcode.WorkflowTimeout, "job %s timed out: stop its work (the run goes on without it)", j.ID).
+		WithStatus(http.StatusGone)
 }
 
 // engineCallback asks the engine of the job's type what the callback means for the run: its live
@@ -316,12 +348,15 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 		return
 	}
 	msg := fmt.Sprintf("%s job %s got no callback within %s", j.Type, j.ID, p.Timeout)
-	if _, ok := s.resolve(ctx, j.ID, engine.JobTimeout, nil, &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg}); !ok {
-		return
+	if _, ok := s.expire(ctx, j.ID, now, &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg}); !ok {
+		return // resolved meanwhile, or its executor called back in time
 	}
 	if engine.IsGeneratorJob(j.Type) {
 		return // the step awaiting it decides (an optional step is skipped)
 	}
+	// An engine job's executor was silent for longer than the timeout: ask its engine to stop that
+	// job before anything else is posted (its next callback answers 410 either way).
+	s.cancelJob(ctx, j)
 	if j.RetryCount < j.MaxRetries {
 		// An engine job: execute the run again after the back-off; the engine makes a new job,
 		// which carries the retry count on.
@@ -339,6 +374,20 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 		return
 	}
 	s.fail(ctx, j.RunID, "", &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg, StepID: j.StepID})
+}
+
+// cancelJob asks the engine of job j's type to stop that job's outside work (Cancel with its id),
+// best effort: a timed-out job's executor may be gone.
+func (s *Service) cancelJob(ctx context.Context, j *store.Job) {
+	eng := s.route(s.jobEngine(j.Type)).eng
+	if eng == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := eng.Cancel(cctx, &engine.CancelRequest{RunID: j.RunID, JobIDs: []string{j.ID}}); err != nil {
+		s.log.Warn("runs: cancel a timed-out job", "run_id", j.RunID, "job_id", j.ID, "err", err)
+	}
 }
 
 // CompleteJob resolves a job with the answer of the plugin that did it (PluginJobs), as if its

@@ -207,6 +207,23 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 
 // resolve resolves a job once and wakes its waiters; it reports false when it was resolved already.
 func (s *Service) resolve(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError) (*store.Job, bool) {
+	return s.resolveWith(ctx, jobID, status, result, e, func(tx Store, errObj json.RawMessage) (*store.Job, error) {
+		return tx.ResolveJob(ctx, jobID, status, result, errObj)
+	})
+}
+
+// expire times out a job still past its deadline at now (the sweeper's listing): false when it was
+// resolved meanwhile, or its executor called back and moved the deadline (ExtendJob).
+func (s *Service) expire(ctx context.Context, jobID string, now time.Time, e *engine.RunError) (*store.Job, bool) {
+	return s.resolveWith(ctx, jobID, engine.JobTimeout, nil, e, func(tx Store, errObj json.RawMessage) (*store.Job, error) {
+		return tx.TimeOutJob(ctx, jobID, now, errObj)
+	})
+}
+
+// resolveWith is resolve's work with the store's guarded update end: the job's end events in the
+// same transaction, the files of a completed job recorded, its waiters woken.
+func (s *Service) resolveWith(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError,
+	end func(tx Store, errObj json.RawMessage) (*store.Job, error)) (*store.Job, bool) {
 	var errObj json.RawMessage
 	if e != nil {
 		errObj, _ = json.Marshal(e) // a struct of strings and numbers: Marshal cannot fail
@@ -214,7 +231,7 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 	var j *store.Job
 	err := store.InTx(ctx, s.st, func(tx Store) error {
 		var err error
-		if j, err = tx.ResolveJob(ctx, jobID, status, result, errObj); err != nil {
+		if j, err = end(tx, errObj); err != nil {
 			return err
 		}
 		return emitJobEnd(ctx, tx, j, e)

@@ -129,6 +129,8 @@ type Store interface {
 	MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error
 	RenewJobLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
 	ListDueJobs(ctx context.Context, now time.Time, limit int) ([]store.Job, error)
+	ExtendJob(ctx context.Context, id string, timeoutAt time.Time) (*store.Job, error)
+	TimeOutJob(ctx context.Context, id string, now time.Time, errObj json.RawMessage) (*store.Job, error)
 	ListAbandonedJobs(ctx context.Context, now time.Time, limit int) ([]store.Job, error)
 	TakeBackJobs(ctx context.Context, hostID string) (int64, error)
 }

@@ -212,4 +212,12 @@ type Runs interface {
 	RetryJob(ctx context.Context, id string, timeoutAt time.Time) (*Job, error)
 	// ListDueJobs lists unresolved jobs whose timeout_at passed.
 	ListDueJobs(ctx context.Context, now time.Time, limit int) ([]Job, error)
+	// ExtendJob moves the timeout_at of an unresolved job to timeoutAt: its executor said it is
+	// still at work, so the job times out only after a silence longer than its timeout. ErrStale
+	// when the job was resolved (timed out included), ErrNotFound when there is no such job.
+	ExtendJob(ctx context.Context, id string, timeoutAt time.Time) (*Job, error)
+	// TimeOutJob resolves an unresolved job whose timeout_at is at or before now as timed out,
+	// with errObj. ErrStale when it was resolved or its deadline moved past now (ExtendJob won the
+	// race): then it is not timed out.
+	TimeOutJob(ctx context.Context, id string, now time.Time, errObj json.RawMessage) (*Job, error)
 }

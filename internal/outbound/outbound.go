@@ -79,15 +79,15 @@ func Join(base, path string) string {
 	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
 }
 
-// Reachable reports whether the tool at url answers HTTP at all (any status: a tool that says 404
-// to GET / is up), within timeout; the error says why not. It is the tool check of the engines'
-// Health (engine.CapToolHealth).
-func Reachable(ctx context.Context, client *http.Client, url string, timeout time.Duration) error {
+// Reachable reports whether the tool at url answers HTTP at all within timeout, with the status of
+// its answer to GET url; the error says why it did not answer. It is the tool check of the engines'
+// Health (engine.CapToolHealth, Tool.Health), which judges the status.
+func Reachable(ctx context.Context, client *http.Client, url string, timeout time.Duration) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("outbound: request %s: %w", url, err)
+		return 0, fmt.Errorf("outbound: request %s: %w", url, err)
 	}
 	req.Header.Set("User-Agent", "reelforge-engine/1")
 	req.Close = true // a fresh connection each time: a kept-alive one says nothing of the listener
@@ -96,9 +96,9 @@ func Reachable(ctx context.Context, client *http.Client, url string, timeout tim
 	}
 	res, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("outbound: get %s: %w", url, err)
+		return 0, fmt.Errorf("outbound: get %s: %w", url, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, MaxAnswer)) //nolint:errcheck // drained for reuse only
 	res.Body.Close()
-	return nil
+	return res.StatusCode, nil
 }

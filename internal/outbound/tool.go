@@ -2,11 +2,13 @@ package outbound
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -27,6 +29,10 @@ type Tool struct {
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// HealthPath is the tool's health route under URL (Flowise's /api/v1/ping, a LangGraph
+	// server's /ok): Health calls the tool healthy only when it answers 2xx there. Empty: any
+	// HTTP answer at URL will do (a tool with no health route).
+	HealthPath string
 }
 
 // WithDefaults fills in what t leaves unset (a Timeout of 0 or less becomes timeout) and trims
@@ -50,14 +56,23 @@ func (t Tool) WithDefaults(timeout time.Duration) Tool {
 
 // Health is the tool check of an engine's Health (engine.CapToolHealth): VALIDATION_ERROR with the
 // message unset when no URL is set, code (op, with the message down) when the tool does not answer
-// within HealthTimeout. The host then reports the engine unconfigured or degraded and runs its
-// workflows on the fallback; it does not restart the plugin for it.
+// within HealthTimeout: the host then reports the engine unconfigured or degraded and runs its
+// workflows on the fallback; it does not restart the plugin for it. With a HealthPath, an answer
+// there other than 2xx is engine.ToolUnhealthy: the engine is reported degraded, not ready.
 func (t Tool) Health(ctx context.Context, op string, code errcode.Code, unset, down string) error {
 	if t.URL == "" {
 		return errcode.New(errcode.Validation, unset)
 	}
-	if err := Reachable(ctx, t.HTTPClient, t.URL, HealthTimeout); err != nil {
+	url := t.URL
+	if t.HealthPath != "" {
+		url = Join(t.URL, t.HealthPath)
+	}
+	status, err := Reachable(ctx, t.HTTPClient, url, HealthTimeout)
+	if err != nil {
 		return errcode.E(op, code, down, err)
+	}
+	if t.HealthPath != "" && (status < 200 || status > 299) {
+		return engine.ToolUnhealthy(op, code, fmt.Sprintf("the tool answers, but GET %s answered %d, not 2xx: is the URL the tool's own address?", url, status), status)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/internal/outbound"
+	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -27,21 +28,36 @@ func TestToolHealth(t *testing.T) {
 	t.Cleanup(up.Close)
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/ping" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte("pong"))
+	}))
+	t.Cleanup(healthy.Close)
 	tests := map[string]struct {
-		url  string
-		want errcode.Code
+		url, path string
+		want      errcode.Code
+		answers   bool // engine.ToolAnswers: the tool is up but not healthy
 	}{
-		"not set":          {"", errcode.Validation},
-		"does not answer":  {down.URL, errcode.GraphRunner},
-		"answers anything": {up.URL, ""},
+		"not set":                       {"", "", errcode.Validation, false},
+		"does not answer":               {down.URL, "", errcode.GraphRunner, false},
+		"answers, no health route":      {up.URL, "", "", false},
+		"404 at its health route":       {up.URL, "/health", errcode.GraphRunner, true},
+		"2xx at its health route":       {healthy.URL, "/api/v1/ping", "", false},
+		"health route, does not answer": {down.URL, "/ok", errcode.GraphRunner, false},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			tool := outbound.Tool{URL: tt.url}.WithDefaults(time.Second)
+			tool := outbound.Tool{URL: tt.url, HealthPath: tt.path}.WithDefaults(time.Second)
 			err := tool.Health(t.Context(), "test.Health", errcode.GraphRunner, "url is not set", "the tool does not answer")
 			if got := errcode.Of(err); got != tt.want || (tt.want == "") != (err == nil) {
 				t.Errorf("Health() = %v (code %q), want code %q", err, got, tt.want)
+			}
+			if got := engine.ToolAnswers(err); got != tt.answers {
+				t.Errorf("ToolAnswers(%v) = %t, want %t", err, got, tt.answers)
 			}
 		})
 	}

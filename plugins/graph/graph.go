@@ -6,7 +6,12 @@
 // `{RUNNER_URL}/run` and answers StatusWaiting: the run stays running until the runner calls back at
 // `<callback base>/api/webhooks/graph-callback`. A runner that is down or answers non-2xx gives a
 // GRAPH_RUNNER_ERROR, so the host can retry or run the workflow on its fallback engine. A resume
-// (RunRequest.ResumeInput) posts /run again with the input merged into the inputs.
+// (RunRequest.ResumeInput) posts /run again with the input merged into the inputs. `attempt` counts
+// the postings of the run's graph (a job created again after a time-out carries its retry count).
+// The runner keeps its job alive with `running` callbacks: each moves the job's deadline by the
+// job's timeout, so only a runner silent for longer than that is timed out; the host then asks it
+// to stop that job (Cancel, POST /cancel {run_id, job_ids}) before the next attempt is posted, and
+// answers any later callback of the job 410.
 //
 // Callback reports every step of the callback's trace (ids, timings, tokens, cost kept), updates the
 // engine's own summary step `graph_runner` with the run's totals (metadata.total_tokens,
@@ -69,8 +74,15 @@ func Build(settings map[string]string, log *slog.Logger) engine.Engine {
 	return New(Options{Tool: outbound.Tool{URL: settings["runner_url"], Logger: log}, CallbackBaseURL: settings["callback_base_url"]})
 }
 
+// HealthPath is the runner's health route in the project's protocol: GET {RUNNER_URL}/health must
+// answer 2xx for the engine to be ready.
+const HealthPath = "/health"
+
 // New returns a graph engine with opts.
 func New(opts Options) *Engine {
+	if opts.HealthPath == "" {
+		opts.HealthPath = HealthPath
+	}
 	opts.Tool = opts.Tool.WithDefaults(DefaultTimeout)
 	return &Engine{opts: opts}
 }
@@ -82,7 +94,8 @@ func (e *Engine) Info(context.Context) (*engine.Info, error) {
 }
 
 // Health checks the runner (outbound.Tool.Health): VALIDATION_ERROR when no runner_url is set,
-// GRAPH_RUNNER_ERROR when it does not answer.
+// GRAPH_RUNNER_ERROR when it does not answer, engine.ToolUnhealthy when GET HealthPath answers
+// other than 2xx.
 func (e *Engine) Health(ctx context.Context) error {
 	return e.opts.Health(ctx, "graph.Health", errcode.GraphRunner,
 		"runner_url is not set (RUNNER_URL)", "the agent graph runner does not answer")
@@ -127,7 +140,7 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	body := runBody{
 		RunID: req.RunID, WorkflowID: req.Workflow.ID, GraphID: set.GraphID, Inputs: inputs,
 		CallbackURL: outbound.Join(base, engine.CallbackPathGraph), UserContext: req.User, ProjectContext: req.Project,
-		ResumeInput: req.ResumeInput, Attempt: req.Attempt,
+		ResumeInput: req.ResumeInput,
 	}
 	url := e.opts.URL + "/run"
 	jobReq, err := json.Marshal(map[string]any{"url": url, "method": http.MethodPost, "payload": body})
@@ -138,7 +151,9 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	if err != nil {
 		return nil, err
 	}
-	body.JobID = job.JobID
+	// attempt counts the postings of this graph: a job created again after a time-out carries the
+	// retry count on, and a run retried by hand has a higher attempt of its own.
+	body.JobID, body.Attempt = job.JobID, max(req.Attempt, job.RetryCount+1)
 
 	now := e.opts.Now().UTC()
 	step := engine.TraceStep{StepID: SummaryStepID, StepName: "Agent graph runner", Agent: "graph_runner",

@@ -301,3 +301,31 @@ func TestCancelIsBestEffort(t *testing.T) {
 		t.Errorf("runner got %+v, want one POST /cancel", p)
 	}
 }
+
+// The runner is ready only when GET /health answers 2xx: a server answering 404 there is up but not
+// healthy (engine.ToolUnhealthy), one that does not answer is down.
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	_, ok := startRunner(t, http.StatusOK)
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notFound.Close)
+	tests := map[string]struct {
+		url     string
+		want    errcode.Code
+		answers bool
+	}{
+		"healthy":        {ok, "", false},
+		"404 everywhere": {notFound.URL, errcode.GraphRunner, true},
+		"down":           {downURL(t), errcode.GraphRunner, false},
+		"not configured": {"", errcode.Validation, false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			err := graph.New(graph.Options{Tool: outbound.Tool{URL: tt.url}}).Health(t.Context())
+			if got := errcode.Of(err); got != tt.want || (err == nil) != (tt.want == "") || engine.ToolAnswers(err) != tt.answers {
+				t.Errorf("Health() = %v (code %q, answers %t), want code %q, answers %t", err, got, engine.ToolAnswers(err), tt.want, tt.answers)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -18,6 +19,36 @@ const (
 	// is down (the host then reports the engine degraded), not that the plugin is.
 	CapToolHealth = "tool_health"
 )
+
+// ToolUnhealthy is the Health error of a CapToolHealth engine whose tool answers HTTP but whose
+// health route did not answer 2xx (status): the host reports the engine degraded, with msg, yet
+// still hands it runs, since a tool speaking only the project's protocol may have no health route
+// (a run the tool then refuses goes to the fallback with the tool's own answer). A tool that does
+// not answer at all is an ordinary error: its runs go to the fallback at once.
+func ToolUnhealthy(op string, code errcode.Code, msg string, status int) error {
+	return &errcode.Error{Op: op, Code: code, Msg: msg, Details: map[string]any{toolStatusKey: status}}
+}
+
+const toolStatusKey = "tool_status"
+
+// ToolAnswers reports whether err, from an engine's Health, is ToolUnhealthy's: the tool answers.
+// It reads the error's details, so it holds on both sides of the plugin protocol.
+func ToolAnswers(err error) bool {
+	e := errcode.As(err)
+	if e == nil || e.Details == nil {
+		return false
+	}
+	raw, jerr := json.Marshal(e.Details)
+	if jerr != nil {
+		return false
+	}
+	var d map[string]any
+	if json.Unmarshal(raw, &d) != nil {
+		return false
+	}
+	_, ok := d[toolStatusKey].(float64)
+	return ok
+}
 
 // Base gives an engine the methods it does not need: embed it and write Info and Run only.
 // Callback answers WORKFLOW_INVALID_STATE (an engine that takes callbacks must declare

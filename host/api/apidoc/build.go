@@ -207,11 +207,13 @@ func errorStatuses(op Op) []int {
 func errorName(status int) string { return "Error" + strconv.Itoa(status) }
 
 // byStatus lists the codes that answer with each HTTP status: the catalogue's, plus the explicit
-// overrides of DECISIONS.md (VALIDATION_ERROR as 409 for conflicts and 413 for large bodies).
+// overrides of DECISIONS.md (VALIDATION_ERROR as 409 for conflicts and 413 for large bodies) and
+// WORKFLOW_TIMEOUT as 410 for a callback of a timed-out job.
 func byStatus() map[int][]errcode.Code {
 	out := map[int][]errcode.Code{
 		http.StatusConflict:              {errcode.Validation},
 		http.StatusRequestEntityTooLarge: {errcode.Validation},
+		http.StatusGone:                  {errcode.WorkflowTimeout},
 	}
 	for _, c := range sortedCodes() {
 		out[c.HTTPStatus()] = append(out[c.HTTPStatus()], c)

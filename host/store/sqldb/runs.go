@@ -424,3 +424,31 @@ func (db *DB) ListDueJobs(ctx context.Context, now time.Time, limit int) ([]stor
 	return db.queryJobs(ctx, `SELECT `+jobCols+` FROM jobs WHERE status IN ('pending', 'running') AND timeout_at <= $1
 		ORDER BY timeout_at, job_id LIMIT $2`, db.T(now), limit)
 }
+
+// ExtendJob implements store.Runs.
+func (db *DB) ExtendJob(ctx context.Context, id string, timeoutAt time.Time) (*store.Job, error) {
+	j, err := scanJob(db.QueryRow(ctx, `UPDATE jobs SET timeout_at = $2, updated_at = $3
+		WHERE job_id = $1 AND status IN ('pending', 'running') RETURNING `+jobCols, id, db.T(timeoutAt), db.T(db.Now())))
+	if errors.Is(err, store.ErrNotFound) {
+		if _, gerr := db.GetJob(ctx, id); gerr != nil {
+			return nil, gerr
+		}
+		return nil, store.ErrStale
+	}
+	return j, err
+}
+
+// TimeOutJob implements store.Runs.
+func (db *DB) TimeOutJob(ctx context.Context, id string, now time.Time, errObj json.RawMessage) (*store.Job, error) {
+	at := db.Now()
+	j, err := scanJob(db.QueryRow(ctx, `UPDATE jobs SET status = 'timeout', error = $3, resolved_at = $4, updated_at = $4
+		WHERE job_id = $1 AND status IN ('pending', 'running') AND timeout_at <= $2 RETURNING `+jobCols,
+		id, db.T(now), J(errObj), db.T(at)))
+	if errors.Is(err, store.ErrNotFound) {
+		if _, gerr := db.GetJob(ctx, id); gerr != nil {
+			return nil, gerr
+		}
+		return nil, store.ErrStale
+	}
+	return j, err
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,6 +267,55 @@ func testJobs(t *testing.T, open Opener) {
 	jobs, err := d.ListRunJobs(ctx, r.ID)
 	if err != nil || len(jobs) != 1 {
 		t.Errorf("ListRunJobs = %d, %v", len(jobs), err)
+	}
+}
+
+// testJobDeadline: a job that reports progress moves its deadline (ExtendJob), and the sweeper's
+// TimeOutJob times out only a job still past its deadline, once; a timed-out job is not extended.
+func testJobDeadline(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	r := newRun(t, d, u.ID, "live")
+	j := &store.Job{ID: uuid.NewString(), RunID: r.ID, StepID: "s", Type: "graph", Request: json.RawMessage(`{}`),
+		MaxRetries: 2, TimeoutAt: d.Now().Add(-time.Second)}
+	if err := d.CreateJob(ctx, j); err != nil {
+		t.Fatalf("CreateJob: %v", err)
+	}
+	listed := d.Now()
+	if due, err := d.ListDueJobs(ctx, listed, 10); err != nil || len(due) != 1 {
+		t.Fatalf("ListDueJobs = %+v, %v; want the job", due, err)
+	}
+	// Its executor calls back between the sweeper's listing and its time-out: the job lives on.
+	later := d.Now().Add(time.Hour)
+	ext, err := d.ExtendJob(ctx, j.ID, later)
+	if err != nil || ext.TimeoutAt.Sub(later).Abs() >= time.Millisecond || ext.Status != engine.JobPending {
+		t.Fatalf("ExtendJob = %+v, %v; want the job pending until %v", ext, err, later)
+	}
+	errObj := json.RawMessage(`{"code":"WORKFLOW_TIMEOUT","message":"silent"}`)
+	if _, err := d.TimeOutJob(ctx, j.ID, listed, errObj); !errors.Is(err, store.ErrStale) {
+		t.Errorf("TimeOutJob of an extended job = %v, want ErrStale", err)
+	}
+	if due, _ := d.ListDueJobs(ctx, d.Now(), 10); len(due) != 0 {
+		t.Errorf("ListDueJobs after ExtendJob = %d jobs, want 0", len(due))
+	}
+	// Silent past its new deadline: timed out once, and no longer extended.
+	past := later.Add(time.Second)
+	got, err := d.TimeOutJob(ctx, j.ID, past, errObj)
+	if err != nil || got.Status != engine.JobTimeout || got.ResolvedAt == nil || !strings.Contains(string(got.Error), "silent") {
+		t.Fatalf("TimeOutJob = %+v, %v; want the job timed out with the error", got, err)
+	}
+	if _, err := d.TimeOutJob(ctx, j.ID, past, errObj); !errors.Is(err, store.ErrStale) {
+		t.Errorf("second TimeOutJob = %v, want ErrStale", err)
+	}
+	if _, err := d.ExtendJob(ctx, j.ID, past.Add(time.Hour)); !errors.Is(err, store.ErrStale) {
+		t.Errorf("ExtendJob of a timed-out job = %v, want ErrStale", err)
+	}
+	if _, err := d.ExtendJob(ctx, uuid.NewString(), later); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ExtendJob(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := d.TimeOutJob(ctx, uuid.NewString(), past, errObj); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("TimeOutJob(unknown) = %v, want ErrNotFound", err)
 	}
 }
 

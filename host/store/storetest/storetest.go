@@ -43,6 +43,7 @@ var suites = []struct {
 	{"runs_take_back", testRunsTakeBack},
 	{"trace_concurrent_steps", testTraceConcurrentSteps},
 	{"jobs", testJobs},
+	{"job_deadline", testJobDeadline},
 	{"knowledge_sources", testKnowledgeSources},
 	{"knowledge_concurrent_uploads", testKnowledgeConcurrentUploads},
 	{"knowledge_visibility", testKnowledgeVisibility},

@@ -11,16 +11,17 @@
 // Settings (engine.Settings, from the engine entry) make it misbehave on purpose, for the host's
 // handshake tests: "name" is the engine name its Info reports (default echo), "api_version" the
 // contract version (default engine.APIVersion). "tool_url" makes it declare engine.CapToolHealth
-// and check that address in Health ("unconfigured": it answers VALIDATION_ERROR), for the host's
-// health tests.
+// and check that address in Health as the shipped engines check theirs (outbound.Tool.Health, with
+// "tool_health_path" as its health route; "unconfigured": it answers VALIDATION_ERROR), for the
+// host's health tests.
 package echo
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -30,9 +31,10 @@ const Version = "0.1.0"
 
 // Engine is the echo engine. It is read-only after New and safe for concurrent use.
 type Engine struct {
-	name string
-	api  int
-	tool string // tool_url setting
+	name       string
+	api        int
+	tool       outbound.Tool // tool_url and tool_health_path settings
+	checksTool bool          // a tool_url is set ("unconfigured" included): Health checks the tool
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -47,14 +49,19 @@ func New() engine.Engine {
 	if v, err := strconv.Atoi(set["api_version"]); err == nil {
 		e.api = v
 	}
-	e.tool = set["tool_url"]
+	if u := set["tool_url"]; u != "unconfigured" {
+		e.tool.URL = u
+	}
+	e.tool.HealthPath = set["tool_health_path"]
+	e.tool = e.tool.WithDefaults(time.Second)
+	e.checksTool = set["tool_url"] != ""
 	return e
 }
 
 // Info describes the echo engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
 	caps := []string{engine.CapCancel}
-	if e.tool != "" {
+	if e.checksTool {
 		caps = append(caps, engine.CapToolHealth)
 	}
 	return &engine.Info{Name: e.name, Version: Version, APIVersion: e.api, Capabilities: caps}, nil
@@ -172,25 +179,10 @@ func (e *Engine) Callback(_ context.Context, _ engine.Host, req *engine.Callback
 // Cancel has nothing to stop: echo starts no outside work.
 func (e *Engine) Cancel(context.Context, *engine.CancelRequest) error { return nil }
 
-// Health is nil, or with a tool_url setting, whether that address answers.
+// Health is nil, or with a tool_url setting, the check of that tool (outbound.Tool.Health).
 func (e *Engine) Health(ctx context.Context) error {
-	switch e.tool {
-	case "":
+	if !e.checksTool {
 		return nil
-	case "unconfigured":
-		return errcode.New(errcode.Validation, "tool_url is not set")
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.tool, nil)
-	if err != nil {
-		return errcode.E("echo.Health", errcode.Validation, "tool_url is not a URL", err)
-	}
-	req.Close = true // a fresh connection each time: a kept-alive one says nothing of the listener
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return errcode.E("echo.Health", errcode.ExternalService, "the echo tool does not answer", err)
-	}
-	res.Body.Close()
-	return nil
+	return e.tool.Health(ctx, "echo.Health", errcode.ExternalService, "tool_url is not set", "the echo tool does not answer")
 }
