@@ -27,6 +27,9 @@ type Config struct {
 
 	JWTSecret      string
 	CallbackSecret string
+	// FileURLTTL is how long the signed file URLs the API hands out stay valid (FILE_URL_TTL: a
+	// duration such as 1h or 90m, or seconds); their key is derived from JWTSecret.
+	FileURLTTL time.Duration
 
 	LLMBaseURL     string
 	LLMAPIKey      string
@@ -148,6 +151,7 @@ func Defaults() Config {
 		ShutdownTimeout:      15 * time.Second,
 		Lease:                30 * time.Second,
 		WSConnectionsPerUser: 16,
+		FileURLTTL:           time.Hour,
 		Version:              "0.1.0",
 	}
 }
@@ -169,6 +173,7 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.str("KB_VECTOR_SEARCH", &c.VectorSearch)
 	r.str("JWT_SECRET", &c.JWTSecret)
 	r.str("CALLBACK_SECRET", &c.CallbackSecret)
+	r.duration("FILE_URL_TTL", &c.FileURLTTL)
 	r.str("LLM_BASE_URL", &c.LLMBaseURL)
 	r.str("LLM_API_KEY", &c.LLMAPIKey)
 	r.str("EMBEDDING_MODEL", &c.EmbeddingModel)
@@ -262,6 +267,9 @@ func (c *Config) Validate() error {
 			strings.Contains(u.Host, "*") || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
 			errs = append(errs, fmt.Errorf("CORS_ALLOW_ORIGINS: %q is not an origin (scheme://host[:port]; no wildcard, since credentials are allowed)", o))
 		}
+	}
+	if c.FileURLTTL < 10*time.Second || c.FileURLTTL > 7*24*time.Hour {
+		errs = append(errs, fmt.Errorf("FILE_URL_TTL: %v is outside 10s to 168h", c.FileURLTTL))
 	}
 	if c.RateLimitUser < 1 || c.RateLimitAuth < 1 {
 		errs = append(errs, fmt.Errorf("rate limits must be at least 1 a minute"))
@@ -393,6 +401,24 @@ func (r *reader) millis(name string, dst *time.Duration) {
 	if set {
 		*dst = time.Duration(n) * time.Millisecond
 	}
+}
+
+// duration reads a Go duration ("1h", "90m") or a whole number of seconds.
+func (r *reader) duration(name string, dst *time.Duration) {
+	v, ok := r.get(name)
+	if !ok || v == "" {
+		return
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		*dst = time.Duration(n) * time.Second
+		return
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		r.err = errors.Join(r.err, fmt.Errorf("%s: %q is not a duration (e.g. 1h, 90m) or a number of seconds", name, v))
+		return
+	}
+	*dst = d
 }
 
 func (r *reader) list(name string, dst *[]string) {

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reelforge/reelforge/host/kb"
 )
@@ -69,5 +70,22 @@ func TestVectorCacheSetting(t *testing.T) {
 	}
 	if _, err := LoadFrom(lookup(map[string]string{"KB_VECTOR_CACHE_MB": "-1"})); err == nil || !strings.Contains(err.Error(), "KB_VECTOR_CACHE_MB") {
 		t.Errorf("KB_VECTOR_CACHE_MB=-1: err = %v, want one naming it", err)
+	}
+}
+
+func TestFileURLTTL(t *testing.T) {
+	t.Parallel()
+	if c, err := LoadFrom(lookup(nil)); err != nil || c.FileURLTTL != time.Hour {
+		t.Fatalf("default FILE_URL_TTL = %v, %v; want 1h", c.FileURLTTL, err)
+	}
+	for v, want := range map[string]time.Duration{"90m": 90 * time.Minute, "600": 10 * time.Minute, "24h": 24 * time.Hour} {
+		if c, err := LoadFrom(lookup(map[string]string{"FILE_URL_TTL": v})); err != nil || c.FileURLTTL != want {
+			t.Errorf("FILE_URL_TTL=%s: %v, %v; want %v", v, c.FileURLTTL, err, want)
+		}
+	}
+	for _, bad := range []string{"soon", "-1h", "5s", "200h"} {
+		if _, err := LoadFrom(lookup(map[string]string{"FILE_URL_TTL": bad})); err == nil || !strings.Contains(err.Error(), "FILE_URL_TTL") {
+			t.Errorf("FILE_URL_TTL=%s: LoadFrom = %v, want an error naming it", bad, err)
+		}
 	}
 }
