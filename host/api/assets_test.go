@@ -17,6 +17,7 @@ import (
 	"github.com/reelforge/reelforge/host/blob"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -56,6 +57,28 @@ func uploadedEvents(t *testing.T, st store.Driver) map[string]int {
 	return out
 }
 
+// setupRunFiles is setupContent over blobs (nil: DATA_DIR) with a second content service over
+// the same store and blobs, as host/runs holds one, and write, which leaves a file in the data
+// folder as a local generator does (rel: its storage key).
+func setupRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.Store) (*testBundle, *content.Service, func(rel string, data []byte)) {
+	var svc *content.Service
+	var dataDir string
+	b := setupContentWith(t, open, 1<<20, func(c *content.Config) {
+		c.Blobs, dataDir = blobs, c.DataDir
+		svc = content.New(*c)
+	})
+	return b, svc, func(rel string, data []byte) {
+		t.Helper()
+		p := filepath.Join(dataDir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestRunFilesServed: the files a run names become assets of its owner once each (with
 // task.asset.uploaded), and one route serves them, whole or by byte range, to their owner only, from
 // the data folder or from an S3 bucket, on both databases.
@@ -73,12 +96,7 @@ func TestRunFilesServed(t *testing.T) {
 
 func testRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.Store) {
 	ctx := context.Background()
-	var svc *content.Service
-	var dataDir string
-	b := setupContentWith(t, open, 1<<20, func(c *content.Config) {
-		c.Blobs, dataDir = blobs, c.DataDir
-		svc = content.New(*c)
-	})
+	b, svc, write := setupRunFiles(t, open, blobs)
 	alice, aliceID := b.user("alice")
 	bob, bobID := b.user("bob")
 	pid := b.project(alice, "films")
@@ -86,21 +104,10 @@ func testRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.S
 	// What a local generator leaves in the data folder: a video and a speech file of alice's, and
 	// one of bob's that alice's run must not claim.
 	video := mp4Bytes(5000)
-	write := func(rel string, data []byte) {
-		t.Helper()
-		p := filepath.Join(dataDir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o640); err != nil {
-			t.Fatal(err)
-		}
-	}
 	write("assets/"+aliceID+"/video/j1.mp4", video)
 	write("assets/"+aliceID+"/speech/j0.wav", wavBytes())
 	write("assets/"+bobID+"/video/jb.mp4", video)
 	write("assets/"+aliceID+"/video/jc.partial.mp4", video[:1000]) // a render killed mid-way (internal/render)
-	// svc is a second content service over the server's store and blobs, as host/runs holds one.
 	run := &store.Run{ID: uuid.NewString(), UserID: aliceID, ProjectID: pid, TriggeredBy: "task:t-1"}
 	speech := fmt.Sprintf(`{"audio_url":"/api/assets/files/%s/speech/j0.wav","file_path":"assets/%s/speech/j0.wav","duration":2.5}`, aliceID, aliceID)
 	videoRes := fmt.Sprintf(`{"video_url":"/api/assets/files/%s/video/j1.mp4","file_path":"assets/%s/video/j1.mp4","duration":12.04,"width":720,"height":1280,
@@ -209,7 +216,7 @@ func testRunFiles(t *testing.T, open func(*testing.T) store.Driver, blobs blob.S
 		t.Fatalf("upload = %d %s", up.status, up.raw)
 	}
 	key := up.data("asset").(map[string]any)["file_path"].(string)
-	if r := b.do("GET", content.URLOfKey(key), alice, nil); r.status != 200 || r.raw != string(pngBytes) || r.header.Get("Content-Type") != "image/png" {
+	if r := b.do("GET", fileurl.OfKey(key), alice, nil); r.status != 200 || r.raw != string(pngBytes) || r.header.Get("Content-Type") != "image/png" {
 		t.Errorf("upload by key = %d %q", r.status, r.header.Get("Content-Type"))
 	}
 	// A deleted asset is gone from both routes.

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -37,8 +35,6 @@ func (s *Server) contentRoutes(r fiber.Router) {
 	r.Post("/materials/upload", s.uploadMaterial)
 	r.Get("/materials", s.listMaterials)
 	r.Post("/materials/batch-delete", s.batchDeleteMaterials)
-	r.Get("/materials/:id/file", s.materialFile)
-	r.Get("/assets/files/*", s.assetFile)
 
 	s.strategyRoutes(r)
 	s.chatRoutes(r)
@@ -387,95 +383,4 @@ func (s *Server) batchDeleteMaterials(c *fiber.Ctx) error {
 		return err
 	}
 	return ok(c, fiber.StatusOK, fiber.Map{"deletedCount": n})
-}
-
-func (s *Server) materialFile(c *fiber.Ctx) error {
-	a, err := s.Content.OwnAsset(s.ctx(c), principal(c).UserID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return s.sendAsset(c, a)
-}
-
-// assetFile serves a file by its storage key: GET /api/assets/files/<key after "assets/">, the
-// file_url of the files runs make (uploads have it too). Only the asset's owner finds it.
-func (s *Server) assetFile(c *fiber.Ctx) error {
-	a, err := s.Content.AssetAtKey(s.ctx(c), principal(c).UserID, "assets/"+c.Params("*"))
-	if err != nil {
-		return err
-	}
-	return s.sendAsset(c, a)
-}
-
-// sendAsset streams an asset's bytes, whole or the one byte range a Range header asks for (a
-// video element seeks that way). Streamed through the host rather than redirected to a presigned
-// URL: the owner check before it stays the only way to a file, and a bucket never needs to be
-// reachable by clients.
-func (s *Server) sendAsset(c *fiber.Ctx, a *store.Asset) error {
-	ctx := s.ctx(c)
-	size, err := s.Content.FileSize(ctx, a)
-	if err != nil {
-		return err
-	}
-	off, n, partial := int64(0), size, false
-	if h := c.Get(fiber.HeaderRange); h != "" {
-		var ok bool
-		if off, n, partial, ok = byteRange(h, size); !ok {
-			c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes */%d", size))
-			return errcode.New(errcode.Validation, "Range not satisfiable").WithStatus(fiber.StatusRequestedRangeNotSatisfiable)
-		}
-	}
-	body, err := s.Content.OpenFile(context.WithoutCancel(ctx), a, off, n)
-	if err != nil {
-		return err
-	}
-	mimeType := a.MimeType
-	if mimeType == "" {
-		mimeType = fiber.MIMEOctetStream
-	}
-	c.Set(fiber.HeaderContentType, mimeType)
-	c.Set(fiber.HeaderAcceptRanges, "bytes")
-	c.Set("X-Content-Type-Options", "nosniff")
-	c.Set(fiber.HeaderCacheControl, "private, max-age=3600")
-	if partial {
-		c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, size))
-		c.Status(fiber.StatusPartialContent)
-	}
-	return c.SendStream(body, int(n)) // fasthttp closes body once it is sent
-}
-
-// byteRange reads a Range header of one range (RFC 9110 14.1.2: "bytes=a-b", "bytes=a-",
-// "bytes=-n") against a file of size bytes: the offset and length, whether it is answered as a
-// range (206, even when it covers the whole file: some players insist), and false when it cannot be
-// satisfied. A header of several ranges, or in another unit, is answered with the whole file (a
-// server may ignore Range).
-func byteRange(h string, size int64) (off, n int64, ranged, ok bool) {
-	spec, found := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
-	if !found || strings.Contains(spec, ",") {
-		return 0, size, false, true
-	}
-	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
-	if !found {
-		return 0, 0, false, false
-	}
-	if first == "" { // the last n bytes
-		k, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || k <= 0 || size == 0 {
-			return 0, 0, false, false
-		}
-		k = min(k, size)
-		return size - k, k, true, true
-	}
-	a, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || a < 0 || a >= size {
-		return 0, 0, false, false
-	}
-	b := size - 1
-	if last != "" {
-		if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
-			return 0, 0, false, false
-		}
-		b = min(b, size-1)
-	}
-	return a, b - a + 1, true, true
 }

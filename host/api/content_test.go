@@ -26,6 +26,7 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
 )
@@ -458,12 +459,12 @@ func testMaterials(t *testing.T, open func(*testing.T) store.Driver, blobs blob.
 		t.Errorf("materials?type=pdf = %d", r.status)
 	}
 
-	// Files are served to their owner only.
+	// Files are served to their owner's header, or to their signed URL (files_test.go).
 	r = b.do("GET", img["file_url"].(string), a, nil)
 	if r.status != 200 || r.raw != string(pngBytes) || r.header.Get("Content-Type") != "image/png" {
 		t.Errorf("owner file = %d %q %q", r.status, r.header.Get("Content-Type"), r.raw)
 	}
-	if r = b.do("GET", img["file_url"].(string), other, nil); r.status != 404 {
+	if r = b.do("GET", fileurl.Unsigned(img["file_url"].(string)), other, nil); r.status != 404 {
 		t.Errorf("other's file = %d, want 404", r.status)
 	}
 

@@ -15,10 +15,14 @@ const corsMaxAge = 600
 // here, before authentication; an origin not listed gets no Access-Control-Allow-Origin.
 func (s *Server) cors() fiber.Handler {
 	return cors.New(cors.Config{
-		AllowOrigins:     strings.Join(s.Config.CORSAllowOrigins, ","),
-		AllowMethods:     "GET,POST,PUT,PATCH,DELETE,HEAD",
-		AllowHeaders:     "Authorization,Content-Type,Idempotency-Key,X-Request-Id",
-		ExposeHeaders:    "X-Request-Id,X-API-Version,Retry-After,Idempotent-Replayed,Content-Disposition",
+		AllowOrigins: strings.Join(s.Config.CORSAllowOrigins, ","),
+		AllowMethods: "GET,POST,PUT,PATCH,DELETE,HEAD",
+		// Range, If-Range, If-None-Match: a player's (or a fetch's) byte-range requests of a file.
+		AllowHeaders: "Authorization,Content-Type,Idempotency-Key,X-Request-Id,Range,If-Range,If-None-Match",
+		// Content-Range, Content-Length, Accept-Ranges, Content-Disposition, ETag: what a player
+		// library reads of a file's answer.
+		ExposeHeaders: "X-Request-Id,X-API-Version,Retry-After,Idempotent-Replayed,Content-Disposition,Content-Range," +
+			"Content-Length,Accept-Ranges,ETag",
 		AllowCredentials: true,
 		MaxAge:           corsMaxAge,
 	})

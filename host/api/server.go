@@ -18,6 +18,7 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/metrics"
 	"github.com/reelforge/reelforge/host/runs"
@@ -88,6 +89,9 @@ type Server struct {
 	// Tasks and Scheduler serve the project tasks and the scheduler API (nil: 503).
 	Tasks     *tasks.Service
 	Scheduler *scheduler.Scheduler
+	// FileURLs signs the file URLs of JSON answers and admits signed requests to the file routes;
+	// nil: App makes one from Config (JWTSecret, FileURLTTL), as host/app does.
+	FileURLs *fileurl.Signer
 	// Holder names this host life in the reservations of Idempotency-Keys it serves (renewed by
 	// the host every third of Config.Lease); empty: a reservation lasts until it expires.
 	Holder string
@@ -125,6 +129,9 @@ func (s *Server) App() *fiber.App {
 	if s.Metrics == nil {
 		s.Metrics = s.defaultMetrics()
 	}
+	if s.FileURLs == nil {
+		s.FileURLs = fileurl.New(s.Config.JWTSecret, s.Config.FileURLTTL)
+	}
 	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests)
 	if len(s.Config.CORSAllowOrigins) > 0 {
 		// Before every route and group, so a preflight is answered without a token.
@@ -141,8 +148,9 @@ func (s *Server) App() *fiber.App {
 	public.Post("/auth/login", s.authRateLimit, s.login)
 	public.Post("/auth/refresh", s.authRateLimit, s.refresh)
 	s.callbackRoutes(app)
+	s.fileRoutes(app)
 
-	api := app.Group("/api", s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
+	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
 	api.Get("/auth/me", s.me)
 	api.Get("/workflow/metrics", s.workflowMetrics)
 	s.projectRoutes(api)

@@ -23,6 +23,7 @@ import (
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/leader"
@@ -73,6 +74,9 @@ type Host struct {
 	// lives (child processes) is this host's to end.
 	soleOnDataDir bool
 
+	// FileURLs signs the file URLs the API, the frames and the events hand out, and checks them.
+	FileURLs *fileurl.Signer
+
 	Hub       *events.Hub       // WebSocket frames; the events.Notifier of every service
 	Events    *events.Worker    // outbound event delivery
 	Scheduled *events.Scheduled // subscription.expiring and user.daily.summary
@@ -98,7 +102,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{Config: cfg, Log: log, Store: st}
+	h := &Host{Config: cfg, Log: log, Store: st, FileURLs: fileurl.New(cfg.JWTSecret, cfg.FileURLTTL)}
 	if h.HostID, h.unlock, h.soleOnDataDir, err = hostIdentity(cfg, log); err != nil {
 		st.Close()
 		return nil, err
@@ -129,7 +133,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log, Holder: h.Life,
 		Engines: engineStates{h}, KB: knowledge, Content: contentSvc, Runs: h.Runs, Tasks: h.Tasks, Scheduler: h.Scheduler,
-		Hub: h.Hub, Notifier: h.Hub, Notifications: h.Events}
+		Hub: h.Hub, Notifier: h.Hub, Notifications: h.Events, FileURLs: h.FileURLs}
 	return h, nil
 }
 

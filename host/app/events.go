@@ -18,11 +18,11 @@ func (h *Host) wireEvents() {
 	if ps, ok := h.Store.(store.PubSub); ok && h.Store.Name() == "postgres" {
 		bus = events.StoreBus{PubSub: ps, Channel: frameChannel}
 	}
-	h.Hub = events.NewHub(events.HubOptions{Bus: bus, Log: h.Log})
+	h.Hub = events.NewHub(events.HubOptions{Bus: bus, Log: h.Log, SignURLs: h.FileURLs.SignJSON})
 	cfg := h.Config
 	h.Events = events.NewWorker(h.Store, events.WorkerConfig{URL: cfg.EventWebhookURL, Secret: cfg.WebhookSecret,
 		Enabled: cfg.NotificationsOn, Timeout: cfg.NotificationTimeout, BatchSize: cfg.BatchSize,
-		Interval: cfg.BatchInterval, EnabledEvents: cfg.EnabledEvents, Lease: cfg.Lease, Log: h.Log})
+		Interval: cfg.BatchInterval, EnabledEvents: cfg.EnabledEvents, Lease: cfg.Lease, SignURLs: h.FileURLs.SignJSON, Log: h.Log})
 	// Only the leader (advisory lock on PostgreSQL) emits the time-driven events.
 	h.Scheduled = events.NewScheduled(h.Store, events.ScheduledOptions{Log: h.Log, Leader: h.leader.IsLeader})
 }

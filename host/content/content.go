@@ -26,6 +26,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/blob"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/plugins/chatflow"
@@ -583,7 +584,7 @@ func (s *Service) storeFile(ctx context.Context, in UploadInput) (*store.Asset, 
 	}
 	meta, _ := json.Marshal(map[string]any{"tags": tags, "sniffed_mime": media.MIME, "storage": s.blobs.Kind()})
 	return &store.Asset{ID: id, UserID: in.UserID, ProjectID: in.ProjectID, FilePath: key, FileType: media.FileType,
-		MimeType: media.MIME, FileSize: size, FileURL: "/api/materials/" + id + "/file", OriginalName: clip(name, 255),
+		MimeType: media.MIME, FileSize: size, FileURL: fileurl.OfMaterial(id), OriginalName: clip(name, 255),
 		Metadata: meta, RelatedCorpusID: in.RelatedCorpusID, Tags: tags}, nil
 }
 

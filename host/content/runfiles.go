@@ -17,34 +17,19 @@ import (
 
 	"github.com/reelforge/reelforge/host/blob"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/launch"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/internal/render"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// FilesURL is the route that serves a stored file by its key: the URL of key "assets/<rest>" is
-// FilesURL + "/<rest>". Local generators hand back their files' URLs under it.
-const FilesURL = "/api/assets/files"
-
-// KeyOfURL returns the storage key a URL under FilesURL names ("" for any other URL).
-func KeyOfURL(u string) string {
-	rest, ok := strings.CutPrefix(u, FilesURL+"/")
-	if !ok || !blob.ValidKey(rest) {
-		return ""
-	}
-	return "assets/" + rest
-}
-
-// URLOfKey is the FilesURL address of a storage key "assets/...".
-func URLOfKey(key string) string { return FilesURL + "/" + strings.TrimPrefix(key, "assets/") }
-
 // RecordRunFiles stores an asset for every file named in result (a job's result or a run's
 // outputs) that run r has not recorded yet, each with task.asset.uploaded in its transaction and
 // an asset:sync frame. A file is named by a string under a key that says so (…_url, …_path, url,
 // file…) or ending in a media extension:
 //
-//   - a file the host keeps (a URL under FilesURL, or its key "assets/<owner>/...") of r's owner:
+//   - a file the host keeps (a URL under fileurl.AssetsPath, or its key "assets/<owner>/...") of r's owner:
 //     its size and type come from its bytes, and with an object store it is copied into the bucket,
 //     so every store serves it;
 //   - an http(s) URL of an external generator: recorded as that URL.
@@ -132,7 +117,7 @@ func fileRefs(raw json.RawMessage) []fileRef {
 				return
 			}
 			id := x
-			if k := KeyOfURL(x); k != "" {
+			if k := fileurl.KeyOf(x); k != "" {
 				id = k
 			}
 			if seen[id] {
@@ -157,8 +142,8 @@ func (s *Service) runAsset(ctx context.Context, r *store.Run, ref fileRef) (*sto
 	}
 	// A video's cover and caption files, by their storage keys: a listing shows the cover beside it.
 	for _, k := range postFiles {
-		if v, _ := ref.siblings[k].(string); k != ref.key && KeyOfURL(v) != "" {
-			meta[strings.TrimSuffix(k, "_url")+"_path"] = KeyOfURL(v)
+		if v, _ := ref.siblings[k].(string); k != ref.key && fileurl.KeyOf(v) != "" {
+			meta[strings.TrimSuffix(k, "_url")+"_path"] = fileurl.KeyOf(v)
 		}
 	}
 	a := &store.Asset{ID: uuid.NewString(), UserID: r.UserID, ProjectID: r.ProjectID, FileType: ref.kind,
@@ -170,7 +155,7 @@ func (s *Service) runAsset(ctx context.Context, r *store.Run, ref fileRef) (*sto
 		a.Metadata, _ = json.Marshal(meta)
 		return a, nil
 	}
-	key := KeyOfURL(ref.value)
+	key := fileurl.KeyOf(ref.value)
 	if key == "" && blob.ValidKey(ref.value) && strings.HasPrefix(ref.value, "assets/") {
 		key = ref.value
 	}
@@ -196,11 +181,26 @@ func (s *Service) runAsset(ctx context.Context, r *store.Run, ref fileRef) (*sto
 	if err != nil {
 		return nil, err
 	}
-	a.FilePath, a.FileURL, a.OriginalName = key, URLOfKey(key), path.Base(key)
+	a.FilePath, a.FileURL, a.OriginalName = key, fileurl.OfKey(key), runFileName(r, key)
 	a.FileType, a.MimeType, a.FileSize = media.FileType, media.MIME, size
 	meta["storage"] = s.blobs.Kind()
 	a.Metadata, _ = json.Marshal(meta)
 	return a, nil
+}
+
+// runFileName is what a run's file is called in listings and downloads (Content-Disposition):
+// the run's title (its title, topic, prompt or summary input, on one line, cut to 80 characters)
+// with the file's extension, or the file's own name when the run has none.
+func runFileName(r *store.Run, key string) string {
+	var in map[string]any
+	_ = json.Unmarshal(r.Inputs, &in) // inputs that are not an object name no title
+	for _, k := range []string{"title", "topic", "prompt", "summary"} {
+		v, _ := in[k].(string)
+		if v = clip(strings.Join(strings.Fields(v), " "), 80); v != "" {
+			return v + path.Ext(key)
+		}
+	}
+	return path.Base(key)
 }
 
 // keepRunFile finds the bytes of a generated file (written by a local generator under
@@ -273,8 +273,18 @@ func (s *Service) AssetAtKey(ctx context.Context, userID, key string) (*store.As
 
 // OwnAsset returns userID's live asset id; 404 for another user's, a deleted or an unknown one.
 func (s *Service) OwnAsset(ctx context.Context, userID, id string) (*store.Asset, error) {
+	a, err := s.LiveAsset(ctx, id)
+	if err == nil && a.UserID != userID {
+		return nil, errcode.New(errcode.NotFound, "Asset not found")
+	}
+	return a, err
+}
+
+// LiveAsset returns asset id whoever owns it (a signed file URL names it: the signature is the
+// permission); 404 for a deleted or an unknown one.
+func (s *Service) LiveAsset(ctx context.Context, id string) (*store.Asset, error) {
 	a, err := s.st.GetAsset(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.IsDeleted || a.UserID != userID)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.IsDeleted) {
 		return nil, errcode.New(errcode.NotFound, "Asset not found")
 	}
 	return a, err

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/blob"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -102,7 +103,7 @@ func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.Ra
 		payload["media"] = list
 	}
 	if music != "" && musicOf(payload) == "" {
-		payload["music_url"] = URLOfKey(music)
+		payload["music_url"] = fileurl.OfKey(music)
 	}
 	return json.Marshal(payload)
 }

@@ -28,6 +28,10 @@ type HubOptions struct {
 	// Bus, when set, spreads frames to the clients of other hosts.
 	Bus Bus
 	Log *slog.Logger
+	// SignURLs, when set, rewrites an encoded frame as it is sent to this host's clients: the
+	// host's file URLs in it are signed then (fileurl.Signer.SignJSON), so a frame carries URLs
+	// fresh at its delivery, and the bus carries the plain ones.
+	SignURLs func([]byte) []byte
 }
 
 // Hub fans WebSocket frames out to the connections subscribed to a project (and, for frames
@@ -38,6 +42,7 @@ type Hub struct {
 	queue int
 	bus   Bus
 	log   *slog.Logger
+	sign  func([]byte) []byte
 	host  string // this host's id on the bus, so it does not deliver its own frames twice
 
 	mu        sync.RWMutex
@@ -59,7 +64,10 @@ func NewHub(opt HubOptions) *Hub {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Hub{queue: opt.QueueSize, bus: opt.Bus, log: opt.Log, host: uuid.NewString(),
+	if opt.SignURLs == nil {
+		opt.SignURLs = func(b []byte) []byte { return b }
+	}
+	return &Hub{queue: opt.QueueSize, bus: opt.Bus, log: opt.Log, sign: opt.SignURLs, host: uuid.NewString(),
 		byProject: map[string]map[*Client]struct{}{}, byUser: map[string]map[*Client]struct{}{}}
 }
 
@@ -139,7 +147,7 @@ func (h *Hub) SendTo(c *Client, v any) bool {
 		h.log.Error("events: encode frame", "err", err.Error())
 		return false
 	}
-	return h.offer(c, b)
+	return h.offer(c, h.sign(b))
 }
 
 // offer queues b for c without blocking; a full queue drops the client.
@@ -215,6 +223,9 @@ func (h *Hub) deliver(projectID, userID string, b []byte) int {
 		targets = append(targets, c)
 	}
 	h.mu.RUnlock()
+	if len(targets) > 0 {
+		b = h.sign(b)
+	}
 	n := 0
 	for _, c := range targets {
 		if h.offer(c, b) {

@@ -74,9 +74,13 @@ type WorkerConfig struct {
 	MaxBackoff time.Duration // cap of the retry delay (5 min)
 	// Retention is how long delivered and skipped events are kept (7 days); dead ones stay.
 	Retention time.Duration
-	Client    *http.Client // nil: one with Timeout
-	Log       *slog.Logger
-	Now       func() time.Time // nil: time.Now
+	// SignURLs, when set, rewrites a payload as it is posted: the host's file URLs in it are
+	// signed then (fileurl.Signer.SignJSON), so a retried event carries URLs fresh at its
+	// delivery, and the outbox keeps the plain ones.
+	SignURLs func([]byte) []byte
+	Client   *http.Client // nil: one with Timeout
+	Log      *slog.Logger
+	Now      func() time.Time // nil: time.Now
 }
 
 // Worker delivers the outbox to the webhook receiver: claim a batch, post each event signed,
@@ -248,7 +252,11 @@ func (w *Worker) deliverOne(ctx context.Context, e *store.OutboxEvent, tok strin
 	if w.enabled != nil && !w.enabled[e.Event] {
 		fin.Status = store.OutboxSkipped
 	} else {
-		status, _, err := w.post(ctx, e.Event, e.ID, e.Payload)
+		payload := e.Payload
+		if w.cfg.SignURLs != nil {
+			payload = w.cfg.SignURLs(payload)
+		}
+		status, _, err := w.post(ctx, e.Event, e.ID, payload)
 		if err == nil {
 			fin.Status = store.OutboxDelivered
 		} else {

@@ -89,6 +89,8 @@ func operation(op Op) M {
 		o["security"] = []any{M{"metricsToken": []any{}}, M{}}
 	case Socket:
 		o["security"] = []any{M{"bearerAuth": []any{}}, M{"tokenQuery": []any{}}}
+	case File:
+		o["security"] = []any{M{"bearerAuth": []any{}}, M{"signedURL": []any{}}}
 	}
 	var params []any
 	for _, m := range paramPattern.FindAllStringSubmatch(op.Path, -1) {
@@ -192,6 +194,8 @@ func errorStatuses(op Op) []int {
 		}
 	case Callback:
 		st = []int{400, 401, 404, 500}
+	case File:
+		st = []int{401, 403, 429, 500} // 403: a signed URL altered or expired
 	}
 	if op.Sec == Bearer && op.Method == http.MethodPost {
 		st = append(st, 409) // an Idempotency-Key reused with another request
@@ -279,6 +283,8 @@ func securitySchemes() M {
 		"metricsToken": M{"type": "http", "scheme": "bearer",
 			"description": "METRICS_TOKEN. When it is not set, /metrics is served only to direct loopback callers."},
 		"tokenQuery": M{"type": "apiKey", "in": "query", "name": "token", "description": "access token on the WebSocket upgrade"},
+		"signedURL": M{"type": "apiKey", "in": "query", "name": "signature",
+			"description": "a file URL as the API hands it out, with `expires` and `signature` (HMAC-SHA256 over method, path and expiry): valid for FILE_URL_TTL; altered or expired: 403."},
 	}
 }
 

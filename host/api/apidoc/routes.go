@@ -15,6 +15,24 @@ const (
 	Callback Security = "callback" // X-Signature: sha256=<hex HMAC of the body with CALLBACK_SECRET>
 	Metrics  Security = "metrics"  // METRICS_TOKEN bearer, or loopback without one
 	Socket   Security = "socket"   // bearer header or ?token= on the WebSocket upgrade
+	File     Security = "file"     // bearer header, or a signed URL (?expires=&signature=)
+)
+
+// fileDesc, fileQuery and fileResp describe the two file routes.
+const fileDesc = "Every file URL the API hands out (file_url, run outputs, events, WebSocket frames) is signed: " +
+	"`?expires=<unix seconds>&signature=<HMAC>` lets a `<video>`, `<img>`, `<track>` or a shared link fetch it without a header " +
+	"for FILE_URL_TTL (default 1 h); each read of a listing or result hands out fresh ones. An altered or expired URL answers 403, " +
+	"a deleted file 404. With an Authorization header the owner's files are served whatever the query. The answer streams: " +
+	"Range (206, 416), Accept-Ranges, ETag, Content-Disposition (`inline`, or `attachment` with `download=1`; the run's or " +
+	"upload's name), a sandboxing Content-Security-Policy and `X-Content-Type-Options: nosniff`."
+
+var (
+	fileQuery = []Param{
+		{Name: "expires", In: "query", Desc: "expiry of a signed URL (Unix seconds)", Schema: integer("")},
+		{Name: "signature", In: "query", Desc: "HMAC of a signed URL", Schema: str("")},
+		{Name: "download", In: "query", Desc: "1: Content-Disposition attachment", Schema: enum("1")},
+	}
+	fileResp = M{"type": "string", "contentMediaType": "*/*", "description": "the file's bytes with its own Content-Type (image/png, video/mp4, ...)"}
 )
 
 // Param is a query, path or header parameter.
@@ -321,10 +339,10 @@ func Ops() []Op {
 			Query: listQ(q("type", "", enum("video", "image", "audio")), q("tag", "", str(""))), Resp: ref("Asset")},
 		{Method: "POST", Path: "/api/materials/batch-delete", Tag: "Content", Summary: "Delete materials (soft)", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("ids!", M{"type": "array", "items": uuid, "minItems": 1, "maxItems": 100}), Resp: obj("deletedCount!", integer(""))},
-		{Method: "GET", Path: "/api/materials/:id/file", Tag: "Content", Summary: "An asset's file by the asset's id (uploaded or made by a run); Range requests give 206", Sec: Bearer, Status: 200, Kind: Raw,
-			Resp: M{"type": "string", "contentMediaType": "*/*", "description": "the file's bytes with its own Content-Type (image/png, video/mp4, ...)"}, Errors: []int{404}},
-		{Method: "GET", Path: "/api/assets/files/*", Tag: "Content", Summary: "An asset's file by its storage key (the file_url of files runs make); Range requests give 206", Sec: Bearer, Status: 200, Kind: Raw,
-			Resp: M{"type": "string", "contentMediaType": "*/*", "description": "the file's bytes with its own Content-Type (image/png, video/mp4, ...)"}, Errors: []int{404}},
+		{Method: "GET", Path: "/api/materials/:id/file", Tag: "Content", Summary: "An asset's file by the asset's id (uploaded or made by a run); Range requests give 206", Sec: File, Status: 200, Kind: Raw,
+			Desc: fileDesc, Query: fileQuery, Resp: fileResp, Errors: []int{404}},
+		{Method: "GET", Path: "/api/assets/files/*", Tag: "Content", Summary: "An asset's file by its storage key (the file_url of files runs make); Range requests give 206", Sec: File, Status: 200, Kind: Raw,
+			Desc: fileDesc, Query: fileQuery, Resp: fileResp, Errors: []int{404}},
 
 		// Strategy
 		{Method: "POST", Path: "/api/strategy/diagnosis", Tag: "Strategy", Summary: "Diagnose answers into a report and a blueprint", Sec: Bearer, Status: 200, Kind: Data,

@@ -1,0 +1,294 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/reelforge/reelforge/host/fileurl"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// The file routes serve the bytes of assets (uploads and the files runs make) to their owner's
+// Authorization header or to a signed URL (host/fileurl), so media elements and shared links work.
+
+const (
+	localSignedUntil = "signed_until" // the expiry of the signed URL a file request was admitted by
+	// fileCSP sandboxes a user's file opened as a page: no script runs, nothing is fetched but the
+	// file itself (the image or the media element a browser shows it in), no form posts.
+	fileCSP = "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; sandbox"
+)
+
+// fileRoutes registers the file routes ahead of the authenticated group, whose middleware would
+// refuse a request without a header: fileAccess admits them.
+func (s *Server) fileRoutes(app *fiber.App) {
+	if s.Content == nil {
+		return
+	}
+	app.Get("/api/materials/:id/file", s.fileAccess, s.fileRateLimit, s.materialFile)
+	app.Get("/api/assets/files/*", s.fileAccess, s.fileRateLimit, s.assetFile)
+}
+
+// fileAccess admits a request to a file route by the URL's signature (any owner's file: the
+// signature is the permission the host gave), or else by its Authorization header (then only the
+// caller's files are found). A signature altered or past its expiry answers 403 unless a header
+// admits the request; it is decided by one HMAC, before anything is looked up.
+func (s *Server) fileAccess(c *fiber.Ctx) error {
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set("Content-Security-Policy", fileCSP)
+	header := c.Get(fiber.HeaderAuthorization) != ""
+	q, err := url.ParseQuery(string(c.Request().URI().QueryString()))
+	if err == nil && fileurl.Signed(q) {
+		exp, err := s.FileURLs.Verify(c.Method(), c.Path(), q)
+		switch {
+		case err == nil:
+			c.Locals(localSignedUntil, exp)
+			return c.Next()
+		case header:
+		case errors.Is(err, fileurl.ErrExpired):
+			return errcode.New(errcode.Authorization, "The file URL has expired; read it again from the API for a fresh one")
+		default:
+			return errcode.New(errcode.Authorization, "The file URL's signature is not valid")
+		}
+	}
+	if !header {
+		return errcode.New(errcode.Authentication, "Missing bearer token or signed URL")
+	}
+	return s.authenticate(c)
+}
+
+// fileRateLimit counts a file request to its user, or (signed, without one) to its address.
+func (s *Server) fileRateLimit(c *fiber.Ctx) error {
+	if principal(c) != nil {
+		return s.userRateLimit(c)
+	}
+	if ra := s.limits.user.take("file:"+c.IP(), time.Now()); ra > 0 {
+		return rateLimited(ra)
+	}
+	return c.Next()
+}
+
+func (s *Server) materialFile(c *fiber.Ctx) error {
+	var a *store.Asset
+	var err error
+	if p := principal(c); p != nil {
+		a, err = s.Content.OwnAsset(s.ctx(c), p.UserID, c.Params("id"))
+	} else {
+		a, err = s.Content.LiveAsset(s.ctx(c), c.Params("id"))
+	}
+	if err != nil {
+		return err
+	}
+	return s.sendAsset(c, a)
+}
+
+// assetFile serves a file by its storage key: GET /api/assets/files/<key after "assets/">, the
+// file_url of the files runs make (uploads have it too).
+func (s *Server) assetFile(c *fiber.Ctx) error {
+	key := fileurl.KeyOf(c.Path())
+	owner := principalUser(c)
+	if owner == "" { // signed: the key names its owner, "assets/<owner>/..."
+		if parts := strings.SplitN(key, "/", 3); len(parts) == 3 {
+			owner = parts[1]
+		}
+	}
+	a, err := s.Content.AssetAtKey(s.ctx(c), owner, key)
+	if err != nil {
+		return err
+	}
+	return s.sendAsset(c, a)
+}
+
+func principalUser(c *fiber.Ctx) string {
+	if p := principal(c); p != nil {
+		return p.UserID
+	}
+	return ""
+}
+
+// sendAsset streams an asset's bytes, whole or the one byte range a Range header asks for (a
+// video element seeks that way). Streamed through the host rather than redirected to a presigned
+// URL of the bucket: the checks before it stay the only way to a file, the headers below are the
+// host's whatever the store, and a bucket never needs to be reachable by clients.
+func (s *Server) sendAsset(c *fiber.Ctx, a *store.Asset) error {
+	ctx := s.ctx(c)
+	size, err := s.Content.FileSize(ctx, a)
+	if err != nil {
+		return err
+	}
+	// A stored file never changes (its key is new for each file): its key and size name its bytes.
+	sum := sha256.Sum256([]byte(a.FilePath))
+	etag := `"` + hex.EncodeToString(sum[:12]) + "-" + strconv.FormatInt(size, 36) + `"`
+	c.Set(fiber.HeaderETag, etag)
+	c.Set(fiber.HeaderAcceptRanges, "bytes")
+	c.Set(fiber.HeaderCacheControl, s.fileCaching(c))
+	if inm := c.Get(fiber.HeaderIfNoneMatch); inm != "" && etagListHas(inm, etag) {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	off, n, partial := int64(0), size, false
+	if h := c.Get(fiber.HeaderRange); h != "" && ifRangeHolds(c.Get(fiber.HeaderIfRange), etag) {
+		var ok bool
+		if off, n, partial, ok = byteRange(h, size); !ok {
+			c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes */%d", size))
+			return errcode.New(errcode.Validation, "Range not satisfiable").WithStatus(fiber.StatusRequestedRangeNotSatisfiable)
+		}
+	}
+	body, err := s.Content.OpenFile(context.WithoutCancel(ctx), a, off, n)
+	if err != nil {
+		return err
+	}
+	mimeType := a.MimeType
+	if mimeType == "" {
+		mimeType = fiber.MIMEOctetStream
+	}
+	if strings.HasPrefix(mimeType, "text/") && !strings.Contains(mimeType, "charset") {
+		mimeType += "; charset=utf-8" // caption files (WebVTT, SRT) are UTF-8
+	}
+	c.Set(fiber.HeaderContentType, mimeType)
+	disposition := "inline"
+	if c.Query("download") == "1" {
+		disposition = "attachment"
+	}
+	c.Set(fiber.HeaderContentDisposition, contentDisposition(disposition, fileName(a)))
+	if partial {
+		c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, size))
+		c.Status(fiber.StatusPartialContent)
+	}
+	return c.SendStream(body, int(n)) // fasthttp closes body once it is sent
+}
+
+// fileCaching is the Cache-Control of a file answer: the bytes never change, so a browser keeps
+// them without asking again, but only its own copy (private), and, for a signed URL, no longer
+// than the URL is valid: past that the same URL must answer 403 again.
+func (s *Server) fileCaching(c *fiber.Ctx) string {
+	maxAge := int64(3600)
+	if exp, ok := c.Locals(localSignedUntil).(time.Time); ok {
+		maxAge = max(0, int64(time.Until(exp)/time.Second))
+	}
+	return "private, max-age=" + strconv.FormatInt(maxAge, 10) + ", immutable"
+}
+
+// etagListHas reports whether an If-None-Match list names etag (weak or strong, or "*").
+func etagListHas(list, etag string) bool {
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// ifRangeHolds: a Range is honoured when there is no If-Range, or it names this file's ETag (a
+// date is not comparable here: the whole file is sent, as RFC 9110 13.1.5 allows).
+func ifRangeHolds(ifRange, etag string) bool { return ifRange == "" || ifRange == etag }
+
+// fileName is the name a download of a is saved under: its upload's or its run's name (see
+// content.RecordRunFiles), with the stored file's extension when the name lacks it.
+func fileName(a *store.Asset) string {
+	name := strings.TrimSpace(a.OriginalName)
+	if name == "" {
+		name = path.Base(a.FilePath)
+	}
+	if ext := path.Ext(a.FilePath); ext != "" && !strings.EqualFold(path.Ext(name), ext) {
+		name += ext
+	}
+	return name
+}
+
+// contentDisposition is a Content-Disposition of kind ("inline", "attachment") for a file named
+// name (RFC 6266): filename holds an ASCII form of it (other characters, quotes, backslashes and
+// path separators become "_"), and filename* (RFC 8187) the name itself when it differs.
+func contentDisposition(kind, name string) string {
+	var ascii strings.Builder
+	for _, r := range name {
+		if r < 0x20 || r >= 0x7f || r == '"' || r == '\\' || r == '/' || r == '%' {
+			r = '_'
+		}
+		ascii.WriteRune(r)
+	}
+	v := kind + `; filename="` + ascii.String() + `"`
+	if ascii.String() != name && utf8.ValidString(name) {
+		v += "; filename*=UTF-8''" + extValue(name)
+	}
+	return v
+}
+
+// extValue percent-encodes s for an RFC 8187 ext-value: every byte but attr-char.
+func extValue(s string) string {
+	const attr = "!#$&+-.^_`|~"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte(attr, ch) >= 0 {
+			b.WriteByte(ch)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", ch)
+		}
+	}
+	return b.String()
+}
+
+// signFileURLs signs the file URLs in the JSON answers of the routes after it (fileurl.SignJSON):
+// what is stored keeps the plain paths, and every read hands out fresh URLs. It runs outside the
+// idempotency middleware, so a replayed answer gets fresh ones too.
+func (s *Server) signFileURLs(c *fiber.Ctx) error {
+	err := c.Next()
+	res := c.Response()
+	if err != nil || res.IsBodyStream() || !bytes.HasPrefix(res.Header.ContentType(), []byte(fiber.MIMEApplicationJSON)) {
+		return err
+	}
+	body := res.Body()
+	if signed := s.FileURLs.SignJSON(body); len(signed) != len(body) || !bytes.Equal(signed, body) {
+		res.SetBody(signed)
+	}
+	return nil
+}
+
+// byteRange reads a Range header of one range (RFC 9110 14.1.2: "bytes=a-b", "bytes=a-",
+// "bytes=-n") against a file of size bytes: the offset and length, whether it is answered as a
+// range (206, even when it covers the whole file: some players insist), and false when it cannot be
+// satisfied. A header of several ranges, or in another unit, is answered with the whole file (a
+// server may ignore Range).
+func byteRange(h string, size int64) (off, n int64, ranged, ok bool) {
+	spec, found := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
+	if !found || strings.Contains(spec, ",") {
+		return 0, size, false, true
+	}
+	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, 0, false, false
+	}
+	if first == "" { // the last n bytes
+		k, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || k <= 0 || size == 0 {
+			return 0, 0, false, false
+		}
+		k = min(k, size)
+		return size - k, k, true, true
+	}
+	a, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || a < 0 || a >= size {
+		return 0, 0, false, false
+	}
+	b := size - 1
+	if last != "" {
+		if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
+			return 0, 0, false, false
+		}
+		b = min(b, size-1)
+	}
+	return a, b - a + 1, true, true
+}
