@@ -50,6 +50,10 @@ func contractRouter(t *testing.T) routers.Router {
 // checkContract validates one exchange; the failures name the operation and what disagrees.
 func checkContract(t *testing.T, req *http.Request, reqBody []byte, status int, header http.Header, body []byte) {
 	t.Helper()
+	// Issue 37: a browser must never sniff an answer into a type it would run.
+	if strings.Contains(header.Get("Content-Type"), "json") && header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("%s %s -> %d: JSON answer without X-Content-Type-Options: nosniff", req.Method, req.URL.Path, status)
+	}
 	r := req.Clone(context.Background())
 	r.Body = io.NopCloser(bytes.NewReader(reqBody))
 	if r.URL.Host == "" {

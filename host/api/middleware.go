@@ -58,7 +58,8 @@ func requestID(c *fiber.Ctx) string {
 }
 
 // setStandardHeaders (re)sets the headers every response carries; the error handler calls it too,
-// since errors raised before the middleware (an over-large body) skip it.
+// since errors raised before the middleware (an over-large body) skip it. nosniff: a browser
+// opening an answer (JSON whose strings a user wrote, a file) never sniffs it into HTML to run.
 func setStandardHeaders(c *fiber.Ctx) {
 	id := requestID(c)
 	if id == "" {
@@ -70,6 +71,7 @@ func setStandardHeaders(c *fiber.Ctx) {
 	}
 	c.Set(headerRequestID, id)
 	c.Set(headerAPIVersion, "v1")
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 }
 
 // recoverPanics turns a handler panic into a logged 500 in the envelope.

@@ -46,6 +46,9 @@ func TestClientRefusesNonPublicAddresses(t *testing.T) {
 		"unspecified":              {nil, "http://0.0.0.0:1/"},
 		"ipv6 loopback":            {nil, "http://[::1]:1/"},
 		"ipv4-mapped ipv6":         {nil, "http://[::ffff:127.0.0.1]:1/"},
+		"ipv4-compatible ipv6":     {nil, strings.Replace(ok.URL, "127.0.0.1", "[::127.0.0.1]", 1)},
+		"nat64 of loopback":        {nil, strings.Replace(ok.URL, "127.0.0.1", "[64:ff9b::127.0.0.1]", 1)},
+		"6to4 of loopback":         {nil, strings.Replace(ok.URL, "127.0.0.1", "[2002:7f00:1::1]", 1)},
 		"other loopback allowed":   {[]string{"127.0.0.2"}, ok.URL},
 		"redirect to metadata":     {[]string{"localhost"}, viaName + "/?to=http://169.254.169.254/"},
 		"redirect to loopback IP":  {[]string{"localhost"}, viaName + "/?to=" + ok.URL},
@@ -104,6 +107,17 @@ func TestBlocked(t *testing.T) {
 		"0.0.0.0": true, "224.0.0.1": true, "100.64.0.1": true, "::1": true, "fe80::1": true, "fc00::1": true,
 		"::ffff:10.0.0.1": true, "ff02::1": true, "198.18.0.1": true, "93.184.216.34": false, "8.8.8.8": false,
 		"2606:4700::1111": false,
+		// IPv6 forms that embed an IPv4 address are judged by it (issue 37): the reproduction
+		// dialled http://[::127.0.0.1]:port/.
+		"::127.0.0.1": true, "::10.0.0.1": true, "::8.8.8.8": false,
+		"::ffff:0:127.0.0.1": true, "::ffff:0:8.8.8.8": false,
+		"64:ff9b::127.0.0.1": true, "64:ff9b::169.254.169.254": true, "64:ff9b::8.8.8.8": false,
+		"64:ff9b:1:7f00:1:0:100::": true,  // 127.0.0.1 in RFC 6052's /48 layout
+		"64:ff9b:1:808:8:8:0::":    false, // 8.8.8.8 there
+		"2002:7f00:1::1":           true, "2002:a9fe:a9fe::": true, "2002:808:808::1": false,
+		"2001:0:7f00:1::808:808":    true,  // Teredo: server 127.0.0.1
+		"2001:0:808:808::80ff:fffe": true,  // Teredo: client 127.0.0.1 (inverted)
+		"2001:0:808:808::f7f7:f7f7": false, // Teredo: server and client 8.8.8.8
 	}
 	for ip, want := range tests {
 		if got := netguard.Blocked(netip.MustParseAddr(ip)); got != want {
@@ -115,7 +129,8 @@ func TestBlocked(t *testing.T) {
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	g := netguard.New([]string{"10.0.0.0/8", "fd00::1"})
-	tests := map[string]bool{"10.9.8.7": true, "::ffff:10.1.1.1": true, "fd00::1": true, "fd00::2": false, "192.168.1.1": false, "8.8.8.8": true}
+	tests := map[string]bool{"10.9.8.7": true, "::ffff:10.1.1.1": true, "fd00::1": true, "fd00::2": false, "192.168.1.1": false, "8.8.8.8": true,
+		"::10.1.1.1": true, "::192.168.1.1": false, "64:ff9b::a00:1": true, "64:ff9b::c0a8:101": false, "2002:c0a8:101::": false}
 	for ip, want := range tests {
 		if got := g.Check(netip.MustParseAddr(ip)) == nil; got != want {
 			t.Errorf("Check(%s) allowed = %v, want %v", ip, got, want)
