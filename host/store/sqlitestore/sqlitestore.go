@@ -37,6 +37,9 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
+	if err := ownerOnly(path); err != nil {
+		return nil, err
+	}
 	// The settings are connPragmas; _txlock and _stmt_cache_size are the driver's own:
 	// transactions BEGIN IMMEDIATE, and each connection keeps its 64 most recently used prepared
 	// statements, reads and writes, in transactions or not, so the same statement is not compiled
@@ -72,6 +75,24 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// ownerOnly makes the database file readable by its owner only (0600) before SQLite opens it: it
+// holds password and key hashes and every user's knowledge. SQLite creates the -wal and -shm
+// files with the mode of the database file, so they follow; files an earlier version created
+// with the umask's mode (0644) are narrowed too.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: create %s: %w", filepath.Base(path), err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("sqlitestore: %w", err)
+		}
+	}
+	return nil
 }
 
 // driverName is go-sqlite3 with connPragmas run on every new connection.

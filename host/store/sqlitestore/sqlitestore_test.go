@@ -3,9 +3,11 @@ package sqlitestore_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/uuid"
@@ -44,6 +46,45 @@ func TestReopenKeepsData(t *testing.T) {
 	if _, err := d2.GetUser(ctx, u.ID); err != nil {
 		t.Errorf("GetUser after reopen = %v", err)
 	}
+}
+
+// TestFilesOwnerOnly: the database and its -wal and -shm files are created 0600, whatever the
+// umask, and an older database's 0644 files are narrowed on open (issue 37: they were 0644).
+func TestFilesOwnerOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "reelforge.db")
+	old := syscall.Umask(0o022) // the usual umask, which made them 0644
+	defer syscall.Umask(old)
+	d, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.NewUser(t, d, "") // a write, so the -wal and -shm files exist
+	check := func(when string) {
+		t.Helper()
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %s has mode %v, want 0600", when, filepath.Base(p), fi.Mode().Perm())
+			}
+		}
+	}
+	check("new database")
+	d.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Chmod(p, 0o644) // as an earlier version left them
+	}
+	d, err = sqlitestore.Open(ctx, path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	storetest.NewUser(t, d, "")
+	check("reopened database")
 }
 
 // TestPragmas: every setting of Open is in force. go-sqlite3 ignores DSN parameters it does not
