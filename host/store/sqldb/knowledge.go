@@ -18,10 +18,13 @@ import (
 // names the document id column the DocumentIDs filter applies to ("" to ignore it).
 //
 // private: the creator only; project: the creator, the owner of the (not deleted) project and
-// admins, and with no project the creator only; org: everyone.
+// admins, and with no project the creator only; org: everyone when an admin published it (only
+// admins may publish org: a source another account made org before that rule, or whose creator
+// is no longer an admin, is its creator's only, so nobody's answer cites it).
 func Visible(v store.Viewer, a *Args, doc string) string {
 	u := a.Add(v.UserID)
-	conds := []string{`(s.visibility = 'org' OR s.created_by = ` + u + ` OR (s.visibility = 'project' AND s.project_id <> '' AND EXISTS (
+	conds := []string{`((s.visibility = 'org' AND EXISTS (SELECT 1 FROM users ou WHERE ou.id = s.created_by AND ou.role = 'admin'
+		AND ou.is_deleted = FALSE)) OR s.created_by = ` + u + ` OR (s.visibility = 'project' AND s.project_id <> '' AND EXISTS (
 		SELECT 1 FROM projects p WHERE p.id = s.project_id AND p.user_id = ` + u + ` AND p.is_deleted = FALSE))` + adminCond(v) + `)`}
 	conds = a.Eq(conds, "s.project_id", v.ProjectID)
 	conds = a.Eq(conds, "s.id", v.SourceID)

@@ -179,16 +179,18 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 	priv := AddDoc(t, d, a.ID, "", "priv", store.VisibilityPrivate, "zebrafish private memo 完播率")
 	proj := AddDoc(t, d, a.ID, pa.ID, "proj", store.VisibilityProject, "zebrafish project memo 完播率")
 	noProj := AddDoc(t, d, a.ID, "", "noproj", store.VisibilityProject, "zebrafish unassigned memo 完播率")
+	// Only an admin may publish org (issue 37): a's org source (made before that rule) is a's only.
 	org := AddDoc(t, d, a.ID, "", "org", store.VisibilityOrg, "zebrafish organisation memo 完播率")
+	pub := AddDoc(t, d, admin.ID, "", "published", store.VisibilityOrg, "zebrafish published memo 完播率")
 	tests := map[string]struct {
 		v    store.Viewer
 		want []string
 	}{
-		"owner":         {store.Viewer{UserID: a.ID}, []string{priv.ID, proj.ID, noProj.ID, org.ID}},
+		"owner":         {store.Viewer{UserID: a.ID}, []string{priv.ID, proj.ID, noProj.ID, org.ID, pub.ID}},
 		"owner project": {store.Viewer{UserID: a.ID, ProjectID: pa.ID}, []string{proj.ID}},
-		"other":         {store.Viewer{UserID: b.ID}, []string{org.ID}},
+		"other":         {store.Viewer{UserID: b.ID}, []string{pub.ID}},
 		"other project": {store.Viewer{UserID: b.ID, ProjectID: pa.ID}, nil},
-		"admin":         {store.Viewer{UserID: admin.ID, Admin: true}, []string{proj.ID, org.ID}},
+		"admin":         {store.Viewer{UserID: admin.ID, Admin: true}, []string{proj.ID, pub.ID}},
 		"source name":   {store.Viewer{UserID: a.ID, SourceNames: []string{"org", "priv"}}, []string{priv.ID, org.ID}},
 		"document ids":  {store.Viewer{UserID: a.ID, DocumentIDs: []string{proj.ID}}, []string{proj.ID}},
 	}
