@@ -91,5 +91,5 @@ func (s *Server) schedulerStatus(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"success": true, "data": sch.Status(s.ctx(c))})
+	return c.JSON(fiber.Map{"success": true, "data": sch.Status(s.ctx(c), principal(c))})
 }

@@ -147,8 +147,9 @@ type Status struct {
 	LastTick *Report `json:"last_tick"`
 }
 
-// Status describes the mode, the limits and the fallback.
-func (s *Scheduler) Status(ctx context.Context) Status {
+// Status describes the mode, the limits and the fallback. The last tick is whole for a caller who
+// acts for all (an admin, the automation tool) and only the caller's own part for anyone else.
+func (s *Scheduler) Status(ctx context.Context, caller *auth.Principal) Status {
 	desc := "The automation tool drives the timer: it reads pending-tasks and triggers them every interval; " +
 		"the built-in timer takes over when it stops calling for two intervals."
 	if s.opt.Mode == ModeCron {
@@ -158,13 +159,17 @@ func (s *Scheduler) Status(ctx context.Context) Status {
 	if t := s.LastAutomationCall(ctx); !t.IsZero() {
 		last = &t
 	}
+	tick := s.lastTick()
+	if tick != nil && !caller.ActsForAll() {
+		tick = tick.For(caller.UserID)
+	}
 	return Status{
 		Mode: s.opt.Mode, Description: desc,
 		IntervalMS: s.opt.Interval.Milliseconds(), IntervalMinutes: s.opt.Interval.Minutes(),
 		MaxProjectsPerTick: MaxProjectsPerTick, MaxRunsPerProject: MaxRunsPerProject,
 		ValidWorkflows: append([]string(nil), ValidWorkflows...),
 		Timestamp:      s.opt.Clock().UTC().Format(time.RFC3339Nano),
-		FallbackActive: s.FallbackActive(), LastAutomationCall: last, LastTick: s.lastTick(),
+		FallbackActive: s.FallbackActive(), LastAutomationCall: last, LastTick: tick,
 	}
 }
 
@@ -391,6 +396,34 @@ type Report struct {
 	Projects int       `json:"projects"` // projects that got a run
 	Failed   int       `json:"failed"`   // triggers refused or failed (the task stays due)
 	Skipped  []Skip    `json:"skipped"`  // due tasks not started for a reason of their owner's (quota)
+
+	// byUser is the same, split by the tasks' owners: what /status shows an ordinary user (For).
+	byUser map[string]*Report
+}
+
+// For is the part of the report about userID's own projects (issue 37: one tenant's run ids and
+// skipped tasks are not another's to see).
+func (r *Report) For(userID string) *Report {
+	out := Report{At: r.At, Started: []string{}, Skipped: []Skip{}}
+	if u := r.byUser[userID]; u != nil {
+		out.Due, out.Projects, out.Failed = u.Due, u.Projects, u.Failed
+		out.Started = append(out.Started, u.Started...)
+		out.Skipped = append(out.Skipped, u.Skipped...)
+	}
+	return &out
+}
+
+// owner is the part of the report of one user, made on first use.
+func (r *Report) owner(userID string) *Report {
+	if r.byUser == nil {
+		r.byUser = map[string]*Report{}
+	}
+	u := r.byUser[userID]
+	if u == nil {
+		u = &Report{}
+		r.byUser[userID] = u
+	}
+	return u
 }
 
 // Skip is a due task a tick did not start; it stays due.
@@ -452,6 +485,8 @@ func (s *Scheduler) tick(ctx context.Context, onlyProject string) (rep Report, e
 	owners := map[string]*auth.Principal{}
 	for _, t := range due {
 		rep.Due++
+		mine := rep.owner(t.UserID)
+		mine.Due++
 		n, seen := started[t.ProjectID]
 		if !seen && rep.Projects >= MaxProjectsPerTick {
 			continue
@@ -470,20 +505,25 @@ func (s *Scheduler) tick(ctx context.Context, onlyProject string) (rep Report, e
 		res, err := s.Trigger(ctx, TriggerParams{WorkflowID: t.WorkflowID, ProjectID: t.ProjectID, StrategyTaskID: t.TaskID,
 			Inputs: inputsOf(&t), Source: "scheduler-tick", User: user})
 		if e := errcode.As(err); e != nil && e.Code == errcode.QuotaExceeded {
-			s.skipped(ctx, &rep, Skip{ProjectID: t.ProjectID, StrategyTaskID: t.TaskID, WorkflowID: t.WorkflowID,
-				UserID: t.UserID, Code: string(e.Code), Reason: e.Message(), RetryAfter: e.RetryAfter})
+			sk := Skip{ProjectID: t.ProjectID, StrategyTaskID: t.TaskID, WorkflowID: t.WorkflowID,
+				UserID: t.UserID, Code: string(e.Code), Reason: e.Message(), RetryAfter: e.RetryAfter}
+			s.skipped(ctx, &rep, sk)
+			mine.Skipped = append(mine.Skipped, sk)
 			continue
 		}
 		if err != nil {
 			rep.Failed++
+			mine.Failed++
 			s.opt.Log.Warn("scheduler: tick trigger", "project_id", t.ProjectID, "strategy_task_id", t.TaskID, "error", err)
 			continue
 		}
 		if !seen {
 			rep.Projects++
+			mine.Projects++
 		}
 		started[t.ProjectID] = n + 1
 		rep.Started = append(rep.Started, res.RunID)
+		mine.Started = append(mine.Started, res.RunID)
 	}
 	if len(rep.Started) > 0 || rep.Failed > 0 || len(rep.Skipped) > 0 {
 		s.opt.Log.Info("scheduler: tick", "due", rep.Due, "started", len(rep.Started), "projects", rep.Projects,

@@ -298,14 +298,14 @@ func TestFallbackSwitchesByItself(t *testing.T) {
 		if got := b.sched.FallbackActive(); got != s.fallback || ticked != s.ticked {
 			t.Errorf("%s: fallback %v, ticked %v; want %v, %v", s.name, got, ticked, s.fallback, s.ticked)
 		}
-		if st := b.sched.Status(ctx); st.FallbackActive != s.fallback {
+		if st := b.sched.Status(ctx, automation); st.FallbackActive != s.fallback {
 			t.Errorf("%s: status fallback_active %v, want %v", s.name, st.FallbackActive, s.fallback)
 		}
 	}
 	if b.runner.count() != 1 {
 		t.Errorf("fallback ticks started %d runs, want 1 (the one due task)", b.runner.count())
 	}
-	if st := b.sched.Status(ctx); st.LastAutomationCall == nil || st.IntervalMS != 900000 || st.IntervalMinutes != 15 ||
+	if st := b.sched.Status(ctx, automation); st.LastAutomationCall == nil || st.IntervalMS != 900000 || st.IntervalMinutes != 15 ||
 		st.MaxProjectsPerTick != 10 || st.MaxRunsPerProject != 2 || st.Mode != scheduler.ModeAutomation {
 		t.Errorf("Status = %+v", st)
 	}
@@ -449,6 +449,9 @@ func TestParseBlueprint(t *testing.T) {
 // timer: the tick lists it in skipped with the reason (and so the status does), emits one
 // scheduler.task.skipped event of the owner however often it is skipped that day, and leaves the
 // task due.
+// automation is the automation tool's principal (an automation-scope key).
+var automation = &auth.Principal{Scope: store.ScopeAutomation, KeyID: "k", KeyName: "n8n"}
+
 func TestTickSkipsOverQuota(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -468,8 +471,24 @@ func TestTickSkipsOverQuota(t *testing.T) {
 			t.Errorf("tick over quota: skipped (-want +got):\n%s started %v failed %d", diff, rep.Started, rep.Failed)
 		}
 	}
-	if st := b.sched.Status(ctx); st.LastTick == nil || len(st.LastTick.Skipped) != 1 || st.LastTick.Skipped[0].Code != "QUOTA_EXCEEDED" {
-		t.Errorf("Status().LastTick = %+v, want the skipped task", st.LastTick)
+	// The owner, an admin and the automation tool see the skipped task; another user sees nothing
+	// of it (issue 37: the status showed every user's skipped tasks and run ids to anyone).
+	viewers := map[string]struct {
+		caller *auth.Principal
+		want   int
+	}{
+		"owner":      {&auth.Principal{UserID: b.user.ID, Role: store.RoleFreeUser}, 1},
+		"admin":      {&auth.Principal{UserID: uuid.NewString(), Role: store.RoleAdmin}, 1},
+		"automation": {automation, 1},
+		"other user": {&auth.Principal{UserID: uuid.NewString(), Role: store.RoleUser}, 0},
+	}
+	for name, v := range viewers {
+		st := b.sched.Status(ctx, v.caller)
+		if st.LastTick == nil || len(st.LastTick.Skipped) != v.want || (v.want == 1 && st.LastTick.Skipped[0].Code != "QUOTA_EXCEEDED") {
+			t.Errorf("%s: Status().LastTick = %+v, want %d skipped task(s)", name, st.LastTick, v.want)
+		} else if v.want == 0 && (st.LastTick.Due != 0 || len(st.LastTick.Started) != 0) {
+			t.Errorf("%s: Status().LastTick = %+v, want nothing of another user's tick", name, st.LastTick)
+		}
 	}
 	evs, err := b.st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 10, Token: uuid.NewString(), LeaseUntil: b.clock.Now().Add(time.Minute)})
 	if err != nil {
