@@ -10,7 +10,7 @@ import (
 // apiKeyRoutes: service credentials, for admins only (`reelforge token ...` is the same from the
 // command line).
 func (s *Server) apiKeyRoutes(r fiber.Router) {
-	r.Post("/admin/api-keys", s.requireAdmin, s.createAPIKey)
+	r.Post("/admin/api-keys", s.requireAdmin, issuesCredential, s.createAPIKey)
 	r.Get("/admin/api-keys", s.requireAdmin, s.listAPIKeys)
 	r.Delete("/admin/api-keys/:id", s.requireAdmin, s.revokeAPIKey)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -41,6 +42,12 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	c.Response().ResetBody()
 	return c.Status(status).JSON(envelope{Error: errorBody{Code: e.Code, Errno: e.Code.Errno(), Message: e.Message(), Details: e.Details}})
+}
+
+// errorBytes is the failure body of e as handleError writes it, for an answer kept to be sent
+// later in place of another (the replay of a credential's Idempotency-Key).
+func errorBytes(e *errcode.Error) ([]byte, error) {
+	return json.Marshal(envelope{Error: errorBody{Code: e.Code, Errno: e.Code.Errno(), Message: e.Message(), Details: e.Details}})
 }
 
 // toCoded turns any error into a catalogued one; Fiber's own errors keep their meaning.

@@ -11,6 +11,7 @@ import (
 	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/chunk"
 	"github.com/reelforge/reelforge/host/store"
@@ -122,6 +123,9 @@ func (s *Server) kbUpload(c *fiber.Ctx) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	if err := mayPublish(principal(c), p.Visibility); err != nil {
+		return err
+	}
 	if _, err := s.bodyProject(c, c.FormValue("project_id")); err != nil {
 		return err
 	}
@@ -142,6 +146,15 @@ func (s *Server) kbUpload(c *fiber.Ctx) error {
 		return err
 	}
 	return ingestAnswer(c, res)
+}
+
+// mayPublish refuses org visibility (every user reads it, asks and content plans cite it) to all
+// but admins (DECISIONS.md, Knowledge base): one account must not write into everyone's answers.
+func mayPublish(p *auth.Principal, visibility string) error {
+	if visibility == store.VisibilityOrg && !p.IsAdmin() {
+		return errcode.New(errcode.Authorization, "Only an admin may publish org knowledge; use private or project")
+	}
+	return nil
 }
 
 type textInput struct {
@@ -187,6 +200,9 @@ func (s *Server) kbText(c *fiber.Ctx) error {
 	}
 	p, err := in.params(principal(c).UserID)
 	if err != nil {
+		return err
+	}
+	if err := mayPublish(principal(c), p.Visibility); err != nil {
 		return err
 	}
 	if _, err := s.bodyProject(c, in.ProjectID); err != nil {
@@ -324,6 +340,9 @@ func decodeItem(raw json.RawMessage, in *textInput) error {
 func (s *Server) batchItem(c *fiber.Ctx, in *textInput) (kb.IngestParams, error) {
 	p, err := in.params(principal(c).UserID)
 	if err != nil {
+		return kb.IngestParams{}, err
+	}
+	if err := mayPublish(principal(c), p.Visibility); err != nil {
 		return kb.IngestParams{}, err
 	}
 	if _, err := s.bodyProject(c, in.ProjectID); err != nil {

@@ -24,6 +24,7 @@ const (
 	headerAPIVersion = "X-API-Version"
 	localRequestID   = "request_id"
 	localPrincipal   = "principal"
+	localCredential  = "issues_credential"
 )
 
 // requestHeaders gives every response X-Request-Id (the client's, when it sent a sane one) and
@@ -108,7 +109,8 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 	return err
 }
 
-// authenticate requires a valid bearer access token.
+// authenticate requires a valid bearer credential of a live account (an access token: its role is
+// the account's now, read at most AccountTTL ago) or a live API key.
 func (s *Server) authenticate(c *fiber.Ctx) error {
 	h := c.Get(fiber.HeaderAuthorization)
 	tok, found := strings.CutPrefix(h, "Bearer ")
@@ -127,7 +129,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		c.Locals(localPrincipal, p)
 		return c.Next()
 	}
-	p, err := s.Auth.Verify(tok)
+	p, err := s.Auth.VerifyAccount(s.ctx(c), tok)
 	if err != nil {
 		return err
 	}
@@ -224,7 +226,7 @@ func rateLimited(retryAfter int) error {
 }
 
 func (s *Server) userRateLimit(c *fiber.Ctx) error {
-	if ra := s.limits.user.take(principal(c).RateKey(), time.Now()); ra > 0 {
+	if ra := s.limits.user.take(principal(c).ID(), time.Now()); ra > 0 {
 		return rateLimited(ra)
 	}
 	return c.Next()
@@ -238,9 +240,20 @@ func (s *Server) authRateLimit(c *fiber.Ctx) error {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Idempotency-Key: the first answer to a POST is stored for 24 h and replayed to repeats.
+// Idempotency-Key: the first answer to a POST is stored for 24 h and replayed to repeats of the
+// same caller (user, or API key), except an answer that holds a credential (issuesCredential).
 
 const idempotencyTTL = 24 * time.Hour
+
+var errAlreadyIssued = errcode.New(errcode.Validation,
+	"This Idempotency-Key already issued a credential, which is shown only once; it is not replayed").WithStatus(fiber.StatusConflict)
+
+// issuesCredential marks a route whose answer holds a credential (an API key, a token): its answer
+// is never kept for an Idempotency-Key replay (issue 37).
+func issuesCredential(c *fiber.Ctx) error {
+	c.Locals(localCredential, true)
+	return c.Next()
+}
 
 func (s *Server) idempotency(c *fiber.Ctx) error {
 	key := c.Get("Idempotency-Key")
@@ -254,7 +267,7 @@ func (s *Server) idempotency(c *fiber.Ctx) error {
 	sum := sha256.New()
 	sum.Write([]byte(c.Method() + " " + c.OriginalURL() + "\n"))
 	sum.Write(c.Body())
-	rec := &store.IdempotentResponse{UserID: p.UserID, Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil)),
+	rec := &store.IdempotentResponse{UserID: p.ID(), Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil)),
 		HeldBy: s.Holder, Lease: s.Config.Lease}
 	ctx := s.ctx(c)
 	old, err := s.Store.ReserveIdempotencyKey(ctx, rec, time.Now().Add(-idempotencyTTL))
@@ -281,10 +294,19 @@ func (s *Server) idempotency(c *fiber.Ctx) error {
 	}
 	rec.Status = c.Response().StatusCode()
 	if rec.Status >= 500 {
-		return s.Store.ReleaseIdempotencyKey(ctx, p.UserID, key)
+		return s.Store.ReleaseIdempotencyKey(ctx, rec.UserID, key)
 	}
 	rec.Body = append([]byte(nil), c.Response().Body()...)
 	rec.ContentType = string(c.Response().Header.ContentType())
+	if issued, _ := c.Locals(localCredential).(bool); issued && rec.Status < 400 {
+		// A credential is shown once and stored hashed: the answer that holds it is not kept.
+		// A repeat gets this 409 instead, and does not issue a second one.
+		rec.Status = fiber.StatusConflict
+		rec.ContentType = fiber.MIMEApplicationJSON
+		if rec.Body, err = errorBytes(errAlreadyIssued); err != nil {
+			return fmt.Errorf("api: idempotency: %w", err)
+		}
+	}
 	if err := s.Store.CompleteIdempotencyKey(ctx, rec); err != nil {
 		s.Log.Error("idempotency: store answer", "err", err.Error())
 	}

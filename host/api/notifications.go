@@ -7,10 +7,19 @@ import (
 )
 
 // notificationRoutes: the outbound event webhook's connection test and queue status
-// (DECISIONS.md, Events and notifications).
+// (DECISIONS.md, Events and notifications), for operators only: the test sends an event signed
+// with the host's secret, and the status describes the receiver.
 func (s *Server) notificationRoutes(r fiber.Router) {
-	r.Post("/webhooks/test-notification", s.testNotification)
-	r.Get("/webhooks/notification-status", s.notificationStatus)
+	r.Post("/webhooks/test-notification", s.requireOperator, s.testNotification)
+	r.Get("/webhooks/notification-status", s.requireOperator, s.notificationStatus)
+}
+
+// requireOperator lets through admins and automation keys (403 for everyone else).
+func (s *Server) requireOperator(c *fiber.Ctx) error {
+	if !principal(c).ActsForAll() {
+		return errcode.New(errcode.Authorization, "Only an admin or an automation key may use this route")
+	}
+	return c.Next()
 }
 
 func (s *Server) notificationsReady() error {
@@ -22,6 +31,7 @@ func (s *Server) notificationsReady() error {
 
 // testNotification posts a signed test event to AUTOMATION_EVENT_WEBHOOK_URL at once and answers
 // {delivered, status_code, latency_ms, error?}. An unreachable receiver is a result, not an error.
+// The event is the caller's name, with data.test = true, so a receiver can tell it from a real one.
 func (s *Server) testNotification(c *fiber.Ctx) error {
 	if err := s.notificationsReady(); err != nil {
 		return err

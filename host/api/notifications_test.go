@@ -15,6 +15,7 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
 )
@@ -47,7 +48,7 @@ func TestNotificationRoutes(t *testing.T) {
 		Interval: 200_000_000, EnabledEvents: []string{"a.b"}})
 	s := &Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 4), Log: slog.New(slog.DiscardHandler), Notifications: worker}
 	app := s.App()
-	u := storetest.NewUser(t, st, "")
+	u := storetest.NewUser(t, st, store.RoleAdmin) // the routes are operators' (issue 37)
 	tok, _ := s.Auth.IssueAccess(u)
 	if err := events.Emit(context.Background(), st, events.Event{Name: "a.b"}); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func (s *Server) wsAuthenticate(c *fiber.Ctx) error {
 	if tok == "" {
 		return errcode.New(errcode.Authentication, "Missing token: send Authorization: Bearer or ?token=")
 	}
-	p, err := s.Auth.Verify(tok)
+	p, err := s.Auth.VerifyAccount(c.UserContext(), tok)
 	if err != nil {
 		return err
 	}

@@ -52,8 +52,9 @@ func (p *Principal) IsAutomation() bool { return p != nil && p.Scope == store.Sc
 // (the scheduler API lists and starts every user's tasks for it).
 func (p *Principal) ActsForAll() bool { return p.IsAdmin() || p.IsAutomation() }
 
-// RateKey is the caller's key of the per-user rate limit.
-func (p *Principal) RateKey() string {
+// ID names the caller in what is kept per caller (the rate limit, Idempotency-Keys): the API key
+// ("key:<id>") when it is one, so two keys never share, else the user.
+func (p *Principal) ID() string {
 	if p.KeyID != "" {
 		return "key:" + p.KeyID
 	}
@@ -79,6 +80,7 @@ type Service struct {
 	now        func() time.Time
 	dummyHash  []byte // compared against when the email is unknown, so both failures cost the same
 	verified   verifiedTokens
+	accounts   accountStates
 }
 
 // New returns a Service signing with secret. cost is the bcrypt cost (0: bcrypt.DefaultCost).
@@ -90,6 +92,13 @@ func New(st Store, secret string, cost int) *Service {
 	// It fails only for a cost above bcrypt.MaxCost; then Login's dummy comparison fails at once, which
 	// shortens an unknown email's answer but refuses it all the same.
 	s.dummyHash, _ = bcrypt.GenerateFromPassword(s.prehash("dummy-password"), cost)
+	return s
+}
+
+// WithClock makes s read the time from now (token lifetimes, the account cache) and returns s:
+// for tests that step over AccountTTL without waiting for it.
+func (s *Service) WithClock(now func() time.Time) *Service {
+	s.now = now
 	return s
 }
 
@@ -217,6 +226,74 @@ func (s *Service) Verify(token string) (*Principal, error) {
 	p := &Principal{UserID: claims.Subject, Role: claims.Role, Username: claims.Username}
 	s.verified.put(token, *p, claims.ExpiresAt.Time)
 	return p, nil
+}
+
+// AccountTTL is how long an account's role and existence, read from the database, are trusted
+// before they are read again: a demoted admin loses the admin routes, and a deleted account's
+// access tokens stop working, at most this long after the change (issue 37).
+const AccountTTL = 30 * time.Second
+
+// VerifyAccount checks an access token (Verify) and the account behind it: the account must still
+// exist, and the principal's role is the account's role now, not the token's claim (a token lives 7
+// days; a role can change the next minute). The account is read at most every AccountTTL.
+func (s *Service) VerifyAccount(ctx context.Context, token string) (*Principal, error) {
+	p, err := s.Verify(token)
+	if err != nil {
+		return nil, err
+	}
+	role, err := s.accountRole(ctx, p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	p.Role = role
+	return p, nil
+}
+
+// accountRole is the current role of a live account (401 when it no longer exists).
+func (s *Service) accountRole(ctx context.Context, userID string) (string, error) {
+	now := s.now()
+	if role, ok := s.accounts.get(userID, now); ok {
+		return role, nil
+	}
+	u, err := s.st.GetUser(ctx, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", errcode.New(errcode.Authentication, "Account no longer exists")
+	}
+	if err != nil {
+		return "", fmt.Errorf("auth: read account: %w", err)
+	}
+	s.accounts.put(userID, u.Role, now.Add(AccountTTL))
+	return u.Role, nil
+}
+
+// accountStates remembers the role of accounts read lately, each until its expiry (AccountTTL).
+type accountStates struct {
+	mu sync.RWMutex
+	m  map[string]accountState
+}
+
+type accountState struct {
+	role string
+	exp  time.Time
+}
+
+func (a *accountStates) get(userID string, now time.Time) (string, bool) {
+	a.mu.RLock()
+	e, ok := a.m[userID]
+	a.mu.RUnlock()
+	if !ok || !now.Before(e.exp) {
+		return "", false
+	}
+	return e.role, true
+}
+
+func (a *accountStates) put(userID, role string, exp time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil || len(a.m) >= verifiedMax {
+		a.m = make(map[string]accountState)
+	}
+	a.m[strings.Clone(userID)] = accountState{role: role, exp: exp}
 }
 
 // verifiedTokens remembers access tokens already verified, until they expire, so a client's

@@ -12,7 +12,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -303,7 +305,7 @@ func (w *Worker) post(ctx context.Context, event, id string, body []byte) (int, 
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, fmt.Errorf("events: build request: %w", err)
+		return 0, 0, errors.New("events: AUTOMATION_EVENT_WEBHOOK_URL is not a valid URL")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderSignature, Sign(w.cfg.Secret, body))
@@ -314,7 +316,9 @@ func (w *Worker) post(ctx context.Context, event, id string, body []byte) (int, 
 	res, err := w.client.Do(req)
 	took := time.Since(start)
 	if err != nil {
-		return 0, took, fmt.Errorf("events: post %s: %w", event, err)
+		// The client's error quotes the URL, credentials in its user info or query included; what
+		// is kept (outbox rows, notification-status, logs) must not repeat them.
+		return 0, took, fmt.Errorf("events: post %s: %s", event, scrubURL(err.Error(), w.cfg.URL))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) // drain so the connection is reused
 	res.Body.Close()
@@ -353,11 +357,12 @@ func (w *Worker) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Status{Enabled: w.Active(), Target: w.cfg.URL, Pending: c.Pending + c.Failed, Delivered: c.Delivered, Failed: c.Failed,
+	s := &Status{Enabled: w.Active(), Target: Target(w.cfg.URL), Pending: c.Pending + c.Failed, Delivered: c.Delivered, Failed: c.Failed,
 		Dead: c.Dead, Skipped: c.Skipped, BatchSize: w.cfg.BatchSize, BatchIntervalMS: w.cfg.Interval.Milliseconds(),
 		TimeoutMS: w.cfg.Timeout.Milliseconds(), EnabledEvents: append([]string{}, w.cfg.EnabledEvents...)}
 	if c.LastError != "" {
-		s.LastError = &c.LastError
+		le := scrubURL(c.LastError, w.cfg.URL) // rows written before errors were scrubbed
+		s.LastError = &le
 		if c.LastErrorAt != nil {
 			at := c.LastErrorAt.UTC().Format(time.RFC3339Nano)
 			s.LastErrorAt = &at
@@ -371,6 +376,43 @@ func (w *Worker) Status(ctx context.Context) (*Status, error) {
 		w.mu.Unlock()
 	}
 	return s, nil
+}
+
+// Target is what notification-status shows of the receiver's URL: scheme, host, port and path,
+// never its user info, query or fragment (they may hold credentials).
+func Target(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+}
+
+// scrubURL replaces in msg the parts of raw (the receiver's URL) that may hold credentials: the
+// whole URL, its user name, password, query and fragment.
+func scrubURL(msg, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return strings.ReplaceAll(msg, raw, "[receiver]")
+	}
+	msg = strings.ReplaceAll(msg, raw, Target(raw))
+	var secrets []string
+	if u.User != nil {
+		secrets = append(secrets, u.User.String(), u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			secrets = append(secrets, pw, url.QueryEscape(pw))
+		}
+	}
+	secrets = append(secrets, u.RawQuery, u.Query().Encode(), u.Fragment, u.EscapedFragment())
+	for _, v := range u.Query() {
+		secrets = append(secrets, v...)
+	}
+	for _, sec := range secrets {
+		if len(sec) >= 3 { // a shorter piece would blot out ordinary words
+			msg = strings.ReplaceAll(msg, sec, "***")
+		}
+	}
+	return msg
 }
 
 // TestResult is the answer of test-notification.

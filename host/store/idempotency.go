@@ -7,7 +7,7 @@ import (
 
 // IdempotentResponse is the first answer to a request with an Idempotency-Key.
 type IdempotentResponse struct {
-	UserID      string
+	UserID      string // the caller: a user id, or "key:<id>" for an API key (auth.Principal.ID)
 	Key         string
 	RequestHash string
 	Status      int // 0 while the first request is still being processed
