@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -102,7 +103,11 @@ type Video struct {
 	// Music is the background track ("" for none), looped to the length and mixed under the voice.
 	Music string
 	Mark  string // a visible text mark in the top corner ("" for none)
-	Font  string // the font file of every text (FontFor)
+	Font  string // the font file of every text (Cover's Glyphs.Font)
+	// Emoji are the characters drawn in colour from EmojiFont (Cover): a caption or title card
+	// holding one is drawn as a picture (textPicture) rather than by drawtext.
+	EmojiFont string
+	Emoji     []rune
 	// Background is the colour of title cards and letterboxing, e.g. 0x1f2937.
 	Background string
 	Tools      Tools
@@ -121,6 +126,10 @@ func (v *Video) Render(ctx context.Context) error {
 		return fmt.Errorf("render: working folder: %w", err)
 	}
 	defer os.RemoveAll(work)
+	emoji, err := v.emoji()
+	if err != nil {
+		return err
+	}
 	args := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin"}
 	var graph []string
 	var labels string
@@ -157,8 +166,19 @@ func (v *Video) Render(ctx context.Context) error {
 			}
 			args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("color=c=%s:s=%dx%d:r=%d:d=%s", color, W, H, FPS, ds))
 			chain := fmt.Sprintf("[%d:v]format=yuv420p", in)
-			if strings.TrimSpace(s.Text) != "" {
-				file, err := writeText(work, fmt.Sprintf("card-%02d.txt", i), Wrap(s.Text, columns(W, fontSize(v.Frame)*13/10), 6))
+			text := Wrap(s.Text, columns(W, fontSize(v.Frame)*13/10), 6)
+			switch {
+			case strings.TrimSpace(s.Text) == "":
+			case strings.ContainsFunc(text, emoji.has): // drawn as a picture, overlaid on the card
+				pic := filepath.Join(work, fmt.Sprintf("card-%02d.png", i))
+				if _, _, err := textPicture(pic, text, v.Font, emoji, textStyle{size: fontSize(v.Frame) * 13 / 10, spacing: 14}); err != nil {
+					return err
+				}
+				args = append(args, "-loop", "1", "-framerate", strconv.Itoa(FPS), "-t", ds, "-i", pic)
+				in++
+				chain += fmt.Sprintf("[card%d];[card%d][%d:v]overlay=x=(W-w)/2:y=(H-h)/2,format=yuv420p", i, i, in)
+			default:
+				file, err := writeText(work, fmt.Sprintf("card-%02d.txt", i), text)
 				if err != nil {
 					return err
 				}
@@ -173,8 +193,21 @@ func (v *Video) Render(ctx context.Context) error {
 	video := "[base]"
 	graph = append(graph, fmt.Sprintf("%sconcat=n=%d:v=1:a=0%s", labels, len(v.Shots), video))
 	var chain []string
+	var pictures []string // overlays of the captions drawn as pictures, after chain
 	fs := fontSize(v.Frame)
 	for i, c := range v.ShownCaptions() {
+		if strings.ContainsFunc(c.Text, emoji.has) {
+			pic := filepath.Join(work, fmt.Sprintf("caption-%02d.png", i))
+			if _, _, err := textPicture(pic, c.Text, v.Font, emoji, textStyle{size: fs, spacing: 10, pad: 16, box: color.NRGBA{A: 140}}); err != nil {
+				return err
+			}
+			// The picture is a stream only as long as the caption, moved to its time.
+			args = append(args, "-loop", "1", "-framerate", strconv.Itoa(FPS), "-t", ff(c.To-c.From), "-i", pic)
+			graph = append(graph, fmt.Sprintf("[%d:v]format=rgba,setpts=PTS+%s/TB[cap%d]", in, ff(c.From), i))
+			pictures = append(pictures, fmt.Sprintf("[cap%d]overlay=x=(W-w)/2:y=H*0.74-h/2:eof_action=pass:enable='between(t,%s,%s)'", i, ff(c.From), ff(c.To)))
+			in++
+			continue
+		}
 		file, err := writeText(work, fmt.Sprintf("caption-%02d.txt", i), c.Text)
 		if err != nil {
 			return err
@@ -193,6 +226,11 @@ func (v *Video) Render(ctx context.Context) error {
 	if len(chain) > 0 {
 		graph = append(graph, video+strings.Join(chain, ",")+"[v]")
 		video = "[v]"
+	}
+	for i, p := range pictures {
+		out := fmt.Sprintf("[vp%d]", i)
+		graph = append(graph, video+p+out)
+		video = out
 	}
 	dur := ff(v.Duration)
 	var voice, music string
@@ -272,8 +310,11 @@ type Still struct {
 	Image string // the background picture ("" for a plain card)
 	Title string
 	Font  string
-	Mark  string
-	Tools Tools
+	// EmojiFont and Emoji: as Video's; a title holding an emoji is drawn as a picture.
+	EmojiFont string
+	Emoji     []rune
+	Mark      string
+	Tools     Tools
 }
 
 // Render writes s.Out (through its partial name: publish): the picture cropped to the frame (or a
@@ -295,8 +336,22 @@ func (s *Still) Render(ctx context.Context) error {
 		chain = "[0:v]null"
 	}
 	fs := min(W, H) * 75 / 1000
-	if strings.TrimSpace(s.Title) != "" {
-		file, err := writeText(work, "title.txt", Wrap(s.Title, columns(W, fs), 4))
+	emoji, err := (&Video{EmojiFont: s.EmojiFont, Emoji: s.Emoji}).emoji()
+	if err != nil {
+		return err
+	}
+	title := Wrap(s.Title, columns(W, fs), 4)
+	switch {
+	case strings.TrimSpace(s.Title) == "":
+	case strings.ContainsFunc(title, emoji.has): // drawn as a picture, overlaid
+		pic := filepath.Join(work, "title.png")
+		if _, _, err := textPicture(pic, title, s.Font, emoji, textStyle{size: fs, spacing: 16, pad: 28, box: color.NRGBA{A: 128}}); err != nil {
+			return err
+		}
+		args = append(args, "-i", pic)
+		chain += "[bg];[bg][1:v]overlay=x=(W-w)/2:y=H*0.72-h/2"
+	default:
+		file, err := writeText(work, "title.txt", title)
 		if err != nil {
 			return err
 		}
@@ -313,6 +368,14 @@ func (s *Still) Render(ctx context.Context) error {
 	}
 	args = append(args, "-filter_complex", chain+"[v]", "-map", "[v]", "-frames:v", "1", "-update", "1")
 	return publish(s.Out, func(tmp string) error { return s.Tools.Run(ctx, "ffmpeg", append(args, tmp)...) })
+}
+
+// emoji opens the colour emoji font for the characters v.Emoji (nil when there are none).
+func (v *Video) emoji() (*emojiFont, error) {
+	if len(v.Emoji) == 0 || v.EmojiFont == "" {
+		return nil, nil
+	}
+	return openEmoji(v.EmojiFont, v.Emoji)
 }
 
 // partialTag marks the name a render writes before its file is whole: "v.mp4" is written as

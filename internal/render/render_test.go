@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -247,5 +248,46 @@ func TestCaptionFiles(t *testing.T) {
 	shown := v.ShownCaptions()
 	if len(shown) < 2 || shown[0].From != 2 || math.Abs(shown[len(shown)-1].To-10) > 1e-9 {
 		t.Errorf("ShownCaptions = %+v, want the caption in pages from 2 to 10 s", shown)
+	}
+}
+
+// TestCover: emoji are drawn in colour from the emoji font (☕ too, though DejaVu has a plain
+// one), everything else from one text font, and what no font has is dropped, with a note naming
+// what to install; the joiners of emoji sequences are not drawn.
+func TestCover(t *testing.T) {
+	t.Parallel()
+	if EmojiFont() == "" {
+		testtool.Missing(t, "no colour emoji font (fonts-noto-color-emoji)")
+	}
+	g, err := Cover("手冲咖啡☕的三个理由🔥 Coffee in space 🚀 👩\u200d🚀 𒀀")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range "☕🔥🚀👩" {
+		if !slices.Contains(g.Emoji, r) {
+			t.Errorf("Cover: emoji %q not drawn in colour (emoji %q)", r, string(g.Emoji))
+		}
+	}
+	if string(g.Dropped) != "𒀀" || !strings.Contains(g.Note(), "Cuneiform") || !strings.Contains(g.Note(), "fonts-noto") {
+		t.Errorf("Cover dropped %q (note %q), want the Cuneiform character with a note naming a font package", string(g.Dropped), g.Note())
+	}
+	if got := g.Strip("a👩\u200d🚀 𒀀b"); got != "a👩🚀 b" {
+		t.Errorf("Strip = %q, want the joiner and the dropped character gone", got)
+	}
+	if missing, err := missingGlyphs(g.Font, drawn("手冲咖啡的三个理由 Coffee")); err != nil || len(missing) > 0 {
+		t.Errorf("Cover's text font %s lacks %q (%v)", g.Font, string(missing), err)
+	}
+	e, err := openEmoji(g.EmojiFont, []rune("🔥"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := e.picture('🔥'); p == nil || p.Bounds().Dx() < 64 {
+		t.Errorf("the emoji font's picture of 🔥 = %v, want a PNG picture", p)
+	}
+	if err := noFont([]rune("🔥")); !strings.Contains(err.Error(), "fonts-noto-color-emoji") {
+		t.Errorf("no font for an emoji: %v, want fonts-noto-color-emoji named", err)
+	}
+	if err := noFont([]rune("咖啡")); !strings.Contains(err.Error(), "fonts-noto-cjk") {
+		t.Errorf("no font for Chinese: %v, want fonts-noto-cjk named", err)
 	}
 }

@@ -172,17 +172,17 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 	if mark {
 		p.Mark = Mark
 	}
-	var all strings.Builder
-	all.WriteString(p.Script + p.Title + p.Mark)
-	if p.Font, err = render.FontFor(all.String(), d.opts.FontFile); err != nil {
+	glyphs, err := render.Cover(p.Script+"\n"+p.Title+"\n"+p.Mark, d.opts.FontFile)
+	if err != nil {
 		return nil, errcode.E("generators.video", errcode.VideoGen, err.Error(), err)
 	}
+	p.Font, p.Script, p.Title = glyphs.Font, glyphs.Strip(p.Script), glyphs.Strip(p.Title)
 	abs, rel, link, err := d.assetPath(lj, "video", "mp4")
 	if err != nil {
 		return nil, err
 	}
 	v := p.Video(abs)
-	v.Tools = d.tools()
+	v.Tools, v.EmojiFont, v.Emoji = d.tools(), glyphs.EmojiFont, glyphs.Emoji
 	if err := v.Render(ctx); err != nil {
 		return nil, toolErr("videogen", err)
 	}
@@ -207,6 +207,7 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		"shots": len(v.Shots), "images": images, "clips": clips, "audio": narration, "watermark": mark, "tool": "ffmpeg",
 		"font": filepath.Base(p.Font)}
 	maps.Copy(res, post)
+	textNotes(res, glyphs)
 	if len(p.Material) == 0 {
 		res["material"] = "none: title cards"
 	}
@@ -267,9 +268,11 @@ func (d *executor) still(ctx context.Context, lj *localJob) (map[string]any, err
 	if mark {
 		s.Mark = Mark
 	}
-	if s.Font, err = render.FontFor(s.Title+s.Mark, d.opts.FontFile); err != nil {
+	glyphs, err := render.Cover(s.Title+"\n"+s.Mark, d.opts.FontFile)
+	if err != nil {
 		return nil, errcode.E("generators.video", errcode.VideoGen, err.Error(), err)
 	}
+	s.Font, s.Title, s.EmojiFont, s.Emoji = glyphs.Font, glyphs.Strip(s.Title), glyphs.EmojiFont, glyphs.Emoji
 	abs, rel, link, err := d.assetPath(lj, "image", "png")
 	if err != nil {
 		return nil, err
@@ -284,7 +287,20 @@ func (d *executor) still(ctx context.Context, lj *localJob) (map[string]any, err
 	if s.Image == "" {
 		res["material"] = "none: title card"
 	}
+	textNotes(res, glyphs)
 	return res, nil
+}
+
+// textNotes adds to a render's result how its text was drawn: its emoji in colour (and from which
+// font), and the characters no installed font draws, which were left out (a note, so a creator
+// knows why a character is missing rather than see a box or a failed render).
+func textNotes(res map[string]any, g render.Glyphs) {
+	if len(g.Emoji) > 0 {
+		res["emoji"] = fmt.Sprintf("%d drawn in colour (%s)", len(g.Emoji), filepath.Base(g.EmojiFont))
+	}
+	if note := g.Note(); note != "" {
+		res["notes"] = []string{note}
+	}
 }
 
 // material is the creator's images and clips a payload names, in order, each once: "media" (the

@@ -285,18 +285,58 @@ func TestRenderMusicVideo(t *testing.T) {
 	}
 }
 
-// TestRenderRefusesUndrawableCaptions: a caption no installed font draws fails the job with a
-// clear error instead of a video of boxes.
-func TestRenderRefusesUndrawableCaptions(t *testing.T) {
+// TestRenderLeavesOutUndrawableCharacters: characters no installed font draws never fail a render:
+// they are left out of the captions, and the result's notes say which and what to install.
+func TestRenderLeavesOutUndrawableCharacters(t *testing.T) {
 	t.Parallel()
 	needTools(t, "ffmpeg", "ffprobe")
 	b := setupLocal(t, map[string]string{"run-a": "user"})
-	job := &engine.Job{JobID: "v-cuneiform", RunID: "run-a", Type: engine.JobVideogen,
-		Request: json.RawMessage(`{"script":"𒀀𒀁𒀂 𒀃.","duration":2}`)}
-	if f := b.failure(t, job); f == nil || f.Code != "VIDEO_GEN_ERROR" || !strings.Contains(f.Message, "no font draws") ||
-		!strings.Contains(f.Message, "Cuneiform") {
-		t.Errorf("failure = %+v, want VIDEO_GEN_ERROR saying no font draws the Cuneiform captions", f)
+	res := b.run(t, &engine.Job{JobID: "v-cuneiform", RunID: "run-a", Type: engine.JobVideogen,
+		Request: json.RawMessage(`{"script":"Clay tablets 𒀀𒀁𒀂 𒀃.","duration":2}`)})
+	notes, _ := res["notes"].([]any)
+	if res["video_url"] == nil || len(notes) != 1 || !strings.Contains(notes[0].(string), "Cuneiform") ||
+		!strings.Contains(notes[0].(string), "fonts-noto") {
+		t.Errorf("result = %v, want a video whose notes say the Cuneiform characters were left out and what to install", res)
 	}
+}
+
+// TestRenderEmoji: a topic with emoji (and one in Chinese) renders, the emoji drawn in colour: the
+// title card of a video without material shows 🔥's orange, which neither the white letters,
+// their box nor the card's colours have; the graphic's cover too.
+func TestRenderEmoji(t *testing.T) {
+	t.Parallel()
+	b := setupRender(t)
+	for _, topic := range []string{"Coffee in space 🚀☕🔥", "手冲咖啡☕的三个理由🔥"} {
+		res := b.run(t, "voiceover_video", map[string]any{"topic": topic, "duration": 6.0, "platform": "douyin"}, engine.JobVideogen)
+		if res["emoji"] == nil || res["notes"] != nil {
+			t.Errorf("%s: result %v, want emoji drawn in colour and nothing left out", topic, res)
+		}
+		frame := filepath.Join(t.TempDir(), "frame.png")
+		if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-ss", "0.5", "-i", b.file(res), "-frames:v", "1", frame).CombinedOutput(); err != nil {
+			t.Fatalf("%s: frame: %v %s", topic, err, out)
+		}
+		if n := orange(picture(t, frame, "png")); n < 50 {
+			t.Errorf("%s: %d orange pixels in the title card, want 🔥 drawn in colour", topic, n)
+		}
+	}
+	res := b.run(t, "graphic", map[string]any{"topic": "Coffee in space 🚀🔥"}, engine.JobVideogen)
+	if n := orange(b.cover(t, res)); n < 50 || res["emoji"] == nil {
+		t.Errorf("graphic: %d orange pixels (result %v), want 🔥 drawn in colour", n, res)
+	}
+}
+
+// orange counts the pixels of img that are orange or yellow (🔥's flame).
+func orange(img image.Image) int {
+	n := 0
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r>>8 > 200 && g>>8 > 80 && bl>>8 < 90 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // TestRenderFetchesMusicThroughTheGuard: a music link is fetched through the SSRF guard: a
