@@ -94,4 +94,3 @@ func healthOf(hh *hostHarness) (caps map[string]map[string]any, gen map[string]a
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-

@@ -36,7 +36,7 @@ func TestCheck(t *testing.T) {
 				"language_model": {Unconfigured, "LLM_BASE_URL is not set: text steps use templates"},
 				"embeddings":     {Degraded, "local embedder: not semantic"}}},
 		"external speech, a model": {cfg: config.Config{SpeechAPIURL: "http://speech.test", MusicAPIURL: "http://music.test", LLMBaseURL: "http://llm.test"},
-			in: Inputs{Generators: ready, Semantic: true, LookPath: without("espeak-ng")},
+			in:   Inputs{Generators: ready, Semantic: true, LookPath: without("espeak-ng")},
 			want: map[string]want{"speech": {Ready, ""}, "music": {Ready, ""}, "language_model": {Ready, ""}, "embeddings": {Ready, ""}}},
 		"no music generator": {in: Inputs{Generators: ready, LookPath: without()},
 			want: map[string]want{"music": {Unconfigured, "MUSIC_API_URL is not set"}}},
