@@ -14,6 +14,10 @@ import (
 
 var errNoRoute = errcode.New(errcode.NotFound, "Route not found")
 
+// dbRetryAfter is the Retry-After, in seconds, of an answer the database's state caused (503
+// RESOURCE_EXHAUSTED, 507 STORAGE_FULL): long enough not to hammer a struggling server.
+const dbRetryAfter = 5
+
 // envelope is the failure body of DECISIONS.md: {success:false, error:{code, errno, message, details?}}.
 type envelope struct {
 	Success bool      `json:"success"`
@@ -52,7 +56,18 @@ func errorBytes(e *errcode.Error) ([]byte, error) {
 
 // toCoded turns any error into a catalogued one; Fiber's own errors keep their meaning.
 func toCoded(err error) *errcode.Error {
-	if e := errcode.As(err); e != nil {
+	e := errcode.As(err)
+	if f := store.FaultOf(err); f != nil && (e == nil || e.Code == errcode.Unknown) {
+		// The database's state, however deep a service wrapped it: 507 for a full disk (nothing
+		// was written), else 503; both worth retrying.
+		out := errcode.E("", errcode.ResourceExhausted, "The database is unavailable ("+f.Cause+"); try again shortly", err)
+		if errors.Is(f, store.ErrFull) {
+			out = errcode.E("", errcode.StorageFull, "The database is out of space; nothing was written", err)
+		}
+		out.RetryAfter = dbRetryAfter
+		return out
+	}
+	if e != nil {
 		return e
 	}
 	switch {

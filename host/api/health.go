@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -17,7 +18,8 @@ import (
 func (s *Server) health(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
-	dbOK := s.Store.Ping(ctx) == nil
+	cause := s.databaseFault(ctx)
+	dbOK := cause == ""
 	engines := map[string]string{"node": "ready"}
 	if s.Engines != nil {
 		engines = s.Engines.EngineStates()
@@ -33,10 +35,12 @@ func (s *Server) health(c *fiber.Ctx) error {
 		searchPath = "pgvector"
 	}
 	code := fiber.StatusOK
+	db := fiber.Map{"driver": s.Store.Name(), "ok": dbOK, "search_path": searchPath}
 	if !dbOK {
 		status, code = "degraded", fiber.StatusServiceUnavailable
+		db["cause"] = cause
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(dbRetryAfter))
 	}
-	db := fiber.Map{"driver": s.Store.Name(), "ok": dbOK, "search_path": searchPath}
 	body := fiber.Map{
 		"status":   status,
 		"version":  s.Config.Version,
@@ -101,4 +105,28 @@ func (s *Server) health(c *fiber.Ctx) error {
 		body["scheduler"] = fiber.Map{"mode": s.Scheduler.Mode(), "fallback_active": s.Scheduler.FallbackActive()}
 	}
 	return c.Status(code).JSON(body)
+}
+
+// databaseFault is why the database cannot serve ("" when it can): the cause of the Fault its ping
+// failed with (unreachable, out of connections, timeout...), else the full disk of the last
+// failed write, which a ping (a read) does not see. The ping gets 1 s of the 2 /health has: the
+// driver may take a second more to give up on a server that does not answer.
+func (s *Server) databaseFault(ctx context.Context) string {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.Store.Ping(pctx); err != nil {
+		if f := store.FaultOf(err); f != nil {
+			return f.Cause
+		}
+		if pctx.Err() != nil && ctx.Err() == nil {
+			return store.CauseTimeout // no answer within the second: a stalled server
+		}
+		return store.CauseUnreachable
+	}
+	if r, ok := s.Store.(store.FaultReporter); ok {
+		if f := r.WriteFault(); f != nil {
+			return f.Cause
+		}
+	}
+	return ""
 }

@@ -46,10 +46,11 @@ import (
 // else SQLite in DATA_DIR.
 func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Driver, error) {
 	if cfg.DatabaseURL != "" {
-		return pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{VectorSearch: cfg.VectorSearch != "off", Logger: log})
+		return pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{VectorSearch: cfg.VectorSearch != "off", Logger: log,
+			Timeout: cfg.DBTimeout, SlowTimeout: cfg.DBSlowTimeout, PoolMax: cfg.DBPoolMax, PoolMin: cfg.DBPoolMin, PoolIdle: cfg.DBPoolIdle})
 	}
 	log.Info("knowledge search path: in-memory vector scoring (SQLite)")
-	return sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, "reelforge.db"), sqlitestore.Options{})
+	return sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, "reelforge.db"), sqlitestore.Options{Timeout: cfg.DBTimeout, SlowTimeout: cfg.DBSlowTimeout})
 }
 
 // Host is a wired host, ready to serve.

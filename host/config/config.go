@@ -24,6 +24,15 @@ type Config struct {
 	// VectorSearch switches the pgvector path: "auto" (use it when the extension can be created)
 	// or "off" (always the in-memory path). Env KB_VECTOR_SEARCH.
 	VectorSearch string
+	// The database's limits (issue 38): each call's deadline (DB_TIMEOUT_MS: statement, pool
+	// acquire, SQLite busy wait), the longer one of migrations and the knowledge indexer
+	// (DB_SLOW_TIMEOUT_MS), and PostgreSQL's pool: at most DB_POOL_MAX connections, DB_POOL_MIN
+	// kept open, and an idle one closed after DB_POOL_IDLE_MS so an idle host gives them back.
+	DBTimeout     time.Duration
+	DBSlowTimeout time.Duration
+	DBPoolMax     int
+	DBPoolMin     int
+	DBPoolIdle    time.Duration
 
 	JWTSecret      string
 	CallbackSecret string
@@ -127,6 +136,11 @@ func Defaults() Config {
 		Port:                 3001,
 		DataDir:              "./data",
 		VectorSearch:         "auto",
+		DBTimeout:            5 * time.Second,
+		DBSlowTimeout:        30 * time.Minute,
+		DBPoolMax:            0, // pgxpool's default: the larger of 4 and the CPUs
+		DBPoolMin:            0,
+		DBPoolIdle:           time.Minute,
 		KBMinScore:           0.2,
 		KBVectorCacheMB:      512, // kb.DefaultVectorCacheMB (config_test checks they agree)
 		EmbeddingModel:       "",
@@ -171,6 +185,11 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.str("DATA_DIR", &c.DataDir)
 	r.str("DATABASE_URL", &c.DatabaseURL)
 	r.str("KB_VECTOR_SEARCH", &c.VectorSearch)
+	r.millis("DB_TIMEOUT_MS", &c.DBTimeout)
+	r.millis("DB_SLOW_TIMEOUT_MS", &c.DBSlowTimeout)
+	r.int("DB_POOL_MAX", &c.DBPoolMax)
+	r.int("DB_POOL_MIN", &c.DBPoolMin)
+	r.millis("DB_POOL_IDLE_MS", &c.DBPoolIdle)
 	r.str("JWT_SECRET", &c.JWTSecret)
 	r.str("CALLBACK_SECRET", &c.CallbackSecret)
 	r.duration("FILE_URL_TTL", &c.FileURLTTL)
@@ -255,6 +274,15 @@ func (c *Config) Validate() error {
 	}
 	if c.WSConnectionsPerUser < 1 {
 		errs = append(errs, fmt.Errorf("WS_MAX_CONNECTIONS_PER_USER: must be at least 1"))
+	}
+	if c.DBTimeout < 100*time.Millisecond || c.DBSlowTimeout < c.DBTimeout {
+		errs = append(errs, fmt.Errorf("DB_TIMEOUT_MS: must be at least 100, and DB_SLOW_TIMEOUT_MS at least DB_TIMEOUT_MS"))
+	}
+	if c.DBPoolMax == 1 || c.DBPoolMax < 0 || c.DBPoolMin < 0 || (c.DBPoolMax > 0 && c.DBPoolMin > c.DBPoolMax) {
+		errs = append(errs, fmt.Errorf("DB_POOL_MAX: must be 0 (the default size) or at least 2 (a host holds one connection for LISTEN); DB_POOL_MIN from 0 to DB_POOL_MAX"))
+	}
+	if c.DBPoolIdle < time.Second {
+		errs = append(errs, fmt.Errorf("DB_POOL_IDLE_MS: must be at least 1000"))
 	}
 	if c.Lease < 3*time.Second {
 		errs = append(errs, fmt.Errorf("LEASE_MS: must be at least 3000 (leases are renewed every third of it)"))

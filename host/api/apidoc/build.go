@@ -203,6 +203,12 @@ func errorStatuses(op Op) []int {
 	if (op.Body != nil || op.Form != nil) && strings.HasPrefix(op.Path, "/api/") {
 		st = append(st, 413) // BODY_LIMIT_BYTES, UPLOAD_LIMIT_BYTES
 	}
+	// The database's state (host/api/errors.go): 503 when it cannot be reached, has no connection
+	// free or does not answer within DB_TIMEOUT_MS; 507 when a write finds its disk full.
+	st = append(st, 503)
+	if op.Method != http.MethodGet {
+		st = append(st, 507)
+	}
 	st = append(st, op.Errors...)
 	slices.Sort(st)
 	return slices.Compact(st)

@@ -6,11 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
@@ -55,6 +60,16 @@ type Options struct {
 	NoPrewarm bool
 	// prewarmExt is the extension the prewarm uses (tests name one that does not exist).
 	prewarmExt string
+
+	// Timeout is each store call's deadline (DB_TIMEOUT_MS), pool acquire and connect included;
+	// SlowTimeout that of the migrations (DB_SLOW_TIMEOUT_MS). 0: none.
+	Timeout, SlowTimeout time.Duration
+	// PoolMax is the pool's size (DB_POOL_MAX; 0: the URL's pool_max_conns, else pgxpool's
+	// default, the larger of 4 and the CPUs); PoolMin the connections kept open (DB_POOL_MIN);
+	// PoolIdle how long an idle connection above PoolMin stays open (DB_POOL_IDLE_MS; 0: pgxpool's
+	// 30 minutes).
+	PoolMax, PoolMin int
+	PoolIdle         time.Duration
 }
 
 // migrationLock is the advisory lock key under which hosts migrate one at a time.
@@ -79,11 +94,14 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
-	setup, err := pgxpool.NewWithConfig(ctx, cfg)
+	limitPool(cfg, opt)
+	// The migrations may take long (an index built over every row): their calls get SlowTimeout.
+	mctx := store.WithCallTimeout(ctx, opt.SlowTimeout)
+	setup, err := pgxpool.NewWithConfig(mctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: connect: %w", err)
+		return nil, fmt.Errorf("pgstore: connect: %w", mapError(err))
 	}
-	vector, err := prepare(ctx, setup, opt, log)
+	vector, err := prepare(mctx, setup, opt, log)
 	setup.Close()
 	if err != nil {
 		return nil, err
@@ -118,6 +136,8 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	d.pool, d.batch = pool, pool
 	d.DB = sqldb.New(poolConn{pool}, d.begin, dialect, opt.Clock)
 	d.lazy = sqldb.New(poolConn{pool}, d.beginLazy, dialect, opt.Clock)
+	d.DB.SetTimeout(opt.Timeout)
+	d.lazy.SetTimeout(opt.Timeout)
 	if err := d.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -137,12 +157,37 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	return d, nil
 }
 
+// limitPool applies the pool's limits and deadlines to cfg (README, "PostgreSQL": DB_POOL_MAX
+// against max_connections).
+func limitPool(cfg *pgxpool.Config, opt Options) {
+	if opt.PoolMax > 0 {
+		cfg.MaxConns = int32(opt.PoolMax)
+	}
+	cfg.MinConns = int32(min(opt.PoolMin, int(cfg.MaxConns)))
+	if opt.PoolIdle > 0 {
+		// Idle connections above MinConns close after PoolIdle, so an idle host gives the server
+		// its connections back; the pool looks at them every health check.
+		cfg.MaxConnIdleTime = opt.PoolIdle
+		cfg.HealthCheckPeriod = max(min(opt.PoolIdle/2, time.Minute), 500*time.Millisecond)
+	}
+	if opt.Timeout > 0 && cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = opt.Timeout // the URL's connect_timeout wins
+	}
+	// A call whose context ends (the store's deadline, a client gone) asks the server to cancel
+	// the statement, so it does not go on holding locks, and gives up on the connection a second
+	// later when the server does not answer (paused, unreachable): the caller is answered
+	// either way.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+	}
+}
+
 // prepare creates the schema, migrates and sets up pgvector, holding the migration lock on one
 // connection so several hosts starting together take turns.
 func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Logger) (bool, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return false, fmt.Errorf("pgstore: connect: %w", err)
+		return false, fmt.Errorf("pgstore: connect: %w", mapError(err))
 	}
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
@@ -378,11 +423,54 @@ func mapError(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.ErrNotFound
 	}
+	if store.FaultOf(err) != nil {
+		return err
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return fmt.Errorf("%w: %v", store.ErrConflict, err)
 	}
+	if cause := faultCause(err); cause != "" {
+		return &store.Fault{Cause: cause, Err: err}
+	}
 	return err
+}
+
+// faultCause is the store.Fault cause of a PostgreSQL error that is the database's state, not the
+// statement's: "" for any other error.
+func faultCause(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "53300": // too_many_connections (the server's max_connections)
+			return store.CauseConnections
+		case pe.Code == "53100": // disk_full
+			return store.CauseFull
+		case pe.Code == "25006": // read_only_sql_transaction (a standby, default_transaction_read_only)
+			return store.CauseReadOnly
+		case pe.Code == "57014", pe.Code == "55P03": // query_canceled (statement_timeout), lock_not_available
+			return store.CauseTimeout
+		case strings.HasPrefix(pe.Code, "57P"), strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"):
+			// admin/crash shutdown, cannot connect now, connection exceptions, out of memory
+			return store.CauseUnreachable
+		}
+		return ""
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return store.CauseUnreachable
+	}
+	if pgconn.Timeout(err) {
+		return store.CauseTimeout
+	}
+	// A connection that broke under a statement: the server went away (killed, restarted, the
+	// network dropped).
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return store.CauseUnreachable
+	}
+	return ""
 }
 
 // Pool exposes the pgx pool to this driver's own extensions (LISTEN/NOTIFY, advisory locks).
@@ -393,7 +481,11 @@ func (d *Driver) Name() string { return "postgres" }
 
 // Ping implements store.Driver.
 func (d *Driver) Ping(ctx context.Context) error {
-	if err := d.pool.Ping(ctx); err != nil {
+	if err := d.DB.Bounded(ctx, d.pool.Ping); err != nil {
+		if f := store.FaultOf(err); f != nil && f.Cause == store.CauseTimeout && d.pool.Stat().AcquiredConns() >= d.pool.Config().MaxConns {
+			// No answer because every connection of the pool is taken: say so.
+			err = &store.Fault{Cause: store.CauseConnections, Err: err}
+		}
 		return fmt.Errorf("pgstore: ping: %w", err)
 	}
 	return nil
@@ -427,7 +519,13 @@ func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error
 }
 
 func (d *Driver) begin(ctx context.Context) (sqldb.Tx, error) {
-	tx, err := d.pool.Begin(ctx)
+	// The pool's Begin acquires a connection: under the store's deadline, so that a pool with no
+	// connection free, or a server that does not answer, fails the call rather than hold it.
+	var tx pgx.Tx
+	err := d.DB.Bounded(ctx, func(ctx context.Context) (err error) {
+		tx, err = d.pool.Begin(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -437,7 +535,11 @@ func (d *Driver) begin(ctx context.Context) (sqldb.Tx, error) {
 // beginLazy starts a transaction whose commit does not wait for its WAL to reach the disk
 // (synchronous_commit off, for this transaction only): see AddDocuments.
 func (d *Driver) beginLazy(ctx context.Context) (sqldb.Tx, error) {
-	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: `BEGIN; SET LOCAL synchronous_commit = off`})
+	var tx pgx.Tx
+	err := d.lazy.Bounded(ctx, func(ctx context.Context) (err error) {
+		tx, err = d.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: `BEGIN; SET LOCAL synchronous_commit = off`})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

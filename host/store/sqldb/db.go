@@ -72,8 +72,10 @@ type DB struct {
 	D     *Dialect
 	Clock func() time.Time
 
-	lists    *listCache // nil: no listing cache (see CacheProjectLists)
-	txWrites *txWrites  // what a transaction wrote (set inside one)
+	lists    *listCache    // nil: no listing cache (see CacheProjectLists)
+	txWrites *txWrites     // what a transaction wrote (set inside one)
+	timeout  time.Duration // each call's deadline (deadline.go); 0: none
+	faults   *faults       // shared by the DB and its transactions
 }
 
 // New returns a DB over conn; begin starts transactions (nil for a DB that is one already).
@@ -81,7 +83,7 @@ func New(conn Conn, begin func(ctx context.Context) (Tx, error), d *Dialect, clo
 	if clock == nil {
 		clock = time.Now
 	}
-	return &DB{conn: conn, begin: begin, D: d, Clock: clock}
+	return &DB{conn: conn, begin: begin, D: d, Clock: clock, faults: &faults{}}
 }
 
 // Conn is the connection or transaction db runs on, for a driver's own extensions (bulk copy).
@@ -100,7 +102,7 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *DB) error) (err error) {
 	}
 	tx, err := db.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("store: begin: %w", err)
+		return fmt.Errorf("store: begin: %w", db.D.MapError(err))
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -113,7 +115,7 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *DB) error) (err error) {
 			}
 		}
 	}()
-	txDB := &DB{conn: tx, D: db.D, Clock: db.Clock, lists: db.lists, txWrites: &txWrites{}}
+	txDB := &DB{conn: tx, D: db.D, Clock: db.Clock, lists: db.lists, txWrites: &txWrites{}, timeout: db.timeout, faults: db.faults}
 	defer func() {
 		// After the commit (or the rollback, where it costs only a re-read): see listcache.go.
 		if txDB.txWrites.projects {
@@ -123,38 +125,57 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *DB) error) (err error) {
 	if err = fn(txDB); err != nil {
 		return err
 	}
-	if err = tx.Commit(ctx); err != nil {
-		return fmt.Errorf("store: commit: %w", db.D.MapError(err))
+	if err = db.Bounded(ctx, tx.Commit); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
 	}
+	db.wrote()
 	return nil
 }
 
 // Exec runs a statement and returns the rows it affected.
 func (db *DB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	n, err := db.conn.Exec(ctx, q, args...)
-	return n, db.D.MapError(err)
+	bctx, cancel := db.bound(ctx)
+	n, err := db.conn.Exec(bctx, q, args...)
+	cancel()
+	if err != nil {
+		return n, db.fail(ctx, bctx, err)
+	}
+	if !db.InTransaction() {
+		db.wrote() // in a transaction, the commit says whether the write went through
+	}
+	return n, nil
 }
 
 // Query runs a query.
 func (db *DB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	rows, err := db.conn.Query(ctx, q, args...)
+	bctx, cancel := db.bound(ctx)
+	rows, err := db.conn.Query(bctx, q, args...)
 	if err != nil {
-		return nil, db.D.MapError(err)
+		cancel()
+		return nil, db.fail(ctx, bctx, err)
 	}
-	return rows, nil
+	return boundRows{Rows: rows, db: db, ctx: ctx, bctx: bctx, cancel: cancel}, nil
 }
 
 // QueryRow runs a single-row query; Scan returns store.ErrNotFound when there is no row.
 func (db *DB) QueryRow(ctx context.Context, q string, args ...any) Row {
-	return mappedRow{db.conn.QueryRow(ctx, q, args...), db.D.MapError}
+	bctx, cancel := db.bound(ctx)
+	return mappedRow{r: db.conn.QueryRow(bctx, q, args...), db: db, ctx: ctx, bctx: bctx, cancel: cancel}
 }
 
+// mappedRow maps its Scan's error and ends the call's deadline.
 type mappedRow struct {
-	r   Row
-	fix func(error) error
+	r         Row
+	db        *DB
+	ctx, bctx context.Context
+	cancel    context.CancelFunc
 }
 
-func (m mappedRow) Scan(dest ...any) error { return m.fix(m.r.Scan(dest...)) }
+func (m mappedRow) Scan(dest ...any) error {
+	err := m.r.Scan(dest...)
+	m.cancel()
+	return m.db.fail(m.ctx, m.bctx, err)
+}
 
 // T encodes a time argument; the zero time is NULL.
 func (db *DB) T(t time.Time) any {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -30,6 +31,9 @@ var _ store.Driver = (*Driver)(nil)
 // Options configure Open.
 type Options struct {
 	Clock func() time.Time // nil: time.Now
+	// Timeout is each store call's deadline and how long a write waits for another's lock (the
+	// busy timeout; DB_TIMEOUT_MS); 0: 15 s and no deadline. SlowTimeout is the migrations'.
+	Timeout, SlowTimeout time.Duration
 }
 
 // Open opens (creating when needed) the database file at path and applies the migrations.
@@ -45,7 +49,13 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	// statements, reads and writes, in transactions or not, so the same statement is not compiled
 	// again every time it runs (an ingest runs a dozen statements a document; compiling them was
 	// about a tenth of its CPU time). It is the driver's only statement cache.
-	sqlDB, err := sql.Open(driverName, "file:"+path+"?_txlock=immediate&_stmt_cache_size=64")
+	// _busy_timeout is set before connPragmas run, so the switch to WAL waits for a lock like any
+	// statement.
+	busy := 15 * time.Second
+	if opt.Timeout > 0 {
+		busy = opt.Timeout
+	}
+	sqlDB, err := sql.Open(driverName, fmt.Sprintf("file:%s?_txlock=immediate&_stmt_cache_size=64&_busy_timeout=%d", path, busy.Milliseconds()))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open: %w", err)
 	}
@@ -54,6 +64,7 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	sqlDB.SetConnMaxIdleTime(0)
 	d := &Driver{sqlDB: sqlDB, df: newTermCounts()}
 	d.DB = sqldb.New(dbConn{sqlDB}, d.begin, dialect, opt.Clock)
+	d.DB.SetTimeout(opt.Timeout)
 	// The projects listing cache (sqldb/listcache.go) is what meets make bench's API target
 	// (authenticated GET /api/projects at 64 clients: at least 30% of bare Fiber, p99 at most
 	// 10 ms): without it the listing ran a fifth to a quarter of bare Fiber's rate in the same
@@ -67,7 +78,7 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 		return nil, err
 	}
 	// BEGIN IMMEDIATE (see _txlock) makes concurrent migrators take turns.
-	if err := d.DB.Migrate(ctx, func(ctx context.Context, tx *sqldb.DB, script string) error {
+	if err := d.DB.Migrate(store.WithCallTimeout(ctx, opt.SlowTimeout), func(ctx context.Context, tx *sqldb.DB, script string) error {
 		_, err := tx.Exec(ctx, script)
 		return err
 	}); err != nil {
@@ -99,13 +110,13 @@ func ownerOnly(path string) error {
 const driverName = "sqlite3_reelforge"
 
 // connPragmas are every connection's settings, in one place (go-sqlite3's DSN knows some of them
-// and silently ignores a misspelt one; TestPragmas checks them all). The busy timeout comes
-// first, so the switch to WAL waits for a lock like any statement. Reads go through a 256 MB
+// and silently ignores a misspelt one; TestPragmas checks them all). The busy timeout is the
+// DSN's (Open). Reads go through a 256 MB
 // memory map, temporary tables stay in memory, and the WAL is copied back into the database file
 // once it holds 10,000 pages (40 MB), not the default 1,000: each copy syncs the file, and pages
 // written again and again between copies (the keyword index's, a document list's) are copied
 // once. An ingest of 400 documents synced 17 times instead of 92.
-const connPragmas = `PRAGMA busy_timeout=15000; PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;
+const connPragmas = `PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;
 	PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16000; PRAGMA mmap_size=268435456;
 	PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000`
 
@@ -129,11 +140,32 @@ func mapError(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
 	}
+	if store.FaultOf(err) != nil {
+		return err
+	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		switch se.ExtendedCode {
 		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 			return fmt.Errorf("%w: %v", store.ErrConflict, err)
+		}
+		// The database's state, not the statement's: a store.Fault (store/fault.go).
+		switch se.Code {
+		case sqlite3.ErrFull:
+			return &store.Fault{Cause: store.CauseFull, Err: err}
+		case sqlite3.ErrIoErr:
+			// A write the file system refused: on a full disk SQLite reports SQLITE_FULL for the
+			// database file but SQLITE_IOERR for the WAL's shared memory or an fsync.
+			if errors.Is(se.SystemErrno, syscall.ENOSPC) || errors.Is(se.SystemErrno, syscall.EDQUOT) {
+				return &store.Fault{Cause: store.CauseFull, Err: err}
+			}
+			return &store.Fault{Cause: store.CauseIO, Err: err}
+		case sqlite3.ErrReadonly:
+			return &store.Fault{Cause: store.CauseReadOnly, Err: err}
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return &store.Fault{Cause: store.CauseBusy, Err: err}
+		case sqlite3.ErrCantOpen, sqlite3.ErrNomem:
+			return &store.Fault{Cause: store.CauseUnreachable, Err: err}
 		}
 	}
 	return err
@@ -144,7 +176,7 @@ func (d *Driver) Name() string { return "sqlite" }
 
 // Ping implements store.Driver.
 func (d *Driver) Ping(ctx context.Context) error {
-	if err := d.sqlDB.PingContext(ctx); err != nil {
+	if err := d.DB.Bounded(ctx, d.sqlDB.PingContext); err != nil {
 		return fmt.Errorf("sqlitestore: ping: %w", err)
 	}
 	return nil
