@@ -1,6 +1,9 @@
 package app
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +13,9 @@ import (
 
 // TestHealthWithoutMediaTools: a host whose PATH lacks ffmpeg and espeak-ng says so on /health:
 // video, image and speech are not ready, naming the missing program, and the generators engine
-// is degraded rather than ready; with the tools on PATH the same host reports them ready. The
-// generators plugin inherits the PATH, as on a fresh machine. Not parallel: it sets PATH for the
+// is degraded rather than ready, and a voiceover_video run fails naming the missing program (with
+// neither, the narration's espeak-ng; with espeak-ng alone, ffmpeg); with the tools on PATH the
+// same host reports them ready. The generators plugin inherits the PATH, as on a fresh machine. Not parallel: it sets PATH for the
 // whole process. On SQLite and on PostgreSQL.
 func TestHealthWithoutMediaTools(t *testing.T) {
 	if testing.Short() {
@@ -54,8 +58,63 @@ func TestHealthWithoutMediaTools(t *testing.T) {
 				if body["status"] != "degraded" || body["engines"].(map[string]any)["generators"] != "degraded" {
 					t.Errorf("/health status %v, engines %v; want degraded with generators degraded", body["status"], body["engines"])
 				}
+				// The run's first product is the narration: it fails on the speech step, naming espeak-ng.
+				failsNaming(hh, "espeak-ng is not on PATH")
+			})
+			t.Run("ffmpeg missing", func(t *testing.T) {
+				espeak, err := exec.LookPath("espeak-ng")
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir := t.TempDir() // a folder with espeak-ng only
+				if err := os.Symlink(espeak, filepath.Join(dir, "espeak-ng")); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("PATH", dir)
+				hh := startHost(t, freshOr(t, db))
+				caps, _ := healthOf(hh)
+				if caps["speech"]["state"] != "ready" || caps["video"]["state"] == "ready" || !strings.Contains(caps["video"]["reason"].(string), "ffmpeg is not on PATH") {
+					t.Errorf("capabilities speech %v, video %v; want speech ready and video not, naming ffmpeg", caps["speech"], caps["video"])
+				}
+				failsNaming(hh, "ffmpeg is not on PATH")
 			})
 		})
+	}
+}
+
+// failsNaming starts a voiceover_video run and checks that it ends failed with an error whose
+// message contains want.
+func failsNaming(hh *hostHarness, want string) {
+	hh.t.Helper()
+	_, body, _, _ := hh.call("POST", "/api/projects", map[string]any{"name": "films"})
+	pid := body["data"].(map[string]any)["project"].(map[string]any)["id"].(string)
+	status, body, _, raw := hh.call("POST", "/api/workflow/start", map[string]any{"workflow": "voiceover_video", "project_id": pid,
+		"inputs": map[string]any{"topic": "Coffee in space 🚀☕", "duration": 5}})
+	if status >= 300 {
+		hh.t.Fatalf("start voiceover_video: %d %s", status, raw)
+	}
+	runID, _ := body["run_id"].(string)
+	if d, ok := body["data"].(map[string]any); ok && runID == "" {
+		runID, _ = d["run_id"].(string)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, rb, _, raw := hh.call("GET", "/api/workflow/status/"+runID, nil)
+		switch rb["status"] {
+		case "failed":
+			e, _ := rb["error"].(map[string]any)
+			if msg, _ := e["message"].(string); !strings.Contains(msg, want) {
+				hh.t.Errorf("voiceover_video failed with %v, want its error to say %q", rb["error"], want)
+			}
+			hh.t.Logf("voiceover_video failed: %v", rb["error"])
+			return
+		case "completed", "cancelled":
+			hh.t.Fatalf("voiceover_video ended %s, want failed naming %q: %s", rb["status"], want, raw)
+		}
+		if time.Now().After(deadline) {
+			hh.t.Fatalf("voiceover_video did not end within 60 s: %s", raw)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
