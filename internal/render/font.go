@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 	"unicode"
 
 	"golang.org/x/image/font/sfnt"
@@ -77,24 +79,27 @@ func fontPackage(rs []rune) string {
 // bestFont is the candidate font (extra, the preferred fonts, fontconfig's) that lacks the fewest
 // of need, and the characters it lacks; "" when no font could be read.
 func bestFont(need []rune, extra []string) (string, []rune) {
-	candidates := append(slices.Clone(extra), preferredFonts...)
-	candidates = append(candidates, fontconfigFonts()...)
 	seen := map[string]bool{}
 	best, bestMissing := "", []rune(nil)
-	for _, f := range candidates {
-		if f == "" || seen[f] || strings.ContainsAny(f, `:,;'[]\ `) {
-			continue
-		}
-		seen[f] = true
-		missing, err := missingGlyphs(f, need)
-		if err != nil {
-			continue
-		}
-		if len(missing) == 0 {
-			return f, nil
-		}
-		if best == "" || len(missing) < len(bestMissing) {
-			best, bestMissing = f, missing
+	// fontconfig is asked (a process) only when no known font draws everything.
+	for _, candidates := range []func() []string{
+		func() []string { return append(slices.Clone(extra), preferredFonts...) }, fontconfigFonts,
+	} {
+		for _, f := range candidates() {
+			if f == "" || seen[f] || strings.ContainsAny(f, `:,;'[]\ `) {
+				continue
+			}
+			seen[f] = true
+			missing, err := missingGlyphs(f, need)
+			if err != nil {
+				continue
+			}
+			if len(missing) == 0 {
+				return f, nil
+			}
+			if best == "" || len(missing) < len(bestMissing) {
+				best, bestMissing = f, missing
+			}
 		}
 	}
 	return best, bestMissing
@@ -269,10 +274,23 @@ func scriptsOf(rs []rune) string {
 	return strings.Join(names, ", ")
 }
 
+// fontProblems keeps FontProblems' answer for a minute: reading the fonts takes milliseconds, and
+// /health, which shows it, is open to anyone. An installed font shows within the minute.
+var fontProblems struct {
+	sync.Mutex
+	at   time.Time
+	list []string
+}
+
 // FontProblems says what the installed fonts keep out of rendered text, for /health's
 // capabilities (host/capability): nothing when a font draws Latin text and a colour emoji font is
 // installed.
 func FontProblems() []string {
+	fontProblems.Lock()
+	defer fontProblems.Unlock()
+	if !fontProblems.at.IsZero() && time.Since(fontProblems.at) < time.Minute {
+		return slices.Clone(fontProblems.list)
+	}
 	var out []string
 	if _, err := FontFor("Reelforge"); err != nil {
 		out = append(out, "no installed font draws Latin letters: captions and titles cannot be drawn (install Debian's fonts-noto-cjk or fonts-dejavu-core)")
@@ -280,5 +298,6 @@ func FontProblems() []string {
 	if EmojiFont() == "" {
 		out = append(out, "no colour emoji font: emoji are left out of captions and titles (install Debian's fonts-noto-color-emoji)")
 	}
-	return out
+	fontProblems.at, fontProblems.list = time.Now(), out
+	return slices.Clone(out)
 }
