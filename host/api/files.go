@@ -26,9 +26,14 @@ import (
 
 const (
 	localSignedUntil = "signed_until" // the expiry of the signed URL a file request was admitted by
-	// fileCSP sandboxes a user's file opened as a page: no script runs, nothing is fetched but the
-	// file itself (the image or the media element a browser shows it in), no form posts.
-	fileCSP = "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; sandbox"
+	// fileCSP confines a user's file opened as a page: no script runs (script-src falls back to
+	// 'none'), nothing is fetched but the file itself (the image or the media element a browser
+	// shows it in), no form posts; and, but for audio and video, a sandbox (opaque origin, no
+	// plugins, popups or top navigation). Chromium shows a video or audio file in a document whose
+	// media element fetches it again with crossorigin=anonymous: from a sandbox's opaque origin
+	// that fetch fails, and a shared link would not play (seen in make e2e-browser).
+	fileCSP      = "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; form-action 'none'"
+	fileCSPBoxed = fileCSP + "; sandbox"
 )
 
 // fileRoutes registers the file routes ahead of the authenticated group, whose middleware would
@@ -47,7 +52,7 @@ func (s *Server) fileRoutes(app *fiber.App) {
 // admits the request; it is decided by one HMAC, before anything is looked up.
 func (s *Server) fileAccess(c *fiber.Ctx) error {
 	c.Set("X-Content-Type-Options", "nosniff")
-	c.Set("Content-Security-Policy", fileCSP)
+	c.Set("Content-Security-Policy", fileCSPBoxed) // until the file's type is known (sendAsset)
 	header := c.Get(fiber.HeaderAuthorization) != ""
 	q, err := url.ParseQuery(string(c.Request().URI().QueryString()))
 	if err == nil && fileurl.Signed(q) {
@@ -157,6 +162,9 @@ func (s *Server) sendAsset(c *fiber.Ctx, a *store.Asset) error {
 		mimeType += "; charset=utf-8" // caption files (WebVTT, SRT) are UTF-8
 	}
 	c.Set(fiber.HeaderContentType, mimeType)
+	if strings.HasPrefix(mimeType, "video/") || strings.HasPrefix(mimeType, "audio/") {
+		c.Set("Content-Security-Policy", fileCSP)
+	}
 	disposition := "inline"
 	if c.Query("download") == "1" {
 		disposition = "attachment"
