@@ -74,6 +74,13 @@ tidy: ## go mod tidy (-e: a test dependency of a dependency is not served here)
 e2e-n8n: ## opt-in: import and publish integrations/automation/*.json in a real n8n 2.41.1 (first run installs ~3 GB into ~/.cache)
 	bash scripts/e2e-n8n.sh
 
+# The real-browser check: headless Chromium (Debian's, installed by scripts/install-browser.sh) on a
+# page of another origin plays a voiceover_video from its signed URLs (host/e2e/browser). The host
+# runs as `make run` does, on SQLite, or on E2E_DATABASE_URL; the screenshot is bin/e2e-browser.png.
+e2e-browser: build ## headless Chromium plays a run's video, cover and captions from another origin (screenshot in bin/)
+	bash scripts/install-browser.sh
+	$(GO) test -count=1 -timeout 15m -tags=sqlite_fts5,e2ebrowser -v -run TestBrowser ./host/e2e/browser
+
 demo: build ## ingest the demo knowledge base for a demo user (host must be running on :3001)
 	bash scripts/demo.sh
 
