@@ -24,6 +24,7 @@ type Driver struct {
 	*sqldb.DB
 	sqlDB *sql.DB
 	df    *sqldb.TermCounts[int] // shared with the drivers of InTx
+	wal   *walGuard              // shared with the drivers of InTx
 }
 
 var _ store.Driver = (*Driver)(nil)
@@ -63,7 +64,8 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 	sqlDB.SetMaxIdleConns(8)
 	sqlDB.SetConnMaxIdleTime(0)
 	d := &Driver{sqlDB: sqlDB, df: newTermCounts()}
-	d.DB = sqldb.New(dbConn{sqlDB}, d.begin, dialect, opt.Clock)
+	d.wal = &walGuard{db: sqlDB}
+	d.DB = sqldb.New(dbConn{sqlDB, d.wal}, d.begin, dialect, opt.Clock)
 	d.DB.SetTimeout(opt.Timeout)
 	// The projects listing cache (sqldb/listcache.go) is what meets make bench's API target
 	// (authenticated GET /api/projects at 64 clients: at least 30% of bare Fiber, p99 at most
@@ -115,10 +117,14 @@ const driverName = "sqlite3_reelforge"
 // memory map, temporary tables stay in memory, and the WAL is copied back into the database file
 // once it holds 10,000 pages (40 MB), not the default 1,000: each copy syncs the file, and pages
 // written again and again between copies (the keyword index's, a document list's) are copied
-// once. An ingest of 400 documents synced 17 times instead of 92.
+// once. An ingest of 400 documents synced 17 times instead of 92. journal_size_limit cuts the WAL
+// file back to 8 MB whenever a checkpoint lets it start over, so the space it grew to (up to the
+// 40 MB between checkpoints, more while a disk-full incident kept checkpoints from finishing) is
+// given back to the disk instead of being held for the file's life (walGuard truncates it whole
+// once writes succeed again).
 const connPragmas = `PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;
 	PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16000; PRAGMA mmap_size=268435456;
-	PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000`
+	PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA journal_size_limit=8388608`
 
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
@@ -199,16 +205,17 @@ func (d *Driver) ParallelWrites() bool { return false }
 // InTx implements store.Driver.
 func (d *Driver) InTx(ctx context.Context, fn func(tx store.Driver) error) error {
 	return d.DB.WithTx(ctx, func(tx *sqldb.DB) error {
-		return fn(&Driver{DB: tx, sqlDB: nil, df: d.df})
+		return fn(&Driver{DB: tx, sqlDB: nil, df: d.df, wal: d.wal})
 	})
 }
 
 func (d *Driver) begin(ctx context.Context) (sqldb.Tx, error) {
 	tx, err := d.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
+		d.wal.saw(err)
 		return nil, err
 	}
-	return txConn{tx}, nil
+	return txConn{tx, d.wal}, nil
 }
 
 type queryer interface {
@@ -217,40 +224,97 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-type dbConn struct{ q queryer }
+// dbConn runs statements on the pool (autocommit) or, through txConn, in a transaction; each
+// outcome goes to the walGuard.
+type dbConn struct {
+	q   queryer
+	wal *walGuard
+}
 
 func (c dbConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	res, err := c.q.ExecContext(ctx, sqldb.RebindSQLite(q), args...)
 	if err != nil {
+		c.wal.saw(err)
 		return 0, err
 	}
+	c.wal.saw(nil)
 	return res.RowsAffected()
 }
 
 func (c dbConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
 	rows, err := c.q.QueryContext(ctx, sqldb.RebindSQLite(q), args...)
 	if err != nil {
+		c.wal.saw(err)
 		return nil, err
 	}
 	return rows, nil
 }
 
+// QueryRow reads the statement's answer to its end, which database/sql's QueryRow does not do for
+// us: with go-sqlite3's statement cache, the statement's last step (where an UPDATE ... RETURNING
+// outside a transaction commits) is never taken, its closing resets the statement and drops the
+// error, and a claim whose write failed on a full disk came back as if it had been made. The
+// executor then took the same run over about 10,000 times a second.
 func (c dbConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	return c.q.QueryRowContext(ctx, sqldb.RebindSQLite(q), args...)
+	rows, err := c.q.QueryContext(ctx, sqldb.RebindSQLite(q), args...)
+	return drainedRow{rows: rows, err: err, wal: c.wal}
 }
 
-type txConn struct{ tx *sql.Tx }
+type drainedRow struct {
+	rows *sql.Rows
+	err  error
+	wal  *walGuard
+}
+
+func (r drainedRow) Scan(dest ...any) error {
+	err := r.scan(dest)
+	if !errors.Is(err, sql.ErrNoRows) {
+		r.wal.saw(err)
+	}
+	return err
+}
+
+func (r drainedRow) scan(dest []any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	for r.rows.Next() { // a single-row query: at most the statement's end
+	}
+	if err := r.rows.Err(); err != nil {
+		return err
+	}
+	return r.rows.Close()
+}
+
+type txConn struct {
+	tx  *sql.Tx
+	wal *walGuard
+}
 
 func (t txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return dbConn{t.tx}.Exec(ctx, q, args...)
+	return dbConn{t.tx, t.wal}.Exec(ctx, q, args...)
 }
 func (t txConn) Query(ctx context.Context, q string, args ...any) (sqldb.Rows, error) {
-	return dbConn{t.tx}.Query(ctx, q, args...)
+	return dbConn{t.tx, t.wal}.Query(ctx, q, args...)
 }
 func (t txConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	return dbConn{t.tx}.QueryRow(ctx, q, args...)
+	return dbConn{t.tx, t.wal}.QueryRow(ctx, q, args...)
 }
-func (t txConn) Commit(context.Context) error   { return t.tx.Commit() }
+func (t txConn) Commit(context.Context) error {
+	err := t.tx.Commit()
+	t.wal.saw(err)
+	return err
+}
 func (t txConn) Rollback(context.Context) error { return t.tx.Rollback() }
 
 var _ store.PubSub = (*Driver)(nil)

@@ -100,6 +100,7 @@ func TestPragmas(t *testing.T) {
 		"mmap_size":          "268435456",
 		"temp_store":         "2", // MEMORY
 		"wal_autocheckpoint": "10000",
+		"journal_size_limit": "8388608",
 	}
 	for name, w := range want {
 		var got string

@@ -1,0 +1,152 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/host/store/storetest"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts it at the test's end: a
+// disk that fills up, apart from the machine's. It needs root (mount); under -short it skips.
+func mountTmpfs(t *testing.T, size int64) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping the disk-full test (it mounts a tmpfs, as root)")
+	}
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount a tmpfs (the test needs root; -short skips it): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// TestDiskFull: on a full disk a run claim fails (it does not hand back a row whose write did not
+// commit), the runs stay unclaimed, and once space is freed the claim succeeds and the WAL, grown
+// while the disk filled, is cut back so the freed space stays free.
+func TestDiskFull(t *testing.T) {
+	ctx := context.Background()
+	dir := mountTmpfs(t, 40<<20)
+	path := filepath.Join(dir, "reelforge.db")
+	d, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	u := storetest.NewUser(t, d, "")
+	var runs []string
+	for range 5 {
+		r := &store.Run{ID: uuid.NewString(), WorkflowID: "wf", UserID: u.ID}
+		if err := d.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r.ID)
+	}
+	// Room to give back later (enough for a checkpoint to copy the WAL into the database file),
+	// then runs with large inputs until the disk is full.
+	spare := filepath.Join(dir, "spare")
+	if err := os.WriteFile(spare, make([]byte, 24<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Committed writes, large then small, until not even a small one fits: the WAL's file then
+	// holds no frames a failed transaction left for the next one to reuse.
+	big, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", 256<<10)})
+	for _, size := range []int{256 << 10, 16 << 10, 0} {
+		in, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", size)})
+		for i := 0; ; i++ {
+			err := d.CreateRun(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "filler", UserID: u.ID, Inputs: in,
+				Status: store.RunCompleted})
+			if err != nil {
+				t.Logf("disk full after %d runs of %d bytes: %v", i, size, err)
+				break
+			}
+			if i > 10000 {
+				t.Fatal("the disk never filled up")
+			}
+		}
+	}
+	fill(t, filepath.Join(dir, "fill")) // the last bytes a small write could still take
+	for i := range 3 {
+		r, err := d.ClaimRun(ctx, "host/a", time.Minute)
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("claim %d on a full disk = %v, %v; want the write's error", i, r, err)
+		}
+	}
+	for _, id := range runs {
+		r, err := d.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ClaimedBy != "" || r.LeaseUntil != nil {
+			t.Errorf("run %s claimed by %q on a full disk", id, r.ClaimedBy)
+		}
+	}
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	if n := walSize(); n < 4<<20 {
+		t.Fatalf("the WAL holds %d bytes when the disk filled; the test wants it grown", n)
+	}
+
+	if err := os.Remove(spare); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.ClaimRun(ctx, "host/a", time.Minute)
+	if err != nil {
+		t.Fatalf("claim once space is freed: %v", err)
+	}
+	if r.ID != runs[0] {
+		t.Errorf("claimed %s, want the oldest run %s", r.ID, runs[0])
+	}
+	// The checkpoint runs in the background after the first successful write: wait for it.
+	deadline := time.Now().Add(30 * time.Second)
+	for walSize() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the WAL still holds %d bytes after space was freed", walSize())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := d.CreateRun(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "after", UserID: u.ID, Inputs: big}); err != nil {
+		t.Errorf("a write after the WAL was cut back: %v", err)
+	}
+}
+
+// fill writes a file at path until the disk is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			return
+		}
+	}
+}
