@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/internal/lease"
 )
 
@@ -31,13 +32,20 @@ func (h *Host) keepHolds(ctx context.Context) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		retry := backoff.Retry{Log: h.Log, What: "holds: renew ingest and Idempotency-Key leases"}
 		lease.Keep(ctx, h.Config.Lease, func(ctx context.Context) bool {
-			if _, err := h.Store.RenewDocumentLeases(ctx, h.Life, h.Config.Lease); err != nil && ctx.Err() == nil {
-				h.Log.Warn("holds: renew ingest leases", "err", err)
+			_, err := h.Store.RenewDocumentLeases(ctx, h.Life, h.Config.Lease)
+			if err == nil {
+				_, err = h.Store.RenewIdempotencyLeases(ctx, h.Life, h.Config.Lease)
 			}
-			if _, err := h.Store.RenewIdempotencyLeases(ctx, h.Life, h.Config.Lease); err != nil && ctx.Err() == nil {
-				h.Log.Warn("holds: renew Idempotency-Key leases", "err", err)
+			if err != nil {
+				if ctx.Err() == nil {
+					retry.Failed(err)
+				}
+				// Settle no other host's ingests while this host's own leases are not renewed.
+				return true
 			}
+			retry.Succeeded()
 			if n, err := h.Store.FailAbandonedDocuments(ctx, "", interruptedIngest); err != nil && ctx.Err() == nil {
 				h.Log.Warn("holds: fail abandoned ingests", "err", err)
 			} else if n > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 )
 
 // ExpiryThresholds are the days before a subscription ends at which subscription.expiring is
@@ -82,10 +83,15 @@ func (s *Scheduled) Start(ctx context.Context) error {
 		defer close(done)
 		t := time.NewTicker(s.opt.Every)
 		defer t.Stop()
+		retry := backoff.Retry{Log: s.opt.Log, What: "events: scheduled events"}
 		for {
 			if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-				s.opt.Log.Error("events: scheduled events", "err", err.Error())
+				if !backoff.Sleep(ctx, retry.Failed(err)) {
+					return
+				}
+				continue
 			}
+			retry.Succeeded()
 			select {
 			case <-ctx.Done():
 				return

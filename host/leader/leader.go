@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 )
 
 // Name is the lock the host's leader holds.
@@ -26,8 +27,9 @@ type Leader struct {
 	name string
 	log  *slog.Logger
 
-	mu   sync.Mutex
-	lock store.LeaderLock // nil while another host leads
+	mu    sync.Mutex
+	lock  store.LeaderLock // nil while another host leads
+	retry backoff.Retry    // rations the log of failed attempts at the lock (under mu)
 }
 
 // New returns the Leader of lock name over st (log nil: discarded). It takes the lock at its
@@ -36,7 +38,7 @@ func New(st Store, name string, log *slog.Logger) *Leader {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Leader{st: st, name: name, log: log}
+	return &Leader{st: st, name: name, log: log, retry: backoff.Retry{Log: log, What: "leader: take the lock"}}
 }
 
 // IsLeader reports whether this host holds the lock, taking it when free. A lock whose connection
@@ -52,11 +54,14 @@ func (l *Leader) IsLeader(ctx context.Context) bool {
 		l.lock = nil
 		l.log.Warn("leader: lock lost", "lock", l.name)
 	}
+	// The callers' loops (the scheduler's tick, the sweeper, the time-driven events) back off
+	// on their own errors; a failed attempt here is only logged, once per back-off step.
 	lock, ok, err := l.st.TryLeaderLock(ctx, l.name)
 	if err != nil {
-		l.log.Warn("leader: take the lock", "lock", l.name, "error", err)
+		l.retry.Failed(err, "lock", l.name)
 		return false
 	}
+	l.retry.Succeeded()
 	if ok {
 		l.lock = lock
 	}

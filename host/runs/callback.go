@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/store"
-	"github.com/reelforge/reelforge/internal/tick"
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -279,10 +279,16 @@ func (s *Service) StartSweeper(ctx context.Context) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		tick.Every(ctx, s.opts.SweepInterval, func(ctx context.Context) bool {
-			s.Sweep(ctx)
-			return true
-		})
+		retry := backoff.Retry{Log: s.log, What: "runs: job sweeper"}
+		for backoff.Sleep(ctx, s.opts.SweepInterval) {
+			// The database failing: the back-off before the next sweep, not the interval.
+			for err := s.sweepOnce(ctx); err != nil && ctx.Err() == nil; err = s.sweepOnce(ctx) {
+				if !backoff.Sleep(ctx, retry.Failed(err)) {
+					return
+				}
+			}
+			retry.Succeeded()
+		}
 	}()
 	s.mu.Lock()
 	s.sweep = l
@@ -300,16 +306,21 @@ func (s *Service) StopSweeper() {
 
 // Sweep handles the jobs due now once.
 func (s *Service) Sweep(ctx context.Context) {
+	if err := s.sweepOnce(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("runs: job sweeper", "err", err)
+	}
+}
+
+// sweepOnce is Sweep; it answers the error of a listing that failed (the database failing), for the
+// sweeper's back-off.
+func (s *Service) sweepOnce(ctx context.Context) error {
 	if s.leader != nil && !s.leader(ctx) {
-		return
+		return nil
 	}
 	now := s.st.Now()
 	due, err := s.st.ListDueJobs(ctx, now, 100)
 	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("runs: list due jobs", "err", err)
-		}
-		return
+		return fmt.Errorf("list due jobs: %w", err)
 	}
 	for i := range due {
 		s.timeoutJob(ctx, &due[i], now)
@@ -323,7 +334,7 @@ func (s *Service) Sweep(ctx context.Context) {
 	before := now.Add(-s.opts.OrphanAfter)
 	orphans, err := s.st.ListOrphanRuns(ctx, before, 100)
 	if err != nil {
-		return
+		return fmt.Errorf("list orphan runs: %w", err)
 	}
 	for _, id := range orphans {
 		if _, err := s.st.ClaimOrphanRun(ctx, id, before, "orphan"); err == nil {
@@ -331,6 +342,7 @@ func (s *Service) Sweep(ctx context.Context) {
 			s.kick()
 		}
 	}
+	return nil
 }
 
 func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {

@@ -27,6 +27,7 @@ import (
 	"github.com/reelforge/reelforge/host/launch"
 	"github.com/reelforge/reelforge/host/leader"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -577,9 +578,18 @@ func (s *Scheduler) Serve(ctx context.Context) error {
 	}
 	base := context.WithoutCancel(ctx)
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	// After a failed tick (the database down, its disk full) the ticks that fall within the
+	// host's back-off are skipped; SkipIfStillRunning keeps these two to one goroutine.
+	retry := backoff.Retry{Log: s.opt.Log, What: "scheduler: periodic tick"}
+	var resume time.Time
 	if _, err := c.AddFunc(fmt.Sprintf("@every %s", s.opt.Interval), func() {
+		if time.Now().Before(resume) {
+			return
+		}
 		if _, _, err := s.Periodic(base); err != nil {
-			s.opt.Log.Warn("scheduler: periodic tick", "error", err)
+			resume = time.Now().Add(retry.Failed(err))
+		} else {
+			retry.Succeeded()
 		}
 	}); err != nil {
 		return fmt.Errorf("scheduler: cron: %w", err)

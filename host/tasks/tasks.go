@@ -22,6 +22,7 @@ import (
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/launch"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -215,10 +216,16 @@ func (s *Service) Start(ctx context.Context) error {
 		defer close(s.done)
 		tick := time.NewTicker(s.opt.Poll)
 		defer tick.Stop()
+		retry := backoff.Retry{Log: s.opt.Log, What: "tasks: worker pass"}
 		for {
 			if err := s.Step(ctx); err != nil && ctx.Err() == nil {
-				s.opt.Log.Warn("tasks: worker pass", "error", err)
+				// The database failing: the back-off, not the next poll or wake.
+				if !backoff.Sleep(ctx, retry.Failed(err)) {
+					return
+				}
+				continue
 			}
+			retry.Succeeded()
 			select {
 			case <-ctx.Done():
 				return

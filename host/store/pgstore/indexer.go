@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 )
 
 // The vector indexer. An ingest writes its embeddings with vector_indexed FALSE, outside the
@@ -103,6 +104,7 @@ type indexer struct {
 	batch   int           // indexBatch (tests set less)
 	settle  time.Duration // indexSettle (tests set more)
 	duty    float64       // indexDuty (tests set less)
+	retry   backoff.Retry // the back-off after a failed batch (the indexer's goroutine only)
 
 	mu    sync.Mutex
 	dirty int       // rows this host wrote and the indexer has not indexed since (an estimate of the backlog)
@@ -128,7 +130,7 @@ func (d *Driver) startIndexer(log *slog.Logger) {
 func (d *Driver) startIndexerWith(log *slog.Logger, backlog, batch int, settle time.Duration, duty float64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.idx = &indexer{d: d, log: log, wake: make(chan struct{}, 1), stop: cancel, done: make(chan struct{}),
-		backlog: backlog, batch: batch, settle: settle, duty: duty}
+		backlog: backlog, batch: batch, settle: settle, duty: duty, retry: backoff.Retry{Log: log, What: "pgstore: vector indexer"}}
 	go d.idx.run(ctx)
 }
 
@@ -243,10 +245,11 @@ func (ix *indexer) work(ctx context.Context) {
 		n, err := ix.d.IndexPendingVectors(ctx, ix.batch)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-				ix.log.Warn("pgstore: vector indexer", "err", err)
+				backoff.Sleep(ctx, ix.retry.Failed(err))
 			}
 			return // the next write or poll tries again
 		}
+		ix.retry.Succeeded()
 		// Fewer than a batch: none left, or another host's indexer is at work and takes the rest.
 		done := n < ix.batch
 		ix.mu.Lock()
