@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 )
 
 // Headers of an outbound delivery (SPEC.md Authentication 5).
@@ -191,6 +192,7 @@ func (w *Worker) loop(ctx context.Context, done chan struct{}) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	var pruned time.Time
+	retry := backoff.Retry{Log: w.log, What: "events: delivery batch"}
 	for {
 		select {
 		case <-ctx.Done():
@@ -205,19 +207,21 @@ func (w *Worker) loop(ctx context.Context, done chan struct{}) {
 				w.log.Info("events: pruned delivered events", "count", n)
 			}
 		}
+		wait := w.cfg.Interval
 		for ctx.Err() == nil {
 			n, err := w.RunBatch(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
-					w.log.Error("events: delivery batch", "err", err.Error())
+					wait = retry.Failed(err) // the database failing: its back-off, not the interval
 				}
 				break
 			}
+			retry.Succeeded()
 			if n < w.cfg.BatchSize {
 				break
 			}
 		}
-		t.Reset(w.cfg.Interval)
+		t.Reset(wait)
 	}
 }
 
@@ -238,18 +242,51 @@ func (w *Worker) RunBatch(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var unrecorded []*store.FinishOutboxParams
 	for _, e := range evs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.deliverOne(ctx, e, tok)
+			if fin := w.deliverOne(ctx, e, tok); fin != nil {
+				mu.Lock()
+				unrecorded = append(unrecorded, fin)
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
+	w.recordOutcomes(ctx, unrecorded)
 	return len(evs), nil
 }
 
-func (w *Worker) deliverOne(ctx context.Context, e *store.OutboxEvent, tok string) {
+// recordOutcomes records the outcomes the database refused when their deliveries ended (it was
+// down, or its disk full), trying again with the host's back-off until each is recorded, the
+// claim is gone (ErrStale: another host has the event now) or the worker stops. The batch waits
+// for it, so this host claims nothing more meanwhile: an event sent is not sent again for want
+// of its outcome once the database is back (as long as its claim has not lapsed before). After a
+// stop, the claim lapses and the event is delivered again: at least once.
+func (w *Worker) recordOutcomes(ctx context.Context, fins []*store.FinishOutboxParams) {
+	retry := backoff.Retry{Log: w.log, What: "events: record delivery outcomes"}
+	for len(fins) > 0 {
+		err := fmt.Errorf("%d outcomes not recorded", len(fins))
+		if !backoff.Sleep(ctx, retry.Failed(err)) {
+			return
+		}
+		left := fins[:0]
+		for _, fin := range fins {
+			if err := w.st.FinishOutboxEvent(ctx, fin); err != nil && !errors.Is(err, store.ErrStale) && ctx.Err() == nil {
+				left = append(left, fin)
+			}
+		}
+		fins = left
+	}
+	retry.Succeeded()
+}
+
+// deliverOne delivers e (claimed with tok) and records its outcome; it returns the outcome when
+// the database refused it, for recordOutcomes.
+func (w *Worker) deliverOne(ctx context.Context, e *store.OutboxEvent, tok string) *store.FinishOutboxParams {
 	fin := &store.FinishOutboxParams{ID: e.ID, Token: tok}
 	if w.enabled != nil && !w.enabled[e.Event] {
 		fin.Status = store.OutboxSkipped
@@ -269,7 +306,7 @@ func (w *Worker) deliverOne(ctx context.Context, e *store.OutboxEvent, tok strin
 				if err := w.st.FinishOutboxEvent(context.WithoutCancel(ctx), hb); err != nil && !errors.Is(err, store.ErrStale) {
 					w.log.Warn("events: hand an event back", "event_id", e.ID, "err", err.Error())
 				}
-				return
+				return nil
 			}
 			w.setLastErr(err.Error())
 			now := w.now()
@@ -286,8 +323,13 @@ func (w *Worker) deliverOne(ctx context.Context, e *store.OutboxEvent, tok strin
 		}
 	}
 	if err := w.st.FinishOutboxEvent(context.WithoutCancel(ctx), fin); err != nil {
+		if errors.Is(err, store.ErrStale) {
+			return nil // the claim lapsed and another host has the event now
+		}
 		w.log.Warn("events: record delivery outcome", "event_id", e.ID, "err", err.Error())
+		return fin
 	}
+	return nil
 }
 
 // backoff is MinBackoff doubled per earlier failure, capped at MaxBackoff.

@@ -21,6 +21,7 @@ import (
 	"github.com/reelforge/reelforge/host/kb/parse"
 	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -316,6 +317,11 @@ func (s *Service) finishIngest(ctx context.Context, res *IngestResult, docID str
 		if errors.Is(err, store.ErrConflict) {
 			ingestErr = err
 		} else if err != nil {
+			// The database failed under the ingest (a full disk): the document would stay
+			// "parsing" under this host's lease, renewed as long as the host lives, and block
+			// every ingest of the same content. Its failure is recorded once the database takes
+			// writes again.
+			go s.markFailedLater(context.WithoutCancel(ctx), docID, publicReason(ingestErr))
 			return nil, fmt.Errorf("kb: mark failed: %w", err)
 		}
 	}
@@ -333,6 +339,23 @@ func (s *Service) finishIngest(ctx context.Context, res *IngestResult, docID str
 		res.Duplicate, res.ChunksCount = true, res.Document.ChunkCount
 	}
 	return res, nil
+}
+
+// markFailedLater records the failure of document id's ingest, trying with the host's back-off
+// until it is recorded or the document is no longer being ingested (deleted, or settled by another
+// host once this one's lease lapsed: ErrNotFound, ErrConflict).
+func (s *Service) markFailedLater(ctx context.Context, id, reason string) {
+	retry := backoff.Retry{Log: s.log, What: "kb: record a failed ingest"}
+	for {
+		err := s.st.SetDocumentStatus(ctx, id, store.DocFailed, reason)
+		if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
+			retry.Succeeded()
+			return
+		}
+		if !backoff.Sleep(ctx, retry.Failed(err, "document", id)) {
+			return
+		}
+	}
 }
 
 // publicReason is the reason kept on a failed document: the public message of a catalogue error,
