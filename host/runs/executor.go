@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/internal/lease"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -125,9 +127,12 @@ func (s *Service) TakeBack(ctx context.Context) {
 
 // holdJobs renews the leases of the jobs this host's life works on, until ctx ends.
 func (s *Service) holdJobs(ctx context.Context) {
+	retry := backoff.Retry{Log: s.log, What: "runs: renew job leases"}
 	lease.Keep(ctx, s.opts.Lease, func(ctx context.Context) bool {
 		if _, err := s.st.RenewJobLeases(ctx, s.life, s.opts.Lease); err != nil && ctx.Err() == nil {
-			s.log.Warn("runs: renew job leases", "err", err)
+			retry.Failed(err)
+		} else if err == nil {
+			retry.Succeeded()
 		}
 		return true // a failed renewal is tried again at the next tick, before the lease runs out
 	})
@@ -231,6 +236,7 @@ func (s *Service) yieldSlot(ctx context.Context, runID string) func() {
 func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
+	retry := backoff.Retry{Log: s.log, What: "runs: claim"}
 	for ctx.Err() == nil {
 		select {
 		case s.admit <- struct{}{}:
@@ -244,10 +250,18 @@ func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 			return
 		}
 		// Each claim has its own holder id, so a late update of an earlier execution of the same run
-		// on this host cannot pass the guard of a later one.
+		// on this host cannot pass the guard of a later one: the id is the claim's fencing token.
 		owner := s.opts.HostID + "/" + uuid.NewString()[:8]
+		sent := time.Now()
 		r, err := s.st.ClaimRun(ctx, owner, s.opts.Lease)
+		if err == nil && time.Since(sent) >= lease.Safe(s.opts.Lease) {
+			// The database answered so late that the lease it set may have run out already
+			// (PostgreSQL paused under the statement): another executor may have the run by now.
+			// Dropped, not executed; its lease runs out and it is claimed again (a recovery).
+			err = fmt.Errorf("run %s claimed %s after asking, past its lease's safe end: dropped", r.ID, time.Since(sent).Round(time.Millisecond))
+		}
 		if err == nil {
+			retry.Succeeded()
 			ex := &execution{slots: s.slots, holds: true}
 			l.wg.Add(1)
 			l.runs.Add(1)
@@ -256,20 +270,23 @@ func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 				defer l.runs.Done()
 				defer func() { <-s.admit }()
 				defer ex.done()
-				s.execute(execCtx, r, owner, ex)
+				s.execute(execCtx, r, owner, sent, ex)
 			}()
 			continue
 		}
 		<-s.slots
 		<-s.admit
-		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-			s.log.Warn("runs: claim", "err", err)
+		if errors.Is(err, store.ErrNotFound) || ctx.Err() != nil {
+			retry.Succeeded()
+			select {
+			case <-ctx.Done():
+			case <-s.wake:
+			case <-t.C:
+			}
+			continue
 		}
-		select {
-		case <-ctx.Done():
-		case <-s.wake:
-		case <-t.C:
-		}
+		// A database that fails (down, full disk): wait out the back-off, not woken by new runs.
+		backoff.Sleep(ctx, retry.Failed(err))
 	}
 }
 
@@ -329,8 +346,9 @@ func (s *Service) runEngine(name string) choice {
 	return node(fmt.Sprintf("plugins are off (PLUGINS_ENABLED=false): engine %s runs on the in-process node engine", name))
 }
 
-// execute runs a claimed run on its engine and stores the outcome.
-func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *execution) {
+// execute runs a claimed run on its engine and stores the outcome. owner is the claim (its
+// fencing token), made by a statement sent at since.
+func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since time.Time, ex *execution) {
 	m, ok := s.Manifests().Get(r.WorkflowID)
 	if !ok {
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.WorkflowNotFound),
@@ -384,19 +402,37 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		s.mu.Unlock()
 	}()
 	// Keep the lease while the engine works, also while the host stops (the run is handed back).
+	// When it is lost (the run cancelled or taken over) or renewals failed for a whole lease, the
+	// run's work stops before another executor may start it.
 	leaseCtx, stopLease := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLease()
-	go lease.Keep(leaseCtx, s.opts.Lease, func(lctx context.Context) bool {
-		err := s.st.RenewLease(lctx, r.ID, owner, s.opts.Lease)
-		if errors.Is(err, store.ErrStale) {
-			cancel() // cancelled, or taken by another host
-			return false
+	var expired atomic.Bool
+	go func() {
+		retry := backoff.Retry{Log: s.log, What: "runs: renew run lease"}
+		err := lease.Hold(leaseCtx, s.opts.Lease, since, func(lctx context.Context) (bool, error) {
+			err := s.st.RenewLease(lctx, r.ID, owner, s.opts.Lease)
+			if errors.Is(err, store.ErrStale) {
+				return false, err // cancelled, or taken by another host
+			}
+			if err != nil {
+				retry.Failed(err, "run_id", r.ID) // tried again at the next tick, while the lease lasts
+			} else {
+				retry.Succeeded()
+			}
+			return true, err
+		})
+		if err == nil {
+			return
 		}
-		if err != nil && lctx.Err() == nil {
-			s.log.Warn("runs: renew run lease", "run_id", r.ID, "err", err) // tried again at the next tick
+		if !errors.Is(err, store.ErrStale) {
+			expired.Store(true)
+			s.log.Warn("runs: the run's lease could not be renewed: stopping its work before another host takes it",
+				"run_id", r.ID, "owner", owner, "err", err)
 		}
-		return true
-	})
+		cancel()
+	}()
+	h := s.hostFor(name, r)
+	h.owner, h.live = owner, runCtx
 
 	req, err := s.runRequest(ctx, r, wf, degraded)
 	if err != nil {
@@ -408,7 +444,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 		s.fail(ctx, r.ID, owner, &engine.RunError{Code: string(errcode.ExternalService), Message: "no engine can run this workflow"})
 		return
 	}
-	res, err := eng.Run(runCtx, s.hostFor(name, r), req)
+	res, err := eng.Run(runCtx, h, req)
 	if err != nil && degraded == "" && s.outage(m.Engine, err) && (name != "node" || s.plugins != nil) &&
 		ctx.Err() == nil && runCtx.Err() == nil {
 		// The plugin died during the run, or the engine's external tool is down: finish the run on
@@ -422,11 +458,15 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, ex *e
 				// Only the run's record of its engine is behind: the trace names the engine of each step.
 				s.log.Warn("runs: record the degradation", "run_id", r.ID, "err", err)
 			}
-			res, err = s.inProcess["node"].Run(runCtx, s.hostFor("node", r), req2)
+			h2 := s.hostFor("node", r)
+			h2.owner, h2.live = owner, runCtx
+			res, err = s.inProcess["node"].Run(runCtx, h2, req2)
 		}
 	}
-	if ctx.Err() != nil {
-		// The host is stopping: hand the run back with an expired lease for the next executor.
+	if ctx.Err() != nil || expired.Load() {
+		// The host is stopping, or the lease ran out: hand the run back with an expired lease
+		// for the next executor (when the lease ran out, another may have it already: the guard
+		// on the owner then leaves it alone).
 		now := s.st.Now()
 		if _, err := s.st.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
 			Owner: owner, Lease: &now, Unclaim: true}); err != nil && !errors.Is(err, store.ErrStale) {

@@ -20,6 +20,11 @@ import (
 
 // ReportStep implements engine.Host: it stores the step (keyed by step id, first position kept).
 func (s *Service) ReportStep(ctx context.Context, runID string, step engine.TraceStep) error {
+	return s.reportStep(ctx, runID, "", step)
+}
+
+// reportStep is ReportStep under the claim owner ("": none; see store.TraceStep.Owner).
+func (s *Service) reportStep(ctx context.Context, runID, owner string, step engine.TraceStep) error {
 	if step.StepID == "" {
 		return errcode.Invalid("step_id", "is required")
 	}
@@ -40,7 +45,7 @@ func (s *Service) ReportStep(ctx context.Context, runID string, step engine.Trac
 	if err != nil {
 		return errcode.E("runs.ReportStep", errcode.Validation, "trace step is not JSON", err)
 	}
-	if err := s.st.UpsertTraceStep(ctx, &store.TraceStep{RunID: runID, StepID: step.StepID, Status: step.Status, Step: b}); err != nil {
+	if err := s.st.UpsertTraceStep(ctx, &store.TraceStep{RunID: runID, StepID: step.StepID, Status: step.Status, Step: b, Owner: owner}); err != nil {
 		return fmt.Errorf("runs: store trace step: %w", err)
 	}
 	return nil
@@ -49,10 +54,15 @@ func (s *Service) ReportStep(ctx context.Context, runID string, step engine.Trac
 // ReportProgress implements engine.Host. Progress is kept as a whole percentage (what a UI shows;
 // 33.333333333333336 is not), and a report without a step keeps the step last named.
 func (s *Service) ReportProgress(ctx context.Context, runID string, progress float64, currentStep string) error {
+	return s.reportProgress(ctx, runID, "", progress, currentStep)
+}
+
+// reportProgress is ReportProgress under the claim owner ("": none).
+func (s *Service) reportProgress(ctx context.Context, runID, owner string, progress float64, currentStep string) error {
 	progress = math.Round(min(max(progress, 0), 100))
-	if err := s.st.SetRunProgress(ctx, runID, progress, currentStep); err != nil {
+	if err := s.st.SetRunProgress(ctx, runID, owner, progress, currentStep); err != nil {
 		if errors.Is(err, store.ErrStale) {
-			return nil // the run left running (cancelled): nothing to show
+			return nil // the run left running (cancelled) or this claim: nothing to show
 		}
 		return fmt.Errorf("runs: store progress: %w", err)
 	}
@@ -99,6 +109,12 @@ func (s *Service) callbackPath(typ string) string {
 // CreateJob implements engine.Host: it stores the job with timeout_at and max_retries of its type,
 // and with Dispatch submits a generator job to the JobDispatcher.
 func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engine.Job, error) {
+	return s.createJob(ctx, req, "")
+}
+
+// createJob is CreateJob under the claim owner ("": none): the job and its event are stored only
+// while the run is claimed by owner (store.Runs.FenceRun in their transaction).
+func (s *Service) createJob(ctx context.Context, req *engine.JobRequest, owner string) (*engine.Job, error) {
 	p, _, ok := s.policy(req.Type)
 	if !ok {
 		return nil, errcode.Invalid("type", fmt.Sprintf("unknown job type %q: no engine of the registry declares it", req.Type))
@@ -153,6 +169,11 @@ func (s *Service) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 		j.Request = json.RawMessage(`{}`)
 	}
 	if err := store.InTx(ctx, s.st, func(tx Store) error {
+		if owner != "" {
+			if err := tx.FenceRun(ctx, req.RunID, owner); err != nil {
+				return err
+			}
+		}
 		if err := tx.CreateJob(ctx, j); err != nil {
 			return err
 		}

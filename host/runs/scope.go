@@ -24,6 +24,12 @@ type runHost struct {
 	runID   string
 	userID  string // the run's owner
 	project string // the run's project ("" for none)
+	// owner is the executor's claim of the run (its fencing token; "" for a callback's calls):
+	// steps, progress and jobs are written only while the run is still claimed by it. live is
+	// the execution's context: it ends when the claim is lost or its lease could not be renewed,
+	// and a call after that is refused, a model call under way cut short.
+	owner string
+	live  context.Context
 }
 
 var _ engine.Host = (*runHost)(nil)
@@ -51,7 +57,27 @@ func (h *runHost) own(call, runID string) error {
 	if runID != h.runID {
 		return h.refuse(call, "run "+runID)
 	}
-	return nil
+	return h.fenced(call)
+}
+
+// fenced refuses a call of an execution that has stopped holding its run: another executor may
+// have it now.
+func (h *runHost) fenced(call string) error {
+	if h.live == nil || h.live.Err() == nil {
+		return nil
+	}
+	return errcode.New(errcode.WorkflowInvalidState, fmt.Sprintf("%s: this execution of run %s no longer holds it (%v)", call, h.runID, context.Cause(h.live)))
+}
+
+// bound ends ctx when the execution stops holding its run (the plugin's calls come with contexts
+// of their own).
+func (h *runHost) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.live == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(h.live, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // ReportStep implements engine.Host for the run only.
@@ -59,7 +85,7 @@ func (h *runHost) ReportStep(ctx context.Context, runID string, step engine.Trac
 	if err := h.own("ReportStep", runID); err != nil {
 		return err
 	}
-	return h.s.ReportStep(ctx, runID, step)
+	return h.s.reportStep(ctx, runID, h.owner, step)
 }
 
 // ReportProgress implements engine.Host for the run only.
@@ -67,7 +93,7 @@ func (h *runHost) ReportProgress(ctx context.Context, runID string, progress flo
 	if err := h.own("ReportProgress", runID); err != nil {
 		return err
 	}
-	return h.s.ReportProgress(ctx, runID, progress, currentStep)
+	return h.s.reportProgress(ctx, runID, h.owner, progress, currentStep)
 }
 
 // CreateJob implements engine.Host: jobs of the run only (an empty run id means the run).
@@ -83,7 +109,7 @@ func (h *runHost) CreateJob(ctx context.Context, req *engine.JobRequest) (*engin
 	if err := h.own("CreateJob", req.RunID); err != nil {
 		return nil, err
 	}
-	return h.s.CreateJob(ctx, req)
+	return h.s.createJob(ctx, req, h.owner)
 }
 
 // WaitJob implements engine.Host: jobs of the run only.
@@ -114,8 +140,23 @@ func (h *runHost) Search(ctx context.Context, req *engine.SearchRequest) ([]engi
 	return h.s.Search(ctx, &r)
 }
 
-// Generate implements engine.Host.
+// Generate implements engine.Host: a model call only while the execution holds its run, cut short
+// when it stops holding it.
 func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*engine.GenerateResult, error) {
+	if err := h.fenced("Generate"); err != nil {
+		return nil, err
+	}
+	if h.owner != "" {
+		// Checked in the store too: the claim may have been taken over since the lease's last
+		// renewal (a host restarted with the same HOST_ID takes back its previous life's runs).
+		if err := h.s.st.FenceRun(ctx, h.runID, h.owner); errors.Is(err, store.ErrStale) {
+			return nil, errcode.New(errcode.WorkflowInvalidState, fmt.Sprintf("Generate: this execution of run %s no longer holds it", h.runID))
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := h.bound(ctx)
+	defer cancel()
 	return h.s.Generate(ctx, req)
 }
 

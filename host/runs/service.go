@@ -112,9 +112,10 @@ type Store interface {
 	GetRun(ctx context.Context, id string) (*store.Run, error)
 	ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error)
 	UpdateRun(ctx context.Context, id string, from []string, u store.RunUpdate) (*store.Run, error)
-	SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error
+	SetRunProgress(ctx context.Context, id, owner string, progress float64, currentStep string) error
 	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*store.Run, error)
 	RenewLease(ctx context.Context, id, owner string, lease time.Duration) error
+	FenceRun(ctx context.Context, id, owner string) error
 	ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error)
 	ClaimOrphanRun(ctx context.Context, id string, before time.Time, owner string) (*store.Run, error)
 	TakeBackRuns(ctx context.Context, hostID string) (int64, error)

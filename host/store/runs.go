@@ -96,6 +96,10 @@ type TraceStep struct {
 	Status    string          `json:"status"`
 	Step      json.RawMessage `json:"step"`
 	UpdatedAt time.Time       `json:"updated_at"`
+	// Owner, when set, is the claim the step is written under: UpsertTraceStep answers ErrStale
+	// unless the run is still claimed by it, so an executor whose claim was taken over cannot
+	// write over the new owner's trace. Not stored.
+	Owner string `json:"-"`
 }
 
 // Job is an external asynchronous task linked to a run. Its Status is one of the plugin protocol's
@@ -169,6 +173,11 @@ type Runs interface {
 	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*Run, error)
 	// RenewLease extends owner's lease of a running run; ErrStale when owner no longer holds it.
 	RenewLease(ctx context.Context, id, owner string, lease time.Duration) error
+	// FenceRun answers ErrStale unless run id is claimed by owner (ErrNotFound: no such run): the
+	// check of a claim's fencing token before a side effect of its execution. In a transaction
+	// on PostgreSQL it holds the run's row, so a claim by another executor waits for the
+	// transaction's end: what it writes lands under the claim it checked.
+	FenceRun(ctx context.Context, id, owner string) error
 	// TakeBackRuns ends at once the leases of the pending and running runs claimed by host's
 	// executors (claims named host + "/..."), so the next ClaimRun takes them over as recoveries. A
 	// host calls it at start, before it claims anything: those claims are its previous life's.
@@ -184,8 +193,9 @@ type Runs interface {
 	// or moved on since).
 	ClaimOrphanRun(ctx context.Context, id string, before time.Time, holder string) (*Run, error)
 	// SetRunProgress sets progress and current step of a running run; an empty currentStep keeps
-	// the one recorded (a progress report between steps still names the step last started).
-	SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error
+	// the one recorded (a progress report between steps still names the step last started). With
+	// owner set, only while the run is claimed by owner (ErrStale otherwise).
+	SetRunProgress(ctx context.Context, id, owner string, progress float64, currentStep string) error
 
 	// UpsertTraceStep creates or replaces the step (run_id, step_id), keeping its first position.
 	UpsertTraceStep(ctx context.Context, s *TraceStep) error

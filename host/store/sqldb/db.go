@@ -53,6 +53,7 @@ const (
 	lockUpdate      = "FOR UPDATE"
 	lockNoKeyUpdate = "FOR NO KEY UPDATE" // the lock an UPDATE not touching a key takes: inserts referencing the row go on
 	lockSkipLocked  = "FOR UPDATE SKIP LOCKED"
+	lockShare       = "FOR SHARE" // writers of the row wait; readers and other sharers do not
 )
 
 // rowLock returns the row-lock clause, with a leading space, for a SELECT on PostgreSQL, where

@@ -96,31 +96,70 @@ func (db *DB) CreateRunInQuota(ctx context.Context, r *store.Run, q store.RunQuo
 // ClaimRun implements store.Runs. PostgreSQL skips rows other hosts are claiming (FOR UPDATE SKIP
 // LOCKED); SQLite serialises writers, and the outer WHERE repeats the condition as the guard.
 func (db *DB) ClaimRun(ctx context.Context, owner string, lease time.Duration) (*store.Run, error) {
-	now := db.Now()
-	cond := `((status = 'pending' AND (lease_until IS NULL OR lease_until < $3))
-		OR (status = 'running' AND lease_until IS NOT NULL AND lease_until < $3))`
+	var a Args
+	now, until := db.leaseClock(&a, lease)
+	cond := `((status = 'pending' AND (lease_until IS NULL OR lease_until < ` + now + `))
+		OR (status = 'running' AND lease_until IS NOT NULL AND lease_until < ` + now + `))`
 	lock := db.rowLock(lockSkipLocked)
 	// A running run still naming a holder was left by a host that stopped renewing: a recovery.
-	q := `UPDATE runs SET claimed_by = $1, lease_until = $2, updated_at = $3,
+	q := `UPDATE runs SET claimed_by = ` + a.Add(owner) + `, lease_until = ` + until + `, updated_at = ` + a.Add(db.T(db.Now())) + `,
 		recoveries = recoveries + CASE WHEN status = 'running' AND claimed_by <> '' THEN 1 ELSE 0 END
 		WHERE run_id = (SELECT run_id FROM runs WHERE ` + cond + ` ORDER BY created_at, run_id LIMIT 1` + lock + `)
 		AND ` + cond + ` RETURNING ` + runCols
-	r, err := scanRun(db.QueryRow(ctx, q, owner, db.T(now.Add(lease)), db.T(now)))
+	r, err := scanRun(db.QueryRow(ctx, q, a.List...))
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
+// leaseClock returns the SQL of now and of now plus d for a run lease, their values added to a.
+// On PostgreSQL it is the database's clock when the row is written (clock_timestamp()): a claim
+// whose statement waited out a stall (the server paused) does not land already expired, as one
+// computed by the host before sending it did (issue 38: a run executed twice at once), and hosts
+// whose clocks disagree agree on when a lease runs out. On SQLite the database is in the host's
+// process: its clock is the store's (db.Now, which tests may set).
+func (db *DB) leaseClock(a *Args, d time.Duration) (now, until string) {
+	if db.D.Name == "postgres" {
+		return "clock_timestamp()", "clock_timestamp() + " + a.Add(d.Microseconds()) + "::bigint * interval '1 microsecond'"
+	}
+	t := db.Now()
+	return a.Add(db.T(t)), a.Add(db.T(t.Add(d)))
+}
+
 // RenewLease implements store.Runs.
 func (db *DB) RenewLease(ctx context.Context, id, owner string, lease time.Duration) error {
-	now := db.Now()
-	n, err := db.Exec(ctx, `UPDATE runs SET lease_until = $3 WHERE run_id = $1 AND claimed_by = $2
-		AND status = 'running' AND lease_until IS NOT NULL`, id, owner, db.T(now.Add(lease)))
+	a := Args{List: []any{id, owner}}
+	_, until := db.leaseClock(&a, lease)
+	n, err := db.Exec(ctx, `UPDATE runs SET lease_until = `+until+` WHERE run_id = $1 AND claimed_by = $2
+		AND status = 'running' AND lease_until IS NOT NULL`, a.List...)
 	if err != nil {
 		return err
 	}
 	if n == 0 {
+		return store.ErrStale
+	}
+	return nil
+}
+
+// FenceRun implements store.Runs.
+func (db *DB) FenceRun(ctx context.Context, id, owner string) error {
+	if !db.InTransaction() {
+		return db.fenceRun(ctx, id, owner, "") // a lock would end with the statement: a plain read
+	}
+	return db.fenceRun(ctx, id, owner, lockShare)
+}
+
+// fenceRun is FenceRun holding the run's row with lock (on PostgreSQL).
+func (db *DB) fenceRun(ctx context.Context, id, owner, lock string) error {
+	var holder string
+	if lock != "" {
+		lock = db.rowLock(lock)
+	}
+	if err := db.QueryRow(ctx, `SELECT claimed_by FROM runs WHERE run_id = $1`+lock, id).Scan(&holder); err != nil {
+		return err
+	}
+	if holder != owner {
 		return store.ErrStale
 	}
 	return nil
@@ -256,9 +295,9 @@ func (db *DB) ClaimOrphanRun(ctx context.Context, id string, before time.Time, h
 }
 
 // SetRunProgress implements store.Runs.
-func (db *DB) SetRunProgress(ctx context.Context, id string, progress float64, currentStep string) error {
+func (db *DB) SetRunProgress(ctx context.Context, id, owner string, progress float64, currentStep string) error {
 	n, err := db.Exec(ctx, `UPDATE runs SET progress = $2, current_step = CASE WHEN $3 = '' THEN current_step ELSE $3 END, updated_at = $4
-		WHERE run_id = $1 AND status = 'running'`, id, progress, currentStep, db.T(db.Now()))
+		WHERE run_id = $1 AND status = 'running' AND ($5 = '' OR claimed_by = $5)`, id, progress, currentStep, db.T(db.Now()), owner)
 	if err != nil {
 		return err
 	}
@@ -284,7 +323,15 @@ func (db *DB) UpsertTraceStep(ctx context.Context, s *store.TraceStep) error {
 		return err
 	}
 	var err error
-	if lock := db.rowLock(lockNoKeyUpdate); lock != "" {
+	if s.Owner != "" {
+		// Fenced: the claim is checked, holding the row on PostgreSQL, in the upsert's transaction.
+		err = db.WithTx(ctx, func(tx *DB) error {
+			if err := tx.fenceRun(ctx, s.RunID, s.Owner, lockNoKeyUpdate); err != nil {
+				return err
+			}
+			return upsert(tx)
+		})
+	} else if lock := db.rowLock(lockNoKeyUpdate); lock != "" {
 		err = db.WithTx(ctx, func(tx *DB) error {
 			// An unknown run locks nothing; the insert's foreign key refuses it as before.
 			if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1`+lock, s.RunID); err != nil {

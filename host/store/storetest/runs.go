@@ -75,14 +75,33 @@ func testRuns(t *testing.T, open Opener) {
 	if err != nil || c.ID != r.ID || c.ClaimedBy != "host-b" || c.Status != store.RunRunning || c.Recoveries != 1 {
 		t.Fatalf("ClaimRun after lease expiry = %+v, %v", c, err)
 	}
-	if err := d.SetRunProgress(ctx, r.ID, 50, "write"); err != nil {
+	if err := d.SetRunProgress(ctx, r.ID, "", 50, "write"); err != nil {
 		t.Errorf("SetRunProgress: %v", err)
 	}
-	if err := d.SetRunProgress(ctx, r.ID, 60, ""); err != nil {
+	if err := d.SetRunProgress(ctx, r.ID, "", 60, ""); err != nil {
 		t.Errorf("SetRunProgress without a step: %v", err)
 	}
 	if got, err := d.GetRun(ctx, r.ID); err != nil || got.Progress != 60 || got.CurrentStep != "write" {
 		t.Errorf("after SetRunProgress(60, \"\"): progress %v, current step %q (%v); want 60 and the step kept, \"write\"", got.Progress, got.CurrentStep, err)
+	}
+	// Fencing: the claim taken over (host-a's) writes nothing more; the new owner's go through.
+	if err := d.FenceRun(ctx, r.ID, "host-a"); !errors.Is(err, store.ErrStale) {
+		t.Errorf("FenceRun of the claim taken over = %v, want ErrStale", err)
+	}
+	if err := d.FenceRun(ctx, r.ID, "host-b"); err != nil {
+		t.Errorf("FenceRun of the claim in force = %v", err)
+	}
+	if err := d.FenceRun(ctx, uuid.NewString(), "host-b"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("FenceRun of an unknown run = %v, want ErrNotFound", err)
+	}
+	if err := d.SetRunProgress(ctx, r.ID, "host-a", 90, "late"); !errors.Is(err, store.ErrStale) {
+		t.Errorf("SetRunProgress by the claim taken over = %v, want ErrStale", err)
+	}
+	if err := d.SetRunProgress(ctx, r.ID, "host-b", 60, "write"); err != nil {
+		t.Errorf("SetRunProgress by the claim in force: %v", err)
+	}
+	if err := d.UpsertTraceStep(ctx, &store.TraceStep{RunID: r.ID, StepID: "late", Status: "completed", Owner: "host-a"}); !errors.Is(err, store.ErrStale) {
+		t.Errorf("UpsertTraceStep by the claim taken over = %v, want ErrStale", err)
 	}
 
 	// Trace steps keep their first position.
