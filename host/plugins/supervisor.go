@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -472,7 +473,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 				s.mu.Unlock()
 				s.log.Error("engine plugin circuit open", "failures", failures, "retry_in", wait)
 			}
-			if !sleepCtx(ctx, wait) {
+			if !backoff.Sleep(ctx, wait) {
 				return
 			}
 			if s.launch(true) {
@@ -525,18 +526,6 @@ func (s *Supervisor) loop(ctx context.Context) {
 			misses = 0
 			s.down(fmt.Errorf("plugins: engine %s plugin stopped answering: %w", s.cfg.Name, err))
 		}
-	}
-}
-
-// sleepCtx waits d; it reports false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
