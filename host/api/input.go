@@ -36,32 +36,17 @@ func (s *Server) cleanInput(c *fiber.Ctx) error {
 	if bad != "" {
 		return errcode.Invalid(bad, "must be UTF-8 text without NUL characters")
 	}
+	if uploading(c) {
+		return c.Next() // its form is read and cleaned after authentication (uploadForm)
+	}
 	body := c.Body()
 	if len(body) == 0 {
 		return c.Next()
 	}
+	// Any other body is read as JSON (decode ignores the Content-Type): multipart is parsed on
+	// the upload routes only.
 	ct := strings.ToLower(c.Get(fiber.HeaderContentType))
-	switch {
-	case strings.HasPrefix(ct, fiber.MIMEMultipartForm):
-		form, err := c.MultipartForm()
-		if err != nil {
-			return c.Next() // the handler answers a malformed form
-		}
-		for k, vs := range form.Value {
-			for _, v := range vs {
-				if !cleanText(k) || !cleanText(v) {
-					return errcode.Invalid(strings.ToValidUTF8(k, ""), "must be UTF-8 text without NUL characters")
-				}
-			}
-		}
-		for k, fhs := range form.File {
-			for _, fh := range fhs {
-				if !cleanText(fh.Filename) {
-					return errcode.Invalid(strings.ToValidUTF8(k, ""), "file name must be UTF-8 text without NUL characters")
-				}
-			}
-		}
-	case strings.Contains(ct, "json") || (ct == "" && looksJSON(body)):
+	if strings.Contains(ct, "json") || looksJSON(body) {
 		if !utf8.Valid(body) {
 			return errcode.New(errcode.Validation, "The JSON body is not UTF-8 text")
 		}

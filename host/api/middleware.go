@@ -152,21 +152,6 @@ func principal(c *fiber.Ctx) *auth.Principal {
 	return p
 }
 
-// jsonBodyLimit holds non-multipart bodies to BODY_LIMIT_BYTES (uploads have their own limit).
-func (s *Server) jsonBodyLimit(c *fiber.Ctx) error {
-	n := len(c.Body())
-	if strings.HasPrefix(strings.ToLower(c.Get(fiber.HeaderContentType)), fiber.MIMEMultipartForm) {
-		if n > s.Config.UploadLimit+64<<10 {
-			return tooLarge()
-		}
-		return c.Next()
-	}
-	if n > s.Config.BodyLimit {
-		return tooLarge()
-	}
-	return c.Next()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Rate limits: fixed one-minute windows, in memory (per host).
 
@@ -266,7 +251,9 @@ func (s *Server) idempotency(c *fiber.Ctx) error {
 	p := principal(c)
 	sum := sha256.New()
 	sum.Write([]byte(c.Method() + " " + c.OriginalURL() + "\n"))
-	sum.Write(c.Body())
+	if err := writeBody(c, sum); err != nil {
+		return fmt.Errorf("api: idempotency: read the request: %w", err)
+	}
 	rec := &store.IdempotentResponse{UserID: p.ID(), Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil)),
 		HeldBy: s.Holder, Lease: s.Config.Lease}
 	ctx := s.ctx(c)

@@ -113,11 +113,15 @@ func (s *Server) App() *fiber.App {
 		AppName:               "reelforge",
 		DisableStartupMessage: true,
 		ErrorHandler:          s.handleError,
-		BodyLimit:             s.Config.UploadLimit + 1<<20,
-		ReadTimeout:           2 * time.Minute,
-		WriteTimeout:          5 * time.Minute,
-		IdleTimeout:           2 * time.Minute,
-		ReadBufferSize:        16 << 10,
+		// Bodies are streamed and bounded per route from the headers (bodies.go); BodyLimit is
+		// only fasthttp's default for a request the HeaderReceived hook does not size.
+		BodyLimit:                    s.Config.UploadLimit + formOverhead,
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  readTimeout,
+		WriteTimeout:                 5 * time.Minute,
+		IdleTimeout:                  2 * time.Minute,
+		ReadBufferSize:               16 << 10,
 		// A page of 20 projects is about 6 KB: with the default 4 KB buffer every such answer
 		// took two write calls.
 		WriteBufferSize: 32 << 10,
@@ -126,13 +130,14 @@ func (s *Server) App() *fiber.App {
 		// fifth of the instructions of a projects listing.
 		JSONEncoder: gojson.Marshal,
 	})
+	s.serverHooks(app.Server())
 	if s.Metrics == nil {
 		s.Metrics = s.defaultMetrics()
 	}
 	if s.FileURLs == nil {
 		s.FileURLs = fileurl.New(s.Config.JWTSecret, s.Config.FileURLTTL)
 	}
-	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests)
+	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests, s.limitBodies)
 	if len(s.Config.CORSAllowOrigins) > 0 {
 		// Before every route and group, so a preflight is answered without a token.
 		app.Use(s.cors())
@@ -150,7 +155,7 @@ func (s *Server) App() *fiber.App {
 	s.callbackRoutes(app)
 	s.fileRoutes(app)
 
-	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.jsonBodyLimit, s.idempotency)
+	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.uploadForm, s.idempotency)
 	api.Get("/auth/me", s.me)
 	api.Get("/workflow/metrics", s.workflowMetrics)
 	s.projectRoutes(api)

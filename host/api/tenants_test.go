@@ -24,6 +24,7 @@ import (
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/storetest"
 )
@@ -358,6 +359,107 @@ func TestRolesFollowTheDatabase(t *testing.T) {
 			// signed, and the role is the database's).
 			if r := b.do("GET", "/api/admin/api-keys", token(&store.User{ID: demoted.ID, Role: store.RoleAdmin}), nil); r.status != 403 {
 				t.Errorf("token claiming admin for a free user = %d %s, want 403", r.status, r.raw)
+			}
+		})
+	}
+}
+
+// TestBodyLimits: the JSON limit holds on every route whatever the Content-Type says (issue 37:
+// a multipart type without a boundary skipped it), in chunks too; compressed bodies are refused;
+// only the upload routes take more, up to the upload limit, and an upload's Idempotency-Key
+// tells its files apart.
+func TestBodyLimits(t *testing.T) {
+	t.Parallel()
+	for _, dc := range drivers() {
+		t.Run(dc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := config.Defaults()
+			cfg.JWTSecret = "test-secret-test-secret-test-secret"
+			cfg.DataDir = t.TempDir()
+			cfg.BodyLimit, cfg.UploadLimit = 4<<10, 64<<10
+			st := dc.open(t)
+			s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost),
+				Log: slog.New(slog.DiscardHandler), KB: kb.New(st, kb.Options{})}
+			b := &testBundle{t: t, app: s.App(), st: st}
+			tok, _ := b.user("limits-" + dc.name)
+			// Over real HTTP: Fiber's app.Test cannot send a chunked body.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = b.app.Listener(ln) }()
+			t.Cleanup(func() { _ = b.app.Shutdown() })
+			base := "http://" + ln.Addr().String()
+			big := `{"name":"` + strings.Repeat("x", 10<<10) + `"}`
+			send := func(path, ctype, body string, chunked bool, headers ...string) int {
+				t.Helper()
+				req, err := http.NewRequest("POST", base+path, strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", ctype)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				for i := 0; i+1 < len(headers); i += 2 {
+					req.Header.Set(headers[i], headers[i+1])
+				}
+				if chunked {
+					req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
+				}
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				return res.StatusCode
+			}
+			tests := map[string]struct {
+				path, ctype, body string
+				chunked           bool
+				headers           []string
+				want              int
+			}{
+				"json":                         {"/api/projects", "application/json", big, false, nil, 413},
+				"multipart type, no boundary":  {"/api/projects", "multipart/form-data", big, false, nil, 413},
+				"multipart type with boundary": {"/api/projects", "multipart/form-data; boundary=x", big, false, nil, 413},
+				"chunked":                      {"/api/projects", "application/json", big, true, nil, 413},
+				"chunked, multipart type":      {"/api/projects", "multipart/form-data", big, true, nil, 413},
+				"no body type on login":        {"/api/auth/login", "", big, false, nil, 413},
+				"json to an upload route":      {"/api/knowledge/upload", "application/json", big, false, nil, 413},
+				"gzip":                         {"/api/projects", "application/json", "x", false, []string{"Content-Encoding", "gzip"}, 415},
+				"small json":                   {"/api/projects", "application/json", `{"name":"ok"}`, false, nil, 201},
+				"small json, chunked":          {"/api/projects", "application/json", `{"name":"ok2"}`, true, nil, 201},
+			}
+			for name, tc := range tests {
+				if got := send(tc.path, tc.ctype, tc.body, tc.chunked, tc.headers...); got != tc.want {
+					t.Errorf("%s: POST %s = %d, want %d", name, tc.path, got, tc.want)
+				}
+			}
+
+			// Uploads take more than the JSON limit, up to the upload limit.
+			text := strings.Repeat("Quokka lighting notes for the spring shoot. ", 500) // 22 KB
+			body, ct := multipartBody(t, map[string]string{"source_name": "files"}, "notes.txt", text)
+			if got := send("/api/knowledge/upload", ct, body, false); got != 201 {
+				t.Errorf("upload of 22 KB = %d, want 201", got)
+			}
+			body, ct = multipartBody(t, nil, "huge.txt", strings.Repeat("z", 80<<10))
+			if got := send("/api/knowledge/upload", ct, body, false); got != 413 {
+				t.Errorf("upload of 80 KB = %d, want 413", got)
+			}
+			if got := send("/api/knowledge/upload", ct, body, true); got != 413 {
+				t.Errorf("chunked upload of 80 KB = %d, want 413", got)
+			}
+			// An Idempotency-Key of an upload covers its file: the same one is replayed, another is 409.
+			idem := uuid.NewString()
+			one, ctOne := multipartBody(t, nil, "a.txt", "First idempotent upload about quokkas.")
+			two, ctTwo := multipartBody(t, nil, "a.txt", "Second idempotent upload about wombats.")
+			if got := send("/api/knowledge/upload", ctOne, one, false, "Idempotency-Key", idem); got != 201 {
+				t.Errorf("first upload with a key = %d, want 201", got)
+			}
+			if got := send("/api/knowledge/upload", ctOne, one, false, "Idempotency-Key", idem); got != 201 {
+				t.Errorf("the same upload again = %d, want its answer replayed (201)", got)
+			}
+			if got := send("/api/knowledge/upload", ctTwo, two, false, "Idempotency-Key", idem); got != 409 {
+				t.Errorf("another file with the same key = %d, want 409", got)
 			}
 		})
 	}
