@@ -356,7 +356,7 @@ func Ops() []Op {
 		// Events
 		{Method: "POST", Path: "/api/webhooks/test-notification", Tag: "Events", Summary: "Send a test event to the configured webhook", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("event", str("")), OptionalBody: true,
-			Resp: obj("delivered!", boolean(""), "status_code", integer(""), "latency_ms", num(""), "event", str(""), "event_id", uuid, "error", str("")),
+			Resp:   obj("delivered!", boolean(""), "status_code", integer(""), "latency_ms", num(""), "event", str(""), "event_id", uuid, "error", str("")),
 			Errors: []int{403}, Desc: "Admins and automation keys only. The event carries the given name with data.test = true, so a receiver can tell it from a real one."},
 		{Method: "GET", Path: "/api/webhooks/notification-status", Tag: "Events", Summary: "Outbound event queue status", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("enabled!", boolean(""), "target", str(""), "pending!", integer(""), "delivered!", integer(""), "failed!", integer(""), "dead!", integer(""),
