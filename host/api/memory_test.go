@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,11 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
-	"github.com/reelforge/reelforge/host/api"
-	"github.com/reelforge/reelforge/host/auth"
-	"github.com/reelforge/reelforge/host/config"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
@@ -52,10 +46,7 @@ func TestHelperHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Defaults()
-	cfg.JWTSecret = "test-secret-test-secret-test-secret"
-	cfg.DataDir = t.TempDir()
-	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
+	s := testServer(t, st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

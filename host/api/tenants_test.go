@@ -71,6 +71,19 @@ func TestOrgKnowledgeIsAdmins(t *testing.T) {
 	}
 }
 
+// testServer is an API server on st with the tests' secret and a data folder of t's, its
+// configuration changed by tweak.
+func testServer(t *testing.T, st store.Driver, tweak ...func(*config.Config)) *api.Server {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.JWTSecret = "test-secret-test-secret-test-secret"
+	cfg.DataDir = t.TempDir()
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	return &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler)}
+}
+
 // hookReceiver is an event receiver that records what it is sent.
 type hookReceiver struct {
 	srv  *httptest.Server
@@ -106,13 +119,10 @@ func (h *hookReceiver) last() map[string]any {
 // setupHook serves the API with an event worker posting to url.
 func setupHook(t *testing.T, open func(*testing.T) store.Driver, url string) (*testBundle, *events.Worker) {
 	t.Helper()
-	cfg := config.Defaults()
-	cfg.JWTSecret = "test-secret-test-secret-test-secret"
-	cfg.DataDir = t.TempDir()
 	st := open(t)
 	w := events.NewWorker(st, events.WorkerConfig{URL: url, Secret: "hook-secret", Enabled: true, BatchSize: 1, Timeout: 5 * time.Second})
-	s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost),
-		Log: slog.New(slog.DiscardHandler), Notifications: w}
+	s := testServer(t, st)
+	s.Notifications = w
 	return &testBundle{t: t, app: s.App(), st: st}, w
 }
 
@@ -301,12 +311,10 @@ func TestRolesFollowTheDatabase(t *testing.T) {
 			var now atomic.Int64
 			now.Store(time.Now().UnixNano())
 			clock := func() time.Time { return time.Unix(0, now.Load()) }
-			cfg := config.Defaults()
-			cfg.JWTSecret = "test-secret-test-secret-test-secret"
-			cfg.DataDir = t.TempDir()
 			st := dc.open(t)
-			svc := auth.New(st, cfg.JWTSecret, bcrypt.MinCost).WithClock(clock)
-			b := &testBundle{t: t, app: (&api.Server{Config: &cfg, Store: st, Auth: svc, Log: slog.New(slog.DiscardHandler)}).App(), st: st}
+			s := testServer(t, st)
+			svc := s.Auth.WithClock(clock)
+			b := &testBundle{t: t, app: s.App(), st: st}
 			token := func(u *store.User) string {
 				tok, err := svc.IssueAccess(u)
 				if err != nil {
@@ -373,13 +381,9 @@ func TestBodyLimits(t *testing.T) {
 	for _, dc := range drivers() {
 		t.Run(dc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := config.Defaults()
-			cfg.JWTSecret = "test-secret-test-secret-test-secret"
-			cfg.DataDir = t.TempDir()
-			cfg.BodyLimit, cfg.UploadLimit = 4<<10, 64<<10
 			st := dc.open(t)
-			s := &api.Server{Config: &cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, bcrypt.MinCost),
-				Log: slog.New(slog.DiscardHandler), KB: kb.New(st, kb.Options{})}
+			s := testServer(t, st, func(c *config.Config) { c.BodyLimit, c.UploadLimit = 4<<10, 64<<10 })
+			s.KB = kb.New(st, kb.Options{})
 			b := &testBundle{t: t, app: s.App(), st: st}
 			tok, _ := b.user("limits-" + dc.name)
 			// Over real HTTP: Fiber's app.Test cannot send a chunked body.
