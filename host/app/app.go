@@ -425,7 +425,7 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 		Fetcher:     content.NewFetcher(content.FetcherConfig{Allow: cfg.ContentFetchAllow}),
 		LLM:         model,
 		Model:       cfg.KBAskModel,
-		Chatflow:    chatflow.Options{Tool: outbound.Tool{URL: cfg.ChatflowURL}, DefaultChatflowID: cfg.ChatflowKBID},
+		Chatflow:    chatflow.Options{Tool: outbound.Tool{URL: cfg.ChatflowURL}, APIKey: cfg.ChatflowAPIKey, DefaultChatflowID: cfg.ChatflowKBID},
 		Notifier:    notifier,
 		Log:         log,
 		SyncBlueprint: func(ctx context.Context, tx content.StrategyTasks, projectID string, bp json.RawMessage) error {

@@ -54,6 +54,7 @@ type Config struct {
 	RunnerURL         string
 	ChatflowURL       string
 	ChatflowKBID      string
+	ChatflowAPIKey    string // CHATFLOW_API_KEY: Flowise's API key, sent as a Bearer token
 	AutomationURL     string // AUTOMATION_WEBHOOK_URL: base for workflow triggering
 	MusicAPIURL       string
 	VideogenAPIURL    string
@@ -204,6 +205,7 @@ func LoadFrom(lookup func(string) (string, bool)) (*Config, error) {
 	r.str("RUNNER_URL", &c.RunnerURL)
 	r.str("CHATFLOW_URL", &c.ChatflowURL)
 	r.str("CHATFLOW_KB_ID", &c.ChatflowKBID)
+	r.str("CHATFLOW_API_KEY", &c.ChatflowAPIKey)
 	r.str("AUTOMATION_WEBHOOK_URL", &c.AutomationURL)
 	r.str("MUSIC_API_URL", &c.MusicAPIURL)
 	r.str("VIDEOGEN_API_URL", &c.VideogenAPIURL)

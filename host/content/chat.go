@@ -39,6 +39,9 @@ type ChatInput struct {
 	UserID, Role, ProjectID string
 	Message                 string
 	ChatflowType            string
+	// SessionID continues a conversation with the chatflow tool (its memory sees the earlier turns);
+	// empty: the tool starts one, and ChatAnswer.SessionID names it.
+	SessionID string
 }
 
 // ChatAnswer is the chat response.
@@ -47,11 +50,14 @@ type ChatAnswer struct {
 	Citations []Citation `json:"citations"`
 	Degraded  bool       `json:"degraded,omitempty"`
 	Reason    string     `json:"degraded_reason,omitempty"`
+	// SessionID is the conversation the chatflow tool answered in ("" when it did not answer).
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // Chat answers through the chatflow tool (plugins/chatflow.Ask) for chatflowType kb, the chatflow
-// CHATFLOW_KB_ID; when the tool is not configured, down or failing, or for another chatflowType,
-// it answers from the local prompt template over the knowledge base (degraded).
+// CHATFLOW_KB_ID, in the conversation in.SessionID, with the same vars as a chatflow run (user and
+// project); when the tool is not configured, down or failing, or for another chatflowType, it
+// answers from the local prompt template over the knowledge base (degraded).
 func (s *Service) Chat(ctx context.Context, in ChatInput) (*ChatAnswer, error) {
 	msg := strings.TrimSpace(in.Message)
 	if msg == "" {
@@ -66,9 +72,6 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*ChatAnswer, error) {
 	id := opts.DefaultChatflowID
 	if typ != "" && typ != "kb" {
 		id = "" // only the knowledge chatflow is configured: other types answer locally
-	}
-	if in.ProjectID != "" {
-		opts.OverrideConfig = map[string]any{"vars": map[string]any{"project_id": in.ProjectID}}
 	}
 	if s.llm != nil {
 		opts.GenerateFunc = s.generate
@@ -85,11 +88,14 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*ChatAnswer, error) {
 			return out, err
 		}
 	}
-	a, degraded, err := chatflow.Ask(ctx, opts, in.Message, id, search)
+	q := chatflow.Question{Text: in.Message, ChatflowID: id, SessionID: strings.TrimSpace(in.SessionID),
+		Vars: chatflow.Vars(in.UserID, in.ProjectID)}
+	a, degraded, err := chatflow.Ask(ctx, opts, q, search)
 	if err != nil {
 		return nil, err
 	}
-	ans := &ChatAnswer{Response: a.Text, Citations: make([]Citation, 0, len(a.Citations)), Degraded: degraded, Reason: a.Degraded}
+	ans := &ChatAnswer{Response: a.Text, Citations: make([]Citation, 0, len(a.Citations)), Degraded: degraded, Reason: a.Degraded,
+		SessionID: a.SessionID}
 	for _, c := range a.Citations {
 		src := c.Source
 		if src == "" {

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/plugins/chatflow"
@@ -66,5 +69,49 @@ func TestChat(t *testing.T) {
 	}
 	if _, err := s.Chat(context.Background(), ChatInput{Message: "  "}); err == nil {
 		t.Errorf("Chat(empty) succeeded")
+	}
+}
+
+// /api/ai/chat carries its conversation to the chatflow tool and back (overrideConfig.sessionId and
+// chatId), with the same vars as a chatflow run: the user and the project.
+func TestChatSessionAndVars(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []map[string]any
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		var b map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		mu.Lock()
+		got = append(got, b)
+		mu.Unlock()
+		sid, _ := b["chatId"].(string)
+		if sid == "" {
+			sid = "made-by-the-tool"
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"text": "ok", "chatId": sid, "sessionId": sid})
+	}))
+	defer tool.Close()
+	s := New(Config{Chatflow: chatflow.Options{Tool: outbound.Tool{URL: tool.URL}, DefaultChatflowID: "kb-id", Retries: -1}})
+	first, err := s.Chat(context.Background(), ChatInput{UserID: "u1", ProjectID: "p1", Message: "hi", ChatflowType: "kb"})
+	if err != nil || first.SessionID != "made-by-the-tool" {
+		t.Fatalf("first turn = %+v, %v; want the tool's session", first, err)
+	}
+	second, err := s.Chat(context.Background(), ChatInput{UserID: "u1", ProjectID: "p1", Message: "again", ChatflowType: "kb", SessionID: first.SessionID})
+	if err != nil || second.SessionID != first.SessionID {
+		t.Fatalf("second turn = %+v, %v; want the same session", second, err)
+	}
+	want := map[string]any{"question": "again", "chatId": "made-by-the-tool",
+		"overrideConfig": map[string]any{"sessionId": "made-by-the-tool", "vars": map[string]any{"user_id": "u1", "project_id": "p1"}}}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("the tool got %d predictions, want 2", len(got))
+	}
+	if diff := cmp.Diff(want, got[1]); diff != "" {
+		t.Errorf("second prediction mismatch (-want +got):\n%s", diff)
 	}
 }

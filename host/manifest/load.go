@@ -158,6 +158,9 @@ func CheckEngine(m *Manifest, engines map[string]*Engine) error {
 	}
 	var errs []error
 	for _, key := range e.WorkflowSettings {
+		if _, _, env := envSetting(m.Settings[key]); env {
+			continue // its value is the environment's, when a run starts
+		}
 		if s, _ := m.Settings[key].(string); strings.TrimSpace(s) == "" {
 			errs = append(errs, &Error{File: m.File, Field: "settings." + key, Problem: fmt.Sprintf("is required for engine %s (%s)", m.Engine, e.File)})
 		}

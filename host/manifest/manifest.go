@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -103,12 +104,17 @@ func (m *Manifest) Summary() Summary {
 	}
 }
 
-// Workflow returns the part of m an engine needs. Each call returns a fresh copy.
+// Workflow returns the part of m an engine needs, its settings resolved (resolveSetting). Each
+// call returns a fresh copy.
 func (m *Manifest) Workflow() engine.Workflow {
 	var settings json.RawMessage
 	if len(m.Settings) > 0 {
+		resolved := make(map[string]any, len(m.Settings))
+		for k, v := range m.Settings {
+			resolved[k] = resolveSetting(v)
+		}
 		// Settings came from YAML as plain maps, lists and scalars: they always marshal.
-		b, err := json.Marshal(m.Settings)
+		b, err := json.Marshal(resolved)
 		if err == nil {
 			settings = b
 		}
@@ -129,10 +135,41 @@ func (m *Manifest) Workflow() engine.Workflow {
 	}
 }
 
-// Setting returns the string setting key of m ("" when absent), e.g. graph_id.
+// Setting returns the string setting key of m ("" when absent), e.g. graph_id, resolved
+// (resolveSetting).
 func (m *Manifest) Setting(key string) string {
-	s, _ := m.Settings[key].(string)
+	s, _ := resolveSetting(m.Settings[key]).(string)
 	return s
+}
+
+// envSetting reads a workflow setting written {env: NAME, default: VALUE} (default optional): the
+// value of an id the operator makes, such as a Flowise chatflow's UUID, comes from the environment.
+func envSetting(v any) (name, def string, ok bool) {
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		return "", "", false
+	}
+	name, ok = m["env"].(string)
+	def, _ = m["default"].(string)
+	for k := range m {
+		if k != "env" && k != "default" {
+			return "", "", false
+		}
+	}
+	return name, def, ok && envPattern.MatchString(name)
+}
+
+// resolveSetting is v, or for {env: NAME, default: VALUE} the variable's value now (its default
+// when unset or empty).
+func resolveSetting(v any) any {
+	name, def, ok := envSetting(v)
+	if !ok {
+		return v
+	}
+	if got := os.Getenv(name); got != "" {
+		return got
+	}
+	return def
 }
 
 // ValidateInputs checks inputs against m's input schema: required fields present, declared fields

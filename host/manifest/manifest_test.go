@@ -1,6 +1,7 @@
 package manifest_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -314,5 +315,28 @@ func TestShippedManifests(t *testing.T) {
 		if s.ID != m.ID || s.Engine == "" || s.Fallback == "" || s.Inputs == nil {
 			t.Errorf("%s: Summary() = %+v", m.ID, s)
 		}
+	}
+}
+
+// A workflow setting {env: NAME, default: VALUE} is read from the environment when a run starts:
+// the id of a chatflow the operator made (a Flowise UUID) is not written in the manifest.
+func TestEnvSettings(t *testing.T) {
+	m, err := manifest.Parse("f.yaml", []byte("id: chat\nname: C\nversion: '1'\nengine: chatflow\n"+
+		"settings: {chatflow_id: {env: TEST_REELFORGE_FLOW}, other: {env: TEST_REELFORGE_UNSET, default: d}, plain: p}\n"+
+		"steps: [{id: a, agent: answer}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_REELFORGE_FLOW", "0b9d-uuid")
+	if got := m.Setting("chatflow_id"); got != "0b9d-uuid" {
+		t.Errorf("Setting(chatflow_id) = %q, want the variable's value", got)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(m.Workflow().Settings, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"chatflow_id": "0b9d-uuid", "other": "d", "plain": "p"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Workflow().Settings mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -58,7 +58,8 @@ func (t Tool) WithDefaults(timeout time.Duration) Tool {
 // message unset when no URL is set, code (op, with the message down) when the tool does not answer
 // within HealthTimeout: the host then reports the engine unconfigured or degraded and runs its
 // workflows on the fallback; it does not restart the plugin for it. With a HealthPath, an answer
-// there other than 2xx is engine.ToolUnhealthy: the engine is reported degraded, not ready.
+// there other than 2xx, or an HTML page, is engine.ToolUnhealthy: the engine is reported
+// degraded, not ready.
 func (t Tool) Health(ctx context.Context, op string, code errcode.Code, unset, down string) error {
 	if t.URL == "" {
 		return errcode.New(errcode.Validation, unset)
@@ -67,12 +68,17 @@ func (t Tool) Health(ctx context.Context, op string, code errcode.Code, unset, d
 	if t.HealthPath != "" {
 		url = Join(t.URL, t.HealthPath)
 	}
-	status, err := Reachable(ctx, t.HTTPClient, url, HealthTimeout)
+	ans, err := Reachable(ctx, t.HTTPClient, url, HealthTimeout)
 	if err != nil {
 		return errcode.E(op, code, down, err)
 	}
-	if t.HealthPath != "" && (status < 200 || status > 299) {
-		return engine.ToolUnhealthy(op, code, fmt.Sprintf("the tool answers, but GET %s answered %d, not 2xx: is the URL the tool's own address?", url, status), status)
+	switch {
+	case t.HealthPath == "":
+	case !ans.OK():
+		return engine.ToolUnhealthy(op, code, fmt.Sprintf("the tool answers, but GET %s answered %d, not 2xx: is the URL the tool's own address?", url, ans.Status), ans.Status)
+	case ans.HTML():
+		// A web UI's catch-all page, not the tool's API.
+		return engine.ToolUnhealthy(op, code, fmt.Sprintf("GET %s answered a web page, not the tool's API: is the URL the API's address?", url), ans.Status)
 	}
 	return nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reelforge/reelforge/internal/extract"
@@ -33,6 +36,19 @@ type Citation struct {
 	Excerpt  string `json:"excerpt"`
 }
 
+// Question is what Ask is asked.
+type Question struct {
+	Text       string
+	ChatflowID string
+	// SessionID is the conversation: the tool's memory sees the earlier turns of the same id (sent
+	// to Flowise as overrideConfig.sessionId and chatId). Empty: the tool starts one, and
+	// Answer.SessionID names it.
+	SessionID string
+	// Vars reach the flow as overrideConfig.vars ($vars.user_id, $vars.project_id in Flowise, when
+	// the flow's security settings let vars be overridden), merged over the settings' own.
+	Vars map[string]any
+}
+
 // Answer is what Ask found.
 type Answer struct {
 	Text      string     `json:"answer"`
@@ -41,12 +57,16 @@ type Answer struct {
 	Engine string `json:"engine"`
 	// Degraded says why the local fallback answered; empty when the tool did.
 	Degraded string `json:"degraded,omitempty"`
+	// SessionID is the conversation the tool answered in (the one asked in, or the one it started).
+	SessionID string `json:"session_id,omitempty"`
+	// JSON is a structured-output flow's answer (Flowise's `json`), when it gave one.
+	JSON any `json:"json,omitempty"`
 	// TokensUsed and CostUSD are the fallback model's usage, when a model answered.
 	TokensUsed int64   `json:"tokens_used,omitempty"`
 	CostUSD    float64 `json:"cost_usd,omitempty"`
 }
 
-// Map is the answer as run outputs: {answer, citations, engine, degraded?}.
+// Map is the answer as run outputs: {answer, citations, engine, degraded?, session_id?, json?}.
 func (a *Answer) Map() map[string]any {
 	cites := make([]any, 0, len(a.Citations))
 	for _, c := range a.Citations {
@@ -56,38 +76,50 @@ func (a *Answer) Map() map[string]any {
 	if a.Degraded != "" {
 		out["degraded"] = a.Degraded
 	}
+	if a.SessionID != "" {
+		out["session_id"] = a.SessionID
+	}
+	if a.JSON != nil {
+		out["json"] = a.JSON
+	}
 	return out
 }
 
-// prediction is the chatflow tool's answer.
+// prediction is the chatflow tool's answer (Flowise's prediction API: text, or json for a
+// structured-output flow; chatId and sessionId name the conversation).
 type prediction struct {
 	Text            string `json:"text"`
+	JSON            any    `json:"json"`
+	ChatID          string `json:"chatId"`
+	SessionID       string `json:"sessionId"`
 	SourceDocuments []struct {
 		PageContent string         `json:"pageContent"`
 		Metadata    map[string]any `json:"metadata"`
 	} `json:"sourceDocuments"`
 }
 
-// Ask answers question through the chatflow tool (POST {URL}/prediction/<chatflowID> with
-// {question, overrideConfig?}). When the tool is not configured, is down, answers non-2xx after the
-// retries, or answers without text, it answers from a local prompt template over search (the model
-// of opts.GenerateFunc when one answers, else an extractive answer of the best sentences, each cited
-// by number; NoBasis without hits) and reports degraded = true. The error is non-nil only when the
-// question is empty (VALIDATION_ERROR), ctx ended, or the fallback itself failed (CHATFLOW_ERROR).
-func Ask(ctx context.Context, opts Options, question, chatflowID string, search SearchFunc) (Answer, bool, error) {
+// Ask answers q through the chatflow tool (POST {API base}/prediction/<q.ChatflowID> with
+// {question, chatId?, overrideConfig: {sessionId?, vars?, ...}}, with the API key as a Bearer
+// token). When the tool is not configured, is down, refuses (its own message kept in the reason),
+// answers non-2xx after the retries (a 4xx but 408 and 429 is not retried), or answers neither text
+// nor json, it answers from a local prompt template over search (the model of opts.GenerateFunc when
+// one answers, else an extractive answer of the best sentences, each cited by number; NoBasis
+// without hits) and reports degraded = true. The error is non-nil only when the question is empty
+// (VALIDATION_ERROR), ctx ended, or the fallback itself failed (CHATFLOW_ERROR).
+func Ask(ctx context.Context, opts Options, q Question, search SearchFunc) (Answer, bool, error) {
 	opts = opts.withDefaults()
-	question = strings.TrimSpace(question)
-	if question == "" {
+	q.Text = strings.TrimSpace(q.Text)
+	if q.Text == "" {
 		return Answer{}, false, errcode.Invalid("question", "is required")
 	}
 	reason := ""
 	switch {
 	case opts.URL == "":
 		reason = "the chatflow tool is not configured (CHATFLOW_URL)"
-	case chatflowID == "":
-		reason = "no chatflow id is configured"
+	case q.ChatflowID == "":
+		reason = "no chatflow id is configured (CHATFLOW_KB_ID)"
 	default:
-		a, err := predict(ctx, opts, question, chatflowID)
+		a, err := predict(ctx, opts, q)
 		if err == nil {
 			a.Text = engine.NormalizeCitations(a.Text, len(a.Citations))
 			return a, false, nil
@@ -95,13 +127,13 @@ func Ask(ctx context.Context, opts Options, question, chatflowID string, search 
 		if ctx.Err() != nil {
 			return Answer{}, false, errcode.E("chatflow.Ask", errcode.WorkflowCancelled, "the question was cancelled", ctx.Err())
 		}
-		opts.Logger.Warn("chatflow tool failed; answering from the local template", "chatflow_id", chatflowID, "error", err)
+		opts.Logger.Warn("chatflow tool failed; answering from the local template", "chatflow_id", q.ChatflowID, "error", err)
 		reason = "the chatflow tool is unavailable"
 		if e := errcode.As(err); e != nil {
 			reason += ": " + e.Message()
 		}
 	}
-	a, err := fallback(ctx, opts, question, search)
+	a, err := fallback(ctx, opts, q.Text, search)
 	if err != nil {
 		return Answer{}, true, err
 	}
@@ -110,12 +142,72 @@ func Ask(ctx context.Context, opts Options, question, chatflowID string, search 
 	return a, true, nil
 }
 
-func predict(ctx context.Context, opts Options, question, chatflowID string) (Answer, error) {
-	body := map[string]any{"question": question}
-	if len(opts.OverrideConfig) > 0 {
-		body["overrideConfig"] = opts.OverrideConfig
+// APIPath is where Flowise serves its API under its own address.
+const APIPath = "/api/v1"
+
+// bases keeps, by CHATFLOW_URL, the API base found by apiBase once the tool answered.
+var bases sync.Map
+
+// apiBase is the chatflow tool's API base. A URL with a path is the base itself (Flowise's
+// http://host:3000/api/v1, or any tool serving {base}/prediction/<id>). A bare address is Flowise's
+// own when GET {URL}/api/v1/ping answers 2xx (its API is under /api/v1), else the base (a tool
+// serving /prediction at its root); the finding is kept once the tool answered.
+func apiBase(ctx context.Context, opts Options) string {
+	if u, err := url.Parse(opts.URL); err != nil || strings.Trim(u.Path, "/") != "" {
+		return opts.URL
 	}
-	url := opts.URL + "/prediction/" + chatflowID
+	if b, ok := bases.Load(opts.URL); ok {
+		return b.(string)
+	}
+	ans, err := outbound.Reachable(ctx, opts.HTTPClient, opts.URL+APIPath+"/ping", outbound.HealthTimeout)
+	if err != nil {
+		return opts.URL // not answering: the call that follows says so
+	}
+	base := opts.URL
+	if ans.OK() && !ans.HTML() {
+		base = opts.URL + APIPath
+	}
+	bases.Store(opts.URL, base)
+	return base
+}
+
+// overrideConfig is the settings' override_config with q's vars merged into its vars and q's
+// session; nil when empty.
+func overrideConfig(opts Options, q Question) map[string]any {
+	oc := maps.Clone(opts.OverrideConfig)
+	if oc == nil {
+		oc = map[string]any{}
+	}
+	if len(q.Vars) > 0 {
+		vars := map[string]any{}
+		if v, ok := oc["vars"].(map[string]any); ok {
+			maps.Copy(vars, v)
+		}
+		maps.Copy(vars, q.Vars)
+		oc["vars"] = vars
+	}
+	if q.SessionID != "" {
+		oc["sessionId"] = q.SessionID
+	}
+	if len(oc) == 0 {
+		return nil
+	}
+	return oc
+}
+
+func predict(ctx context.Context, opts Options, q Question) (Answer, error) {
+	body := map[string]any{"question": q.Text}
+	if oc := overrideConfig(opts, q); oc != nil {
+		body["overrideConfig"] = oc
+	}
+	if q.SessionID != "" {
+		body["chatId"] = q.SessionID
+	}
+	var header http.Header
+	if opts.APIKey != "" {
+		header = http.Header{"Authorization": {"Bearer " + opts.APIKey}}
+	}
+	endpoint := apiBase(ctx, opts) + "/prediction/" + q.ChatflowID
 	var last error
 	for attempt := 0; attempt <= opts.Retries; attempt++ {
 		if attempt > 0 {
@@ -125,23 +217,37 @@ func predict(ctx context.Context, opts Options, question, chatflowID string) (An
 			case <-time.After(opts.RetryBackoff):
 			}
 		}
-		ans, err := outbound.PostJSON(ctx, opts.HTTPClient, url, body, opts.Timeout)
+		ans, err := outbound.Post(ctx, opts.HTTPClient, endpoint, body, opts.Timeout, header)
 		if err != nil {
 			last = errcode.E("chatflow.predict", errcode.Chatflow, "the chatflow tool could not be reached", err)
 			continue
 		}
 		if !ans.OK() {
-			last = errcode.E("chatflow.predict", errcode.Chatflow, fmt.Sprintf("the chatflow tool answered %d", ans.Status), fmt.Errorf("%s", ans.Brief()))
+			msg := fmt.Sprintf("the chatflow tool answered %d", ans.Status)
+			if m := toolMessage(ans.Body); m != "" {
+				msg += ": " + m
+			}
+			last = errcode.E("chatflow.predict", errcode.Chatflow, msg, fmt.Errorf("%s", ans.Brief()))
 			if ans.Status >= 400 && ans.Status < 500 && ans.Status != http.StatusTooManyRequests && ans.Status != http.StatusRequestTimeout {
 				break // the request itself is refused: asking again will not help
 			}
 			continue
 		}
-		var p prediction
-		if err := json.Unmarshal(ans.Body, &p); err != nil || strings.TrimSpace(p.Text) == "" {
-			return Answer{}, errcode.E("chatflow.predict", errcode.Chatflow, "the chatflow tool answered without text", err)
+		if ans.HTML() {
+			return Answer{}, errcode.New(errcode.Chatflow, "the chatflow tool answered a web page, not its API: set CHATFLOW_URL to Flowise's address or its API base (.../api/v1)")
 		}
-		a := Answer{Text: p.Text, Engine: Name, Citations: []Citation{}}
+		var p prediction
+		if err := json.Unmarshal(ans.Body, &p); err != nil {
+			return Answer{}, errcode.E("chatflow.predict", errcode.Chatflow, "the chatflow tool answered without JSON", err)
+		}
+		text := strings.TrimSpace(p.Text)
+		if text == "" {
+			text = jsonText(p.JSON)
+		}
+		if text == "" {
+			return Answer{}, errcode.New(errcode.Chatflow, "the chatflow tool answered neither text nor json")
+		}
+		a := Answer{Text: text, JSON: p.JSON, Engine: Name, Citations: []Citation{}, SessionID: firstNonEmpty(p.SessionID, p.ChatID, q.SessionID)}
 		for _, d := range p.SourceDocuments {
 			a.Citations = append(a.Citations, Citation{
 				ChunkID:  firstString(d.Metadata, "chunk_id", "chunkId", "id"),
@@ -153,6 +259,57 @@ func predict(ctx context.Context, opts Options, question, chatflowID string) (An
 		return a, nil
 	}
 	return Answer{}, last
+}
+
+// toolMessage is the message of a tool's error body: Flowise's {message} (or {error}), cut short.
+func toolMessage(body []byte) string {
+	var e struct {
+		Message string `json:"message"`
+		Error   any    `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	m := strings.TrimSpace(e.Message)
+	if s, ok := e.Error.(string); ok && m == "" {
+		m = strings.TrimSpace(s)
+	}
+	if r := []rune(m); len(r) > 300 {
+		m = string(r[:300]) + "…"
+	}
+	return m
+}
+
+// jsonText is the text of a structured-output answer: its answer, text, output or response
+// string when it has one, else the JSON itself.
+func jsonText(v any) string {
+	if v == nil {
+		return ""
+	}
+	if m, ok := v.(map[string]any); ok {
+		for _, k := range []string{"answer", "text", "output", "response"} {
+			if s, ok := m[k].(string); ok && strings.TrimSpace(s) != "" {
+				return strings.TrimSpace(s)
+			}
+		}
+	}
+	if s, ok := v.(string); ok {
+		return strings.TrimSpace(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "{}" || string(b) == "null" {
+		return ""
+	}
+	return string(b)
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // fallback is the local prompt template over the knowledge base.

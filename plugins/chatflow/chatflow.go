@@ -40,9 +40,13 @@ const (
 
 // Options configure Ask and the Engine. The zero value is usable (no tool: always the fallback).
 type Options struct {
-	// Tool is the chatflow tool: its URL is the tool's base address (CHATFLOW_URL), predictions are
-	// at URL/prediction/<id>; its Timeout bounds one prediction (0: DefaultTimeout).
+	// Tool is the chatflow tool: its URL is Flowise's address or its API base (CHATFLOW_URL; see
+	// apiBase), predictions are at {API base}/prediction/<id>; its Timeout bounds one prediction (0:
+	// DefaultTimeout).
 	outbound.Tool
+	// APIKey is sent as `Authorization: Bearer <APIKey>` (CHATFLOW_API_KEY: the Flowise API key a
+	// flow that requires one checks); empty: none.
+	APIKey string
 	// DefaultChatflowID is used by Run when the manifest's settings name no chatflow_id
 	// (CHATFLOW_KB_ID).
 	DefaultChatflowID string
@@ -86,10 +90,11 @@ type Engine struct {
 var _ engine.Engine = (*Engine)(nil)
 
 // Build makes the chatflow engine from the settings of its registry entry
-// (manifests/engines/chatflow.yaml: url, kb_chatflow_id): the plugin's main serves it with
+// (manifests/engines/chatflow.yaml: url, api_key, kb_chatflow_id): the plugin's main serves it with
 // engine.ServeConfigured, and the host builds its in-process copy with it.
 func Build(settings map[string]string, log *slog.Logger) engine.Engine {
-	return New(Options{Tool: outbound.Tool{URL: settings["url"], Logger: log}, DefaultChatflowID: settings["kb_chatflow_id"]})
+	return New(Options{Tool: outbound.Tool{URL: settings["url"], Logger: log}, APIKey: settings["api_key"],
+		DefaultChatflowID: settings["kb_chatflow_id"]})
 }
 
 // New returns a chatflow engine with opts.
@@ -100,11 +105,29 @@ func (e *Engine) Info(context.Context) (*engine.Info, error) {
 	return &engine.Info{Name: Name, Version: Version, APIVersion: engine.APIVersion, Capabilities: []string{"degraded_fallback", engine.CapToolHealth}}, nil
 }
 
-// Health checks the chatflow tool (outbound.Tool.Health): VALIDATION_ERROR when no url is set,
-// CHATFLOW_ERROR when it does not answer.
+// Health checks the chatflow tool (outbound.Tool.Health) at its ping, {API base}/ping (Flowise's
+// /api/v1/ping): VALIDATION_ERROR when no url is set, CHATFLOW_ERROR when it does not answer,
+// engine.ToolUnhealthy when the ping answers other than 2xx.
 func (e *Engine) Health(ctx context.Context) error {
-	return e.opts.Health(ctx, "chatflow.Health", errcode.Chatflow,
+	tool := e.opts.Tool
+	if tool.URL != "" {
+		tool.URL, tool.HealthPath = apiBase(ctx, e.opts), "/ping"
+	}
+	return tool.Health(ctx, "chatflow.Health", errcode.Chatflow,
 		"url is not set (CHATFLOW_URL)", "the chatflow tool does not answer")
+}
+
+// Vars are the flow variables both paths (chatflow runs and /api/ai/chat) send: whose knowledge
+// the flow is about (the knowledge chatflow calls /api/knowledge/context with them).
+func Vars(userID, projectID string) map[string]any {
+	v := map[string]any{}
+	if userID != "" {
+		v["user_id"] = userID
+	}
+	if projectID != "" {
+		v["project_id"] = projectID
+	}
+	return v
 }
 
 // Cancel is a no-op: a chatflow run does no work outside its Run call.
@@ -119,6 +142,9 @@ type settings struct {
 	ChatflowID     string         `json:"chatflow_id"`
 	OverrideConfig map[string]any `json:"override_config"`
 }
+
+// sessionKeys are the run inputs that may name the conversation.
+var sessionKeys = []string{"session_id", "sessionId", "chatId"}
 
 // questionKeys are the run inputs that may hold the question, in order of preference.
 var questionKeys = []string{"question", "query", "message", "topic", "summary"}
@@ -146,15 +172,18 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	opts := e.opts
 	opts.GenerateFunc = h.Generate
 	opts.OverrideConfig = set.OverrideConfig
-	if opts.OverrideConfig == nil && (req.User.UserID != "" || req.Project.ProjectID != "") {
-		// The knowledge chatflow calls /api/knowledge/context; these tell it whose knowledge to use.
-		opts.OverrideConfig = map[string]any{"vars": map[string]any{"user_id": req.User.UserID, "project_id": req.Project.ProjectID}}
+	q := Question{Text: question, ChatflowID: set.ChatflowID, Vars: Vars(req.User.UserID, req.Project.ProjectID)}
+	for _, k := range sessionKeys {
+		if s, ok := req.Inputs[k].(string); ok && strings.TrimSpace(s) != "" {
+			q.SessionID = strings.TrimSpace(s)
+			break
+		}
 	}
 	search := func(ctx context.Context, q string, k int) ([]engine.SearchHit, error) {
 		return h.Search(ctx, &engine.SearchRequest{UserID: req.User.UserID, ProjectID: req.Project.ProjectID, Query: q, TopK: k})
 	}
 	start := e.opts.Now().UTC()
-	a, _, err := Ask(ctx, opts, question, set.ChatflowID, search)
+	a, _, err := Ask(ctx, opts, q, search)
 	if err != nil {
 		return nil, err
 	}

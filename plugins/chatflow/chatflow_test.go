@@ -29,6 +29,14 @@ type fakeTool struct {
 }
 
 func (f *fakeTool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet { // a tool with its API at its root: its ping, no Flowise /api/v1
+		if r.URL.Path != "/ping" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte("pong"))
+		return
+	}
 	f.calls.Add(1)
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
@@ -70,7 +78,7 @@ func TestAskThroughTheTool(t *testing.T) {
 	t.Parallel()
 	tool, url := startTool(t, http.StatusOK)
 	opts := chatflow.Options{Tool: outbound.Tool{URL: url + "/"}, OverrideConfig: map[string]any{"topK": 5}}
-	a, degraded, err := chatflow.Ask(t.Context(), opts, "How long does cold brew steep?", "kb-chat", searchHits(hits))
+	a, degraded, err := chatflow.Ask(t.Context(), opts, chatflow.Question{Text: "How long does cold brew steep?", ChatflowID: "kb-chat"}, searchHits(hits))
 	if err != nil || degraded {
 		t.Fatalf("Ask() degraded = %v, error = %v; want the tool's answer", degraded, err)
 	}
@@ -109,7 +117,7 @@ func TestAskDegrades(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			opts := chatflow.Options{Tool: outbound.Tool{URL: tt.url}, RetryBackoff: time.Millisecond}
-			a, degraded, err := chatflow.Ask(t.Context(), opts, "How long does cold brew steep?", tt.id, searchHits(tt.hits))
+			a, degraded, err := chatflow.Ask(t.Context(), opts, chatflow.Question{Text: "How long does cold brew steep?", ChatflowID: tt.id}, searchHits(tt.hits))
 			if err != nil || !degraded {
 				t.Fatalf("Ask() degraded = %v, error = %v; want a degraded answer", degraded, err)
 			}
@@ -129,7 +137,7 @@ func TestAskRetries(t *testing.T) {
 		url  string
 		want int64
 	}{{tool503, url503, 3}, {tool400, url400, 1}} {
-		_, _, _ = chatflow.Ask(t.Context(), chatflow.Options{Tool: outbound.Tool{URL: c.url}, RetryBackoff: time.Millisecond}, "q", "kb", nil)
+		_, _, _ = chatflow.Ask(t.Context(), chatflow.Options{Tool: outbound.Tool{URL: c.url}, RetryBackoff: time.Millisecond}, chatflow.Question{Text: "q", ChatflowID: "kb"}, nil)
 		if got := c.tool.calls.Load(); got != c.want {
 			t.Errorf("tool answering %d called %d times, want %d", c.tool.status, got, c.want)
 		}
@@ -143,7 +151,7 @@ func TestAskFallbackUsesTheModel(t *testing.T) {
 		prompt = req.Prompt
 		return &engine.GenerateResult{OK: true, Text: "Twelve hours [1].", TokensUsed: 40}, nil
 	}
-	a, degraded, err := chatflow.Ask(t.Context(), chatflow.Options{GenerateFunc: gen}, "cold brew?", "kb", searchHits(hits))
+	a, degraded, err := chatflow.Ask(t.Context(), chatflow.Options{GenerateFunc: gen}, chatflow.Question{Text: "cold brew?", ChatflowID: "kb"}, searchHits(hits))
 	if err != nil || !degraded || a.Text != "Twelve hours [#1]." || a.TokensUsed != 40 {
 		t.Fatalf("Ask() = %+v, %v, %v", a, degraded, err)
 	}
@@ -154,11 +162,11 @@ func TestAskFallbackUsesTheModel(t *testing.T) {
 
 func TestAskErrors(t *testing.T) {
 	t.Parallel()
-	if _, _, err := chatflow.Ask(t.Context(), chatflow.Options{}, "  ", "kb", nil); errcode.Of(err) != errcode.Validation {
+	if _, _, err := chatflow.Ask(t.Context(), chatflow.Options{}, chatflow.Question{Text: "  ", ChatflowID: "kb"}, nil); errcode.Of(err) != errcode.Validation {
 		t.Errorf("Ask(empty) error = %v, want VALIDATION_ERROR", err)
 	}
 	broken := func(context.Context, string, int) ([]engine.SearchHit, error) { return nil, io.ErrUnexpectedEOF }
-	if _, _, err := chatflow.Ask(t.Context(), chatflow.Options{}, "q", "kb", broken); errcode.Of(err) != errcode.Chatflow {
+	if _, _, err := chatflow.Ask(t.Context(), chatflow.Options{}, chatflow.Question{Text: "q", ChatflowID: "kb"}, broken); errcode.Of(err) != errcode.Chatflow {
 		t.Errorf("Ask(tool and search down) error = %v, want CHATFLOW_ERROR", err)
 	}
 }

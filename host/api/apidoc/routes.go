@@ -298,8 +298,10 @@ func Ops() []Op {
 
 		// Chat and content
 		{Method: "POST", Path: "/api/ai/chat", Tag: "Content", Summary: "Chat through the chatflow tool (local fallback when it is down)", Sec: Bearer, Status: 200, Kind: Data,
-			Body: obj("message!", str(""), "chatflowType", str("kb selects the knowledge chatflow"), "project_id", uuid),
-			Resp: obj("response!", str(""), "citations!", arr(ref("Citation"))), Errors: []int{403, 502}},
+			Body: obj("message!", str(""), "chatflowType", str("kb selects the knowledge chatflow"), "project_id", uuid,
+				"session_id", str("continues a conversation: the chatflow tool's memory sees its earlier turns")),
+			Resp: obj("response!", str(""), "citations!", arr(ref("Citation")), "session_id", str("the conversation the chatflow tool answered in"),
+				"degraded", boolean(""), "degraded_reason", str("")), Errors: []int{403, 502}},
 		{Method: "POST", Path: "/api/inspiration/collect", Tag: "Content", Summary: "Collect an inspiration", Sec: Bearer, Status: 201, Kind: Data,
 			Body: obj("type!", enum("link", "text"), "content!", str("the link for type link"), "project_id", uuid, "title", str(""), "tags", arr(str(""))),
 			Resp: obj("id!", uuid, "inspiration!", ref("Corpus"), "preview", anyObj("title, description, cover, platform")), Errors: []int{403}},
