@@ -35,6 +35,7 @@ func (s *Server) contentRoutes(r fiber.Router) {
 	r.Post("/materials/upload", s.uploadMaterial)
 	r.Get("/materials", s.listMaterials)
 	r.Post("/materials/batch-delete", s.batchDeleteMaterials)
+	r.Get("/materials/:id", s.getMaterial)
 
 	s.strategyRoutes(r)
 	s.chatRoutes(r)
@@ -346,8 +347,8 @@ func (s *Server) listMaterials(c *fiber.Ctx) error {
 		return err
 	}
 	typ := c.Query("type")
-	if typ != "" && typ != store.AssetImage && typ != store.AssetVideo && typ != store.AssetAudio {
-		return errcode.Invalid("type", "must be image, video or audio")
+	if typ != "" && typ != store.AssetImage && typ != store.AssetVideo && typ != store.AssetAudio && typ != store.AssetCaptions {
+		return errcode.Invalid("type", "must be image, video, audio or captions")
 	}
 	tag, err := queryTag(c)
 	if err != nil {
@@ -362,7 +363,24 @@ func (s *Server) listMaterials(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return listing(c, items, total, page, limit)
+	views, err := s.Content.Views(s.ctx(c), principal(c).UserID, items)
+	if err != nil {
+		return err
+	}
+	return listing(c, views, total, page, limit)
+}
+
+// getMaterial answers one asset of the caller's with its cover (404 for anyone else's).
+func (s *Server) getMaterial(c *fiber.Ctx) error {
+	a, err := s.Content.OwnAsset(s.ctx(c), principal(c).UserID, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	v, err := s.Content.View(s.ctx(c), a)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"asset": v})
 }
 
 func (s *Server) batchDeleteMaterials(c *fiber.Ctx) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -382,7 +383,8 @@ func TestMaterials(t *testing.T) {
 func testMaterials(t *testing.T, open func(*testing.T) store.Driver, blobs blob.Store) {
 	const limit = 4096
 	rec := &frames{}
-	b := setupContentWith(t, open, limit, func(c *content.Config) { c.Notifier, c.Blobs = rec, blobs })
+	var dataDir string
+	b := setupContentWith(t, open, limit, func(c *content.Config) { c.Notifier, c.Blobs, dataDir = rec, blobs, c.DataDir })
 	a, _ := b.user("alice")
 	other, _ := b.user("bob")
 	theirs := b.project(other, "bob's")
@@ -468,6 +470,18 @@ func testMaterials(t *testing.T, open func(*testing.T) store.Driver, blobs blob.
 		t.Errorf("other's file = %d, want 404", r.status)
 	}
 
+	// One asset by id: the owner's, with an image's cover itself; anyone else's is 404.
+	r = b.do("GET", "/api/materials/"+img["id"].(string), a, nil)
+	if got, _ := r.data("asset").(map[string]any); r.status != 200 || got["id"] != img["id"] || got["file_url"] != img["file_url"] ||
+		got["thumbnail_url"] != img["file_url"] {
+		t.Errorf("material = %d %s, want the picture with itself as thumbnail_url", r.status, r.raw)
+	}
+	for _, id := range []string{their["id"].(string), uuid.NewString(), "not-a-uuid"} {
+		if r = b.do("GET", "/api/materials/"+id, a, nil); r.status != 404 {
+			t.Errorf("material %s of someone else's or none = %d, want 404", id, r.status)
+		}
+	}
+
 	// Batch delete counts only the caller's live assets.
 	r = b.do("POST", "/api/materials/batch-delete", a, map[string]any{"ids": []string{img["id"].(string), aud["id"].(string), their["id"].(string)}})
 	if r.status != 200 || r.data("deletedCount") != float64(2) {
@@ -503,14 +517,41 @@ func testMaterials(t *testing.T, open func(*testing.T) store.Driver, blobs blob.
 	if n := rec.count(events.FrameAssetSync, "deleted"); n != 2 {
 		t.Errorf("asset:sync deleted frames = %d, want 2 (the assets actually deleted)", n)
 	}
-	if blobs == nil {
-		return
+	// A created frame carries the asset as a library shows it: type, URL, cover.
+	rec.mu.Lock()
+	found := false
+	for _, fr := range rec.got {
+		if fr.Type != events.FrameAssetSync || fr.Data["assetId"] != img["id"] || fr.Data["action"] != "created" {
+			continue
+		}
+		found = true
+		raw, _ := json.Marshal(fr.Data)
+		var got struct {
+			Asset map[string]any `json:"asset"`
+		}
+		if json.Unmarshal(raw, &got) != nil || got.Asset["id"] != img["id"] || got.Asset["file_type"] != "image" ||
+			got.Asset["file_url"] != img["file_url"] || got.Asset["thumbnail_url"] != img["file_url"] {
+			t.Errorf("asset:sync frame of the picture = %s, want the asset with its type, URL and cover", raw)
+		}
 	}
-	// In the object store: each upload under a key of its own (never the client's name), the
-	// soft-deleted file kept, only no longer served.
+	rec.mu.Unlock()
+	if !found {
+		t.Errorf("no asset:sync created frame for the picture")
+	}
+	// In the store: each upload under a key of its own (never the client's name); the deleted
+	// files' bytes gone, the other user's kept.
+	if blobs == nil {
+		blobs = blob.NewDir(dataDir)
+	}
 	for _, a := range []map[string]any{img, aud, their} {
 		key := fmt.Sprint(a["file_path"])
 		rc, size, err := blobs.Open(t.Context(), key)
+		if a["id"] != their["id"] {
+			if !errors.Is(err, blob.ErrNotFound) {
+				t.Errorf("object %s of deleted asset %v: %v, want not found", key, a["id"], err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Errorf("object %s of asset %v: %v", key, a["id"], err)
 			continue
@@ -519,6 +560,9 @@ func testMaterials(t *testing.T, open func(*testing.T) store.Driver, blobs blob.
 		if size != int64(a["file_size"].(float64)) || !strings.HasPrefix(key, "assets/") || strings.Contains(key, "passwd") {
 			t.Errorf("object %s: size %d, want %v and a key made by the host", key, size, a["file_size"])
 		}
+	}
+	if blobs.Kind() != "s3" {
+		return
 	}
 	if meta := img["metadata"].(map[string]any); meta["storage"] != "s3" {
 		t.Errorf("asset metadata = %v, want storage s3", meta)

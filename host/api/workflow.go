@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 
@@ -21,6 +22,7 @@ func (s *Server) workflowRoutes(r fiber.Router) {
 	r.Post("/workflow/resume/:runId", s.resumeRun)
 	r.Post("/workflow/retry/:runId", s.retryRun)
 	r.Get("/workflow/runs", s.listRuns)
+	r.Delete("/workflow/runs/:runId", s.deleteRun)
 	r.Get("/workflow/manifests", s.listManifests)
 	r.Post("/orchestrator/run", s.orchestratorRun)
 }
@@ -182,6 +184,11 @@ func (s *Server) runResult(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
+		live, err := s.liveOutputs(c, r, append([]json.RawMessage{r.Outputs}, trace...))
+		if err != nil {
+			return err
+		}
+		r.Outputs, trace = live[0], live[1:]
 		body["trace"] = trace
 		if r.Status == store.RunCompleted {
 			out := raw(r.Outputs)
@@ -214,6 +221,9 @@ func (s *Server) runTrace(c *fiber.Ctx) error {
 	}
 	trace, err := rs.Trace(s.ctx(c), r.ID)
 	if err != nil {
+		return err
+	}
+	if trace, err = s.liveOutputs(c, r, trace); err != nil {
 		return err
 	}
 	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "status": r.Status, "trace": trace})
@@ -287,9 +297,84 @@ func (s *Server) listRuns(c *fiber.Ctx) error {
 	}
 	items := make([]fiber.Map, 0, len(list))
 	for i := range list {
-		items = append(items, runView(&list[i]))
+		r := &list[i]
+		live, err := s.liveOutputs(c, r, []json.RawMessage{r.Outputs})
+		if err != nil {
+			return err
+		}
+		r.Outputs = live[0]
+		v := runView(r)
+		maps.Copy(v, runSummary(r))
+		items = append(items, v)
 	}
 	return listing(c, items, total, page, limit)
+}
+
+// liveOutputs is docs of run r without the files of its owner's that were deleted since (null in
+// their place): a run's answer never names a dead URL. Without the content service, docs as they are.
+func (s *Server) liveOutputs(c *fiber.Ctx, r *store.Run, docs []json.RawMessage) ([]json.RawMessage, error) {
+	if s.Content == nil {
+		return docs, nil
+	}
+	return s.Content.LiveOutputs(s.ctx(c), r.UserID, docs...)
+}
+
+// runSummary is what a library shows of a run: its title, its product's URL (the video, else the
+// picture, else the narration), the product's cover and length. Fields it lacks are null.
+func runSummary(r *store.Run) fiber.Map {
+	var out map[string]any
+	_ = json.Unmarshal(r.Outputs, &out) // no outputs (yet): an empty summary
+	assets, _ := out["assets"].(map[string]any)
+	pick := func(keys ...string) any {
+		for _, k := range keys {
+			for _, m := range []map[string]any{assets, out} {
+				if v, ok := m[k].(string); ok && v != "" {
+					return v
+				}
+			}
+		}
+		return nil
+	}
+	title := pick("title")
+	if title == nil {
+		var in map[string]any
+		_ = json.Unmarshal(r.Inputs, &in)
+		for _, k := range []string{"title", "topic", "prompt", "summary"} {
+			if v, ok := in[k].(string); ok && strings.TrimSpace(v) != "" {
+				title = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	sum := fiber.Map{"title": title, "product_url": pick("video_url", "image_url", "audio_url"),
+		"thumbnail_url": pick("thumbnail_url", "cover_url", "image_url"), "duration": nil}
+	if d, ok := out["duration"].(float64); ok && sum["product_url"] != nil {
+		sum["duration"] = d
+	}
+	return sum
+}
+
+// deleteRun deletes a finished run of the caller's with the files it made (404 for anyone else's,
+// 409 while it is pending, running or paused).
+func (s *Server) deleteRun(c *fiber.Ctx) error {
+	rs, r, err := s.loadRun(c)
+	if err != nil {
+		return err
+	}
+	if r.UserID != principal(c).UserID {
+		return errcode.New(errcode.NotFound, "Run not found") // an admin reads others' runs, deletes only their own
+	}
+	if s.Content == nil {
+		return errcode.New(errcode.Unknown, "The content service is not configured")
+	}
+	trace, err := rs.Trace(s.ctx(c), r.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.Content.DeleteRun(s.ctx(c), r, trace); err != nil {
+		return err
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "deleted": true})
 }
 
 func (s *Server) listManifests(c *fiber.Ctx) error {

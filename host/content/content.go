@@ -62,7 +62,9 @@ type Store interface {
 	GetAssetByPath(ctx context.Context, userID, filePath string) (*store.Asset, error)
 	ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error)
 	ListRunAssets(ctx context.Context, runID string) ([]store.Asset, error)
-	SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
+	DeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
+	LiveAssetPaths(ctx context.Context, userID string, paths []string) ([]string, error)
+	DeleteRun(ctx context.Context, id, userID string) error
 
 	// The strategy diagnosis saves its blueprint on the project, with SyncBlueprint's writes.
 	UpdateProject(ctx context.Context, p store.UpdateProjectParams) (*store.Project, error)
@@ -520,9 +522,16 @@ func assetEvent(a *store.Asset) events.Event {
 			"userId": a.UserID, "projectId": a.ProjectID, "taskId": a.SourceTaskID}}
 }
 
+// notifyAsset sends the asset:sync frame of a new asset: its id, and the asset as listings show it
+// (type, URL, cover), so a library can show it without asking.
 func (s *Service) notifyAsset(ctx context.Context, a *store.Asset, action string) {
-	s.notify.Notify(ctx, events.Frame{ProjectID: a.ProjectID, UserID: a.UserID, Type: events.FrameAssetSync,
-		Data: map[string]any{"assetId": a.ID, "action": action}})
+	data := map[string]any{"assetId": a.ID, "action": action}
+	if v, err := s.View(ctx, a); err == nil {
+		data["asset"] = v
+	} else {
+		s.log.Warn("content: asset:sync without the asset", "asset", a.ID, "err", err.Error())
+	}
+	s.notify.Notify(ctx, events.Frame{ProjectID: a.ProjectID, UserID: a.UserID, Type: events.FrameAssetSync, Data: data})
 }
 
 func tooLarge(limit int64) error {
@@ -691,18 +700,6 @@ func (s *Service) ParseLink(ctx context.Context, userID, projectID, link string)
 // ListAssets pages the caller's assets.
 func (s *Service) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error) {
 	return s.st.ListAssets(ctx, p)
-}
-
-// DeleteAssets soft-deletes the caller's assets among ids and returns how many were deleted.
-func (s *Service) DeleteAssets(ctx context.Context, userID string, ids []string) (int, error) {
-	deleted, err := s.st.SoftDeleteAssets(ctx, userID, ids)
-	if err != nil {
-		return 0, err
-	}
-	for _, id := range deleted {
-		s.notify.Notify(ctx, events.Frame{UserID: userID, Type: events.FrameAssetSync, Data: map[string]any{"assetId": id, "action": "deleted"}})
-	}
-	return len(deleted), nil
 }
 
 // storeErr is a failure of the blob store: EXTERNAL_SERVICE_ERROR (502) for an object store, whose

@@ -75,8 +75,10 @@ func (s *Service) RecordRunFiles(ctx context.Context, r *store.Run, result json.
 			errs = append(errs, fmt.Errorf("content: record %s: %w", a.FilePath, err))
 			continue
 		}
-		s.notifyAsset(ctx, a, "created")
 		out = append(out, *a)
+	}
+	for i := range out { // after all are recorded: a video's frame names its cover
+		s.notifyAsset(ctx, &out[i], "created")
 	}
 	return out, errors.Join(errs...)
 }

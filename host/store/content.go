@@ -161,8 +161,11 @@ type Content interface {
 	// ListRunAssets returns the assets a workflow run made (deleted ones too), oldest first.
 	ListRunAssets(ctx context.Context, runID string) ([]Asset, error)
 	ListAssets(ctx context.Context, p ListAssetsParams) ([]Asset, int, error)
-	// SoftDeleteAssets marks the live assets of userID among ids deleted and returns their ids.
-	SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
+	// DeleteAssets removes the rows of userID's assets among ids (rows an older version only
+	// marked deleted too) and returns the ids removed, each once; their bytes are the caller's.
+	DeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
+	// LiveAssetPaths returns which of paths (storage keys) a live asset of userID names, each once.
+	LiveAssetPaths(ctx context.Context, userID string, paths []string) ([]string, error)
 
 	Batches
 }

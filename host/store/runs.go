@@ -162,6 +162,10 @@ type Runs interface {
 	GetRun(ctx context.Context, id string) (*Run, error)
 	// ListRuns lists the runs of p.UserID, newest first, and the total matching.
 	ListRuns(ctx context.Context, p ListRunsParams) ([]Run, int, error)
+	// DeleteRun removes a finished run of userID (completed, failed or cancelled) with its trace
+	// steps, jobs and asset rows, in one transaction: ErrNotFound when userID has no run id,
+	// ErrStale when it is not finished. The files its assets name are the caller's to remove first.
+	DeleteRun(ctx context.Context, id, userID string) error
 	// CreateRunInQuota stores r like CreateRun when r.UserID created fewer than q.Limit runs at or
 	// after q.Since, else answers ErrQuotaExceeded and stores nothing; ErrNotFound when there is no
 	// such user. Counting and storing are one transaction that holds the user's row, so concurrent

@@ -301,8 +301,8 @@ func (db *DB) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store
 	return queryPage(ctx, db, assetCols, ` FROM assets WHERE `+cond, `created_at DESC, id DESC`, &a, p.Limit, p.Offset, scanAsset)
 }
 
-// SoftDeleteAssets implements store.Content.
-func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error) {
+// DeleteAssets implements store.Content.
+func (db *DB) DeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error) {
 	var deleted []string
 	err := db.WithTx(ctx, func(tx *DB) error {
 		deleted = []string{}
@@ -312,7 +312,7 @@ func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string)
 				continue
 			}
 			seen[id] = true
-			n, err := tx.Exec(ctx, `UPDATE assets SET is_deleted = TRUE WHERE id = $1 AND user_id = $2 AND is_deleted = FALSE`, id, userID)
+			n, err := tx.Exec(ctx, `DELETE FROM assets WHERE id = $1 AND user_id = $2`, id, userID)
 			if err != nil {
 				return err
 			}
@@ -323,6 +323,19 @@ func (db *DB) SoftDeleteAssets(ctx context.Context, userID string, ids []string)
 		return nil
 	})
 	return deleted, err
+}
+
+// LiveAssetPaths implements store.Content.
+func (db *DB) LiveAssetPaths(ctx context.Context, userID string, paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return []string{}, nil
+	}
+	var a Args
+	q := `SELECT DISTINCT file_path FROM assets WHERE user_id = ` + a.Add(userID) + ` AND is_deleted = FALSE AND ` + a.In("file_path", paths)
+	return queryAll(ctx, db, func(r Row) (*string, error) {
+		var p string
+		return &p, r.Scan(&p)
+	}, q, a.List...)
 }
 
 // CreateBatch implements store.Batches.

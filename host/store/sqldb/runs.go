@@ -69,6 +69,31 @@ func (db *DB) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run
 	return queryPage(ctx, db, runCols, ` FROM runs WHERE `+strings.Join(where, " AND "), `created_at DESC, run_id`, &a, limit, p.Offset, scanRun)
 }
 
+// DeleteRun implements store.Runs. The run's row is locked while its state is checked (on
+// PostgreSQL; SQLite's writers take turns), so a retry cannot restart it half deleted; its steps,
+// jobs and assets go before it (trace steps reference it).
+func (db *DB) DeleteRun(ctx context.Context, id, userID string) error {
+	return db.WithTx(ctx, func(tx *DB) error {
+		var owner, status string
+		if err := tx.QueryRow(ctx, `SELECT user_id, status FROM runs WHERE run_id = $1`+tx.rowLock(lockUpdate), id).Scan(&owner, &status); err != nil {
+			return err
+		}
+		switch {
+		case owner != userID:
+			return store.ErrNotFound
+		case status != store.RunCompleted && status != store.RunFailed && status != store.RunCancelled:
+			return store.ErrStale
+		}
+		for _, q := range []string{`DELETE FROM trace_steps WHERE run_id = $1`, `DELETE FROM jobs WHERE run_id = $1`,
+			`DELETE FROM assets WHERE source_run_id = $1`, `DELETE FROM runs WHERE run_id = $1`} {
+			if _, err := tx.Exec(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // CreateRunInQuota implements store.Runs. The user's row is the lock: on PostgreSQL, FOR NO KEY
 // UPDATE makes a second start by the user wait here until the first commits, and its count then
 // includes the first's run (READ COMMITTED reads afresh per statement); it still lets the key-share

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -224,12 +225,15 @@ func testAssets(t *testing.T, open Opener) {
 			}
 		})
 	}
-	del, err := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID, aud.ID, aud.ID, theirs.ID, uuid.NewString()})
+	del, err := d.DeleteAssets(ctx, me.ID, []string{img.ID, aud.ID, aud.ID, theirs.ID, uuid.NewString()})
 	if diff := cmp.Diff([]string{img.ID, aud.ID}, del); err != nil || diff != "" {
-		t.Errorf("SoftDeleteAssets = %v; want only the caller's, once each (-want +got):\n%s", err, diff)
+		t.Errorf("DeleteAssets = %v; want only the caller's, once each (-want +got):\n%s", err, diff)
 	}
-	if del, _ := d.SoftDeleteAssets(ctx, me.ID, []string{img.ID}); len(del) != 0 {
-		t.Errorf("SoftDeleteAssets(again) = %v, want none", del)
+	if del, _ := d.DeleteAssets(ctx, me.ID, []string{img.ID}); len(del) != 0 {
+		t.Errorf("DeleteAssets(again) = %v, want none", del)
+	}
+	if _, err := d.GetAsset(ctx, img.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAsset(deleted) = %v, want ErrNotFound: the row is gone", err)
 	}
 	if a, _ := d.GetAsset(ctx, theirs.ID); a == nil || a.IsDeleted {
 		t.Errorf("another user's asset was deleted: %+v", a)
@@ -261,11 +265,29 @@ func testAssets(t *testing.T, open Opener) {
 	if _, err := d.GetAssetByPath(ctx, other.ID, made[1].FilePath); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetAssetByPath(another user) = %v, want ErrNotFound", err)
 	}
-	if _, err := d.SoftDeleteAssets(ctx, me.ID, []string{made[1].ID}); err != nil {
+	// LiveAssetPaths: of the keys asked, those a live asset of the user names, each once.
+	twin := &store.Asset{ID: uuid.NewString(), UserID: me.ID, FilePath: made[0].FilePath, FileType: store.AssetAudio}
+	if err := d.CreateAsset(ctx, twin); err != nil {
+		t.Fatal(err)
+	}
+	live, err := d.LiveAssetPaths(ctx, me.ID, []string{made[0].FilePath, made[1].FilePath, "assets/" + me.ID + "/none.png"})
+	if diff := cmp.Diff([]string{made[0].FilePath, made[1].FilePath}, live, cmpopts.SortSlices(func(a, b string) bool { return a < b })); err != nil || diff != "" {
+		t.Errorf("LiveAssetPaths = %v (-want +got):\n%s", err, diff)
+	}
+	if live, err := d.LiveAssetPaths(ctx, other.ID, []string{made[0].FilePath}); err != nil || len(live) != 0 {
+		t.Errorf("LiveAssetPaths(another user) = %v, %v; want none", live, err)
+	}
+	if live, err := d.LiveAssetPaths(ctx, me.ID, nil); err != nil || len(live) != 0 {
+		t.Errorf("LiveAssetPaths(nothing) = %v, %v; want none", live, err)
+	}
+	if _, err := d.DeleteAssets(ctx, me.ID, []string{made[1].ID}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.GetAssetByPath(ctx, me.ID, made[1].FilePath); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetAssetByPath(deleted) = %v, want ErrNotFound", err)
+	}
+	if live, err := d.LiveAssetPaths(ctx, me.ID, []string{made[1].FilePath}); err != nil || len(live) != 0 {
+		t.Errorf("LiveAssetPaths(deleted) = %v, %v; want none", live, err)
 	}
 }
 

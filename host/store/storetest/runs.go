@@ -242,6 +242,74 @@ func testRunQuotaConcurrentStarts(t *testing.T, open Opener) {
 	}
 }
 
+// testDeleteRun: a finished run goes with its trace steps, jobs and assets, for its owner only; a
+// run still going is refused (ErrStale) and keeps everything; another run's rows stay.
+func testDeleteRun(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	me, other := NewUser(t, d, ""), NewUser(t, d, "")
+	mk := func(status string) *store.Run {
+		t.Helper()
+		r := newRun(t, d, me.ID, "voiceover_video")
+		if status != store.RunPending {
+			if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: status}); err != nil {
+				t.Fatalf("UpdateRun: %v", err)
+			}
+		}
+		if err := d.UpsertTraceStep(ctx, &store.TraceStep{RunID: r.ID, StepID: "render", Status: "completed", Step: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.CreateJob(ctx, &store.Job{ID: uuid.NewString(), RunID: r.ID, StepID: "render", Type: "videogen",
+			Request: json.RawMessage(`{}`), TimeoutAt: d.Now().Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.CreateAsset(ctx, &store.Asset{ID: uuid.NewString(), UserID: me.ID, FilePath: "assets/" + me.ID + "/video/" + r.ID + ".mp4",
+			FileType: store.AssetVideo, SourceRunID: r.ID}); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	kept := func(r *store.Run) (steps, jobs, assets int) {
+		t.Helper()
+		s, err1 := d.ListTraceSteps(ctx, r.ID)
+		j, err2 := d.ListRunJobs(ctx, r.ID)
+		a, err3 := d.ListRunAssets(ctx, r.ID)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		return len(s), len(j), len(a)
+	}
+	done, running, neighbour := mk(store.RunCompleted), mk(store.RunRunning), mk(store.RunFailed)
+
+	if err := d.DeleteRun(ctx, done.ID, other.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DeleteRun(another user's) = %v, want ErrNotFound", err)
+	}
+	if err := d.DeleteRun(ctx, uuid.NewString(), me.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DeleteRun(unknown) = %v, want ErrNotFound", err)
+	}
+	if err := d.DeleteRun(ctx, running.ID, me.ID); !errors.Is(err, store.ErrStale) {
+		t.Errorf("DeleteRun(running) = %v, want ErrStale", err)
+	}
+	if s, j, a := kept(running); s != 1 || j != 1 || a != 1 {
+		t.Errorf("a refused delete left %d steps, %d jobs, %d assets; want all", s, j, a)
+	}
+	if err := d.DeleteRun(ctx, done.ID, me.ID); err != nil {
+		t.Fatalf("DeleteRun: %v", err)
+	}
+	if _, err := d.GetRun(ctx, done.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRun(deleted) = %v, want ErrNotFound", err)
+	}
+	if s, j, a := kept(done); s+j+a != 0 {
+		t.Errorf("the deleted run left %d steps, %d jobs, %d assets", s, j, a)
+	}
+	if s, j, a := kept(neighbour); s != 1 || j != 1 || a != 1 {
+		t.Errorf("another run kept %d steps, %d jobs, %d assets; want all", s, j, a)
+	}
+	if err := d.DeleteRun(ctx, done.ID, me.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DeleteRun(again) = %v, want ErrNotFound", err)
+	}
+}
+
 func testJobs(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)

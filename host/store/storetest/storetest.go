@@ -38,6 +38,7 @@ var suites = []struct {
 	{"assets", testAssets},
 	{"batches", testBatches},
 	{"runs", testRuns},
+	{"delete_run", testDeleteRun},
 	{"run_quota_concurrent_starts", testRunQuotaConcurrentStarts},
 	{"runs_orphan_claim", testRunsOrphanClaim},
 	{"runs_take_back", testRunsTakeBack},
