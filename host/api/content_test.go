@@ -529,8 +529,10 @@ func testMaterials(t *testing.T, open func(*testing.T) store.Driver, blobs blob.
 		var got struct {
 			Asset map[string]any `json:"asset"`
 		}
+		// The hub signs a frame's URLs as it sends it; the notifier gets the plain ones.
+		plain := fileurl.Unsigned(img["file_url"].(string))
 		if json.Unmarshal(raw, &got) != nil || got.Asset["id"] != img["id"] || got.Asset["file_type"] != "image" ||
-			got.Asset["file_url"] != img["file_url"] || got.Asset["thumbnail_url"] != img["file_url"] {
+			got.Asset["file_url"] != plain || got.Asset["thumbnail_url"] != plain {
 			t.Errorf("asset:sync frame of the picture = %s, want the asset with its type, URL and cover", raw)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/blob"
 	"github.com/reelforge/reelforge/host/blob/blobtest"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/store"
 )
 
@@ -59,13 +60,7 @@ func TestLibrary(t *testing.T) {
 
 func testLibrary(t *testing.T, hh *hostHarness, bucket blob.Store) {
 	ctx := context.Background()
-	_, body, _, raw := hh.call("POST", "/api/workflow/start", map[string]any{"workflow": "voiceover_video",
-		"inputs": map[string]any{"topic": "tide pools at dawn", "duration": 6}})
-	runID, _ := body["run_id"].(string)
-	if runID == "" {
-		t.Fatalf("start = %s", raw)
-	}
-	hh.runOf("voiceover_video", body)
+	runID := hh.completedRun(map[string]any{"workflow": "voiceover_video", "inputs": map[string]any{"topic": "tide pools at dawn", "duration": 6}})
 	_, res, _, raw := hh.call("GET", "/api/workflow/result/"+runID, nil)
 	outputs, _ := res["outputs"].(map[string]any)
 	files, _ := outputs["assets"].(map[string]any)
@@ -97,8 +92,9 @@ func testLibrary(t *testing.T, hh *hostHarness, bucket blob.Store) {
 		one["data"].(map[string]any)["asset"].(map[string]any)["thumbnail_url"] != cover {
 		t.Errorf("GET material = %d %s", status, raw)
 	}
+	// Bob, with his own token, finds none of it (a signed URL is a shared link: it works for anyone).
 	bob := hh.as(t, "bob")
-	for _, p := range []string{"/api/materials/" + vid, video, "/api/workflow/result/" + runID} {
+	for _, p := range []string{"/api/materials/" + vid, fileurl.Unsigned(video), "/api/workflow/result/" + runID} {
 		if status, _, _, _ := bob.call("GET", p, nil); status != 404 {
 			t.Errorf("bob GET %s = %d, want 404", p, status)
 		}
@@ -112,7 +108,7 @@ func testLibrary(t *testing.T, hh *hostHarness, bucket blob.Store) {
 	}
 	var coverAsset store.Asset
 	for _, a := range assets {
-		if a.FileURL == cover {
+		if a.FileURL == fileurl.Unsigned(cover) {
 			coverAsset = a
 		}
 	}
@@ -121,8 +117,12 @@ func testLibrary(t *testing.T, hh *hostHarness, bucket blob.Store) {
 		t.Fatalf("batch-delete the cover = %d %s", status, raw)
 	}
 	hh.gone(t, bucket, coverAsset.FilePath, cover)
+	shared := map[string]string{} // the signed URLs of the run's files, as handed out before the delete
+	for k, v := range files {
+		shared[k] = v.(string)
+	}
 	_, res, _, raw = hh.call("GET", "/api/workflow/result/"+runID, nil)
-	if strings.Contains(string(raw), strings.TrimPrefix(coverAsset.FilePath, "assets/")) {
+	if coverAsset.ID == "" || strings.Contains(string(raw), strings.TrimPrefix(coverAsset.FilePath, "assets/")) {
 		t.Errorf("the result still names the deleted cover: %s", raw)
 	}
 	if a := res["outputs"].(map[string]any)["assets"].(map[string]any); a["video_url"] != video || a["thumbnail_url"] != nil {
@@ -155,6 +155,12 @@ func testLibrary(t *testing.T, hh *hostHarness, bucket blob.Store) {
 	for _, a := range assets {
 		hh.gone(t, bucket, a.FilePath, a.FileURL)
 	}
+	for k, u := range shared {
+		if !strings.Contains(u, "signature=") {
+			t.Errorf("%s = %s, want a signed URL", k, u)
+		}
+		hh.gone(t, bucket, fileurl.KeyOf(u), u)
+	}
 	if left, err := hh.h.Store.ListRunAssets(ctx, runID); err != nil || len(left) != 0 {
 		t.Errorf("run assets after the delete = %d, %v", len(left), err)
 	}
@@ -168,12 +174,18 @@ func testLibrary(t *testing.T, hh *hostHarness, bucket blob.Store) {
 	}
 }
 
-// gone checks that a file's URL answers 404 and that its bytes are in neither the store nor the
-// data folder.
+// gone checks that a file's URL answers 404 (to its owner, and signed, to a visitor) and that
+// its bytes are in neither the store nor the data folder.
 func (hh *hostHarness) gone(t *testing.T, bucket blob.Store, key, url string) {
 	t.Helper()
-	if status, _, _, _ := hh.call("GET", url, nil); status != 404 {
-		t.Errorf("GET %s of a deleted file = %d, want 404", url, status)
+	visitor := &hostHarness{t: t, h: hh.h}
+	for who, c := range map[string]*hostHarness{"owner": hh, "visitor": visitor} {
+		if c == visitor && !strings.Contains(url, "signature=") {
+			continue
+		}
+		if status, _, _, raw := c.call("GET", url, nil); status != 404 && status != 410 {
+			t.Errorf("%s GET %s of a deleted file = %d %s, want 404 or 410", who, url, status, raw)
+		}
 	}
 	if _, err := bucket.Size(context.Background(), key); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("%s in the %s store: %v, want gone", key, bucket.Kind(), err)

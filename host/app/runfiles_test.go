@@ -135,7 +135,9 @@ func (hh *hostHarness) call(method, path string, body any) (int, map[string]any,
 	}
 	req := httptest.NewRequest(method, path, rd)
 	req.Header.Set("Content-Type", ctype)
-	req.Header.Set("Authorization", "Bearer "+hh.token)
+	if hh.token != "" { // none: a visitor with a shared link
+		req.Header.Set("Authorization", "Bearer "+hh.token)
+	}
 	res, err := hh.h.Server.App().Test(req, -1)
 	if err != nil {
 		hh.t.Fatal(err)
@@ -221,6 +223,17 @@ func TestRunFilesOnEveryStartPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// completedRun starts a run (a POST /api/workflow/start body) and waits for it to complete.
+func (hh *hostHarness) completedRun(start map[string]any) string {
+	hh.t.Helper()
+	_, body, _, raw := hh.call("POST", "/api/workflow/start", start)
+	if id, _ := body["run_id"].(string); id == "" {
+		hh.t.Fatalf("start = %s", raw)
+	}
+	runID, _ := hh.runOf(fmt.Sprint(start["workflow"]), body)
+	return runID
 }
 
 // runOf waits for the run a start path made to complete and returns its id (and its task's).
@@ -407,13 +420,8 @@ func TestRenderUsesProjectMaterial(t *testing.T) {
 					t.Fatalf("upload = %d %s", status, raw)
 				}
 			}
-			_, body, _, raw := hh.call("POST", "/api/workflow/start", map[string]any{"workflow": "voiceover_video", "project_id": pid,
+			runID := hh.completedRun(map[string]any{"workflow": "voiceover_video", "project_id": pid,
 				"inputs": map[string]any{"topic": "the harbour at dawn", "duration": 8}})
-			runID, _ := body["run_id"].(string)
-			if runID == "" {
-				t.Fatalf("start = %s", raw)
-			}
-			hh.runOf("voiceover_video", body)
 			_, res, _, raw := hh.call("GET", "/api/workflow/result/"+runID, nil)
 			render, _ := res["outputs"].(map[string]any)["render"].(map[string]any)
 			if render == nil || render["images"] != 2.0 || render["video_url"] == nil {

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/reelforge/reelforge/host/blob"
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -30,9 +30,6 @@ type AssetView struct {
 	store.Asset
 	ThumbnailURL string `json:"thumbnail_url,omitempty"`
 }
-
-// FileURL is the URL the host hands out for the file under a storage key.
-func FileURL(key string) string { return URLOfKey(key) }
 
 // Views shows assets of userID, each with its cover when that is still there.
 func (s *Service) Views(ctx context.Context, userID string, assets []store.Asset) ([]AssetView, error) {
@@ -53,7 +50,7 @@ func (s *Service) Views(ctx context.Context, userID string, assets []store.Asset
 		case a.FileType == store.AssetImage:
 			out[i].ThumbnailURL = a.FileURL
 		case k != "" && slices.Contains(live, k):
-			out[i].ThumbnailURL = FileURL(k)
+			out[i].ThumbnailURL = fileurl.OfKey(k)
 		}
 	}
 	return out, nil
@@ -164,14 +161,10 @@ func (s *Service) DeleteRun(ctx context.Context, r *store.Run, jobResults []json
 
 // ownKey is the storage key a reference of a result names when it is a file of userID's ("").
 func (s *Service) ownKey(userID, ref string) string {
-	k := KeyOfURL(ref)
-	if k == "" && strings.HasPrefix(ref, "assets/") && blob.ValidKey(ref) {
-		k = ref
+	if k := storageKey(ref); k != "" && keyOwner(k) == userID {
+		return k
 	}
-	if parts := strings.SplitN(k, "/", 3); len(parts) < 3 || parts[1] != userID {
-		return ""
-	}
-	return k
+	return ""
 }
 
 // removeBytes removes a stored file: from the blob store, and the copy a local generator wrote

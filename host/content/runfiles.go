@@ -83,6 +83,26 @@ func (s *Service) RecordRunFiles(ctx context.Context, r *store.Run, result json.
 	return out, errors.Join(errs...)
 }
 
+// storageKey is the key of the stored file a result's reference names: a file URL of the host, or
+// the key itself ("assets/..."); "" for anything else.
+func storageKey(ref string) string {
+	if k := fileurl.KeyOf(ref); k != "" {
+		return k
+	}
+	if strings.HasPrefix(ref, "assets/") && blob.ValidKey(ref) {
+		return ref
+	}
+	return ""
+}
+
+// keyOwner is the user whose folder a key "assets/<user>/..." is in.
+func keyOwner(key string) string {
+	if parts := strings.SplitN(key, "/", 3); len(parts) == 3 {
+		return parts[1]
+	}
+	return ""
+}
+
 // postFiles are the result keys of what a video comes with for a post (plugins/generators).
 var postFiles = []string{"thumbnail_url", "captions_vtt_url", "captions_srt_url"}
 
@@ -157,14 +177,11 @@ func (s *Service) runAsset(ctx context.Context, r *store.Run, ref fileRef) (*sto
 		a.Metadata, _ = json.Marshal(meta)
 		return a, nil
 	}
-	key := fileurl.KeyOf(ref.value)
-	if key == "" && blob.ValidKey(ref.value) && strings.HasPrefix(ref.value, "assets/") {
-		key = ref.value
-	}
+	key := storageKey(ref.value)
 	if key == "" {
 		return nil, nil // a path no route serves: not a file of the run's
 	}
-	if owner := strings.SplitN(key, "/", 3); len(owner) < 3 || owner[1] != r.UserID {
+	if keyOwner(key) != r.UserID {
 		s.log.Warn("content: a run named another user's file; not recorded", "run_id", r.ID, "key", key)
 		return nil, nil
 	}
