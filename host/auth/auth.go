@@ -212,7 +212,8 @@ func (s *Service) Verify(token string) (*Principal, error) {
 	// at most 10 ms) needs it; without it each request cost a third more CPU in the same run. The
 	// rule it imposes: an access token, once verified, is good until it expires in this process
 	// (DECISIONS.md gives access tokens no early revocation); whatever comes to revoke one, or to
-	// change the secret without a restart, must clear s.verified.
+	// change the secret without a restart, must clear s.verified. The account behind a token (its
+	// role, whether it still exists) is not part of this: VerifyAccount reads it apart.
 	if p, ok := s.verified.get(token, s.now()); ok {
 		return p, nil
 	}
@@ -300,7 +301,7 @@ func (a *accountStates) put(userID, role string, exp time.Time) {
 // repeated requests skip the HMAC and the claims' JSON (a tenth of a small authenticated GET).
 // The key is the whole token, signature included: only the exact bytes that passed are let
 // through. Access tokens have no early revocation (DECISIONS.md), so remembering one changes
-// nothing a client can see.
+// nothing a client can see; a changed role or a deleted account is VerifyAccount's (accountStates).
 type verifiedTokens struct {
 	mu sync.RWMutex
 	m  map[string]verifiedToken
