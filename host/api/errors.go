@@ -3,8 +3,11 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -36,7 +39,9 @@ type errorBody struct {
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	e := toCoded(err)
 	status := e.HTTPStatus()
-	if status >= 500 || e.Code == errcode.Unknown {
+	if f := store.FaultOf(err); f != nil && (e.Code == errcode.ResourceExhausted || e.Code == errcode.StorageFull) {
+		s.faults.note(s.Log, f, c.Path())
+	} else if status >= 500 || e.Code == errcode.Unknown {
 		s.Log.Error("request failed", "request_id", requestID(c), "method", c.Method(), "path", c.Path(),
 			"code", e.Code, "err", err.Error())
 	}
@@ -52,6 +57,36 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 // later in place of another (the replay of a credential's Idempotency-Key).
 func errorBytes(e *errcode.Error) ([]byte, error) {
 	return json.Marshal(envelope{Error: errorBody{Code: e.Code, Errno: e.Code.Errno(), Message: e.Message(), Details: e.Details}})
+}
+
+// faultLog rations the log of answers the database's state caused: while it is down every request
+// answers 503, and a line each would bury the log (and fill a full disk further). One line at most
+// every faultLogEvery, with how many answers it stands for.
+type faultLog struct {
+	mu   sync.Mutex
+	last time.Time
+	n    int
+}
+
+const faultLogEvery = 10 * time.Second
+
+func (l *faultLog) note(log *slog.Logger, f *store.Fault, path string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	if time.Since(l.last) < faultLogEvery {
+		return
+	}
+	log.Warn("requests answered while the database cannot serve", "cause", f.Cause, "requests", l.n, "path", path, "err", f.Error())
+	l.n, l.last = 0, time.Now()
+}
+
+// latchFaults gives each request a store.WithFaultLatch context: once one of its database calls
+// met a Fault (a silent or unreachable server), its further calls fail at once, so the request
+// answers within one deadline rather than one per call.
+func latchFaults(c *fiber.Ctx) error {
+	c.SetUserContext(store.WithFaultLatch(c.UserContext()))
+	return c.Next()
 }
 
 // toCoded turns any error into a catalogued one; Fiber's own errors keep their meaning.

@@ -103,6 +103,7 @@ type Server struct {
 	routes, groups map[string]bool
 	wsMu           sync.Mutex
 	wsConns        map[string]int // open WebSocket connections per user
+	faults         faultLog       // errors.go
 }
 
 // App builds the Fiber application with every route.
@@ -137,7 +138,7 @@ func (s *Server) App() *fiber.App {
 	if s.FileURLs == nil {
 		s.FileURLs = fileurl.New(s.Config.JWTSecret, s.Config.FileURLTTL)
 	}
-	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests, s.limitBodies)
+	app.Use(s.requestHeaders, s.recoverPanics, s.logRequests, s.countRequests, s.limitBodies, latchFaults)
 	if len(s.Config.CORSAllowOrigins) > 0 {
 		// Before every route and group, so a preflight is answered without a token.
 		app.Use(s.cors())

@@ -87,8 +87,19 @@ type Host struct {
 	Scheduler *scheduler.Scheduler
 }
 
-// New opens the store and builds the services.
+// New opens the store and builds the services; a database that cannot serve fails it.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, error) {
+	return build(ctx, cfg, log, false)
+}
+
+// NewWaiting is New for `reelforge serve`: while the database cannot serve (down, out of
+// connections, its disk full), it waits for it with back-off, answering on PORT meanwhile
+// (openStoreWaiting), and comes up when the database does.
+func NewWaiting(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, error) {
+	return build(ctx, cfg, log, true)
+}
+
+func build(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool) (*Host, error) {
 	if err := cfg.EnsureJWTSecret(); err != nil {
 		return nil, err
 	}
@@ -99,7 +110,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, erro
 	if err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, cfg, log)
+	var st store.Driver
+	if wait {
+		st, err = openStoreWaiting(ctx, cfg, log)
+	} else {
+		st, err = OpenStore(ctx, cfg, log)
+	}
 	if err != nil {
 		return nil, err
 	}

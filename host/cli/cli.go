@@ -132,7 +132,7 @@ func (e *env) serve(ctx context.Context) error {
 	if gc, limit := app.TuneGC(); gc != 0 || limit != 0 {
 		e.log.Info("garbage collector", "gogc", gc, "memory_limit_bytes", limit)
 	}
-	h, err := app.New(ctx, e.cfg, e.log)
+	h, err := app.NewWaiting(ctx, e.cfg, e.log)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -83,4 +84,49 @@ func CallTimeout(ctx context.Context, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// faultLatch remembers the first Fault of the calls made under one context (a request).
+type faultLatch struct {
+	mu    sync.Mutex
+	fault *Fault
+	until time.Time
+}
+
+type faultLatchKey struct{}
+
+// WithFaultLatch returns a context whose database calls stop waiting once one of them met a
+// Fault: for the next hold, each further call fails at once with that Fault. A request that
+// found its database silent answers 503 after one deadline, not after one per call it would
+// have made (its clean-up writes included); hold bounds it, so work that outlives the request
+// with its context is not failed beyond it.
+func WithFaultLatch(ctx context.Context) context.Context {
+	return context.WithValue(ctx, faultLatchKey{}, &faultLatch{})
+}
+
+// LatchedFault is the Fault ctx's latch holds, if it holds one still.
+func LatchedFault(ctx context.Context) *Fault {
+	l, ok := ctx.Value(faultLatchKey{}).(*faultLatch)
+	if !ok {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fault == nil || time.Now().After(l.until) {
+		return nil
+	}
+	return l.fault
+}
+
+// LatchFault records f in ctx's latch (if it has one) for hold.
+func LatchFault(ctx context.Context, f *Fault, hold time.Duration) {
+	l, ok := ctx.Value(faultLatchKey{}).(*faultLatch)
+	if !ok || f == nil || hold <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fault == nil || time.Now().After(l.until) {
+		l.fault, l.until = f, time.Now().Add(hold)
+	}
 }

@@ -101,6 +101,9 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *DB) error) (err error) {
 	if db.begin == nil {
 		return fn(db)
 	}
+	if err := latched(ctx); err != nil {
+		return err
+	}
 	tx, err := db.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", db.D.MapError(err))
@@ -135,6 +138,9 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *DB) error) (err error) {
 
 // Exec runs a statement and returns the rows it affected.
 func (db *DB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	if err := latched(ctx); err != nil {
+		return 0, err
+	}
 	bctx, cancel := db.bound(ctx)
 	n, err := db.conn.Exec(bctx, q, args...)
 	cancel()
@@ -149,6 +155,9 @@ func (db *DB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 
 // Query runs a query.
 func (db *DB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	if err := latched(ctx); err != nil {
+		return nil, err
+	}
 	bctx, cancel := db.bound(ctx)
 	rows, err := db.conn.Query(bctx, q, args...)
 	if err != nil {
@@ -160,9 +169,17 @@ func (db *DB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
 
 // QueryRow runs a single-row query; Scan returns store.ErrNotFound when there is no row.
 func (db *DB) QueryRow(ctx context.Context, q string, args ...any) Row {
+	if err := latched(ctx); err != nil {
+		return errRow{err}
+	}
 	bctx, cancel := db.bound(ctx)
 	return mappedRow{r: db.conn.QueryRow(bctx, q, args...), db: db, ctx: ctx, bctx: bctx, cancel: cancel}
 }
+
+// errRow is a row whose query was not run.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // mappedRow maps its Scan's error and ends the call's deadline.
 type mappedRow struct {

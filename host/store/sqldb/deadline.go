@@ -43,15 +43,32 @@ func (db *DB) fail(ctx, bctx context.Context, err error) error {
 	} else {
 		err = db.D.MapError(err)
 	}
-	if f := store.FaultOf(err); f != nil && f.Cause == store.CauseFull && db.faults != nil {
-		db.faults.full.Store(f)
+	if f := store.FaultOf(err); f != nil {
+		if f.Cause == store.CauseFull && db.faults != nil {
+			db.faults.full.Store(f)
+		}
+		if f.Cause != store.CauseBusy {
+			store.LatchFault(ctx, f, db.timeout)
+		}
 	}
 	return err
+}
+
+// latched is the Fault an earlier call under ctx met (store.WithFaultLatch), for the calls that
+// would wait for the same silent database again.
+func latched(ctx context.Context) error {
+	if f := store.LatchedFault(ctx); f != nil {
+		return f
+	}
+	return nil
 }
 
 // Bounded runs fn, a call of the driver's own (a pool's Begin, a batch), under the store's
 // deadline, mapping its error as DB's calls are.
 func (db *DB) Bounded(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := latched(ctx); err != nil {
+		return err
+	}
 	bctx, cancel := db.bound(ctx)
 	defer cancel()
 	return db.fail(ctx, bctx, fn(bctx))
