@@ -1,6 +1,8 @@
 // Package pgcluster starts a PostgreSQL cluster of a test's own, for tests that break the
 // database: initdb on a temporary folder, a port of its own, fsync off, and the faults an operator
-// meets (the server killed, paused, restarted, out of connections). The shared server of the
+// meets (the server killed, paused, restarted, out of connections). fsync is off (a killed
+// process loses nothing the kernel holds), synchronous_commit is not: a commit acknowledged
+// before a Kill survives it, as on a real server. The shared server of the
 // other tests is never touched. It is for tests only: every function takes the test's testing.TB.
 //
 // The postmaster and every backend it forks get each signal: Kill (SIGKILL), Pause and Resume
@@ -111,9 +113,15 @@ func (c *Cluster) CreateDB(t testing.TB, name string) string {
 // Exec runs one statement on the postgres database, as the superuser.
 func (c *Cluster) Exec(t testing.TB, sql string) {
 	t.Helper()
+	c.ExecDB(t, "postgres", sql)
+}
+
+// ExecDB runs one statement on database db, as the superuser.
+func (c *Cluster) ExecDB(t testing.TB, db, sql string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	conn, err := pgx.Connect(ctx, c.URL(db))
 	if err != nil {
 		t.Fatalf("pgcluster: connect: %v", err)
 	}
@@ -129,8 +137,7 @@ func (c *Cluster) Restart(t testing.TB) {
 	t.Helper()
 	c.stop()
 	args := []string{"-D", c.Dir, "-p", strconv.Itoa(c.Port), "-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off"}
+		"-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "full_page_writes=off"}
 	if c.opts.MaxConnections > 0 {
 		args = append(args, "-c", "max_connections="+strconv.Itoa(c.opts.MaxConnections),
 			"-c", "superuser_reserved_connections=0")

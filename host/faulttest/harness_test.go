@@ -1,0 +1,569 @@
+package faulttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dbTimeout is the hosts' DB_TIMEOUT_MS; answerBound how long any answer may take during a fault:
+// the deadline, the driver's second to give up on a silent server, and a margin for a loaded
+// machine. A host that waits out the fault instead (a 10 s pause) exceeds it.
+const (
+	dbTimeout   = 2 * time.Second
+	answerBound = dbTimeout + 3*time.Second
+	// settleBound is how long acknowledged work may take to end after the fault before it counts
+	// as stuck.
+	settleBound = 3 * time.Minute
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+	binDir    string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "faulttest-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build builds the host once for the package's tests.
+func build(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		builtBin = filepath.Join(binDir, "reelforge")
+		cmd := exec.Command("go", "build", "-o", builtBin, "../../host")
+		cmd.Env = append(os.Environ(), "GOFLAGS=-tags=sqlite_fts5")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, b)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// host is one host process.
+type host struct {
+	name, bin, dataDir string
+	port               int
+	env                []string
+	proc               *exec.Cmd
+	log                *os.File
+	token              string
+}
+
+// startHost starts a host on dbURL ("" for SQLite in its DATA_DIR); extra are more environment
+// settings (they win). It does not wait for it: see waitHealth.
+func startHost(t *testing.T, name, dbURL string, extra ...string) *host {
+	t.Helper()
+	h := &host{name: name, bin: build(t), dataDir: t.TempDir(), port: freePort(t)}
+	h.env = append(os.Environ(), "PORT="+strconv.Itoa(h.port), "DATA_DIR="+h.dataDir, "DATABASE_URL="+dbURL,
+		"PLUGINS_ENABLED=false", "MANIFEST_DIR=../../manifests", "LOG_FORMAT=text", "LEASE_MS=3000",
+		"RATE_LIMIT_PER_MINUTE=1000000", "DB_TIMEOUT_MS="+strconv.Itoa(int(dbTimeout.Milliseconds())), "DB_POOL_MAX=4",
+		"JWT_SECRET=fault-test-jwt-secret-fault-test-jwt-secret", "CALLBACK_SECRET=fault-test-callback-secret-0123456789")
+	h.env = append(h.env, extra...)
+	log, err := os.Create(filepath.Join(h.dataDir, "host.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.log = log
+	t.Cleanup(func() {
+		h.stop()
+		log.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("%s log (last 4 KB):\n%s", h.name, b[max(0, len(b)-4096):])
+		}
+	})
+	h.start(t)
+	return h
+}
+
+func (h *host) start(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(h.bin)
+	cmd.Env = h.env
+	cmd.Stdout, cmd.Stderr = h.log, h.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h.proc = cmd
+}
+
+func (h *host) stop() {
+	if h.proc != nil {
+		_ = h.proc.Process.Signal(syscall.SIGTERM)
+		_ = h.proc.Wait()
+		h.proc = nil
+	}
+}
+
+// waitHealth waits until /health answers want, and returns its body.
+func (h *host) waitHealth(t *testing.T, want int, within time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var body map[string]any
+		st, _ := h.call("GET", "/health", nil, &body)
+		if st == want {
+			return body
+		}
+		if h.proc != nil && h.proc.ProcessState != nil {
+			t.Fatalf("%s exited", h.name)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: /health did not answer %d within %s (last %d %v)", h.name, want, within, st, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// call sends a JSON request with the host's token and decodes the answer into out: the status (0
+// when there was no answer) and how long the answer took.
+func (h *host) call(method, path string, body, out any) (int, time.Duration) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, fmt.Sprintf("http://127.0.0.1:%d%s", h.port, path), rd)
+	req.Header.Set("Content-Type", "application/json")
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	start := time.Now()
+	res, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	took := time.Since(start)
+	if err != nil {
+		return 0, took
+	}
+	defer res.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(res.Body).Decode(out)
+	}
+	return res.StatusCode, took
+}
+
+// login registers (first host) or logs in the test's user, and keeps its token.
+func (h *host) login(t *testing.T, email string, register bool) {
+	t.Helper()
+	var out struct {
+		Data struct{ Token string } `json:"data"`
+	}
+	path, want := "/api/auth/login", 200
+	if register {
+		path, want = "/api/auth/register", 201
+	}
+	if st, _ := h.call("POST", path, map[string]any{"email": email, "password": "fault-test-password", "username": "fault"}, &out); st != want {
+		t.Fatalf("%s %s: %d", h.name, path, st)
+	}
+	h.token = out.Data.Token
+}
+
+// logLines counts the lines of the host's log so far, but for the access log's (one a request,
+// whatever the database does).
+func (h *host) logLines() int {
+	b, _ := os.ReadFile(h.log.Name())
+	return bytes.Count(b, []byte("\n")) - bytes.Count(b, []byte(" msg=request "))
+}
+
+// cpu is the CPU time the host process has used so far.
+func (h *host) cpu() time.Duration {
+	if h.proc == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.proc.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// model is an OpenAI-compatible chat server that records each call: the run it serves (the run's
+// tag, which the load puts in each run's topic), a digest of the request, and when it began and
+// ended. Each call takes a little while, so that two executions of one run at the same time
+// overlap in its record.
+type model struct {
+	url   string
+	mu    sync.Mutex
+	calls []modelCall
+}
+
+type modelCall struct {
+	tag, digest string
+	start, end  time.Time
+}
+
+var runTag = regexp.MustCompile(`ftag-[0-9a-f]{16}`)
+
+func newModel(t *testing.T) *model {
+	m := &model{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		body, _ := io.ReadAll(req.Body)
+		time.Sleep(150 * time.Millisecond) // a model takes a while
+		sum := sha256.Sum256(body)
+		m.mu.Lock()
+		m.calls = append(m.calls, modelCall{tag: runTag.FindString(string(body)), digest: hex.EncodeToString(sum[:8]), start: start, end: time.Now()})
+		m.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(req.URL.Path, "/embeddings") {
+			http.Error(w, `{"error":{"message":"no embeddings here"}}`, http.StatusNotFound)
+			return
+		}
+		plan := `{"posts":[{"day":1,"title":"Quokka lanterns","hook":"Why do quokkas carry lanterns?"}]}`
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-fault", "object": "chat.completion", "model": "fault",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": plan}}}})
+	}))
+	t.Cleanup(srv.Close)
+	m.url = srv.URL
+	return m
+}
+
+// executions counts, over the calls for the given run tags: calls made again with the same request
+// (duplicated) and calls of one run that ran at the same time (overlapping: two executions).
+func (m *model) executions(tags map[string]bool) (calls, duplicated, overlapping int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	byTag := map[string][]modelCall{}
+	for _, c := range m.calls {
+		if tags[c.tag] {
+			byTag[c.tag] = append(byTag[c.tag], c)
+		}
+	}
+	for _, cs := range byTag {
+		calls += len(cs)
+		seen := map[string]bool{}
+		sort.Slice(cs, func(i, j int) bool { return cs[i].start.Before(cs[j].start) })
+		for i, c := range cs {
+			if seen[c.digest] {
+				duplicated++
+			}
+			seen[c.digest] = true
+			if i > 0 && c.start.Before(cs[i-1].end) {
+				overlapping++
+			}
+		}
+	}
+	return calls, duplicated, overlapping
+}
+
+// receiver takes event deliveries and counts them by id.
+type receiver struct {
+	url  string
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{seen: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		id := req.Header.Get("X-Event-Id")
+		r.mu.Lock()
+		r.seen[id]++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
+}
+
+// repeats is how many events came, and how many more than once (at least once allows it; it is
+// reported, not failed).
+func (r *receiver) counts() (events, repeats int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.seen {
+		events++
+		repeats += n - 1
+	}
+	return events, repeats
+}
+
+// answers records what clients saw: each answer's status and time.
+type answers struct {
+	mu       sync.Mutex
+	byStatus map[int]int
+	slowest  time.Duration
+	late     map[string]int // answers slower than answerBound, by request
+	bad      map[string]int
+}
+
+func newAnswers() *answers {
+	return &answers{byStatus: map[int]int{}, bad: map[string]int{}, late: map[string]int{}}
+}
+
+func (a *answers) add(what string, status int, took time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.byStatus[status]++
+	a.slowest = max(a.slowest, took)
+	if took > answerBound {
+		a.late[fmt.Sprintf("%s %d in %s", what, status, took.Round(10*time.Millisecond))]++
+	}
+	// Success, or the database's state in the contract; anything else (500, no answer) is bad.
+	if status != 200 && status != 201 && status != 503 && status != 507 {
+		a.bad[fmt.Sprintf("%s %d", what, status)]++
+	}
+}
+
+func (a *answers) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return fmt.Sprintf("statuses %v, slowest %s, late %v, bad %v", a.byStatus, a.slowest.Round(time.Millisecond), a.late, a.bad)
+}
+
+// work is what a load sent and the hosts acknowledged.
+type work struct {
+	mu     sync.Mutex
+	runs   map[string]string // run id -> its tag
+	docs   map[string]bool   // acknowledged document ids
+	stop   func()
+	during *answers // answers while a fault lasts (between mark and unmark)
+	fault  bool
+}
+
+func (w *work) record(what string, st int, took time.Duration) {
+	w.mu.Lock()
+	during := w.fault
+	w.mu.Unlock()
+	if during {
+		w.during.add(what, st, took)
+	}
+}
+
+// load starts runs and ingests on each host until stopped; their events go to the receiver.
+func load(hosts []*host) *work {
+	w := &work{runs: map[string]string{}, docs: map[string]bool{}, during: newAnswers()}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	w.stop = func() { cancel(); wg.Wait() }
+	for _, h := range hosts {
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					tag := fmt.Sprintf("ftag-%016x", rand.Uint64())
+					var out struct {
+						RunID string `json:"run_id"`
+					}
+					st, took := h.call("POST", "/api/workflow/start", map[string]any{"workflow": "content_plan_workflow",
+						"inputs": map[string]any{"topic": "quokka lanterns " + tag}}, &out)
+					w.record("start run", st, took)
+					if (st == 200 || st == 201) && out.RunID != "" {
+						w.mu.Lock()
+						w.runs[out.RunID] = tag
+						w.mu.Unlock()
+					}
+					st, took = h.call("GET", "/api/projects", nil, nil)
+					w.record("list projects", st, took)
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ctx.Err() == nil; n++ {
+				text := strings.Repeat(fmt.Sprintf("Host %d document %d speaks of quokka lanterns at dusk. ", h.port, n), 50)
+				var out struct {
+					Data struct {
+						Document struct{ ID string } `json:"document"`
+					} `json:"data"`
+				}
+				st, took := h.call("POST", "/api/knowledge/text", map[string]any{"text": text, "source_name": "fault"}, &out)
+				w.record("ingest", st, took)
+				if (st == 200 || st == 201) && out.Data.Document.ID != "" {
+					w.mu.Lock()
+					w.docs[out.Data.Document.ID] = true
+					w.mu.Unlock()
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
+	return w
+}
+
+// mark starts (on) or ends the window whose answers count as during the fault.
+func (w *work) mark(on bool) {
+	w.mu.Lock()
+	w.fault = on
+	w.mu.Unlock()
+}
+
+// outcome is how the acknowledged work ended, once settled.
+type outcome struct {
+	runs, docs, events                   int
+	lost, stuck                          int
+	failedRuns, failedDocs, eventRepeats int
+	calls, duplicated, overlapping       int
+}
+
+func (o outcome) String() string {
+	return fmt.Sprintf("%d runs, %d documents, %d events acknowledged: lost %d, stuck %d, model calls %d, duplicated %d, overlapping %d "+
+		"(runs failed %d, documents failed %d, events delivered again %d)",
+		o.runs, o.docs, o.events, o.lost, o.stuck, o.calls, o.duplicated, o.overlapping, o.failedRuns, o.failedDocs, o.eventRepeats)
+}
+
+// settle waits, through h, until the acknowledged work of w has ended, and counts how.
+func settle(t *testing.T, h *host, w *work, m *model, r *receiver) outcome {
+	t.Helper()
+	var o outcome
+	w.mu.Lock()
+	runs := map[string]string{}
+	for id, tag := range w.runs {
+		runs[id] = tag
+	}
+	docs := map[string]bool{}
+	for id := range w.docs {
+		docs[id] = true
+	}
+	w.mu.Unlock()
+	o.runs, o.docs = len(runs), len(docs)
+	deadline := time.Now().Add(settleBound)
+	pending := map[string]bool{}
+	tags := map[string]bool{}
+	for id, tag := range runs {
+		pending[id] = true
+		tags[tag] = true
+	}
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		for id := range pending {
+			var out struct {
+				Status string `json:"status"`
+			}
+			st, _ := h.call("GET", "/api/workflow/status/"+id, nil, &out)
+			switch {
+			case st == 404:
+				o.lost++
+				t.Logf("lost run %s", id)
+				delete(pending, id)
+			case out.Status == "completed":
+				delete(pending, id)
+			case out.Status == "failed" || out.Status == "cancelled":
+				o.failedRuns++
+				delete(pending, id)
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	o.stuck += len(pending)
+	for id := range pending {
+		t.Logf("stuck run %s", id)
+	}
+	for id := range docs {
+		for {
+			var out struct {
+				Data struct {
+					Document struct {
+						ParseStatus string `json:"parse_status"`
+					} `json:"document"`
+				} `json:"data"`
+			}
+			st, _ := h.call("GET", "/api/knowledge/documents/"+id, nil, &out)
+			ps := out.Data.Document.ParseStatus
+			if st == 404 {
+				o.lost++
+				t.Logf("lost document %s", id)
+				break
+			}
+			if ps == "indexed" || ps == "failed" {
+				if ps == "failed" {
+					o.failedDocs++
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				o.stuck++
+				t.Logf("stuck document %s (%d %s)", id, st, ps)
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	for {
+		var st struct {
+			Data struct{ Pending int } `json:"data"`
+		}
+		h.call("GET", "/api/webhooks/notification-status", nil, &st)
+		if st.Data.Pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			o.stuck += st.Data.Pending
+			t.Logf("%d events still pending", st.Data.Pending)
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	o.events, o.eventRepeats = r.counts()
+	o.calls, o.duplicated, o.overlapping = m.executions(tags)
+	return o
+}
+
+// lastLines is the tail of a host's log, for a failure message.
+func lastLines(h *host, n int) string {
+	f, err := os.Open(h.log.Name())
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
