@@ -25,12 +25,14 @@ import (
 )
 
 // fakeClock is a store clock the test moves by hand, so that a job's deadline is passed or not
-// by the test's word, not by how fast the machine is.
+// by the test's word, not by how fast the machine is. It starts an hour back: PostgreSQL keeps run
+// leases by its own clock (sqldb leaseClock), and a run handed back at a time of this clock must be
+// claimable there too.
 type fakeClock struct{ ns atomic.Int64 }
 
 func newFakeClock() *fakeClock {
 	c := &fakeClock{}
-	c.ns.Store(time.Now().UTC().Truncate(time.Millisecond).UnixNano())
+	c.ns.Store(time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond).UnixNano())
 	return c
 }
 
