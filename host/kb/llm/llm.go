@@ -259,12 +259,17 @@ func KindOf(question string) Kind {
 	return KindNone
 }
 
+// hanNumber is a number written in Chinese numerals (四十五, 十五, 两百, 一千二): as much a number to
+// the rules below as 45.
+const hanNumber = `[零〇一二三四五六七八九十百千万亿两]+`
+
 var kindAnswers = map[Kind]*regexp.Regexp{
-	KindAmount: regexp.MustCompile(`(?i)[$¥€£]\s*\d|\d[\d,.]*\s*(?:%|percent|元|块|万|亿|美元|dollars?|yuan|usd|rmb|eur|euros?|cents?|million|billion|个百分点)`),
-	KindDuration: regexp.MustCompile(`(?i)\d[\d,.]*\s*(?:seconds?|secs?|s\b|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|秒|分钟|小时|天|周|个月|月|年)` +
+	KindAmount: regexp.MustCompile(`(?i)[$¥€£]\s*\d|(?:\d[\d,.]*|` + hanNumber + `)\s*(?:%|percent|元|块|万|亿|美元|dollars?|yuan|usd|rmb|eur|euros?|cents?|million|billion|个百分点)`),
+	KindDuration: regexp.MustCompile(`(?i)(?:\d[\d,.]*|` + hanNumber + `半?)\s*(?:seconds?|secs?|s\b|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|秒|分钟|小时|天|周|个月|月|年)` +
+		`|半\s*(?:小时|天|年|个月)` +
 		`|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty)\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)`),
-	KindCount:  regexp.MustCompile(`\d`),
-	KindNumber: regexp.MustCompile(`\d|[一二三四五六七八九十百千万两半]`),
+	KindCount:  regexp.MustCompile(`\d|` + hanNumber),
+	KindNumber: regexp.MustCompile(`\d|[零〇一二三四五六七八九十百千万两半]`),
 	KindSize:   regexp.MustCompile(`(?i)\d+\s*[×xX*]\s*\d+|\d+\s*(?:px|像素|mb|gb|kb|cm|mm|inch)`),
 	KindTime: regexp.MustCompile(`(?i)\b(?:19|20)\d{2}\b|\d{1,2}:\d{2}|\d+\s*(?:月|日|号|点)|周[一二三四五六日天]|星期|` +
 		`\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day|\b(?:am|pm)\b|早上|下午|晚上|上午`),

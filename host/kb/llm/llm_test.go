@@ -117,3 +117,32 @@ func TestRerank(t *testing.T) {
 		t.Fatal("want timeout error")
 	}
 }
+
+// Chinese numerals are numbers: a note saying 四十五分钟 answers 多长时间 as one saying 45 minutes does.
+func TestHoldsChineseNumerals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		question, text string
+		want           bool
+	}{
+		{"这期视频拍摄需要多长时间？", "拍摄大约需要四十五分钟。", true},
+		{"剪辑要多久？", "剪辑一般十五分钟就够了。", true},
+		{"收费多少钱？", "每条广告两百元。", true},
+		{"需要几天？", "通常两天半。", true},
+		{"要多长时间？", "大约半小时。", true},
+		{"要多长时间？", "我们在上海拍摄。", false},
+		{"How long does it take?", "About 45 minutes.", true},
+	}
+	for _, tt := range tests {
+		k := KindOf(tt.question)
+		if k == KindNone {
+			t.Fatalf("KindOf(%q) = none", tt.question)
+		}
+		if k == KindAmount || k == KindCount {
+			k = KindNumber
+		}
+		if got := Holds(tt.text, k); got != tt.want {
+			t.Errorf("Holds(%q, kind of %q) = %t, want %t", tt.text, tt.question, got, tt.want)
+		}
+	}
+}
