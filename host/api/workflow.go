@@ -24,6 +24,7 @@ func (s *Server) workflowRoutes(r fiber.Router) {
 	r.Get("/workflow/runs", s.listRuns)
 	r.Delete("/workflow/runs/:runId", s.deleteRun)
 	r.Get("/workflow/manifests", s.listManifests)
+	r.Get("/workflow/voices", s.listVoices)
 	r.Post("/orchestrator/run", s.orchestratorRun)
 }
 
@@ -383,4 +384,27 @@ func (s *Server) listManifests(c *fiber.Ctx) error {
 		return err
 	}
 	return okTop(c, fiber.StatusOK, fiber.Map{"manifests": rs.Manifests().Summaries()})
+}
+
+// listVoices lists the voices a run's voice input may name (espeak-ng's on this host), all or
+// those of ?language= (en, zh, ...). With an external speech generator (SPEECH_API_URL) the host
+// does not know its voices: checked says so, and any voice is passed on.
+func (s *Server) listVoices(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	language := strings.TrimSpace(c.Query("language"))
+	if len(language) > 32 {
+		return errcode.Invalid("language", "must be at most 32 characters")
+	}
+	v, checked, err := rs.Voices()
+	if !checked {
+		return okTop(c, fiber.StatusOK, fiber.Map{"checked": false, "voices": []any{}, "variants": []any{},
+			"note": "an external speech generator (SPEECH_API_URL) is configured: its voices are not known here"})
+	}
+	if err != nil {
+		return okTop(c, fiber.StatusOK, fiber.Map{"checked": true, "voices": []any{}, "variants": []any{}, "note": err.Error()})
+	}
+	return okTop(c, fiber.StatusOK, fiber.Map{"checked": true, "language": language, "voices": v.ForLanguage(language), "variants": v.Variants})
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/reelforge/reelforge/host/tasks"
 	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/internal/proc"
+	"github.com/reelforge/reelforge/internal/render"
 	"github.com/reelforge/reelforge/plugins/chatflow"
 	"github.com/reelforge/reelforge/plugins/generators"
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -138,7 +139,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool)
 	// consumers (tasks, scheduler) are joined by launch.Runner one way and OnFinish the other.
 	knowledge := newKB(cfg, st, log, h.Life)
 	h.wireEvents()
-	contentSvc := newContent(cfg, st, log, h.Hub, kbSearch{knowledge}, blobs)
+	contentSvc := newContent(cfg, st, log, h.Hub, kbSearch{knowledge}, blobs, h.FileURLs)
 	if err := h.wireRuns(cfg, log, knowledge, contentSvc); err != nil {
 		st.Close()
 		return nil, err
@@ -193,6 +194,10 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger, knowledge *kb.Serv
 		Searcher: kbSearch{knowledge}, Assets: contentSvc, Media: contentSvc, Log: runsLog, Leader: h.leader.IsLeader,
 		// Generator jobs run in the engine plugin whose entry declares their type, never in the host.
 		Jobs: func(s *runs.Service) runs.JobDispatcher { return runs.NewPluginJobs(s) }}
+	if cfg.SpeechAPIURL == "" {
+		// The local speech generator speaks with espeak-ng: a run's voice must be one of its.
+		deps.Voices = render.InstalledVoices
+	}
 	if cfg.LLMBaseURL != "" {
 		deps.LLM = runs.ChatLLM{Client: llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey}), Model: cfg.KBAskModel}
 	}
@@ -428,7 +433,8 @@ func (h *Host) Run(ctx context.Context) error {
 // newContent builds the content service: the language model when LLM_BASE_URL is set, the
 // chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise; asset:sync frames
 // through the hub; a diagnosis blueprint becomes the project's strategy tasks in its transaction.
-func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier, searcher content.Searcher, blobs blob.Store) *content.Service {
+func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier, searcher content.Searcher, blobs blob.Store,
+	urls *fileurl.Signer) *content.Service {
 	var model content.Chatter
 	if cfg.LLMBaseURL != "" {
 		model = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
@@ -444,6 +450,7 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 		Chatflow:    chatflow.Options{Tool: outbound.Tool{URL: cfg.ChatflowURL}, APIKey: cfg.ChatflowAPIKey, DefaultChatflowID: cfg.ChatflowKBID},
 		Notifier:    notifier,
 		Log:         log,
+		FileURLs:    urls,
 		SyncBlueprint: func(ctx context.Context, tx content.StrategyTasks, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
 		},

@@ -453,3 +453,131 @@ func TestRenderUsesProjectMaterial(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderHonoursInputs: a voiceover_video run takes its media in every reference form the
+// API hands out (the asset id, its file_url, its /api/assets/files URL signed as a listing hands it
+// out, with scheme and host), music by its file_url, the frame it asks for (1:1) and a voice espeak-ng has; the
+// project's own photo is found among 300 other assets (files runs made, audio); an input the
+// workflow does not declare is named in the warnings. References no render could use, an unknown
+// voice and an unknown frame are refused with a 400 naming them, before any run is stored.
+func TestRenderHonoursInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng and ffmpeg")
+	}
+	testtool.Need(t, "espeak-ng", "ffmpeg")
+	t.Parallel()
+	for name, setup := range map[string]func(t *testing.T) *hostHarness{
+		"sqlite":   func(t *testing.T) *hostHarness { return startHost(t, "") },
+		"postgres": func(t *testing.T) *hostHarness { return startHost(t, freshDatabase(t)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			hh := setup(t)
+			_, body, _, _ := hh.call("POST", "/api/projects", map[string]any{"name": "harbour"})
+			pid := body["data"].(map[string]any)["project"].(map[string]any)["id"].(string)
+			upload := func(name string, data []byte) *store.Asset {
+				t.Helper()
+				status, body, _, raw := hh.call("POST", "/api/materials/upload", uploadForm(t, name, data, map[string]string{"project_id": pid}))
+				if status != 201 {
+					t.Fatalf("upload %s = %d %s", name, status, raw)
+				}
+				a, err := hh.h.Store.GetAsset(ctx, body["data"].(map[string]any)["asset"].(map[string]any)["id"].(string))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+			own := upload("yellow.png", picture(t, "yellow")) // the project's photo, oldest of all
+			owner := own.UserID
+			for i := range 300 {
+				typ, run := store.AssetAudio, ""
+				if i%2 == 0 {
+					typ, run = store.AssetImage, uuid.NewString() // a run's cover
+				}
+				if err := hh.h.Store.CreateAsset(ctx, &store.Asset{ID: uuid.NewString(), UserID: owner, ProjectID: pid,
+					FilePath: "assets/" + owner + "/gen/" + uuid.NewString() + ".png", FileType: typ, SourceRunID: run}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			red, green, blue := upload("red.png", picture(t, "red")), upload("green.png", picture(t, "green")), upload("blue.png", picture(t, "blue"))
+			music := upload("music.wav", tone(t))
+			theirs := &store.Asset{ID: uuid.NewString(), UserID: uuid.NewString(), FilePath: "assets/x/y.png", FileType: store.AssetImage}
+			if err := hh.h.Store.CreateAsset(ctx, theirs); err != nil {
+				t.Fatal(err)
+			}
+			filesURL := "/api/assets/files/" + strings.TrimPrefix(blue.FilePath, "assets/")
+			signed := "http://creator.example" + hh.h.FileURLs.Sign(filesURL) // as a listing hands it out
+			altered := strings.Replace(signed, "signature=", "signature=0", 1)
+
+			refused := map[string]struct {
+				inputs map[string]any
+				field  string
+			}{
+				"unknown asset":     {map[string]any{"media": uuid.NewString()}, "media[0]"},
+				"another's asset":   {map[string]any{"media": red.ID + "," + theirs.ID}, "media[1]"},
+				"another's URL":     {map[string]any{"media": "/api/materials/" + theirs.ID + "/file"}, "media[0]"},
+				"audio as media":    {map[string]any{"media": music.FileURL}, "media[0]"},
+				"outside link":      {map[string]any{"media": "https://example.com/a.png"}, "media[0]"},
+				"picture as music":  {map[string]any{"music_url": red.FileURL}, "music_url"},
+				"altered signature": {map[string]any{"media": altered}, "media[0]"},
+				"unknown voice":     {map[string]any{"voice": "Samantha"}, "voice"},
+				"unknown frame":     {map[string]any{"aspect_ratio": "2:1"}, "aspect_ratio"},
+			}
+			for what, tc := range refused {
+				in := map[string]any{"topic": "the harbour"}
+				maps.Copy(in, tc.inputs)
+				status, body, _, raw := hh.call("POST", "/api/workflow/start", map[string]any{"workflow": "voiceover_video", "project_id": pid, "inputs": in})
+				e, _ := body["error"].(map[string]any)
+				if msg, _ := e["message"].(string); status != 400 || e["code"] != "VALIDATION_ERROR" || !strings.HasPrefix(msg, tc.field+":") {
+					t.Errorf("%s: start = %d %s; want 400 naming %s", what, status, raw, tc.field)
+				}
+			}
+
+			_, body, _, raw := hh.call("POST", "/api/workflow/start", map[string]any{"workflow": "voiceover_video", "project_id": pid,
+				"inputs": map[string]any{"topic": "the harbour at dawn", "duration": 6, "aspect_ratio": "1:1", "voice": "en-us",
+					"media":     strings.Join([]string{red.ID, green.FileURL, signed}, ", "),
+					"music_url": music.FileURL, "colour": "red"}})
+			runID, _ := body["run_id"].(string)
+			if runID == "" {
+				t.Fatalf("start = %s", raw)
+			}
+			hh.runOf("voiceover_video", body)
+			_, res, _, raw := hh.call("GET", "/api/workflow/result/"+runID, nil)
+			out, _ := res["outputs"].(map[string]any)
+			render, _ := out["render"].(map[string]any)
+			speech, _ := out["speech"].(map[string]any)
+			if render == nil || render["images"] != 4.0 || render["width"] != render["height"] || render["music"] == nil || speech["voice"] != "en-us" {
+				t.Fatalf("render = %v, speech voice %v; want the 3 given pictures and the project's photo in a square video with the music, spoken by en-us (%s)",
+					render, speech["voice"], raw)
+			}
+			ws, _ := res["warnings"].([]any)
+			if w, _ := firstOf(ws).(map[string]any); w["input"] != "colour" {
+				t.Errorf("warnings = %v, want the ignored input colour", res["warnings"])
+			}
+		})
+	}
+}
+
+// tone is two seconds of a 440 Hz tone as WAV, made by ffmpeg.
+func tone(t *testing.T) []byte {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "t.wav")
+	out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=2", p).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ffmpeg: %v %s", err, out)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// firstOf is the first element of xs, nil when there is none.
+func firstOf(xs []any) any {
+	if len(xs) == 0 {
+		return nil
+	}
+	return xs[0]
+}

@@ -61,6 +61,7 @@ type Store interface {
 	GetAsset(ctx context.Context, id string) (*store.Asset, error)
 	GetAssetByPath(ctx context.Context, userID, filePath string) (*store.Asset, error)
 	ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error)
+	ListMaterial(ctx context.Context, p store.MaterialParams) ([]store.Asset, error)
 	ListRunAssets(ctx context.Context, runID string) ([]store.Asset, error)
 	DeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
 	LiveAssetPaths(ctx context.Context, userID string, paths []string) ([]string, error)
@@ -94,6 +95,9 @@ type Config struct {
 	Chatflow       chatflow.Options // URL and DefaultChatflowID (CHATFLOW_URL, CHATFLOW_KB_ID); zero: local answers
 	KB             Searcher         // nil: the local chat answer has no knowledge base
 	Log            *slog.Logger
+	// FileURLs verifies the signed file URLs a run hands back as references; nil: their
+	// signatures are not checked (the owner check still is).
+	FileURLs *fileurl.Signer
 	// SyncBlueprint, when set, turns a stored blueprint into the project's strategy tasks (the
 	// scheduler's hook); it runs in the transaction that saves the blueprint, on tx.
 	SyncBlueprint func(ctx context.Context, tx StrategyTasks, projectID string, blueprint json.RawMessage) error
@@ -104,6 +108,7 @@ type Config struct {
 type Service struct {
 	st             Store
 	dataDir        string // where local generators write the files of runs
+	fileURLs       *fileurl.Signer
 	blobs          blob.Store
 	limit          int64
 	fetch          *Fetcher
@@ -121,7 +126,7 @@ type Service struct {
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{st: cfg.Store, dataDir: cfg.DataDir, blobs: cfg.Blobs, limit: cfg.UploadLimit, fetch: cfg.Fetcher, notify: cfg.Notifier,
+	s := &Service{st: cfg.Store, dataDir: cfg.DataDir, fileURLs: cfg.FileURLs, blobs: cfg.Blobs, limit: cfg.UploadLimit, fetch: cfg.Fetcher, notify: cfg.Notifier,
 		llm: cfg.LLM, model: cfg.Model, chatflow: cfg.Chatflow, kb: cfg.KB, log: cfg.Log, syncBP: cfg.SyncBlueprint, now: cfg.Now}
 	if s.limit <= 0 {
 		s.limit = 50 << 20

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -17,16 +18,19 @@ import (
 	"github.com/reelforge/reelforge/host/blob"
 	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
 // maxRunMedia bounds the material a render job is given.
 const maxRunMedia = 20
 
 // AddRunMedia gives a render job of run r the creator's material: the payload's "media" (a run
-// input of asset ids or file references) with ids turned into the files' keys, then the images
-// and clips of the run's project (materials and inspiration media, oldest first; not files runs
-// made), each once; and, when the payload names no music, the project's audio tagged music or bgm
-// as music_url. Only r's owner's assets are used. Files kept in an object store are copied into
+// input of references, see resolveRef) in the order given, then the pictures and clips of the run's
+// project chosen from the whole project (store.ListMaterial: those tagged with the payload's
+// "tags" first, then the newest; not files runs made), each once; and a music reference turned
+// into the file's address, or, when the payload names no music, the project's audio tagged music
+// or bgm. Only r's owner's assets are used: Start refused the references that name others
+// (CheckRunMedia); one deleted since is left out. Files kept in an object store are copied into
 // the data folder first, where the local renderer reads them. request is the job's payload (a
 // JSON object); it is returned unchanged when there is nothing to add.
 func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.RawMessage) (json.RawMessage, error) {
@@ -36,76 +40,183 @@ func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.Ra
 	}
 	var refs []string
 	seen := map[string]bool{}
-	add := func(ref string) {
-		if ref != "" && !seen[ref] && len(refs) < maxRunMedia {
-			seen[ref] = true
-			refs = append(refs, ref)
+	add := func(a *store.Asset) {
+		if len(refs) >= maxRunMedia || seen[a.ID] {
+			return
+		}
+		seen[a.ID] = true
+		key, err := s.localCopy(ctx, a)
+		if err != nil {
+			s.log.Warn("content: a material could not be given to the renderer", "asset_id", a.ID, "err", err)
+			return
+		}
+		refs = append(refs, key)
+	}
+	for _, ref := range refList(payload["media"]) {
+		if a, err := s.resolveRef(ctx, r.UserID, "media", ref); err == nil && a != nil {
+			add(a)
 		}
 	}
-	var given []string
-	switch x := payload["media"].(type) {
-	case string:
-		given = strings.FieldsFunc(x, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
-	case []any:
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				given = append(given, s)
-			}
-		}
-	}
-	for _, ref := range given {
-		if _, err := uuid.Parse(ref); err == nil {
-			a, err := s.OwnAsset(ctx, r.UserID, ref)
-			if err != nil {
-				continue // not the owner's: nothing of it reaches the renderer
-			}
+	changed := len(refs) > 0
+	if m := musicOf(payload); m != "" {
+		if a, err := s.resolveRef(ctx, r.UserID, "music_url", m); err == nil && a != nil {
 			if key, err := s.localCopy(ctx, a); err == nil {
-				add(key)
+				payload["music_url"], changed = fileurl.OfKey(key), true
 			}
-			continue
 		}
-		add(ref) // a file reference: the generator keeps to the owner's folder itself
 	}
-	var music string
 	if r.ProjectID != "" {
-		assets, _, err := s.st.ListAssets(ctx, store.ListAssetsParams{UserID: r.UserID, ProjectID: r.ProjectID, Limit: 200})
+		material, err := s.st.ListMaterial(ctx, store.MaterialParams{UserID: r.UserID, ProjectID: r.ProjectID,
+			Tags: refList(payload["tags"]), Limit: maxRunMedia})
 		if err != nil {
 			return nil, fmt.Errorf("content: project material: %w", err)
 		}
-		slices.Reverse(assets) // oldest first: the order the creator added them
-		for i := range assets {
-			a := &assets[i]
-			if a.SourceRunID != "" {
-				continue
-			}
-			switch {
-			case a.FileType == store.AssetImage || a.FileType == store.AssetVideo:
-				if key, err := s.localCopy(ctx, a); err == nil {
-					add(key)
-				} else {
-					s.log.Warn("content: a material could not be given to the renderer", "asset_id", a.ID, "err", err)
-				}
-			case a.FileType == store.AssetAudio && music == "" && (slices.Contains(a.Tags, "music") || slices.Contains(a.Tags, "bgm")):
-				if key, err := s.localCopy(ctx, a); err == nil {
-					music = key
-				}
+		for i := range material {
+			add(&material[i])
+		}
+		if musicOf(payload) == "" {
+			if key := s.projectMusic(ctx, r); key != "" {
+				payload["music_url"], changed = fileurl.OfKey(key), true
 			}
 		}
-	}
-	if len(refs) == 0 && (music == "" || musicOf(payload) != "") {
-		return request, nil
 	}
 	if len(refs) > 0 {
 		list := make([]any, len(refs))
 		for i, ref := range refs {
 			list[i] = ref
 		}
-		payload["media"] = list
+		payload["media"], changed = list, true
 	}
-	if music != "" && musicOf(payload) == "" {
-		payload["music_url"] = fileurl.OfKey(music)
+	if !changed {
+		return request, nil
 	}
 	return json.Marshal(payload)
+}
+
+// projectMusic is the key of r's project's newest audio tagged music (else bgm), "" for none.
+func (s *Service) projectMusic(ctx context.Context, r *store.Run) string {
+	for _, tag := range []string{"music", "bgm"} {
+		found, _, err := s.st.ListAssets(ctx, store.ListAssetsParams{UserID: r.UserID, ProjectID: r.ProjectID,
+			FileType: store.AssetAudio, Tag: tag, Limit: 1})
+		if err != nil || len(found) == 0 {
+			continue
+		}
+		if key, err := s.localCopy(ctx, &found[0]); err == nil {
+			return key
+		}
+	}
+	return ""
+}
+
+// refList reads a list input: a string of items separated by commas or white space, or a JSON
+// list of strings.
+func refList(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case string:
+		out = strings.FieldsFunc(x, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	case []any:
+		for _, e := range x {
+			if s, ok := e.(string); ok && strings.TrimSpace(s) != "" {
+				out = append(out, strings.TrimSpace(s))
+			}
+		}
+	}
+	return out
+}
+
+// CheckRunMedia refuses, before a run is stored, the references of its media and music_url
+// inputs that no render could use: 400 VALIDATION_ERROR naming the input and the item (one that
+// names no asset of userID's, a deleted one, a media item that is not a picture or clip, music
+// that is not audio). An http(s) link is a music track the generator fetches itself; it is never
+// material.
+func (s *Service) CheckRunMedia(ctx context.Context, userID string, inputs map[string]any) error {
+	for i, ref := range refList(inputs["media"]) {
+		field := fmt.Sprintf("media[%d]", i)
+		a, err := s.resolveRef(ctx, userID, field, ref)
+		if err != nil {
+			return err
+		}
+		switch {
+		case a == nil:
+			return errcode.Invalid(field, fmt.Sprintf("%q is not one of your assets: give an asset id or a file URL the API handed out", clip(ref, 200)))
+		case a.FileType != store.AssetImage && a.FileType != store.AssetVideo:
+			return errcode.Invalid(field, fmt.Sprintf("%q is %s %s file, not a picture or clip", clip(ref, 200), article(a.FileType), a.FileType))
+		}
+	}
+	if ref, ok := inputs["music_url"].(string); ok && strings.TrimSpace(ref) != "" {
+		ref = strings.TrimSpace(ref)
+		a, err := s.resolveRef(ctx, userID, "music_url", ref)
+		if err != nil {
+			return err
+		}
+		switch {
+		case a == nil && !isLink(ref):
+			return errcode.Invalid("music_url", fmt.Sprintf("%q is neither one of your assets nor an http(s) link", clip(ref, 200)))
+		case a != nil && a.FileType != store.AssetAudio:
+			return errcode.Invalid("music_url", fmt.Sprintf("%q is %s %s file, not audio", clip(ref, 200), article(a.FileType), a.FileType))
+		}
+	}
+	return nil
+}
+
+func article(word string) string {
+	if strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// isLink reports whether ref is an absolute http(s) URL.
+func isLink(ref string) bool {
+	u, err := url.Parse(ref)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// materialsPath matches the file_url of an asset: /api/materials/<id>/file.
+var materialsPath = regexp.MustCompile(`^/api/materials/([0-9a-fA-F-]{36})/file$`)
+
+// resolveRef is the asset of userID's that a run's reference names (field names the input in the
+// error), in every form the API hands out: the asset's id, its file_url (/api/materials/<id>/file),
+// its /api/assets/files/<key> URL, with or without scheme and host, or its storage key. A signed
+// URL (host/fileurl) must verify: an altered or expired one is refused. It returns nil, nil for
+// a reference of no such form (an outside link), and 400 naming ref for one of those forms that
+// names no live asset of userID's: another user's looks the same as an unknown one, signed or not.
+func (s *Service) resolveRef(ctx context.Context, userID, field, ref string) (*store.Asset, error) {
+	ref = strings.TrimSpace(ref)
+	var a *store.Asset
+	var err error
+	if _, perr := uuid.Parse(ref); perr == nil && len(ref) == 36 {
+		a, err = s.OwnAsset(ctx, userID, ref)
+	} else {
+		u, perr := url.Parse(ref)
+		if perr != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https") {
+			return nil, nil
+		}
+		if fileurl.IsFileURL(u.EscapedPath()) && fileurl.Signed(u.Query()) && s.fileURLs != nil {
+			if _, err := s.fileURLs.Check(ref); err != nil {
+				why := "its signature does not match (altered)"
+				if errors.Is(err, fileurl.ErrExpired) {
+					why = "it has expired: use the URL of a fresh listing, or the asset id"
+				}
+				return nil, errcode.Invalid(field, fmt.Sprintf("%q cannot be used: %s", clip(ref, 200), why))
+			}
+		}
+		switch m := materialsPath.FindStringSubmatch(u.Path); {
+		case m != nil:
+			a, err = s.OwnAsset(ctx, userID, m[1])
+		case fileurl.KeyOf(u.Path) != "":
+			a, err = s.AssetAtKey(ctx, userID, fileurl.KeyOf(u.Path))
+		case u.Scheme == "" && strings.HasPrefix(u.Path, "assets/") && blob.ValidKey(u.Path):
+			a, err = s.AssetAtKey(ctx, userID, u.Path)
+		default:
+			return nil, nil
+		}
+	}
+	if errcode.Of(err) == errcode.NotFound {
+		return nil, errcode.Invalid(field, fmt.Sprintf("%q names no asset of yours (unknown or deleted)", clip(ref, 200)))
+	}
+	return a, err
 }
 
 func musicOf(payload map[string]any) string {

@@ -319,6 +319,9 @@ func (v *validator) inputs(fields []Field) {
 		if f.MaxLength > 0 && f.Type != TypeString {
 			v.add(at+".max_length", "applies to strings only")
 		}
+		if len(f.Enum) > 0 && f.Type != TypeString {
+			v.add(at+".enum", "applies to strings only")
+		}
 	}
 }
 

@@ -71,11 +71,13 @@ type Product struct {
 
 // Field is one input of a manifest's input schema.
 type Field struct {
-	Name        string `json:"name" yaml:"name"`
-	Type        string `json:"type" yaml:"type"`
-	Required    bool   `json:"required" yaml:"required"`
-	MaxLength   int    `json:"max_length,omitempty" yaml:"max_length"` // in characters; strings only
-	Description string `json:"description,omitempty" yaml:"description"`
+	Name      string `json:"name" yaml:"name"`
+	Type      string `json:"type" yaml:"type"`
+	Required  bool   `json:"required" yaml:"required"`
+	MaxLength int    `json:"max_length,omitempty" yaml:"max_length"` // in characters; strings only
+	// Enum lists the values a string input may take (e.g. aspect_ratio's frames); empty: any.
+	Enum        []string `json:"enum,omitempty" yaml:"enum"`
+	Description string   `json:"description,omitempty" yaml:"description"`
 }
 
 // Summary is the public description of a manifest, as GET /api/workflow/manifests lists it.
@@ -133,6 +135,11 @@ func (m *Manifest) Workflow() engine.Workflow {
 		ID: m.ID, Name: m.Name, Version: m.Version, Engine: m.Engine,
 		Settings: settings, Steps: steps, Timeout: m.Timeout,
 	}
+}
+
+// Declares reports whether m's input schema declares the input name.
+func (m *Manifest) Declares(name string) bool {
+	return slices.ContainsFunc(m.Inputs, func(f Field) bool { return f.Name == name })
 }
 
 // Setting returns the string setting key of m ("" when absent), e.g. graph_id, resolved
@@ -222,6 +229,9 @@ func (f Field) check(v any) string {
 		}
 		if f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength {
 			return fmt.Sprintf("must be at most %d characters", f.MaxLength)
+		}
+		if len(f.Enum) > 0 && !slices.Contains(f.Enum, strings.TrimSpace(s)) {
+			return fmt.Sprintf("%q is not one of %s", s, strings.Join(f.Enum, ", "))
 		}
 	case TypeNumber:
 		switch v.(type) {

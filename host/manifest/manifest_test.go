@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/reelforge/reelforge/host/manifest"
+	"github.com/reelforge/reelforge/internal/render"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -290,6 +292,17 @@ func TestShippedManifests(t *testing.T) {
 		if diff := cmp.Diff(wantProduct[m.ID], m.Product); diff != "" {
 			t.Errorf("%s: product (-want +got):\n%s", m.ID, diff)
 		}
+	}
+	// Every aspect_ratio input offers the frames the renderer makes, no other.
+	for _, m := range reg.List() {
+		for _, in := range m.Inputs {
+			if in.Name == "aspect_ratio" && !slices.Equal(in.Enum, render.AspectRatios) {
+				t.Errorf("%s: aspect_ratio enum %v, want render.AspectRatios %v", m.ID, in.Enum, render.AspectRatios)
+			}
+		}
+	}
+	if m, _ := reg.Get("voiceover_video"); m.ValidateInputs(map[string]any{"topic": "x", "aspect_ratio": "2:1"}) == nil {
+		t.Error(`voiceover_video accepts aspect_ratio "2:1"`)
 	}
 	wantSched := []string{"graphic", "live", "music", "short_drama", "video", "voiceover"}
 	if diff := cmp.Diff(wantSched, reg.Schedulable()); diff != "" {

@@ -68,7 +68,7 @@ func IgnoredInputs(m *manifest.Manifest, inputs json.RawMessage) []Warning {
 	}
 	var names []string
 	for k := range in {
-		if !slices.ContainsFunc(m.Inputs, func(f manifest.Field) bool { return f.Name == k }) {
+		if !m.Declares(k) {
 			names = append(names, k)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/render"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -68,9 +70,11 @@ type AssetRecorder interface {
 }
 
 // MediaSource adds the creator's material (the project's images and clips, the run's media input)
-// to a render job's payload. host/content satisfies it.
+// to a render job's payload, and refuses at start the references a render could not use (400
+// naming the item). host/content satisfies it.
 type MediaSource interface {
 	AddRunMedia(ctx context.Context, r *store.Run, request json.RawMessage) (json.RawMessage, error)
+	CheckRunMedia(ctx context.Context, userID string, inputs map[string]any) error
 }
 
 // Engines gives the live plugin engine of a name (host/plugins.Set), or an error when it is down.
@@ -153,7 +157,10 @@ type Deps struct {
 	Jobs   func(*Service) JobDispatcher
 	Assets AssetRecorder // nil: the files runs make are not recorded as assets
 	Media  MediaSource   // nil: renders get only the files their payload names
-	Log    *slog.Logger  // nil: discarded
+	// Voices lists the voices of the speech generator (render.InstalledVoices: espeak-ng's);
+	// nil: a run's voice input is not checked (an external speech generator has its own).
+	Voices func() (*render.Voices, error)
+	Log    *slog.Logger // nil: discarded
 	// Leader reports whether this host is the leader (host/leader: the advisory lock on
 	// PostgreSQL); the job sweeper works only on the leader. nil: always.
 	Leader func(ctx context.Context) bool
@@ -171,6 +178,7 @@ type Service struct {
 	dispatcher JobDispatcher
 	assets     AssetRecorder
 	media      MediaSource
+	voices     func() (*render.Voices, error)
 	log        *slog.Logger
 	leader     func(ctx context.Context) bool
 
@@ -227,7 +235,7 @@ func New(deps Deps, opts Options) *Service {
 	}
 	s := &Service{
 		st: deps.Store, plugins: deps.Plugins, inProcess: maps.Clone(deps.InProcess), notifier: deps.Notifier,
-		searcher: deps.Searcher, llm: deps.LLM, assets: deps.Assets, media: deps.Media, log: deps.Log, leader: deps.Leader,
+		searcher: deps.Searcher, llm: deps.LLM, assets: deps.Assets, media: deps.Media, voices: deps.Voices, log: deps.Log, leader: deps.Leader,
 		opts:   opts,
 		active: map[string]*execution{}, waiters: map[string][]chan struct{}{}, progressSent: map[string]string{},
 		wake:  make(chan struct{}, 1),
@@ -326,6 +334,12 @@ func (s *Service) Start(ctx context.Context, p StartParams) (*store.Run, error) 
 			}
 		}
 	}
+	if s.media != nil && (m.Declares("media") || m.Declares("music_url")) {
+		// The references are the owner's to make: checked as the run's owner, whoever starts it.
+		if err := s.media.CheckRunMedia(ctx, p.User.UserID, p.Inputs); err != nil {
+			return nil, err
+		}
+	}
 	quota := p.User.Role == store.RoleFreeUser
 	if p.Trigger == "" {
 		p.Trigger = store.TriggerAPI
@@ -406,7 +420,26 @@ func (s *Service) check(workflow string, inputs map[string]any) (*manifest.Manif
 	if err := m.ValidateInputs(inputs); err != nil {
 		return nil, err
 	}
+	if v, _ := inputs["voice"].(string); strings.TrimSpace(v) != "" && m.Declares("voice") && s.voices != nil {
+		vs, err := s.voices()
+		switch {
+		case err != nil:
+			return nil, errcode.Invalid("voice", fmt.Sprintf("%q cannot be used: %v", v, err))
+		case !vs.Known(v):
+			return nil, errcode.Invalid("voice", fmt.Sprintf("%q is not a voice of the speech generator (GET /api/workflow/voices lists them)", v))
+		}
+	}
 	return m, nil
+}
+
+// Voices returns the voices a run's voice input may name; ok is false when they are not known
+// here (an external speech generator).
+func (s *Service) Voices() (v *render.Voices, ok bool, err error) {
+	if s.voices == nil {
+		return nil, false, nil
+	}
+	v, err = s.voices()
+	return v, true, err
 }
 
 // Get returns the run when p may see it (its owner, or an admin); else 404 NOT_FOUND.

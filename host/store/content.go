@@ -128,6 +128,14 @@ type ListAssetsParams struct {
 	Offset          int
 }
 
+// MaterialParams choose a project's material for a render (ListMaterial).
+type MaterialParams struct {
+	UserID    string   // required: the project's owner
+	ProjectID string   // required
+	Tags      []string // material with any of these tags comes first
+	Limit     int
+}
+
 // Content stores inspiration and corpus records, capture tasks and assets.
 type Content interface {
 	CreateCorpus(ctx context.Context, c *Corpus) error
@@ -166,6 +174,10 @@ type Content interface {
 	DeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
 	// LiveAssetPaths returns which of paths (storage keys) a live asset of userID names, each once.
 	LiveAssetPaths(ctx context.Context, userID string, paths []string) ([]string, error)
+	// ListMaterial returns up to p.Limit pictures and clips of a project (image and video assets
+	// of its owner, not deleted, not made by a run), from the whole project however many assets
+	// it holds: those tagged with one of p.Tags first, then the newest first.
+	ListMaterial(ctx context.Context, p MaterialParams) ([]Asset, error)
 
 	Batches
 }

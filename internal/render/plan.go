@@ -65,6 +65,8 @@ type Plan struct {
 	Material              []Material
 	Frame                 Frame
 	Music, Mark, Font     string
+	// Uncaptioned: the script only paces the shots (it is not what is heard): no captions.
+	Uncaptioned bool
 }
 
 // palette colours the title cards of a video without material, one per beat.
@@ -158,6 +160,9 @@ func (p *Plan) Video(out string) *Video {
 		v.Shots = append(v.Shots, s)
 	}
 	for i, t := range times {
+		if p.Uncaptioned {
+			break
+		}
 		end := t.End
 		if i+1 < len(times) && times[i+1].Start-end < 0.6 {
 			end = times[i+1].Start // no blink between sentences said one after the other

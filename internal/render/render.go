@@ -67,6 +67,26 @@ func ImageFrame(aspect, platform string) (Frame, error) {
 
 func even(f float64) int { return int(f/2+0.5) * 2 }
 
+// AspectRatios are the frames a run may ask for (its aspect_ratio input).
+var AspectRatios = []string{"9:16", "3:4", "4:5", "1:1", "16:9"}
+
+// VideoFrame is the size of a video of aspect ratio "w:h" (default: the platform's, FrameFor), its
+// short side 720 pixels.
+func VideoFrame(aspect, platform string) (Frame, error) {
+	if strings.TrimSpace(aspect) == "" {
+		return FrameFor(platform), nil
+	}
+	f, err := ImageFrame(aspect, platform)
+	if err != nil {
+		return Frame{}, err
+	}
+	const short = 720
+	if f.W >= f.H {
+		return Frame{even(float64(short*f.W) / float64(f.H)), short}, nil
+	}
+	return Frame{short, even(float64(short*f.H) / float64(f.W))}, nil
+}
+
 // Shot kinds.
 const (
 	ShotImage = "image"

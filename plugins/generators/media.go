@@ -131,9 +131,22 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		return nil, errcode.E("generators.video", errcode.VideoGen, "a working folder could not be made", err)
 	}
 	defer os.RemoveAll(work)
-	p := &render.Plan{Frame: render.FrameFor(str(lj.payload, "platform")),
+	frame, err := render.VideoFrame(str(lj.payload, "aspect_ratio"), str(lj.payload, "platform"))
+	if err != nil {
+		return nil, errcode.Invalid("payload.aspect_ratio", err.Error())
+	}
+	p := &render.Plan{Frame: frame,
 		Script: str(lj.payload, "script", "text", "prompt", "summary", "topic", "title"),
 		Title:  str(lj.payload, "title", "topic", "prompt")}
+	if strings.EqualFold(str(lj.payload, "captions"), "lyrics") {
+		// The script is not what is heard (a music video's brief): the captions are the creator's
+		// lyrics, or none; the brief's lines still cut the shots.
+		if lyrics := str(lj.payload, "lyrics"); lyrics != "" {
+			p.Script = lyrics
+		} else {
+			p.Uncaptioned = true
+		}
+	}
 	if r := []rune(p.Script); len(r) > maxScriptRunes {
 		p.Script = string(r[:maxScriptRunes])
 	}

@@ -216,13 +216,19 @@ func TestRenderFrames(t *testing.T) {
 	if w != 1280 || h != 720 || dur < 9 || dur > 11 || res["material"] == nil {
 		t.Errorf("video %dx%d, %.2f s, result %v; want 1280x720 title cards of 10 s", w, h, dur, res)
 	}
+	// The frame the run asks for wins over the platform's.
+	res = b.run(t, "voiceover_video", map[string]any{"topic": "three tips for night photography", "duration": 4.0,
+		"platform": "bilibili", "aspect_ratio": "1:1"}, engine.JobVideogen)
+	if w, h, _ := videoInfo(t, b.file(res)); w != 720 || h != 720 {
+		t.Errorf("aspect_ratio 1:1: video %dx%d, want 720x720", w, h)
+	}
 }
 
 // TestRenderGraphic: graphic's cover is a PNG of the asked 3:4, made from the creator's picture.
 func TestRenderGraphic(t *testing.T) {
 	t.Parallel()
 	b := setupRender(t)
-	res := b.run(t, "graphic", map[string]any{"topic": "咖啡的三个秘密", "media": b.media}, engine.JobVideogen)
+	res := b.run(t, "graphic", map[string]any{"topic": "咖啡的三个秘密", "media": b.media, "aspect_ratio": "3:4"}, engine.JobVideogen)
 	img := b.cover(t, res)
 	size := img.Bounds().Size()
 	if size.X*4 != size.Y*3 || res["image_url"] == nil {
@@ -282,6 +288,15 @@ func TestRenderMusicVideo(t *testing.T) {
 	}
 	if v := loudness(t, mp4); v < -30 || res["music"] == nil {
 		t.Errorf("music mean volume %.1f dB (result %v), want the track audible", v, res)
+	}
+	// Its script is the music brief ("Mood: ...", "Length: ..."): never captioned. Lyrics are.
+	if res["captions"] != 0.0 {
+		t.Errorf("captions = %v, want none: the music brief is not what is heard", res["captions"])
+	}
+	res = b.run(t, "music_video_creation", map[string]any{"prompt": "calm morning piano", "duration": 4.0,
+		"music_url": "/api/assets/files/u-paid/music.wav", "lyrics": "Morning light on the water. Coffee in my hand."}, engine.JobVideogen)
+	if res["captions"] != 2.0 {
+		t.Errorf("captions with lyrics = %v, want the two lines of the lyrics", res["captions"])
 	}
 }
 

@@ -301,6 +301,22 @@ func (db *DB) ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store
 	return queryPage(ctx, db, assetCols, ` FROM assets WHERE `+cond, `created_at DESC, id DESC`, &a, p.Limit, p.Offset, scanAsset)
 }
 
+// ListMaterial implements store.Content.
+func (db *DB) ListMaterial(ctx context.Context, p store.MaterialParams) ([]store.Asset, error) {
+	var a Args
+	where := "user_id = " + a.Add(p.UserID) + " AND project_id = " + a.Add(p.ProjectID) + " AND is_deleted = FALSE" +
+		" AND source_run_id = '' AND file_type IN (" + a.Add(store.AssetImage) + ", " + a.Add(store.AssetVideo) + ")"
+	order := "created_at DESC, id DESC"
+	if len(p.Tags) > 0 {
+		conds := make([]string, len(p.Tags))
+		for i, t := range p.Tags {
+			conds[i] = tagCond("tags", a.Add(tagPattern(t)))
+		}
+		order = "CASE WHEN " + strings.Join(conds, " OR ") + " THEN 0 ELSE 1 END, " + order
+	}
+	return queryAll(ctx, db, scanAsset, `SELECT `+assetCols+` FROM assets WHERE `+where+` ORDER BY `+order+` LIMIT `+a.Add(p.Limit), a.List...)
+}
+
 // DeleteAssets implements store.Content.
 func (db *DB) DeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error) {
 	var deleted []string

@@ -311,3 +311,64 @@ func testBatches(t *testing.T, open Opener) {
 		t.Errorf("GetBatch(unknown) = %v, want ErrNotFound", err)
 	}
 }
+
+// testMaterial: ListMaterial finds a project's pictures and clips however many other assets the
+// project holds (a photo uploaded first, then 300 files runs made, audio, another project's and
+// deleted pictures), tagged ones first, then the newest; never another user's.
+func testMaterial(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	me, other := NewUser(t, d, ""), NewUser(t, d, "")
+	project := uuid.NewString()
+	mk := func(userID, projectID, typ, runID string, tags ...string) *store.Asset {
+		t.Helper()
+		a := &store.Asset{ID: uuid.NewString(), UserID: userID, ProjectID: projectID, FilePath: "assets/" + userID + "/" + uuid.NewString(),
+			FileType: typ, SourceRunID: runID, Tags: tags}
+		if err := d.CreateAsset(ctx, a); err != nil {
+			t.Fatalf("CreateAsset: %v", err)
+		}
+		return a
+	}
+	photo := mk(me.ID, project, store.AssetImage, "", "coffee")
+	clockStep(d)
+	for i := range 300 {
+		switch i % 3 {
+		case 0:
+			mk(me.ID, project, store.AssetImage, uuid.NewString()) // a run's cover
+		case 1:
+			mk(me.ID, project, store.AssetVideo, uuid.NewString()) // a run's video
+		default:
+			mk(me.ID, project, store.AssetAudio, "") // narration, music
+		}
+	}
+	gone := mk(me.ID, project, store.AssetImage, "")
+	if _, err := d.DeleteAssets(ctx, me.ID, []string{gone.ID}); err != nil {
+		t.Fatal(err)
+	}
+	mk(me.ID, uuid.NewString(), store.AssetImage, "")     // another project's
+	mk(other.ID, project, store.AssetImage, "", "coffee") // another user's, same project id
+	clockStep(d)
+	clip := mk(me.ID, project, store.AssetVideo, "", "b-roll")
+
+	ids := func(p store.MaterialParams) []string {
+		t.Helper()
+		got, err := d.ListMaterial(ctx, p)
+		if err != nil {
+			t.Fatalf("ListMaterial(%+v): %v", p, err)
+		}
+		var out []string
+		for _, a := range got {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{clip.ID, photo.ID}, ids(store.MaterialParams{UserID: me.ID, ProjectID: project, Limit: 20})); diff != "" {
+		t.Errorf("ListMaterial newest first (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{photo.ID, clip.ID}, ids(store.MaterialParams{UserID: me.ID, ProjectID: project, Tags: []string{"coffee", "tea"}, Limit: 20})); diff != "" {
+		t.Errorf("ListMaterial tagged first (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{clip.ID}, ids(store.MaterialParams{UserID: me.ID, ProjectID: project, Limit: 1})); diff != "" {
+		t.Errorf("ListMaterial limit 1 (-want +got):\n%s", diff)
+	}
+}

@@ -36,6 +36,7 @@ var suites = []struct {
 	{"transactions", testTransactions},
 	{"corpus", testCorpus},
 	{"assets", testAssets},
+	{"material", testMaterial},
 	{"batches", testBatches},
 	{"runs", testRuns},
 	{"delete_run", testDeleteRun},
