@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/reelforge/reelforge/host/blob/blobtest"
 	"github.com/reelforge/reelforge/host/fileurl"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // TestLibrary is what a front end's library does with a made video: the runs list shows its
@@ -27,11 +27,7 @@ func TestLibrary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs espeak-ng and ffmpeg")
 	}
-	for _, tool := range []string{"espeak-ng", "ffmpeg"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed (go test -short skips this test)", tool)
-		}
-	}
+	testtool.Need(t, "espeak-ng", "ffmpeg")
 	t.Parallel()
 	for name, setup := range map[string]func(t *testing.T) (*hostHarness, blob.Store){
 		"sqlite/local": func(t *testing.T) (*hostHarness, blob.Store) {
