@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,9 +14,6 @@ import (
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
-	"github.com/reelforge/reelforge/host/store/pgstore"
-	"github.com/reelforge/reelforge/host/store/sqlitestore"
-	"github.com/reelforge/reelforge/host/store/storetest"
 	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/plugins/graph"
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -41,27 +37,8 @@ func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // clockedStores open each database with clock.
 var clockedStores = map[string]func(t *testing.T, clock func() time.Time) store.Driver{
-	"sqlite": func(t *testing.T, clock func() time.Time) store.Driver {
-		st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "db.sqlite"), sqlitestore.Options{Clock: clock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	},
-	"postgres": func(t *testing.T, clock func() time.Time) store.Driver {
-		url := storetest.PostgresURL(t)
-		schema := storetest.SchemaName()
-		st, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: schema, Clock: clock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			st.Close()
-			storetest.DropSchema(url, schema)
-		})
-		return st
-	},
+	"sqlite":   openSQLite,
+	"postgres": openPostgresClock,
 }
 
 // recordingRunner is an agent graph runner speaking the project's protocol: it records each

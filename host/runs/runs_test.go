@@ -26,9 +26,12 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-func openStore(t *testing.T) store.Driver {
+func openStore(t *testing.T) store.Driver { return openSQLite(t, nil) }
+
+// openSQLite opens a SQLite store with clock (nil: time.Now).
+func openSQLite(t *testing.T, clock func() time.Time) store.Driver {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "db.sqlite"), sqlitestore.Options{})
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "db.sqlite"), sqlitestore.Options{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +47,14 @@ var databases = map[string]func(t *testing.T) store.Driver{
 
 // openPostgres opens a store in a fresh schema of TEST_DATABASE_URL (or skips the test), dropped
 // at the end of the test.
-func openPostgres(t *testing.T) store.Driver {
+func openPostgres(t *testing.T) store.Driver { return openPostgresClock(t, nil) }
+
+// openPostgresClock is openPostgres with the store's clock (nil: time.Now).
+func openPostgresClock(t *testing.T, clock func() time.Time) store.Driver {
 	t.Helper()
 	url := storetest.PostgresURL(t)
 	schema := storetest.SchemaName()
-	st, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: schema})
+	st, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: schema, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
