@@ -110,7 +110,7 @@ func (s *Server) health(c *fiber.Ctx) error {
 // databaseFault is why the database cannot serve ("" when it can): the cause of the Fault its ping
 // failed with (unreachable, out of connections, timeout...), else the full disk of the last
 // failed write, which a ping (a read) does not see. The ping gets 1 s of the 2 /health has: the
-// driver may take a second more to give up on a server that does not answer.
+// driver may take half a second more to give up on a server that does not answer.
 func (s *Server) databaseFault(ctx context.Context) string {
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reelforge/reelforge/internal/eventsink"
 )
 
 // bound is how long recovered work may take after the restart before it counts as stuck: far
@@ -46,7 +47,7 @@ func TestCrashRounds(t *testing.T) {
 	}
 	for name, url := range dbs {
 		t.Run(name, func(t *testing.T) {
-			h := newHost(t, bin, url, newReceiver(t), newEmail())
+			h := newHost(t, bin, url, eventsink.New(t), newEmail())
 			var total counts
 			for i := range rounds {
 				c := h.round(t, i)
@@ -142,7 +143,7 @@ type host struct {
 	port                int
 	proc                *exec.Cmd
 	token               string
-	recv                *receiver
+	recv                *eventsink.Sink
 	log                 *os.File
 }
 
@@ -151,7 +152,7 @@ func newEmail() string { return fmt.Sprintf("crash-%x@example.com", rand.Uint64(
 
 // newHost starts a host on dbURL with a DATA_DIR of its own, as the user email; it creates that
 // user first unless create is false (a second host on the same database finds it there).
-func newHost(t *testing.T, bin, dbURL string, recv *receiver, email string, create ...bool) *host {
+func newHost(t *testing.T, bin, dbURL string, recv *eventsink.Sink, email string, create ...bool) *host {
 	t.Helper()
 	h := &host{bin: bin, dataDir: t.TempDir(), dbURL: dbURL, port: freePort(t), recv: recv}
 	log, err := os.Create(filepath.Join(h.dataDir, "host.log"))
@@ -188,7 +189,7 @@ func newHost(t *testing.T, bin, dbURL string, recv *receiver, email string, crea
 func (h *host) env() []string {
 	return append(os.Environ(), "PORT="+strconv.Itoa(h.port), "DATA_DIR="+h.dataDir, "DATABASE_URL="+h.dbURL,
 		"PLUGINS_ENABLED=true", "PLUGIN_DIR="+pluginDir(), "MANIFEST_DIR=../../manifests", "LOG_FORMAT=text", "LEASE_MS=3000",
-		"RATE_LIMIT_PER_MINUTE=100000", "AUTOMATION_ENABLE_NOTIFICATIONS=true", "AUTOMATION_EVENT_WEBHOOK_URL="+h.recv.url,
+		"RATE_LIMIT_PER_MINUTE=100000", "AUTOMATION_ENABLE_NOTIFICATIONS=true", "AUTOMATION_EVENT_WEBHOOK_URL="+h.recv.URL,
 		"AUTOMATION_WEBHOOK_SECRET=crash", "AUTOMATION_BATCH_INTERVAL=200",
 		"JWT_SECRET=crash-test-jwt-secret-crash-test-jwt-secret", "CALLBACK_SECRET=crash-test-callback-secret-0123456789")
 }
@@ -433,7 +434,7 @@ func (h *host) settle(t *testing.T, w *work) counts {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	c.events, c.eventRepeats = h.recv.take()
+	c.events, c.eventRepeats = h.recv.Take()
 	return c
 }
 
@@ -464,39 +465,6 @@ func orphans(dataDir string) int {
 	return n
 }
 
-// receiver takes event deliveries and counts them by id.
-type receiver struct {
-	url  string
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{seen: map[string]int{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		id := req.Header.Get("X-Event-Id")
-		r.mu.Lock()
-		r.seen[id]++
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	r.url = srv.URL
-	return r
-}
-
-// take answers the events received since the last take and how many came more than once.
-func (r *receiver) take() (events, repeats int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, n := range r.seen {
-		events++
-		repeats += n - 1
-	}
-	r.seen = map[string]int{}
-	return events, repeats
-}
-
 func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -519,7 +487,7 @@ func TestTwoHostsOneKilled(t *testing.T) {
 		t.Skip("set TEST_DATABASE_URL: hosts share a database on PostgreSQL only")
 	}
 	bin := build(t)
-	recv := newReceiver(t)
+	recv := eventsink.New(t)
 	email := newEmail()
 	dead := newHost(t, bin, url, recv, email)
 	survivor := newHost(t, bin, url, recv, email, false)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/eventsink"
 	"github.com/reelforge/reelforge/internal/testtool"
 )
 
@@ -199,7 +200,7 @@ func TestGeneratorsPluginKilledDuringRender(t *testing.T) {
 	bin := build(t)
 	for name, url := range databases() {
 		t.Run(name, func(t *testing.T) {
-			h := newHost(t, bin, url, newReceiver(t), newEmail())
+			h := newHost(t, bin, url, eventsink.New(t), newEmail())
 			runID, plugin, fam := h.awaitRender(t)
 			h.awaitVideoBytes(t) // mid-render: the video file has been written to
 			if err := syscall.Kill(plugin.pid, syscall.SIGKILL); err != nil {
@@ -297,7 +298,7 @@ func (h *host) checkNoCutOffVideo(t *testing.T) {
 func TestCancelKillsRender(t *testing.T) {
 	needTools(t)
 	bin := build(t)
-	h := newHost(t, bin, "", newReceiver(t), newEmail())
+	h := newHost(t, bin, "", eventsink.New(t), newEmail())
 	runID, _, fam := h.awaitRender(t)
 	var ffmpeg []proc
 	for _, p := range fam {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/reelforge/reelforge/internal/eventsink"
 	"github.com/reelforge/reelforge/internal/pgcluster"
 )
 
@@ -148,7 +149,7 @@ func TestFaultRounds(t *testing.T) {
 	c.Exec(t, "ALTER DATABASE reelforge OWNER TO app")
 	c.ExecDB(t, "reelforge", "CREATE EXTENSION vector")
 	url := fmt.Sprintf("postgres://app@127.0.0.1:%d/reelforge?sslmode=disable", c.Port)
-	m, r := newModel(t), newReceiver(t)
+	m, r := newModel(t), eventsink.New(t)
 	email := "fault@example.com"
 	create := exec.Command(build(t), "user", "create", "--email", email, "--password", "fault-test-password", "--role", "admin")
 	create.Env = append(os.Environ(), "DATABASE_URL="+url, "DATA_DIR="+t.TempDir())
@@ -156,7 +157,7 @@ func TestFaultRounds(t *testing.T) {
 		t.Fatalf("user create: %v\n%s", err, out)
 	}
 	env := []string{"LLM_BASE_URL=" + m.url, "LLM_API_KEY=fault", "AUTOMATION_ENABLE_NOTIFICATIONS=true",
-		"AUTOMATION_EVENT_WEBHOOK_URL=" + r.url, "AUTOMATION_WEBHOOK_SECRET=fault", "AUTOMATION_BATCH_INTERVAL=200"}
+		"AUTOMATION_EVENT_WEBHOOK_URL=" + r.URL, "AUTOMATION_WEBHOOK_SECRET=fault", "AUTOMATION_BATCH_INTERVAL=200"}
 	hosts := []*host{startHost(t, "host1", url, env...), startHost(t, "host2", url, env...)}
 	for _, h := range hosts {
 		h.waitHealth(t, 200, time.Minute)

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reelforge/reelforge/internal/eventsink"
 )
 
 // dbTimeout is the hosts' DB_TIMEOUT_MS; answerBound how long any answer may take during a fault:
@@ -296,39 +298,6 @@ func (m *model) executions(tags map[string]bool) (calls, duplicated, overlapping
 	return calls, duplicated, overlapping
 }
 
-// receiver takes event deliveries and counts them by id.
-type receiver struct {
-	url  string
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{seen: map[string]int{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		id := req.Header.Get("X-Event-Id")
-		r.mu.Lock()
-		r.seen[id]++
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	r.url = srv.URL
-	return r
-}
-
-// repeats is how many events came, and how many more than once (at least once allows it; it is
-// reported, not failed).
-func (r *receiver) counts() (events, repeats int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, n := range r.seen {
-		events++
-		repeats += n - 1
-	}
-	return events, repeats
-}
-
 // answers records what clients saw: each answer's status and time.
 type answers struct {
 	mu       sync.Mutex
@@ -457,7 +426,7 @@ func (o outcome) String() string {
 }
 
 // settle waits, through h, until the acknowledged work of w has ended, and counts how.
-func settle(t *testing.T, h *host, w *work, m *model, r *receiver) outcome {
+func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome {
 	t.Helper()
 	var o outcome
 	w.mu.Lock()
@@ -547,7 +516,7 @@ func settle(t *testing.T, h *host, w *work, m *model, r *receiver) outcome {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	o.events, o.eventRepeats = r.counts()
+	o.events, o.eventRepeats = r.Counts()
 	o.calls, o.duplicated, o.overlapping = m.executions(tags)
 	return o
 }

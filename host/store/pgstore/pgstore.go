@@ -174,11 +174,11 @@ func limitPool(cfg *pgxpool.Config, opt Options) {
 		cfg.ConnConfig.ConnectTimeout = opt.Timeout // the URL's connect_timeout wins
 	}
 	// A call whose context ends (the store's deadline, a client gone) asks the server to cancel
-	// the statement, so it does not go on holding locks, and gives up on the connection a second
+	// the statement, so it does not go on holding locks, and gives up on the connection half a second
 	// later when the server does not answer (paused, unreachable): the caller is answered
 	// either way.
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 500 * time.Millisecond}
 	}
 }
 
