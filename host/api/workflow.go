@@ -185,7 +185,7 @@ func (s *Server) runResult(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		live, err := s.liveOutputs(c, r, append([]json.RawMessage{r.Outputs}, trace...))
+		live, err := s.liveOutputs(c, r.UserID, append([]json.RawMessage{r.Outputs}, trace...))
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (s *Server) runTrace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if trace, err = s.liveOutputs(c, r, trace); err != nil {
+	if trace, err = s.liveOutputs(c, r.UserID, trace); err != nil {
 		return err
 	}
 	return okTop(c, fiber.StatusOK, fiber.Map{"run_id": r.ID, "status": r.Status, "trace": trace})
@@ -296,14 +296,19 @@ func (s *Server) listRuns(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The page's runs are all the caller's: their deleted files are found in one query.
+	outputs := make([]json.RawMessage, len(list))
+	for i := range list {
+		outputs[i] = list[i].Outputs
+	}
+	live, err := s.liveOutputs(c, principal(c).UserID, outputs)
+	if err != nil {
+		return err
+	}
 	items := make([]fiber.Map, 0, len(list))
 	for i := range list {
 		r := &list[i]
-		live, err := s.liveOutputs(c, r, []json.RawMessage{r.Outputs})
-		if err != nil {
-			return err
-		}
-		r.Outputs = live[0]
+		r.Outputs = live[i]
 		v := runView(r)
 		maps.Copy(v, runSummary(r))
 		items = append(items, v)
@@ -311,13 +316,14 @@ func (s *Server) listRuns(c *fiber.Ctx) error {
 	return listing(c, items, total, page, limit)
 }
 
-// liveOutputs is docs of run r without the files of its owner's that were deleted since (null in
-// their place): a run's answer never names a dead URL. Without the content service, docs as they are.
-func (s *Server) liveOutputs(c *fiber.Ctx, r *store.Run, docs []json.RawMessage) ([]json.RawMessage, error) {
+// liveOutputs is docs of runs of userID without the files of theirs that were deleted since (null
+// in their place): a run's answer never names a dead URL. Without the content service, docs as
+// they are.
+func (s *Server) liveOutputs(c *fiber.Ctx, userID string, docs []json.RawMessage) ([]json.RawMessage, error) {
 	if s.Content == nil {
 		return docs, nil
 	}
-	return s.Content.LiveOutputs(s.ctx(c), r.UserID, docs...)
+	return s.Content.LiveOutputs(s.ctx(c), userID, docs...)
 }
 
 // runSummary is what a library shows of a run: its title, its product's URL (the video, else the
