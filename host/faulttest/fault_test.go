@@ -109,14 +109,6 @@ func exhaust(t *testing.T, c *pgcluster.Cluster, role string) (release func(t *t
 	return func(t *testing.T) { c.Exec(t, "ALTER ROLE "+role+" CONNECTION LIMIT -1") }
 }
 
-func pids(conns []*pgx.Conn) []uint32 {
-	out := make([]uint32, len(conns))
-	for i, c := range conns {
-		out[i] = c.PgConn().PID()
-	}
-	return out
-}
-
 // fault is one way the database fails for a while.
 type fault struct {
 	name  string
