@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/runs"
@@ -53,6 +56,24 @@ func TestRunWithoutItsProductFails(t *testing.T) {
 			}
 			if json.Unmarshal(b, &fe) != nil || fe.Error.Code != e.Code || fe.Error.Message != e.Message {
 				t.Errorf("failed task:status frame = %s; want the run's error %+v", b, e)
+			}
+			// The outbound job.failed of the job behind it says the same: its code, its message.
+			evs, err := st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 1000, Token: uuid.NewString(),
+				LeaseUntil: time.Now().Add(time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			agree := false
+			for _, ev := range evs {
+				var pl events.Payload
+				_ = json.Unmarshal(ev.Payload, &pl)
+				je, _ := pl.Data["error"].(map[string]any)
+				msg, _ := je["message"].(string)
+				agree = agree || (ev.Event == events.JobFailed && pl.Data["runId"] == r.ID && je["code"] == e.Code &&
+					msg != "" && strings.Contains(e.Message, msg))
+			}
+			if !agree {
+				t.Errorf("no job.failed event of run %s carries its error's code %s and message", r.ID, e.Code)
 			}
 			again, err := s.Retry(ctx, p, r.ID)
 			if err != nil || again.Status != store.RunPending {
