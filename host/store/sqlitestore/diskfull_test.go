@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,36 +15,15 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/tmpfs"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts it at the test's end: a
-// disk that fills up, apart from the machine's. It needs root (mount); under -short it skips.
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: skipping the disk-full test (it mounts a tmpfs, as root)")
-	}
-	dir := filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount a tmpfs (the test needs root; -short skips it): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // TestDiskFull: on a full disk a run claim fails (it does not hand back a row whose write did not
 // commit), the runs stay unclaimed, and once space is freed the claim succeeds and the WAL, grown
 // while the disk filled, is cut back so the freed space stays free.
 func TestDiskFull(t *testing.T) {
 	ctx := context.Background()
-	dir := mountTmpfs(t, 40<<20)
+	dir := tmpfs.Mount(t, 40<<20)
 	path := filepath.Join(dir, "reelforge.db")
 	d, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
 	if err != nil {
@@ -85,7 +62,7 @@ func TestDiskFull(t *testing.T) {
 			}
 		}
 	}
-	fill(t, filepath.Join(dir, "fill")) // the last bytes a small write could still take
+	tmpfs.Fill(t, filepath.Join(dir, "fill")) // the last bytes a small write could still take
 	for i := range 3 {
 		r, err := d.ClaimRun(ctx, "host/a", time.Minute)
 		if err == nil || errors.Is(err, store.ErrNotFound) {
@@ -132,21 +109,5 @@ func TestDiskFull(t *testing.T) {
 	}
 	if err := d.CreateRun(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "after", UserID: u.ID, Inputs: big}); err != nil {
 		t.Errorf("a write after the WAL was cut back: %v", err)
-	}
-}
-
-// fill writes a file at path until the disk is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			return
-		}
 	}
 }
