@@ -323,10 +323,14 @@ func (s *Service) sweepOnce(ctx context.Context) error {
 		return fmt.Errorf("list due jobs: %w", err)
 	}
 	for i := range due {
-		s.timeoutJob(ctx, &due[i], now)
+		if err := s.timeoutJob(ctx, &due[i], now); err != nil {
+			return err
+		}
 	}
 	// Jobs whose host stopped renewing their lease died with it: no callback will come.
-	s.interruptAbandoned(ctx)
+	if err := s.interruptAbandoned(ctx); err != nil {
+		return err
+	}
 	// Runs nothing drives (an update lost to a database error, or an engine that waits for no job)
 	// are handed to the executor again as a recovery: after maxRecoveries they fail.
 	// Each is claimed by the same test it was listed by: one handed back and claimed by a host since
@@ -345,26 +349,33 @@ func (s *Service) sweepOnce(ctx context.Context) error {
 	return nil
 }
 
-func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
+// It answers the database's error, for the sweeper's back-off.
+func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) error {
 	p, _, _ := s.policy(j.Type)
 	if j.RetryCount < j.MaxRetries && engine.IsGeneratorJob(j.Type) && s.dispatcher != nil {
 		next := now.Add(p.BackoffFor(j.RetryCount+1) + p.Timeout)
 		rj, err := s.st.RetryJob(ctx, j.ID, next)
+		if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
 		if err != nil {
-			return
+			return fmt.Errorf("retry job %s: %w", j.ID, err)
 		}
 		go func() {
 			time.Sleep(p.BackoffFor(rj.RetryCount))
 			s.dispatch(context.WithoutCancel(ctx), rj)
 		}()
-		return
+		return nil
 	}
 	msg := fmt.Sprintf("%s job %s got no callback within %s", j.Type, j.ID, p.Timeout)
-	if _, ok := s.expire(ctx, j.ID, now, &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg}); !ok {
-		return // resolved meanwhile, or its executor called back in time
+	if _, err := s.expire(ctx, j.ID, now, &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg}); err != nil {
+		if errors.Is(err, store.ErrStale) {
+			return nil // resolved meanwhile, or its executor called back in time
+		}
+		return err
 	}
 	if engine.IsGeneratorJob(j.Type) {
-		return // the step awaiting it decides (an optional step is skipped)
+		return nil // the step awaiting it decides (an optional step is skipped)
 	}
 	// An engine job's executor was silent for longer than the timeout: ask its engine to stop that
 	// job before anything else is posted (its next callback answers 410 either way).
@@ -383,9 +394,10 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) {
 				s.kick()
 			}()
 		}
-		return
+		return nil
 	}
 	s.fail(ctx, j.RunID, "", &engine.RunError{Code: string(errcode.WorkflowTimeout), Message: msg, StepID: j.StepID})
+	return nil
 }
 
 // cancelJob asks the engine of job j's type to stop that job's outside work (Cancel with its id),
@@ -403,13 +415,17 @@ func (s *Service) cancelJob(ctx context.Context, j *store.Job) {
 }
 
 // CompleteJob resolves a job with the answer of the plugin that did it (PluginJobs), as if its
-// ai-callback had arrived: result on success, else failure.
+// ai-callback had arrived: result on success, else failure. A catalogue error says the job is gone
+// or resolved already; any other is the database's, and the answer may be tried again.
 func (s *Service) CompleteJob(ctx context.Context, jobID string, result json.RawMessage, failure *engine.RunError) error {
 	status := engine.JobCompleted
 	if failure != nil {
 		status, result = engine.JobFailed, nil
 	}
-	if _, ok := s.resolve(ctx, jobID, status, result, failure); !ok {
+	if _, err := s.resolveErr(ctx, jobID, status, result, failure); err != nil {
+		if !errors.Is(err, store.ErrStale) && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 		if _, err := s.st.GetJob(ctx, jobID); errors.Is(err, store.ErrNotFound) {
 			return errcode.New(errcode.NotFound, "Job not found")
 		}

@@ -122,7 +122,9 @@ func (s *Service) TakeBack(ctx context.Context) {
 	if n > 0 || m > 0 {
 		s.log.Warn("runs: taking back the work of this host's previous life", "host_id", s.opts.HostID, "runs", n, "jobs", m)
 	}
-	s.interruptAbandoned(ctx)
+	if err := s.interruptAbandoned(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("runs: interrupt the jobs whose host stopped", "err", err)
+	}
 }
 
 // holdJobs renews the leases of the jobs this host's life works on, until ctx ends.
@@ -139,27 +141,35 @@ func (s *Service) holdJobs(ctx context.Context) {
 }
 
 // interruptAbandoned resolves the jobs whose holder stopped renewing: their work died with it.
-func (s *Service) interruptAbandoned(ctx context.Context) {
+// It answers the database's first error, so that the sweeper backs off instead of trying the same
+// jobs again at every sweep.
+func (s *Service) interruptAbandoned(ctx context.Context) error {
 	jobs, err := s.st.ListAbandonedJobs(ctx, s.st.Now(), 100)
 	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("runs: list abandoned jobs", "err", err)
-		}
-		return
+		return fmt.Errorf("list abandoned jobs: %w", err)
 	}
 	for i := range jobs {
-		s.interrupt(ctx, &jobs[i])
+		if err := s.interrupt(ctx, &jobs[i]); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // interrupt fails an abandoned job with the reason; the step awaiting it, or the step executed
-// again when its run is taken over, orders the work anew.
-func (s *Service) interrupt(ctx context.Context, j *store.Job) {
+// again when its run is taken over, orders the work anew. It answers the database's error (nil
+// when the job was resolved already).
+func (s *Service) interrupt(ctx context.Context, j *store.Job) error {
 	msg := fmt.Sprintf("interrupted: the host doing this %s job (%s) stopped before it finished", j.Type, hostOf(j.HeldBy))
-	if _, ok := s.resolve(ctx, j.ID, engine.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)),
-		Message: msg, StepID: j.StepID}); ok {
+	_, err := s.resolveErr(ctx, j.ID, engine.JobFailed, nil, &engine.RunError{Code: string(s.jobErrorCode(j.Type)),
+		Message: msg, StepID: j.StepID})
+	if err == nil {
 		s.log.Warn("runs: job interrupted by the stop of its host", "job_id", j.ID, "run_id", j.RunID, "holder", j.HeldBy)
 	}
+	if errors.Is(err, store.ErrStale) {
+		return nil
+	}
+	return err
 }
 
 // hostOf is the host id of a claim or hold named host/<claim>.

@@ -228,6 +228,13 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 
 // resolve resolves a job once and wakes its waiters; it reports false when it was resolved already.
 func (s *Service) resolve(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError) (*store.Job, bool) {
+	j, err := s.resolveErr(ctx, jobID, status, result, e)
+	return j, err == nil
+}
+
+// resolveErr is resolve answering why the job was not resolved: ErrStale when it was already,
+// else the database's error (for the sweeper's back-off).
+func (s *Service) resolveErr(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError) (*store.Job, error) {
 	return s.resolveWith(ctx, jobID, status, result, e, func(tx Store, errObj json.RawMessage) (*store.Job, error) {
 		return tx.ResolveJob(ctx, jobID, status, result, errObj)
 	})
@@ -235,7 +242,7 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 
 // expire times out a job still past its deadline at now (the sweeper's listing): false when it was
 // resolved meanwhile, or its executor called back and moved the deadline (ExtendJob).
-func (s *Service) expire(ctx context.Context, jobID string, now time.Time, e *engine.RunError) (*store.Job, bool) {
+func (s *Service) expire(ctx context.Context, jobID string, now time.Time, e *engine.RunError) (*store.Job, error) {
 	return s.resolveWith(ctx, jobID, engine.JobTimeout, nil, e, func(tx Store, errObj json.RawMessage) (*store.Job, error) {
 		return tx.TimeOutJob(ctx, jobID, now, errObj)
 	})
@@ -244,7 +251,7 @@ func (s *Service) expire(ctx context.Context, jobID string, now time.Time, e *en
 // resolveWith is resolve's work with the store's guarded update end: the job's end events in the
 // same transaction, the files of a completed job recorded, its waiters woken.
 func (s *Service) resolveWith(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError,
-	end func(tx Store, errObj json.RawMessage) (*store.Job, error)) (*store.Job, bool) {
+	end func(tx Store, errObj json.RawMessage) (*store.Job, error)) (*store.Job, error) {
 	var errObj json.RawMessage
 	if e != nil {
 		errObj, _ = json.Marshal(e) // a struct of strings and numbers: Marshal cannot fail
@@ -261,7 +268,7 @@ func (s *Service) resolveWith(ctx context.Context, jobID, status string, result 
 		if !errors.Is(err, store.ErrStale) {
 			s.log.Warn("runs: resolve job", "job_id", jobID, "err", err)
 		}
-		return nil, false
+		return nil, err
 	}
 	if status == engine.JobCompleted && s.assets != nil {
 		// Before the step awaiting the job goes on: the file is an asset by the time a run's
@@ -271,7 +278,7 @@ func (s *Service) resolveWith(ctx context.Context, jobID, status string, result 
 		}
 	}
 	s.wakeJob(jobID)
-	return j, true
+	return j, nil
 }
 
 // emitJobEnd emits, in the transaction that resolved j, job.status.changed and the job's end:

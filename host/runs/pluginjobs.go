@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -96,8 +97,6 @@ func (p *PluginJobs) Dispatch(ctx context.Context, job *engine.Job, callbackURL 
 
 // resolve records the plugin's answer about job.
 func (p *PluginJobs) resolve(job *engine.Job, name string, res *engine.RunResult, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	var result json.RawMessage
 	var failure *engine.RunError
 	switch {
@@ -124,8 +123,23 @@ func (p *PluginJobs) resolve(job *engine.Job, name string, res *engine.RunResult
 			failure.Code = string(p.s.jobErrorCode(job.Type)) // the job type's code, as its entry promises
 		}
 	}
-	if err := p.s.CompleteJob(ctx, job.JobID, result, failure); err != nil {
-		p.s.log.Info("runs: a plugin's job answer not recorded", "job_id", job.JobID, "err", err)
+	// The work is done: a database that refuses its answer (down, disk full) gets it again with
+	// the host's back-off, rather than the job waiting for its time-out and being done again.
+	// The job stays held by this host's life meanwhile, so no one takes it for abandoned.
+	retry := backoff.Retry{Log: p.s.log, What: "runs: record a plugin's job answer"}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := p.s.CompleteJob(ctx, job.JobID, result, failure)
+		cancel()
+		if err == nil {
+			retry.Succeeded()
+			return
+		}
+		if errcode.As(err) != nil {
+			p.s.log.Info("runs: a plugin's job answer not recorded", "job_id", job.JobID, "err", err)
+			return
+		}
+		backoff.Sleep(context.Background(), retry.Failed(err, "job_id", job.JobID))
 	}
 }
 
