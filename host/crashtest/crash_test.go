@@ -154,8 +154,14 @@ func newEmail() string { return fmt.Sprintf("crash-%x@example.com", rand.Uint64(
 // user first unless create is false (a second host on the same database finds it there).
 func newHost(t *testing.T, bin, dbURL string, recv *eventsink.Sink, email string, create ...bool) *host {
 	t.Helper()
-	h := &host{bin: bin, dataDir: t.TempDir(), dbURL: dbURL, port: freePort(t), recv: recv}
-	log, err := os.Create(filepath.Join(h.dataDir, "host.log"))
+	return newHostIn(t, bin, dbURL, t.TempDir(), recv, email, create...)
+}
+
+// newHostIn is newHost with the DATA_DIR dataDir; the host's log is written apart from it.
+func newHostIn(t *testing.T, bin, dbURL, dataDir string, recv *receiver, email string, create ...bool) *host {
+	t.Helper()
+	h := &host{bin: bin, dataDir: dataDir, dbURL: dbURL, port: freePort(t), recv: recv}
+	log, err := os.Create(filepath.Join(t.TempDir(), "host.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

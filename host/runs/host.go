@@ -229,11 +229,15 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 // resolve resolves a job once and wakes its waiters; it reports false when it was resolved already.
 func (s *Service) resolve(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError) (*store.Job, bool) {
 	j, err := s.resolveErr(ctx, jobID, status, result, e)
+	if err != nil && !errors.Is(err, store.ErrStale) {
+		s.log.Warn("runs: resolve job", "job_id", jobID, "err", err)
+	}
 	return j, err == nil
 }
 
 // resolveErr is resolve answering why the job was not resolved: ErrStale when it was already,
-// else the database's error (for the sweeper's back-off).
+// else the database's error, which the caller logs (the sweeper and PluginJobs once per step of
+// their back-off).
 func (s *Service) resolveErr(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError) (*store.Job, error) {
 	return s.resolveWith(ctx, jobID, status, result, e, func(tx Store, errObj json.RawMessage) (*store.Job, error) {
 		return tx.ResolveJob(ctx, jobID, status, result, errObj)
@@ -265,9 +269,6 @@ func (s *Service) resolveWith(ctx context.Context, jobID, status string, result 
 		return emitJobEnd(ctx, tx, j, e)
 	})
 	if err != nil {
-		if !errors.Is(err, store.ErrStale) {
-			s.log.Warn("runs: resolve job", "job_id", jobID, "err", err)
-		}
 		return nil, err
 	}
 	if status == engine.JobCompleted && s.assets != nil {
