@@ -158,7 +158,7 @@ func newHost(t *testing.T, bin, dbURL string, recv *eventsink.Sink, email string
 }
 
 // newHostIn is newHost with the DATA_DIR dataDir; the host's log is written apart from it.
-func newHostIn(t *testing.T, bin, dbURL, dataDir string, recv *receiver, email string, create ...bool) *host {
+func newHostIn(t *testing.T, bin, dbURL, dataDir string, recv *eventsink.Sink, email string, create ...bool) *host {
 	t.Helper()
 	h := &host{bin: bin, dataDir: dataDir, dbURL: dbURL, port: freePort(t), recv: recv}
 	log, err := os.Create(filepath.Join(t.TempDir(), "host.log"))

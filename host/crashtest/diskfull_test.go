@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/eventsink"
 	"github.com/reelforge/reelforge/internal/tmpfs"
 )
 
@@ -24,7 +25,7 @@ func TestDiskFullSQLite(t *testing.T) {
 	}
 	bin := build(t)
 	disk := tmpfs.Mount(t, 128<<20)
-	h := newHostIn(t, bin, "", filepath.Join(disk, "data"), newReceiver(t), newEmail())
+	h := newHostIn(t, bin, "", filepath.Join(disk, "data"), eventsink.New(t), newEmail())
 	w := h.load(t, 0)
 	waitFor(t, "acknowledged runs and documents", func() bool {
 		w.mu.Lock()
