@@ -212,7 +212,11 @@ func (s *Signer) SignJSON(b []byte) []byte {
 			continue
 		}
 		var v string
-		if json.Unmarshal(tok, &v) != nil || !IsFileURL(Unsigned(v)) {
+		if json.Unmarshal(tok, &v) != nil {
+			continue
+		}
+		signed, ok := s.signList(v)
+		if !ok {
 			continue
 		}
 		if out == nil {
@@ -220,13 +224,27 @@ func (s *Signer) SignJSON(b []byte) []byte {
 		}
 		// A signed URL is made of a storage key's characters and the query's ?, = and &: it
 		// needs no escaping (json.Marshal would write & as \u0026).
-		out = append(append(append(append(out, b[last:start]...), '"'), s.Sign(v)...), '"')
+		out = append(append(append(append(out, b[last:start]...), '"'), signed...), '"')
 		last = end + 1
 	}
 	if out == nil {
 		return b
 	}
 	return append(out, b[last:]...)
+}
+
+// signList signs v when it is a file URL, or a comma-separated list of file URLs (the form of a
+// run's `media` input); a string holding anything else is text, and ok is false.
+func (s *Signer) signList(v string) (signed string, ok bool) {
+	parts := strings.Split(v, ",")
+	for i, part := range parts {
+		part = strings.TrimSpace(part)
+		if !IsFileURL(Unsigned(part)) {
+			return "", false
+		}
+		parts[i] = s.Sign(part)
+	}
+	return strings.Join(parts, ","), true
 }
 
 // stringEnd is the index of the quote that closes the JSON string opening at b[start], or -1.

@@ -141,7 +141,8 @@ func TestSignJSON(t *testing.T) {
 	mat := "/api/materials/m1/file"
 	in := `{"video_url":"` + video + `","nested":{"list":["` + mat + `?expires=1&signature=old","/api/projects"]},` +
 		`"text":"see \"` + video + `\" here","escaped":"\/api\/assets\/files\/u1\/a.png","n":33.333333333333336,` +
-		`"external":"https://cdn.example.com/a.mp4","key":"` + video + `"}`
+		`"external":"https://cdn.example.com/a.mp4","key":"` + video + `",` +
+		`"media":"` + mat + `?expires=1&signature=old, ` + video + `","mixed":"` + video + `,not a file"}`
 	out := s.SignJSON([]byte(in))
 	var got map[string]any
 	if err := json.Unmarshal(out, &got); err != nil {
@@ -155,6 +156,9 @@ func TestSignJSON(t *testing.T) {
 		"n":         33.333333333333336,
 		"external":  "https://cdn.example.com/a.mp4",
 		"key":       s.Sign(video),
+		// a run's media input lists its files separated by commas: each is signed, none dropped
+		"media": s.Sign(mat) + "," + s.Sign(video),
+		"mixed": video + ",not a file",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("SignJSON (-want +got):\n%s\n%s", d, out)
