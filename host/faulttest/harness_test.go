@@ -505,7 +505,9 @@ func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome
 		var st struct {
 			Data struct{ Pending int } `json:"data"`
 		}
-		h.call("GET", "/api/webhooks/notification-status", nil, &st)
+		if code, _ := h.call("GET", "/api/webhooks/notification-status", nil, &st); code != 200 {
+			t.Fatalf("%s notification-status: %d", h.name, code)
+		}
 		if st.Data.Pending == 0 {
 			break
 		}
