@@ -43,8 +43,8 @@ func TestNamedRoutes(t *testing.T) {
 	// the cover step's error instead of completing with the copy alone.
 	_, body := e.do(u, "POST", "/api/generate/visual", map[string]any{"topic": "coffee"})
 	final := e.wait(u, body["run_id"].(string), "failed", "completed")
-	if fe, _ := final["error"].(map[string]any); final["status"] != "failed" || fe["code"] != "VIDEO_GEN_ERROR" || fe["step_id"] != "cover" {
-		t.Errorf("visual run without a generator = %v, want failed with the cover step's VIDEO_GEN_ERROR", final)
+	if fe, _ := final["error"].(map[string]any); final["status"] != "failed" || fe["code"] != "VIDEO_GEN_ERROR" || fe["step_id"] != "cover" || final["current_step"] != "cover" {
+		t.Errorf("visual run without a generator = %v, want failed at the cover step with its VIDEO_GEN_ERROR", final)
 	}
 }
 

@@ -122,10 +122,25 @@ func raw(b json.RawMessage) any {
 	return b
 }
 
+// failedStep is the step a run is at: for a failed run the step its error names (a run failed
+// for its product after its last steps reported progress would otherwise show those), else the
+// last step reported.
+func failedStep(r *store.Run) string {
+	if r.Status == store.RunFailed && len(r.Error) > 0 {
+		var e struct {
+			StepID string `json:"step_id"`
+		}
+		if json.Unmarshal(r.Error, &e) == nil && e.StepID != "" {
+			return e.StepID
+		}
+	}
+	return r.CurrentStep
+}
+
 // runView is the status shape of a run.
 func runView(r *store.Run) fiber.Map {
 	m := fiber.Map{"run_id": r.ID, "workflow": r.WorkflowID, "status": r.Status, "progress": r.Progress,
-		"current_step": r.CurrentStep, "created_at": r.CreatedAt, "updated_at": r.UpdatedAt,
+		"current_step": failedStep(r), "created_at": r.CreatedAt, "updated_at": r.UpdatedAt,
 		"trigger": r.Trigger, "engine": r.Engine, "attempt": r.Attempt}
 	if r.ProjectID != "" {
 		m["project_id"] = r.ProjectID
