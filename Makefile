@@ -90,4 +90,4 @@ demo: build ## ingest the demo knowledge base for a demo user (host must be runn
 clean: ## remove build output
 	rm -rf $(BIN)
 
-.PHONY: help build plugins run test tools-run tools-test crash-test test-short test-pg bench proto verify lint tidy e2e-n8n demo clean
+.PHONY: help build plugins run test tools-run tools-test crash-test fault-test test-short test-pg bench proto verify lint tidy e2e-n8n e2e-browser demo clean
