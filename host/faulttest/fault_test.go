@@ -30,32 +30,12 @@ func TestStartBeforeDatabase(t *testing.T) {
 	url := c.CreateDB(t, "reelforge")
 	fill(t, c, url)
 	h := startHost(t, "host", url)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		body := h.waitHealth(t, 503, time.Minute)
-		if dbCause(body) == "out of connections" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/health never named the connections: %v", body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitCause(t, h, "out of connections")
 	checkUnready(t, h)
 
 	// The server goes down (its connections with it): the host waits on, naming that.
 	c.Stop(t)
-	deadline = time.Now().Add(time.Minute)
-	for {
-		body := h.waitHealth(t, 503, time.Minute)
-		if dbCause(body) == "unreachable" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/health never said unreachable: %v", body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitCause(t, h, "unreachable")
 	checkUnready(t, h)
 
 	// It comes back with connections free: the host comes up by itself.
@@ -67,6 +47,22 @@ func TestStartBeforeDatabase(t *testing.T) {
 	}
 	if n := h.logLines(); n > 60 {
 		t.Errorf("%d log lines while waiting about a minute at most: the wait should log once per back-off step\n%s", n, lastLines(h, 30))
+	}
+}
+
+// waitCause waits, a minute at most, until h's /health answers 503 naming cause.
+func waitCause(t *testing.T, h *host, cause string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		body := h.waitHealth(t, 503, time.Minute)
+		if dbCause(body) == cause {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health never named %q: %v", cause, body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
