@@ -45,6 +45,19 @@ func Best(question string, passages []string, n int) []Pick {
 	return out
 }
 
+// Shared counts the informative words (see terms) that s shares with query: zero when s only
+// shares function words with it. The node engine's templates use it to take a knowledge-base
+// sentence into a script only when it is about the topic.
+func Shared(query, s string) int {
+	q, n := terms(query), 0
+	for t := range terms(s) {
+		if q[t] {
+			n++
+		}
+	}
+	return n
+}
+
 // stop are English words that say nothing about what a question asks: question words, auxiliaries
 // and other function words (three letters or more; shorter words are never terms).
 var stop = map[string]bool{}

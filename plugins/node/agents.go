@@ -237,7 +237,12 @@ func scriptInputs(sc *stepCtx) map[string]any {
 // knowledgeOf returns up to n knowledge-base passages of the nearest lookup, each cut to whole
 // sentences, and their citations ({number, source, document}, numbered as [#n]).
 func knowledgeOf(sc *stepCtx, n int) (notes, cites []any) {
-	for _, h := range sc.hits() {
+	return notesOf(sc.hits(), n)
+}
+
+// notesOf is knowledgeOf for the given hits.
+func notesOf(hits []map[string]any, n int) (notes, cites []any) {
+	for _, h := range hits {
 		if t := wholeSentences(asString(h["text"]), 400); t != "" {
 			notes = append(notes, t)
 			cites = append(cites, map[string]any{"number": len(notes), "chunk_id": h["chunk_id"], "source": h["source"], "document": h["document"]})
@@ -281,6 +286,10 @@ func writeScript(ctx context.Context, sc *stepCtx, in map[string]any) (*result, 
 		return &result{outputs: map[string]any{"script": s, "title": b.title(), "format": b.format, "source": "input",
 			"note": "the creator's script, used as is"}}, nil
 	}
+	searched := ""
+	if _, ok := in["knowledge"]; !ok && b.format != "music" {
+		searched = searchKnowledge(ctx, sc, b, in)
+	}
 	g, why := generateText(ctx, sc, scriptSystem, b.modelPrompt()+knowledgePrompt(in), 900)
 	if g != nil {
 		out := map[string]any{"script": strings.TrimSpace(g.Text), "title": b.title(), "format": b.format}
@@ -292,11 +301,46 @@ func writeScript(ctx context.Context, sc *stepCtx, in map[string]any) (*result, 
 		}
 		return modelResult(out, g), nil
 	}
+	b = newBrief(in) // with what the search found
 	out := b.template()
+	if n := templateNote(out); n != "" {
+		out["template"] = n
+	}
+	if searched != "" {
+		out["knowledge_search"] = searched
+	}
 	if est, ok := out["estimated_seconds"].(int); ok && est*10 < b.duration*7 {
 		why += fmt.Sprintf("; about %d of the %d seconds asked: the brief and the knowledge base gave no more to say", est, b.duration)
 	}
 	return templateResult(out, why), nil
+}
+
+// searchKnowledge looks the brief's subject up in the knowledge base, through the host (scoped to
+// the run's owner and project), when no earlier step did: the passages go into in as a lookup
+// step's would. It returns what the trace should say of it; a failed search is said, not fatal.
+func searchKnowledge(ctx context.Context, sc *stepCtx, b brief, in map[string]any) string {
+	q := strings.TrimSpace(readShape(b.topic, b.zh()).subject)
+	if q == "" {
+		q = b.topic
+	}
+	hits, err := sc.h.Search(ctx, &engine.SearchRequest{UserID: sc.req.User.UserID, ProjectID: sc.req.Project.ProjectID, Query: q, TopK: 5})
+	if err != nil {
+		msg := err.Error()
+		if e := errcode.As(err); e != nil {
+			msg = e.Message()
+		}
+		return "knowledge base not searched (" + clip(msg, 200) + ")"
+	}
+	ms := make([]map[string]any, 0, len(hits))
+	for _, h := range hits {
+		ms = append(ms, map[string]any{"chunk_id": h.ChunkID, "text": h.ChunkText, "source": h.SourceName, "document": h.Document})
+	}
+	notes, cites := notesOf(ms, 3)
+	if len(notes) == 0 {
+		return fmt.Sprintf("knowledge base searched for %q: nothing found", q)
+	}
+	in["knowledge"], in["citations"] = notes, cites
+	return fmt.Sprintf("knowledge base searched for %q: passages found: %d", q, len(notes))
 }
 
 // ---------------------------------------------------------------- rewriter

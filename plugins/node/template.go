@@ -19,6 +19,7 @@ type brief struct {
 	format, topic, summary, platform, style, language, prompt, characters string
 	duration, days                                                        int
 	knowledge                                                             []string
+	knowSources                                                           []string // the document or source of each knowledge passage
 }
 
 func newBrief(in map[string]any) brief {
@@ -33,10 +34,18 @@ func newBrief(in map[string]any) brief {
 	if d, ok := asNumber(in["days"]); ok && d >= 1 {
 		b.days = min(int(d), 31)
 	}
+	cites, _ := in["citations"].([]any)
 	if ks, ok := in["knowledge"].([]any); ok {
-		for _, k := range ks {
+		for i, k := range ks {
 			if s := asString(k); s != "" {
+				src := ""
+				if i < len(cites) {
+					if c, ok := cites[i].(map[string]any); ok {
+						src = firstNonEmpty(asString(c["document"]), asString(c["source"]))
+					}
+				}
 				b.knowledge = append(b.knowledge, s)
+				b.knowSources = append(b.knowSources, src)
 			}
 		}
 	}
@@ -180,7 +189,8 @@ var sectionLabels = map[string][2][3]string{
 }
 
 // template writes the brief's text without a language model: deterministic, built from the inputs
-// in the brief's language and sized to its duration. The caller marks it source "template".
+// in the brief's language and sized to its duration, in the shape of its topic (readShape). The
+// caller marks it source "template"; the outputs say the shape and each beat's sources.
 func (b brief) template() map[string]any {
 	switch b.format {
 	case "music":
@@ -189,7 +199,8 @@ func (b brief) template() map[string]any {
 		return b.planTemplate()
 	}
 	zh := b.zh()
-	hook, cta := b.hook(), b.cta()
+	sh := readShape(b.topic, zh)
+	hook, cta := b.hook(sh), b.cta(sh)
 	if b.format == "graphic" {
 		hook = b.title()
 	}
@@ -197,9 +208,9 @@ func (b brief) template() map[string]any {
 	if b.format == "graphic" {
 		budget = min(budget, 120)
 	}
-	body := b.body(budget)
-	beats := group(body, 3)
-	out := map[string]any{"title": b.title(), "format": b.format, "hook": hook, "cta": cta, "language": map[bool]string{false: "en", true: "zh"}[zh]}
+	beats := b.beats(sh, budget)
+	out := map[string]any{"title": b.title(), "format": b.format, "hook": hook, "cta": cta, "language": map[bool]string{false: "en", true: "zh"}[zh],
+		"shape": sh.name()}
 	if b.style != "" {
 		out["style"] = b.style
 	}
@@ -208,7 +219,7 @@ func (b brief) template() map[string]any {
 	case "voiceover": // narration only: every line is read aloud
 		s.WriteString(hook + "\n")
 		for _, bt := range beats {
-			s.WriteString(joinSentences(bt, zh) + "\n")
+			s.WriteString(bt.text(zh) + "\n")
 		}
 		s.WriteString(cta)
 	case "drama":
@@ -216,15 +227,19 @@ func (b brief) template() map[string]any {
 		out["characters"] = anySlice(cast)
 		labels := sectionLabels["drama"][boolIndex(zh)]
 		fmt.Fprintf(&s, "[%s]\n%s: %s\n", labels[0], cast[0], hook)
-		line := 1
+		n := 1
 		for i, bt := range beats {
 			fmt.Fprintf(&s, "[%s]\n", fmt.Sprintf(labels[1], i+1))
-			for _, sen := range bt {
-				fmt.Fprintf(&s, "%s: %s\n", cast[line%len(cast)], sen)
-				line++
+			for j, l := range bt.lines {
+				text := l.text
+				if j == 0 {
+					text = bt.label + text
+				}
+				fmt.Fprintf(&s, "%s: %s\n", cast[n%len(cast)], text)
+				n++
 			}
 		}
-		fmt.Fprintf(&s, "[%s]\n%s: %s", labels[2], cast[line%len(cast)], b.cliffhanger())
+		fmt.Fprintf(&s, "[%s]\n%s: %s", labels[2], cast[n%len(cast)], b.cliffhanger())
 	default:
 		labels, ok := sectionLabels[b.format]
 		if !ok {
@@ -233,15 +248,27 @@ func (b brief) template() map[string]any {
 		l := labels[boolIndex(zh)]
 		fmt.Fprintf(&s, "[%s] %s\n", l[0], hook)
 		for i, bt := range beats {
-			fmt.Fprintf(&s, "[%s] %s\n", fmt.Sprintf(l[1], i+1), joinSentences(bt, zh))
+			fmt.Fprintf(&s, "[%s] %s\n", fmt.Sprintf(l[1], i+1), bt.text(zh))
 		}
 		fmt.Fprintf(&s, "[%s] %s", l[2], cta)
 	}
 	beatTexts := make([]any, len(beats))
+	beatSources := make([]any, len(beats))
+	var sources []string
 	for i, bt := range beats {
-		beatTexts[i] = joinSentences(bt, zh)
+		beatTexts[i] = bt.text(zh)
+		bs := bt.sources()
+		beatSources[i] = anySlice(bs)
+		for _, src := range bs {
+			if src != sourceTemplate && !containsString(sources, src) {
+				sources = append(sources, src)
+			}
+		}
 	}
-	out["beats"] = beatTexts
+	out["beats"], out["beat_sources"] = beatTexts, beatSources
+	if len(sources) > 0 {
+		out["sources"] = anySlice(sources)
+	}
 	out["script"] = strings.TrimSpace(s.String())
 	if b.format == "graphic" {
 		out["hashtags"] = b.hashtags()
@@ -249,7 +276,7 @@ func (b brief) template() map[string]any {
 		// How long the script takes to say, so a template short of material says it is short.
 		n := spokenLength(hook + " " + cta)
 		for _, bt := range beats {
-			n += spokenLength(strings.Join(bt, " "))
+			n += spokenLength(bt.text(zh))
 		}
 		rate := wordsPerSecond
 		if zh {
@@ -258,6 +285,31 @@ func (b brief) template() map[string]any {
 		out["target_seconds"], out["estimated_seconds"] = b.duration, int(float64(n)/rate+0.5)
 	}
 	return out
+}
+
+// templateNote says, for the trace, the shape the template read and where each beat came from.
+func templateNote(out map[string]any) string {
+	shape, _ := out["shape"].(string)
+	if shape == "" {
+		return ""
+	}
+	note := "template shape: " + shape
+	srcs, _ := out["beat_sources"].([]any)
+	var parts []string
+	for i, s := range srcs {
+		names := []string{}
+		for _, n := range s.([]any) {
+			if n == sourceTemplate {
+				n = "the template's general lines"
+			}
+			names = append(names, n.(string))
+		}
+		parts = append(parts, fmt.Sprintf("beat %d from %s", i+1, strings.Join(names, " and ")))
+	}
+	if len(parts) > 0 {
+		note += "; " + strings.Join(parts, ", ")
+	}
+	return note
 }
 
 func boolIndex(b bool) int {
@@ -282,63 +334,6 @@ func joinSentences(ss []string, zh bool) string {
 	return strings.Join(ss, " ")
 }
 
-// group splits ss into at most n consecutive groups of nearly equal size.
-func group(ss []string, n int) [][]string {
-	n = min(n, len(ss))
-	out := make([][]string, 0, n)
-	for i := range n {
-		lo, hi := i*len(ss)/n, (i+1)*len(ss)/n
-		out = append(out, ss[lo:hi])
-	}
-	return out
-}
-
-// body picks the sentences of the script's middle until they fill budget (spoken length): the
-// brief's own sentences first, then the knowledge base's, then topic-specific general advice.
-// Only sentences in the script's language are used; at least one is always taken.
-func (b brief) body(budget int) []string {
-	zh := b.zh()
-	var cands []string
-	for _, s := range sentence.Split(b.summary, sentence.Ends) {
-		if s != b.topic {
-			cands = append(cands, s)
-		}
-	}
-	for _, k := range b.knowledge {
-		cands = append(cands, sentence.Split(k, sentence.Ends)...)
-	}
-	pool := genericEN
-	if zh {
-		pool = genericZH
-	}
-	for _, g := range pool {
-		if strings.Contains(g, "%s") {
-			g = fmt.Sprintf(g, b.topic)
-		}
-		cands = append(cands, g)
-	}
-	var out []string
-	used := 0
-	seen := map[string]bool{}
-	for _, c := range cands {
-		c = strings.TrimSpace(c)
-		if c == "" || seen[c] || hasHan(c) != zh || !endsSentence(c) || recordLike.MatchString(c) {
-			continue
-		}
-		n := spokenLength(c)
-		if len(out) > 0 && used+n > budget+budget/10 {
-			continue
-		}
-		seen[c] = true
-		out = append(out, c)
-		used += n
-		if used >= budget-budget/10 {
-			break
-		}
-	}
-	return out
-}
-
 // recordLike matches a table or CSV row the knowledge base turned into "field: value; field: value.":
 // facts to answer from, not sentences to read aloud.
 var recordLike = regexp.MustCompile(`^[^:：;；]{1,40}[:：][^;；]+[;；]\s*[^:：;；]{1,40}[:：]`)
@@ -357,32 +352,6 @@ func hasHan(s string) bool {
 		}
 	}
 	return false
-}
-
-var genericEN = []string{
-	"Start with the one thing that matters most about %s.",
-	"Show it in action with a quick, concrete example.",
-	"Keep it simple: one change at a time is enough.",
-	"The most common slip is trying to do everything at once.",
-	"Give it a few tries before you judge the result.",
-	"Write down what worked, so the next round is faster.",
-	"If a step feels hard, split it into two smaller ones.",
-	"Small, steady changes beat one big push.",
-	"Ask yourself how you would explain %s to a friend who is just starting.",
-	"Compare where you started with where you are after a week.",
-}
-
-var genericZH = []string{
-	"先说最关键的一点：%s的核心是什么。",
-	"再用一个真实的例子演示一下。",
-	"一次只改一个地方，就够了。",
-	"最常见的误区，是一下子想做太多。",
-	"多试几次，再判断效果好不好。",
-	"把有效的做法记下来，下次会更快。",
-	"如果某一步太难，就把它拆成两小步。",
-	"小而稳定的改变，胜过一次用力过猛。",
-	"想一想，你会怎么把%s讲给刚入门的朋友听。",
-	"一周之后，对比一下起点和现在。",
 }
 
 // stylePrefix opens the hook in the brief's style.
@@ -423,13 +392,48 @@ var hooks = map[string][2]string{
 	"video":     {"Here is %[1]s in %[2]d seconds.", "%[2]d秒讲清楚%[1]s。"},
 }
 
-func (b brief) hook() string {
-	h, ok := hooks[b.format]
-	if !ok {
-		h = hooks["video"]
+// hook opens the script. A list or a question opens with the topic's own promise ("Here are 3
+// reasons to love pour-over coffee.", "为什么手冲咖啡更香？"); any other topic with its format's
+// opening. The topic is written for the middle of a sentence (midSentence).
+func (b brief) hook(sh shape) string {
+	zh := b.zh()
+	topic := strings.TrimRight(b.topic, ".。!！ ")
+	var h string
+	switch {
+	case b.format == "drama":
+	case sh.question != "" && !zh && strings.HasPrefix(strings.ToLower(topic), "how to "):
+		h = "Here is " + midSentence(topic) + "."
+	case sh.question != "":
+		h = capitalise(strings.TrimRight(topic, "?？"))
+		h += map[bool]string{false: "?", true: "？"}[zh]
+	case sh.count > 0 && zh:
+		h = topic + "，我们一条一条来看。"
+	case sh.count > 0 && listFirst.MatchString(topic):
+		t := midSentence(topic)
+		if strings.HasPrefix(t, "top ") {
+			t = "the " + t
+		}
+		h = "Here are " + t + "."
 	}
-	return b.stylePrefix() + fmt.Sprintf(h[boolIndex(b.zh())], b.topic, b.duration)
+	if h != "" {
+		if b.format == "live" {
+			h = map[bool]string{false: "Welcome in! ", true: "欢迎来到直播间！"}[zh] + h
+		}
+		return b.stylePrefix() + h
+	}
+	f, ok := hooks[b.format]
+	if !ok {
+		f = hooks["video"]
+	}
+	t := b.topic
+	if !zh {
+		t = midSentence(t)
+	}
+	return b.stylePrefix() + fmt.Sprintf(f[boolIndex(zh)], t, b.duration)
 }
+
+// listFirst matches a topic that starts with its count, so "Here are …" reads as a sentence.
+var listFirst = regexp.MustCompile(`(?i)^(top\s+)?(\d|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)`)
 
 func (b brief) cliffhanger() string {
 	if b.zh() {
@@ -465,32 +469,52 @@ var (
 	castDesc  = regexp.MustCompile(`[:：(（]| - | – `)
 )
 
-func (b brief) cta() string {
+// cta closes the script. A list asks which item the viewer would add or agrees with most, a
+// question asks for the viewer's answer; the topic itself is named only when it reads as a noun
+// phrase there (a plain topic; in Chinese, a short one), never "分享你的三个理由让你爱上手冲咖啡心得".
+func (b brief) cta(sh shape) string {
 	p := strings.ToLower(b.platform)
+	list, question := sh.count > 0, sh.question != ""
 	if b.zh() {
-		switch p {
-		case "xiaohongshu":
-			return "收藏这篇笔记，评论区分享你的" + b.topic + "心得！"
-		case "bilibili":
+		named := !list && !question && utf8.RuneCountInString(b.topic) <= 8 && !zhNounEnd.MatchString(b.topic)
+		switch {
+		case p == "bilibili":
 			return "一键三连，我们下期见！"
-		}
-		if b.format == "live" {
+		case b.format == "live":
 			return "喜欢今天的内容就点个关注，我们下次直播见！"
+		case p == "xiaohongshu" && list:
+			return "收藏这篇笔记，你最认同哪一条？评论区告诉我！"
+		case p == "xiaohongshu" && named:
+			return "收藏这篇笔记，评论区分享你的" + b.topic + "心得！"
+		case p == "xiaohongshu":
+			return "收藏这篇笔记，评论区聊聊你的看法！"
+		case list:
+			return "关注我，评论区告诉我你最认同哪一条！"
+		case question:
+			return "关注我，评论区说说你的答案！"
+		case named:
+			return "关注我，评论区告诉我你怎么看" + b.topic + "！"
 		}
-		return "关注我，评论区告诉我你怎么看" + b.topic + "！"
+		return "关注我，评论区告诉我你的看法！"
 	}
-	switch p {
-	case "douyin", "tiktok":
-		return "Follow for more, and tell us in the comments how you do " + b.topic + "!"
-	case "xiaohongshu":
-		return "Save this note and share your own " + b.topic + " tips below!"
-	case "bilibili":
+	topic := midSentence(strings.TrimRight(b.topic, ".!? "))
+	switch {
+	case p == "bilibili":
 		return "Like, coin and follow if this helped, and see you in the next one!"
-	}
-	if b.format == "live" {
+	case b.format == "live":
 		return "Follow so you do not miss the next live, and thanks for joining!"
+	case list && (p == "douyin" || p == "tiktok" || p == "xiaohongshu"):
+		return "Follow for more, and tell us in the comments which one you would add!"
+	case question && (p == "douyin" || p == "tiktok" || p == "xiaohongshu"):
+		return "Follow for more, and tell us your own answer in the comments!"
+	case p == "douyin", p == "tiktok":
+		return "Follow for more, and tell us in the comments how you do " + topic + "!"
+	case p == "xiaohongshu":
+		return "Save this note and share your own " + topic + " tips below!"
+	case list, question:
+		return "Follow for more like this, and share it with a friend who needs it!"
 	}
-	return "Follow for more on " + b.topic + ", and share this with a friend who needs it!"
+	return "Follow for more on " + topic + ", and share this with a friend who needs it!"
 }
 
 func (b brief) hashtags() []any {

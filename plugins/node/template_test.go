@@ -198,12 +198,12 @@ func TestTemplateDoesNotNarrateTableRows(t *testing.T) {
 	t.Parallel()
 	h := &fakeHost{SearchFunc: func(context.Context, *engine.SearchRequest) ([]engine.SearchHit, error) {
 		return []engine.SearchHit{{ChunkID: "c1", SourceName: "notes",
-			ChunkText: "brand: OatBloom; pay: 300 dollars a video; platform: douyin.\nOatBloom makes oat milk in Hangzhou."}}, nil
+			ChunkText: "brand: OatBloom; pay: 300 dollars a video; platform: douyin.\nOatBloom oat milk makes morning coffee creamy."}}, nil
 	}}
 	req := request(step("lookup", "kb_lookup", ""), step("write", "script_writer", `{"format":"voiceover"}`, "lookup"))
 	res := run(t, newEngine(), h, req)
 	script, _ := res.Outputs["script"].(string)
-	if strings.Contains(script, "brand: OatBloom") || !strings.Contains(script, "OatBloom makes oat milk in Hangzhou.") {
+	if strings.Contains(script, "brand: OatBloom") || !strings.Contains(script, "OatBloom oat milk makes morning coffee creamy.") {
 		t.Errorf("script = %q, want the sentence and not the table row", script)
 	}
 }

@@ -1,0 +1,217 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/reelforge/reelforge/internal/render"
+	"github.com/reelforge/reelforge/sdk/engine"
+)
+
+// writeScript runs one script_writer step of format over inputs, with search answering the
+// step's knowledge-base search (nil: nothing found), and returns the run's outputs and the host.
+func writeScript(t *testing.T, format string, inputs map[string]any, search func(*engine.SearchRequest) []engine.SearchHit) (map[string]any, *fakeHost) {
+	t.Helper()
+	h := &fakeHost{SearchFunc: func(_ context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
+		if search == nil {
+			return nil, nil
+		}
+		return search(req), nil
+	}}
+	req := request(step("write", "script_writer", `{"format":"`+format+`"}`))
+	req.Inputs = inputs
+	res := run(t, newEngine(), h, req)
+	if res.Status != engine.StatusCompleted {
+		t.Fatalf("Run() = %+v", res.Error)
+	}
+	if res.Outputs["source"] != "template" {
+		t.Fatalf("source = %v, want template", res.Outputs["source"])
+	}
+	return res.Outputs, h
+}
+
+func TestTemplateKeepsTheTopicsCount(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		topic  string
+		format string
+		labels []string // the numbered labels, in order; nil: no numbered beats
+	}{
+		"three reasons":    {topic: "Three reasons to love pour-over coffee", format: "voiceover", labels: []string{"Reason 1: ", "Reason 2: ", "Reason 3: "}},
+		"5 tips":           {topic: "5 tips for better sleep", format: "voiceover", labels: []string{"Tip 1: ", "Tip 2: ", "Tip 3: ", "Tip 4: ", "Tip 5: "}},
+		"top 7 video":      {topic: "Top 7 travel hacks for Tokyo", format: "video", labels: []string{"Hack 1: ", "Hack 2: ", "Hack 3: ", "Hack 4: ", "Hack 5: ", "Hack 6: ", "Hack 7: "}},
+		"four mistakes":    {topic: "4 mistakes beginners make with sourdough", format: "voiceover", labels: []string{"Mistake 1: ", "Mistake 2: ", "Mistake 3: ", "Mistake 4: "}},
+		"三个理由":             {topic: "三个理由让你爱上手冲咖啡", format: "voiceover", labels: []string{"第一个理由：", "第二个理由：", "第三个理由："}},
+		"5个技巧":             {topic: "5个省钱技巧", format: "voiceover", labels: []string{"第一个技巧：", "第二个技巧：", "第三个技巧：", "第四个技巧：", "第五个技巧："}},
+		"十大 video":         {topic: "十大旅行误区", format: "video", labels: []string{"第一个误区：", "第二个误区：", "第三个误区：", "第四个误区：", "第五个误区：", "第六个误区：", "第七个误区：", "第八个误区：", "第九个误区：", "第十个误区："}},
+		"3招":               {topic: "3招搞定早餐", format: "voiceover", labels: []string{"第一招：", "第二招：", "第三招："}},
+		"a duration":       {topic: "30 seconds of morning yoga", format: "voiceover"},
+		"a period in zh":   {topic: "3个月学会游泳", format: "voiceover"},
+		"one is no list":   {topic: "One pan pasta", format: "voiceover"},
+		"too many to list": {topic: "100 tips for gardeners", format: "voiceover"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, _ := writeScript(t, tt.format, map[string]any{"topic": tt.topic, "duration": 30}, nil)
+			script, _ := out["script"].(string)
+			beats, _ := out["beats"].([]any)
+			// What the render shows: render.Beats is how speech and video cut the script, so the
+			// count must survive it: the hook, one beat per item, the call to action.
+			shown := render.Beats(script)
+			if tt.labels == nil {
+				if strings.Contains(script, "1: ") || strings.Contains(script, "第一") || len(beats) > 3 {
+					t.Errorf("a topic without a count got numbered beats:\n%s", script)
+				}
+				return
+			}
+			if len(beats) != len(tt.labels) {
+				t.Fatalf("beats = %d, want %d:\n%s", len(beats), len(tt.labels), script)
+			}
+			if len(shown) != len(tt.labels)+2 {
+				t.Fatalf("render.Beats = %d beats, want %d (hook, items, close):\n%q", len(shown), len(tt.labels)+2, shown)
+			}
+			seen := map[string]bool{}
+			for i, label := range tt.labels {
+				first := shown[i+1][0]
+				if !strings.HasPrefix(first, label) {
+					t.Errorf("shown beat %d starts %q, want %q", i+1, first, label)
+				}
+				body := strings.TrimPrefix(fmt.Sprint(beats[i]), label)
+				if len([]rune(body)) < 8 || seen[body] {
+					t.Errorf("item %d says %q: want a sentence of its own", i+1, body)
+				}
+				seen[body] = true
+			}
+			if strings.Contains(script, "concrete example") || strings.Contains(script, "真实的例子") {
+				t.Errorf("script promises an example it does not give:\n%s", script)
+			}
+			if !strings.Contains(fmt.Sprint(out["shape"]), fmt.Sprintf("list of %d", len(tt.labels))) {
+				t.Errorf("shape = %v, want the list said", out["shape"])
+			}
+		})
+	}
+}
+
+func TestTemplateAnswersTheQuestion(t *testing.T) {
+	t.Parallel()
+	kb := func(*engine.SearchRequest) []engine.SearchHit {
+		return []engine.SearchHit{{ChunkID: "c1", SourceName: "baking", Document: "bread-notes.md",
+			ChunkText: "Bread goes stale because its starch crystallises as it cools. 面包变硬，是因为淀粉在冷却时重新结晶。"}}
+	}
+	tests := map[string]struct {
+		topic, wantHook, wantAnswer, wantSource string
+		search                                  func(*engine.SearchRequest) []engine.SearchHit
+	}{
+		"why from the knowledge base": {topic: "Why does bread go stale?", search: kb, wantHook: "Why does bread go stale?",
+			wantAnswer: "The short answer: Bread goes stale because its starch crystallises as it cools.", wantSource: "knowledge: bread-notes.md"},
+		"为什么 from the knowledge base": {topic: "为什么面包会变硬？", search: kb, wantHook: "为什么面包会变硬？",
+			wantAnswer: "简单说：面包变硬，是因为淀粉在冷却时重新结晶。", wantSource: "knowledge: bread-notes.md"},
+		"how without sources": {topic: "How do I start running?", wantHook: "How do I start running?",
+			wantAnswer: "The short answer: Start small", wantSource: "template"},
+		"怎么 without sources": {topic: "怎么开始跑步", wantHook: "怎么开始跑步？", wantAnswer: "简单说：从一小步开始", wantSource: "template"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, _ := writeScript(t, "voiceover", map[string]any{"topic": tt.topic, "duration": 30}, tt.search)
+			lines := strings.Split(fmt.Sprint(out["script"]), "\n")
+			if lines[0] != tt.wantHook || !strings.HasPrefix(lines[1], tt.wantAnswer) {
+				t.Errorf("script opens %q / %q, want %q / %q", lines[0], lines[1], tt.wantHook, tt.wantAnswer)
+			}
+			srcs, _ := out["beat_sources"].([]any)
+			if len(srcs) == 0 || fmt.Sprint(srcs[0]) != "["+tt.wantSource+"]" {
+				t.Errorf("beat_sources = %v, want the answer from %s", srcs, tt.wantSource)
+			}
+			if !strings.Contains(fmt.Sprint(out["template"]), "question") {
+				t.Errorf("template = %v, want the question shape said", out["template"])
+			}
+		})
+	}
+}
+
+func TestTemplateCasing(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		topic, platform string
+		want, wantNot   []string
+	}{
+		"article lowered":   {topic: "An astronaut's first day in orbit", want: []string{"Let's talk about an astronaut's first day in orbit."}, wantNot: []string{"about An"}},
+		"proper noun kept":  {topic: "Tokyo street food", want: []string{"Let's talk about Tokyo street food."}},
+		"acronym kept":      {topic: "AI tools for teachers", want: []string{"Let's talk about AI tools for teachers."}},
+		"list hook":         {topic: "Top 5 habits of calm people", want: []string{"Here are the top 5 habits of calm people."}},
+		"xiaohongshu close": {topic: "Three reasons to walk to work", platform: "xiaohongshu", wantNot: []string{"own three reasons"}},
+		"中文收尾":              {topic: "三个理由让你爱上手冲咖啡", platform: "xiaohongshu", want: []string{"三个理由让你爱上手冲咖啡，"}, wantNot: []string{"分享你的三个理由", "心得"}},
+		"中文问题收尾":            {topic: "为什么手冲咖啡更香？", wantNot: []string{"怎么看为什么", "？。", "？！"}},
+		"中文短题":              {topic: "手冲咖啡", platform: "xiaohongshu", want: []string{"今天聊聊手冲咖啡。", "分享你的手冲咖啡心得"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, _ := writeScript(t, "voiceover", map[string]any{"topic": tt.topic, "platform": tt.platform, "duration": 30}, nil)
+			script := fmt.Sprint(out["script"])
+			for _, w := range tt.want {
+				if !strings.Contains(script, w) {
+					t.Errorf("script lacks %q:\n%s", w, script)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(script, w) {
+					t.Errorf("script holds %q:\n%s", w, script)
+				}
+			}
+		})
+	}
+}
+
+func TestTemplateUsesKnowledgeThatMatches(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		topic, chunk string
+		used         bool
+	}{
+		"matches":           {topic: "3 reasons to drink green tea", chunk: "Green tea holds about 30 mg of caffeine a cup, a third of a coffee.", used: true},
+		"does not match":    {topic: "3 reasons to drink green tea", chunk: "Our office closes at 6 pm on Fridays.", used: false},
+		"中文 matches":        {topic: "三个理由让你爱上绿茶", chunk: "一杯绿茶大约含有30毫克咖啡因，是咖啡的三分之一。", used: true},
+		"中文 does not match": {topic: "三个理由让你爱上绿茶", chunk: "办公室周五下午六点关门。", used: false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var asked []*engine.SearchRequest
+			out, _ := writeScript(t, "voiceover", map[string]any{"topic": tt.topic, "duration": 30}, func(req *engine.SearchRequest) []engine.SearchHit {
+				asked = append(asked, req)
+				return []engine.SearchHit{{ChunkID: "c1", SourceName: "tea", Document: "tea-facts.md", ChunkText: tt.chunk}}
+			})
+			if len(asked) != 1 || asked[0].UserID != "u-1" || asked[0].ProjectID != "p-1" {
+				t.Fatalf("searches = %+v, want one, as the run's owner in its project", asked)
+			}
+			script := fmt.Sprint(out["script"])
+			if got := strings.Contains(script, tt.chunk); got != tt.used {
+				t.Errorf("knowledge used = %v, want %v:\n%s", got, tt.used, script)
+			}
+			sources := fmt.Sprint(out["sources"])
+			if got := strings.Contains(sources, "tea-facts.md"); got != tt.used {
+				t.Errorf("sources = %v, want the document named = %v", sources, tt.used)
+			}
+			if !strings.Contains(fmt.Sprint(out["knowledge_search"]), "passages found: 1") {
+				t.Errorf("knowledge_search = %v, want the search said", out["knowledge_search"])
+			}
+		})
+	}
+}
+
+func TestTemplateSaysAFailedSearch(t *testing.T) {
+	t.Parallel()
+	h := &fakeHost{SearchFunc: func(context.Context, *engine.SearchRequest) ([]engine.SearchHit, error) {
+		return nil, fmt.Errorf("connection refused")
+	}}
+	req := request(step("write", "script_writer", `{"format":"voiceover"}`))
+	req.Inputs = map[string]any{"topic": "5 tips for better sleep"}
+	res := run(t, newEngine(), h, req)
+	if res.Status != engine.StatusCompleted || !strings.Contains(fmt.Sprint(res.Outputs["knowledge_search"]), "not searched (connection refused)") {
+		t.Errorf("Run() = %s %v, want a script that says the search failed", res.Status, res.Outputs["knowledge_search"])
+	}
+}
