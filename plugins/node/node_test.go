@@ -43,7 +43,7 @@ func TestTemplateScriptWithoutModel(t *testing.T) {
 		"drama":       {format: "drama", want: []string{"[Cold open]", "[Cliffhanger]"}},
 		"graphic":     {format: "graphic", platform: "xiaohongshu", want: []string{"[Title] Morning coffee", "Save this note"}},
 		"music":       {format: "music", want: []string{"Mood:", "morning coffee"}},
-		"plan":        {format: "plan", want: []string{"Day 1: Myth vs fact: morning coffee", "Day 7:"}},
+		"plan":        {format: "plan", want: []string{"Day 1, Myth vs fact (video): Bust one myth about morning coffee", "Day 7,"}},
 		"chinese cta": {format: "video", platform: "xiaohongshu", language: "zh", want: []string{"收藏这篇笔记"}},
 	}
 	for name, tt := range tests {

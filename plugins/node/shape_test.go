@@ -215,3 +215,82 @@ func TestTemplateSaysAFailedSearch(t *testing.T) {
 		t.Errorf("Run() = %s %v, want a script that says the search failed", res.Status, res.Outputs["knowledge_search"])
 	}
 }
+
+func TestTemplatePlansVaryOverTheDays(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		topic string
+		days  int
+		fact  string // a knowledge-base fact about the topic that some day's hook uses
+	}{
+		"7 days":    {topic: "home coffee", days: 7, fact: "Home coffee tastes best within two weeks of roasting."},
+		"30 days":   {topic: "home coffee", days: 30},
+		"7天":        {topic: "家庭咖啡", days: 7, fact: "家庭咖啡在烘焙后两周内最好喝。"},
+		"30天":       {topic: "家庭咖啡", days: 30},
+		"off-topic": {topic: "home coffee", days: 7, fact: ""},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			chunk := tt.fact
+			if name == "off-topic" {
+				chunk = "Our office closes at 6 pm on Fridays."
+			}
+			h := &fakeHost{SearchFunc: func(context.Context, *engine.SearchRequest) ([]engine.SearchHit, error) {
+				if chunk == "" {
+					return nil, nil
+				}
+				return []engine.SearchHit{{ChunkID: "c1", SourceName: "kb", Document: "facts.md", ChunkText: chunk}}, nil
+			}}
+			req := request(step("lookup", "kb_lookup", ""), step("write_plan", "script_writer", `{"format":"plan"}`, "lookup"))
+			req.Inputs = map[string]any{"topic": tt.topic, "days": tt.days}
+			res := run(t, newEngine(), h, req)
+			plan, _ := res.Outputs["plan"].([]any)
+			if len(plan) != tt.days {
+				t.Fatalf("plan has %d days, want %d", len(plan), tt.days)
+			}
+			var angles, hooks, formats []string
+			usedFact := false
+			for _, p := range plan {
+				day := p.(map[string]any)
+				angles = append(angles, fmt.Sprint(day["angle"]))
+				hooks = append(hooks, fmt.Sprint(day["hook"]))
+				formats = append(formats, fmt.Sprint(day["format"]))
+				if day["hook"] == tt.fact && day["source"] == "knowledge: facts.md" {
+					usedFact = true
+				}
+			}
+			for i := 1; i < len(angles); i++ {
+				if angles[i] == angles[i-1] {
+					t.Errorf("days %d and %d are both %q", i, i+1, angles[i])
+				}
+			}
+			if n := distinct(angles[:min(10, len(angles))]); n != min(10, len(angles)) {
+				t.Errorf("the first days repeat an angle: %v", angles)
+			}
+			if n := distinct(hooks[:7]); n != 7 {
+				t.Errorf("a week's hooks repeat: %v", hooks[:7])
+			}
+			if distinct(formats) < 3 {
+				t.Errorf("formats = %v, want the formats to vary", formats)
+			}
+			if tt.days == 30 && strings.Join(angles[:7], "|") == strings.Join(angles[7:14], "|") {
+				t.Errorf("week 2 repeats week 1's pattern: %v", angles[:14])
+			}
+			if got := usedFact; got != (tt.fact != "") {
+				t.Errorf("a day's hook is the knowledge-base fact = %v, want %v: %v", got, tt.fact != "", hooks)
+			}
+			if strings.Contains(fmt.Sprint(res.Outputs["script"]), "Our office") {
+				t.Errorf("the plan uses an off-topic passage:\n%s", res.Outputs["script"])
+			}
+		})
+	}
+}
+
+func distinct(ss []string) int {
+	seen := map[string]bool{}
+	for _, s := range ss {
+		seen[s] = true
+	}
+	return len(seen)
+}

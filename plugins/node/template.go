@@ -551,43 +551,71 @@ func (b brief) musicTemplate() map[string]any {
 	return map[string]any{"script": script, "title": b.title(), "format": b.format, "prompt": prompt}
 }
 
-var (
-	planAngles   = []string{"Myth vs fact", "Beginner's guide", "Behind the scenes", "Common mistakes", "Quick tip", "Story time", "Questions answered"}
-	planAnglesZH = []string{"误区与真相", "新手指南", "幕后花絮", "常见错误", "快速技巧", "故事时间", "问题解答"}
-)
+// planAngle is one kind of post a plan can hold: its name, the idea and the hook (%s is the topic)
+// in English then Chinese, and the format that suits it.
+type planAngle struct {
+	name, idea, hook [2]string
+	format           string
+	facts            bool // a knowledge-base fact can be its hook
+}
 
+// planAngles are the kinds of post a plan rotates through. Day d takes angle (3d + d/10) mod 10:
+// ten days in a row never repeat one, consecutive days differ, and each ten days start one angle
+// later, so a 30-day plan does not repeat a week's pattern.
+var planAngles = []planAngle{
+	{[2]string{"Myth vs fact", "误区与真相"}, [2]string{"Bust one myth about %s, then show what is true", "拆穿一个关于%s的误区，再讲清真相"},
+		[2]string{"Everyone says this about %s. It is not quite right.", "关于%s，大家都这么说，其实不完全对。"}, "video", true},
+	{[2]string{"Beginner's guide", "新手指南"}, [2]string{"The first three steps of %s for someone starting today", "给今天刚开始的人：%s的前三步"},
+		[2]string{"Never tried %s? Start here.", "没试过%s？从这里开始。"}, "voiceover", true},
+	{[2]string{"Behind the scenes", "幕后花絮"}, [2]string{"Film your own %s routine as it really happens, mess included", "拍下你真实的%s日常，包括翻车的部分"},
+		[2]string{"This is what %s really looks like on a normal day.", "这才是%s平常真实的样子。"}, "video", false},
+	{[2]string{"Common mistakes", "常见错误"}, [2]string{"One mistake people make with %s, and the fix", "大家在%s上常犯的一个错误，和改法"},
+		[2]string{"Are you making this %s mistake?", "你是不是也在%s上犯了这个错？"}, "voiceover", false},
+	{[2]string{"Quick tip", "快速技巧"}, [2]string{"A 15-second tip on %s that viewers can try today", "一个15秒就能学会的%s小技巧"},
+		[2]string{"One small change that makes %s easier.", "一个小改变，让%s轻松很多。"}, "video", true},
+	{[2]string{"Story time", "故事时间"}, [2]string{"The moment %s changed something for you, told in one minute", "用一分钟讲%s给你带来的一次改变"},
+		[2]string{"I did not expect %s to change this.", "没想到%s会改变这件事。"}, "voiceover", false},
+	{[2]string{"Questions answered", "问题解答"}, [2]string{"Answer the three questions your viewers ask most about %s", "回答粉丝问得最多的三个%s问题"},
+		[2]string{"You asked about %s. Here are the answers.", "你们问的%s问题，答案都在这里。"}, "live", true},
+	{[2]string{"Before and after", "前后对比"}, [2]string{"Show a before and after of %s, one week apart", "展示%s的前后对比，相隔一周"},
+		[2]string{"Same %s, one week apart.", "同样的%s，相隔一周。"}, "graphic", false},
+	{[2]string{"What you need", "装备清单"}, [2]string{"The few things %s really needs, and what to skip", "做%s真正需要的几样东西，和可以省掉的"},
+		[2]string{"You need less for %s than you think.", "做%s，你需要的比想象中少。"}, "graphic", true},
+	{[2]string{"Challenge", "打卡挑战"}, [2]string{"Invite viewers to a 7-day %s challenge", "邀请粉丝一起做7天%s挑战"},
+		[2]string{"Try this %s challenge with me for a week.", "和我一起做一周%s挑战吧。"}, "video", false},
+}
+
+// planTemplate writes a plan of b.days posts: each day an angle of its own (see planAngles), its
+// format, an idea and a hook; the knowledge base's facts about the topic become the hooks of the
+// angles that can open with a fact, each day naming where its hook came from.
 func (b brief) planTemplate() map[string]any {
 	zh := b.zh()
-	plan := make([]any, b.days)
-	var s strings.Builder
-	var facts []string
-	for _, k := range b.knowledge {
-		for _, sen := range sentence.Split(k, sentence.Ends) {
-			if hasHan(sen) == zh && endsSentence(sen) && !recordLike.MatchString(sen) {
-				facts = append(facts, sen)
-				break
-			}
+	lang := boolIndex(zh)
+	topic := b.topic
+	if !zh {
+		topic = midSentence(topic)
+	}
+	var facts []line // the knowledge base's, not the brief's own sentences
+	for _, l := range b.material(readShape(b.topic, zh)) {
+		if l.source != "brief" {
+			facts = append(facts, l)
 		}
 	}
+	plan := make([]any, b.days)
+	var s strings.Builder
 	for d := range b.days {
-		var angle, idea, hook string
-		if zh {
-			angle = planAnglesZH[d%len(planAnglesZH)]
-			idea = fmt.Sprintf("%s：%s", angle, b.topic)
-			hook = fmt.Sprintf("关于%s的%s，你一定想知道。", b.topic, angle)
-		} else {
-			angle = planAngles[d%len(planAngles)]
-			idea = fmt.Sprintf("%s: %s", angle, b.topic)
-			hook = fmt.Sprintf("%s about %s you will want to know.", angle, b.topic)
+		a := planAngles[(3*d+d/10)%len(planAngles)]
+		idea, hook, src := fmt.Sprintf(a.idea[lang], topic), fmt.Sprintf(a.hook[lang], topic), sourceTemplate
+		if a.facts && len(facts) > 0 {
+			hook, src = clip(facts[0].text, 160), facts[0].source
+			facts = facts[1:]
 		}
-		if d < len(facts) {
-			hook = clip(facts[d], 160)
-		}
-		plan[d] = map[string]any{"day": d + 1, "angle": angle, "idea": idea, "hook": hook, "platform": b.platform}
+		plan[d] = map[string]any{"day": d + 1, "angle": a.name[lang], "format": a.format, "idea": idea, "hook": hook,
+			"platform": b.platform, "source": src}
 		if zh {
-			fmt.Fprintf(&s, "第%d天：%s（开场：%s）\n", d+1, idea, hook)
+			fmt.Fprintf(&s, "第%d天｜%s（%s）：%s。开场：%s\n", d+1, a.name[lang], a.format, idea, hook)
 		} else {
-			fmt.Fprintf(&s, "Day %d: %s (hook: %s)\n", d+1, idea, hook)
+			fmt.Fprintf(&s, "Day %d, %s (%s): %s. Hook: %s\n", d+1, a.name[lang], a.format, idea, hook)
 		}
 	}
 	title := "Content plan: " + b.topic
