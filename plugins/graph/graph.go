@@ -19,6 +19,11 @@
 // callback's error code, else AGENT_EXECUTION_FAILED) or paused (awaiting the pending human step, or
 // `graph_review`, with outputs.prompt). A `running` callback only reports progress.
 //
+// With Options.Protocol ProtocolLangGraph (RUNNER_PROTOCOL=langgraph) the runner is a stock
+// LangGraph server instead, driven through its own API and followed by the engine until the graph
+// ends or interrupts (langgraph.go); the workflow's generator steps then run on the graph's outputs
+// (media.go), so a short drama written by a graph ends with its video.
+//
 // Start at New.
 package graph
 
@@ -58,6 +63,11 @@ type Options struct {
 	outbound.Tool
 	// CallbackBaseURL is used when a RunRequest carries no CallbackURL (CALLBACK_BASE_URL).
 	CallbackBaseURL string
+	// Protocol is what the runner speaks: ProtocolReelforge (empty: the default) or
+	// ProtocolLangGraph, a stock LangGraph server (langgraph.go).
+	Protocol string
+	// APIKey is sent as X-Api-Key to a LangGraph server that requires one (RUNNER_API_KEY).
+	APIKey string
 }
 
 // Engine is the graph engine. It keeps no state between calls and is safe for concurrent use.
@@ -68,10 +78,11 @@ type Engine struct {
 var _ engine.Engine = (*Engine)(nil)
 
 // Build makes the graph engine from the settings of its registry entry
-// (manifests/engines/graph.yaml: runner_url, callback_base_url): the plugin's main serves it with
-// engine.ServeConfigured, and the host builds its in-process copy with it.
+// (manifests/engines/graph.yaml: runner_url, protocol, api_key, callback_base_url): the plugin's
+// main serves it with engine.ServeConfigured, and the host builds its in-process copy with it.
 func Build(settings map[string]string, log *slog.Logger) engine.Engine {
-	return New(Options{Tool: outbound.Tool{URL: settings["runner_url"], Logger: log}, CallbackBaseURL: settings["callback_base_url"]})
+	return New(Options{Tool: outbound.Tool{URL: settings["runner_url"], Logger: log}, CallbackBaseURL: settings["callback_base_url"],
+		Protocol: settings["protocol"], APIKey: settings["api_key"]})
 }
 
 // HealthPath is the runner's health route in the project's protocol: GET {RUNNER_URL}/health must
@@ -80,7 +91,14 @@ const HealthPath = "/health"
 
 // New returns a graph engine with opts.
 func New(opts Options) *Engine {
-	if opts.HealthPath == "" {
+	if opts.Protocol == "" {
+		opts.Protocol = ProtocolReelforge
+	}
+	switch {
+	case opts.HealthPath != "":
+	case opts.Protocol == ProtocolLangGraph:
+		opts.HealthPath = LangGraphHealthPath
+	default:
 		opts.HealthPath = HealthPath
 	}
 	opts.Tool = opts.Tool.WithDefaults(DefaultTimeout)
@@ -104,6 +122,9 @@ func (e *Engine) Health(ctx context.Context) error {
 // settings are the manifest settings of a graph workflow.
 type settings struct {
 	GraphID string `json:"graph_id"`
+	// AssistantID is the LangGraph assistant (or graph id) a run starts; empty: GraphID. It may
+	// name an environment variable in the manifest ({env: NAME, default: ...}).
+	AssistantID string `json:"assistant_id"`
 }
 
 // runBody is what POST {RUNNER_URL}/run carries.
@@ -131,6 +152,18 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	}
 	if set.GraphID == "" {
 		set.GraphID = req.Workflow.ID
+	}
+	switch e.opts.Protocol {
+	case ProtocolReelforge:
+	case ProtocolLangGraph:
+		res, err := e.runLangGraph(ctx, h, req, set)
+		if err != nil || res.Status != engine.StatusCompleted {
+			return res, err
+		}
+		return e.withMedia(ctx, h, req, res.Outputs)
+	default:
+		return nil, errcode.Newf(errcode.Validation, "the graph engine's protocol %q is neither %s nor %s (RUNNER_PROTOCOL)",
+			e.opts.Protocol, ProtocolReelforge, ProtocolLangGraph)
 	}
 	inputs := req.MergedInputs()
 	base := req.CallbackURL
@@ -188,6 +221,10 @@ func (e *Engine) Cancel(ctx context.Context, req *engine.CancelRequest) error {
 		return errcode.Invalid("run_id", "is required")
 	}
 	if e.opts.URL == "" {
+		return nil
+	}
+	if e.opts.Protocol == ProtocolLangGraph {
+		e.cancelLangGraph(ctx, req.RunID)
 		return nil
 	}
 	body := map[string]any{"run_id": req.RunID, "job_ids": req.JobIDs}
