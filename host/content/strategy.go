@@ -429,34 +429,77 @@ func buildBlueprint(r *Report, now time.Time) *Blueprint {
 		bp.Pillars = append(bp.Pillars, p.Name)
 	}
 	posting := postingDays(r.planPPW)
-	post := 0
+	post, engage := 0, 0
+	perPillar := make([]int, len(r.ContentPillars)) // posts of each pillar so far
+	lang := 0
+	if zh {
+		lang = 1
+	}
 	for i := 0; i < BlueprintDays; i++ {
 		date := start.AddDate(0, 0, i)
 		d := BlueprintDay{Date: date.Format("2006-01-02"), Day: i + 1, Platform: platform}
 		if posting[i%7] {
-			p := r.ContentPillars[post%len(r.ContentPillars)]
+			k := post % len(r.ContentPillars)
+			p := r.ContentPillars[k]
 			post++
 			d.WorkflowID, d.Pillar = p.WorkflowID, p.Name
 			d.Priority = "medium"
 			if i < 7 || post%len(r.ContentPillars) == 1 {
 				d.Priority = "high"
 			}
+			// Each post of a pillar takes the pillar's next angle, so the month does not repeat
+			// one summary per pillar; the summary is the run's brief (the scheduler sends it).
+			angles := postAngles[k%len(postAngles)][lang]
+			angle := fmt.Sprintf(angles[perPillar[k]%len(angles)], r.Niche)
+			perPillar[k]++
 			if zh {
-				d.Summary = fmt.Sprintf("第%d条｜%s：%s（面向%s）", post, p.Name, p.Description, r.Audience)
+				d.Summary = fmt.Sprintf("%s（面向%s）", angle, r.Audience)
 			} else {
-				d.Summary = fmt.Sprintf("Post %d, %s: %s (for %s)", post, p.Name, p.Description, r.Audience)
+				d.Summary = fmt.Sprintf("%s, for %s.", angle, r.Audience)
 			}
 		} else {
 			d.WorkflowID, d.Priority, d.Pillar = "graphic", "low", ""
-			if zh {
-				d.Summary = "互动日：发布图文或封面预告，回复评论，收集下一条的选题"
-			} else {
-				d.Summary = "Engagement day: a graphic teaser or quote card, reply to comments, collect ideas for the next post"
-			}
+			d.Summary = engagementDays[lang][engage%len(engagementDays[lang])]
+			engage++
 		}
 		bp.Days = append(bp.Days, d)
 	}
 	return bp
+}
+
+// postAngles are the angles of the posts of each pillar (in the order of the template's pillars:
+// how-to, behind the scenes, community), English then Chinese; %s is the niche. A model's pillars
+// take them by position too.
+var postAngles = [][2][]string{
+	{{"A step-by-step guide to %s for beginners", "One common mistake with %s, and how to fix it",
+		"A quick %s tip viewers can try today", "What you really need for %s, and what to skip",
+		"A 60-second %s routine from start to finish", "Three small changes that make %s easier"},
+		{"%s新手一步步教程", "%s常见错误和改法", "一个马上能用的%s小技巧", "做%s真正需要什么、可以省掉什么",
+			"60秒走完一遍%s的完整流程", "让%s更轻松的三个小改变"}},
+	{{"A personal story from %s: what went wrong and what you learned", "A day of %s, behind the scenes",
+		"A before-and-after of %s", "The one lesson %s taught you",
+		"Your %s setup, and why it looks the way it does", "A %s attempt that failed, shown honestly"},
+		{"我和%s的一个真实故事：踩过的坑和收获", "%s的一天：幕后花絮", "%s前后对比", "做%s学到的一课",
+			"我的%s装备和布置，以及为什么这样安排", "一次失败的%s尝试，真实记录"}},
+	{{"Answer the three questions viewers ask most about %s", "A myth about %s from the comments, and the truth",
+		"Start a 7-day %s challenge with viewers", "Reply on video to the best comment about %s",
+		"Viewers' %s results from the challenge", "A live Q&A on %s"},
+		{"回答大家问得最多的三个%s问题", "评论区里关于%s的误区和真相", "发起7天%s打卡挑战", "用视频回复一条关于%s的精彩评论",
+			"展示粉丝的%s挑战成果", "%s直播答疑"}},
+}
+
+// engagementDays are the days between posts, in turn, English then Chinese.
+var engagementDays = [2][]string{
+	{"Engagement day: a graphic teaser of the next post, and replies to comments",
+		"Engagement day: a poll on what to cover next",
+		"Engagement day: a quote card from the week's best comment",
+		"Engagement day: a behind-the-scenes photo with a question for viewers",
+		"Engagement day: review the week's numbers and collect ideas for the next posts"},
+	{"互动日：发布下一条的封面预告，回复评论",
+		"互动日：发起投票，让粉丝选下一期的选题",
+		"互动日：把本周最好的一条评论做成图文",
+		"互动日：发一张幕后照片，向粉丝提一个问题",
+		"互动日：复盘本周数据，收集下一批选题"},
 }
 
 // modelReport asks the language model to refine the template report; on any failure the template

@@ -72,6 +72,24 @@ func TestDiagnoseTemplates(t *testing.T) {
 		if posts < 12 || posts > 14 {
 			t.Errorf("%s: %d posting days in 30 at 3 a week", name, posts)
 		}
+		// The month varies: no post's summary repeats, and the days between posts differ too.
+		seen, engagement := map[string]int{}, map[string]bool{}
+		for _, d := range bp.Days {
+			if d.Priority == "low" {
+				engagement[d.Summary] = true
+				continue
+			}
+			if prev, ok := seen[d.Summary]; ok {
+				t.Errorf("%s: days %d and %d have one summary %q", name, prev, d.Day, d.Summary)
+			}
+			seen[d.Summary] = d.Day
+			if !strings.Contains(d.Summary, "food vlogger") {
+				t.Errorf("%s: day %d summary %q does not name the niche", name, d.Day, d.Summary)
+			}
+		}
+		if len(engagement) < 4 {
+			t.Errorf("%s: the engagement days say only %v", name, engagement)
+		}
 	}
 	if _, _, err := s.Diagnose(context.Background(), []Answer{{Question: "q"}}, nil); err == nil {
 		t.Errorf("Diagnose(no answers) succeeded")
@@ -172,5 +190,29 @@ func TestRewriteTemplate(t *testing.T) {
 	}
 	if _, err := NormalizeStyle("klingon"); err == nil {
 		t.Errorf("NormalizeStyle(unknown) succeeded")
+	}
+}
+
+func TestBlueprintVariesInChinese(t *testing.T) {
+	t.Parallel()
+	s := New(Config{Now: func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }})
+	_, bp, err := s.Diagnose(context.Background(), []Answer{{Question: "你做什么内容？", Answer: "我是做家常菜的博主"},
+		{Question: "更新频率？", Answer: "每周能更新4次"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, engagement := map[string]bool{}, map[string]bool{}
+	for _, d := range bp.Days {
+		if d.Priority == "low" {
+			engagement[d.Summary] = true
+			continue
+		}
+		if seen[d.Summary] || !strings.Contains(d.Summary, "家常菜") {
+			t.Errorf("day %d summary %q: repeated, or without the niche", d.Day, d.Summary)
+		}
+		seen[d.Summary] = true
+	}
+	if len(seen) < 16 || len(engagement) < 4 {
+		t.Errorf("%d distinct posts and %d distinct engagement days, want 16+ and 4+", len(seen), len(engagement))
 	}
 }
