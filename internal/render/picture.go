@@ -35,64 +35,14 @@ type textStyle struct {
 // textPicture draws the lines of text (centred) into a PNG file: letters from fontFile, the
 // characters of emoji from the emoji font. It returns the file and the picture's size.
 func textPicture(path, text, fontFile string, emoji *emojiFont, st textStyle) (w, h int, err error) {
-	f, err := os.Open(fontFile)
-	if err != nil {
-		return 0, 0, fmt.Errorf("render: font: %w", err)
-	}
-	defer f.Close()
-	coll, err := opentype.ParseCollectionReaderAt(f)
-	if err != nil {
-		return 0, 0, fmt.Errorf("render: font %s: %w", filepath.Base(fontFile), err)
-	}
-	lines := strings.Split(text, "\n")
-	sf, err := bestFace(coll, drawn(text))
+	p, err := newPainter(fontFile, text, emoji, st)
 	if err != nil {
 		return 0, 0, err
 	}
-	face, err := opentype.NewFace(sf, &opentype.FaceOptions{Size: float64(st.size), DPI: 72, Hinting: font.HintingNone})
-	if err != nil {
-		return 0, 0, fmt.Errorf("render: font face: %w", err)
-	}
-	defer face.Close()
-	m := face.Metrics()
-	lineH := (m.Ascent + m.Descent).Ceil()
-	emojiW := st.size * 5 / 4 // Noto's pictures are 136 x 128 pixels at 109 ppem
-	width := func(line string) int {
-		var adv fixed.Int26_6
-		for _, r := range line {
-			if emoji.has(r) {
-				adv += fixed.I(emojiW)
-			} else if a, ok := face.GlyphAdvance(r); ok {
-				adv += a
-			}
-		}
-		return adv.Ceil()
-	}
-	textW := 0
-	for _, l := range lines {
-		textW = max(textW, width(l))
-	}
-	w, h = textW+2*st.pad, len(lines)*lineH+(len(lines)-1)*st.spacing+2*st.pad
+	defer p.close()
+	w, h = p.size(strings.Split(text, "\n"))
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	if st.box != nil {
-		draw.Draw(img, img.Bounds(), image.NewUniform(st.box), image.Point{}, draw.Src)
-	}
-	d := &font.Drawer{Dst: img, Src: image.White, Face: face}
-	for i, l := range lines {
-		top := st.pad + i*(lineH+st.spacing)
-		d.Dot = fixed.P(st.pad+(textW-width(l))/2, top+m.Ascent.Ceil())
-		for _, r := range l {
-			if pic := emoji.picture(r); pic != nil {
-				x := d.Dot.X.Round()
-				size := st.size * 9 / 8
-				rect := image.Rect(x, top+(lineH-size)/2, x+emojiW, top+(lineH-size)/2+size)
-				draw.CatmullRom.Scale(img, rect, pic, pic.Bounds(), draw.Over, nil)
-				d.Dot.X += fixed.I(emojiW)
-				continue
-			}
-			d.DrawString(string(r))
-		}
-	}
+	p.draw(img, image.Point{}, text, func(int) color.Color { return color.White })
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, img); err != nil {
 		return 0, 0, fmt.Errorf("render: text picture: %w", err)
@@ -101,6 +51,101 @@ func textPicture(path, text, fontFile string, emoji *emojiFont, st textStyle) (w
 		return 0, 0, fmt.Errorf("render: text picture: %w", err)
 	}
 	return w, h, nil
+}
+
+// painter draws texts of one style with one font face: the face that lacks the fewest characters
+// of the text it was made for (of the font file's collection), and the emoji font's pictures.
+type painter struct {
+	file          *os.File
+	face          font.Face
+	ascent, lineH int
+	emojiW        int
+	emoji         *emojiFont
+	st            textStyle
+}
+
+func newPainter(fontFile, text string, emoji *emojiFont, st textStyle) (*painter, error) {
+	f, err := os.Open(fontFile)
+	if err != nil {
+		return nil, fmt.Errorf("render: font: %w", err)
+	}
+	fail := func(err error) (*painter, error) {
+		f.Close()
+		return nil, err
+	}
+	// The face reads its glyphs from the file as it draws: the file stays open until close.
+	coll, err := opentype.ParseCollectionReaderAt(f)
+	if err != nil {
+		return fail(fmt.Errorf("render: font %s: %w", filepath.Base(fontFile), err))
+	}
+	sf, err := bestFace(coll, drawn(text))
+	if err != nil {
+		return fail(err)
+	}
+	face, err := opentype.NewFace(sf, &opentype.FaceOptions{Size: float64(st.size), DPI: 72, Hinting: font.HintingNone})
+	if err != nil {
+		return fail(fmt.Errorf("render: font face: %w", err))
+	}
+	m := face.Metrics()
+	// Noto's emoji pictures are 136 x 128 pixels at 109 ppem.
+	return &painter{file: f, face: face, ascent: m.Ascent.Ceil(), lineH: (m.Ascent + m.Descent).Ceil(), emojiW: st.size * 5 / 4, emoji: emoji, st: st}, nil
+}
+
+func (p *painter) close() {
+	p.face.Close()
+	p.file.Close()
+}
+
+// width is a line's width in pixels.
+func (p *painter) width(line string) int {
+	var adv fixed.Int26_6
+	for _, r := range line {
+		if p.emoji.has(r) {
+			adv += fixed.I(p.emojiW)
+		} else if a, ok := p.face.GlyphAdvance(r); ok {
+			adv += a
+		}
+	}
+	return adv.Ceil()
+}
+
+// size is the size of the picture of lines: the text and its padding.
+func (p *painter) size(lines []string) (w, h int) {
+	textW := 0
+	for _, l := range lines {
+		textW = max(textW, p.width(l))
+	}
+	return textW + 2*p.st.pad, len(lines)*p.lineH + (len(lines)-1)*p.st.spacing + 2*p.st.pad
+}
+
+// draw draws text (its lines centred) on its box at the top left corner at of img; ink is the
+// colour of the character at a byte offset of text.
+func (p *painter) draw(img *image.RGBA, at image.Point, text string, ink func(off int) color.Color) {
+	lines := strings.Split(text, "\n")
+	w, h := p.size(lines)
+	if p.st.box != nil {
+		draw.Draw(img, image.Rect(at.X, at.Y, at.X+w, at.Y+h), image.NewUniform(p.st.box), image.Point{}, draw.Src)
+	}
+	textW := w - 2*p.st.pad
+	d := &font.Drawer{Dst: img, Face: p.face}
+	off := 0
+	for i, l := range lines {
+		top := at.Y + p.st.pad + i*(p.lineH+p.st.spacing)
+		d.Dot = fixed.P(at.X+p.st.pad+(textW-p.width(l))/2, top+p.ascent)
+		for j, r := range l {
+			if pic := p.emoji.picture(r); pic != nil {
+				x := d.Dot.X.Round()
+				size := p.st.size * 9 / 8
+				rect := image.Rect(x, top+(p.lineH-size)/2, x+p.emojiW, top+(p.lineH-size)/2+size)
+				draw.CatmullRom.Scale(img, rect, pic, pic.Bounds(), draw.Over, nil)
+				d.Dot.X += fixed.I(p.emojiW)
+				continue
+			}
+			d.Src = image.NewUniform(ink(off + j))
+			d.DrawString(string(r))
+		}
+		off += len(l) + 1
+	}
 }
 
 // bestFace is the font of a collection that lacks the fewest of need.

@@ -41,11 +41,13 @@ func Beats(script string) [][]string {
 	return beats
 }
 
-// Timed is a spoken sentence and when the narration says it, in seconds.
+// Timed is a spoken sentence and when the narration says it, in seconds, with its words when they
+// were timed (nil: unknown).
 type Timed struct {
 	Text  string  `json:"text"`
 	Start float64 `json:"start"`
 	End   float64 `json:"end"`
+	Words []Word  `json:"words,omitempty"`
 }
 
 // Material is an image or clip of the creator's a video may show.
@@ -108,6 +110,7 @@ func (p *Plan) Video(out string) *Video {
 	if len(p.Sentences) == len(flat) && p.NarrationSecs > 0 {
 		for i, s := range p.Sentences {
 			times[i] = Timed{Text: flat[i], Start: min(s.Start/tempo, total), End: min(s.End/tempo, total)}
+			times[i].Words = wordsOn(flat[i], s.Words, times[i].Start, times[i].End, tempo, total)
 		}
 	} else {
 		spoken := total
@@ -121,7 +124,7 @@ func (p *Plan) Video(out string) *Video {
 		t := 0.0
 		for i, s := range flat {
 			d := spoken * float64(weight(s)) / float64(max(chars, 1))
-			times[i] = Timed{Text: s, Start: t, End: t + d}
+			times[i] = Timed{Text: s, Start: t, End: t + d, Words: spreadWords(s, t, t+d)}
 			t += d
 		}
 	}
@@ -167,9 +170,24 @@ func (p *Plan) Video(out string) *Video {
 		if i+1 < len(times) && times[i+1].Start-end < 0.6 {
 			end = times[i+1].Start // no blink between sentences said one after the other
 		}
-		v.Captions = append(v.Captions, Caption{Text: t.Text, From: t.Start, To: end})
+		v.Captions = append(v.Captions, Caption{Text: t.Text, From: t.Start, To: end, Words: t.Words})
 	}
 	return v
+}
+
+// wordsOn are the words of text (a sentence as the caption shows it) on the video's clock: the
+// measured words (on the narration's clock, sped up by tempo) when they are the caption's words,
+// else the estimate over the sentence's time from..to.
+func wordsOn(text string, measured []Word, from, to, tempo, total float64) []Word {
+	units := spokenUnits(text)
+	if len(units) != len(measured) || len(units) == 0 {
+		return spreadWords(text, from, to)
+	}
+	out := make([]Word, len(units))
+	for i, u := range units {
+		out[i] = Word{Text: unitText(text, u), Start: min(measured[i].Start/tempo, total), End: min(measured[i].End/tempo, total)}
+	}
+	return out
 }
 
 // weight is how long a sentence takes to say, roughly: Han characters, and Latin letters counted a
@@ -185,70 +203,4 @@ func weight(s string) int {
 		}
 	}
 	return max(n, 1)
-}
-
-// Wrap breaks s into lines of about width columns (a wide character counts two), at most maxLines
-// lines (the rest is cut with an ellipsis; 0: no limit).
-func Wrap(s string, width, maxLines int) string {
-	var lines []string
-	var line strings.Builder
-	cols := 0
-	flush := func() {
-		if l := strings.TrimSpace(line.String()); l != "" {
-			lines = append(lines, l)
-		}
-		line.Reset()
-		cols = 0
-	}
-	for _, w := range splitWords(s) {
-		wc := 0
-		for _, r := range w {
-			wc += runeCols(r)
-		}
-		if cols > 0 && cols+wc > width {
-			flush()
-		}
-		line.WriteString(w)
-		cols += wc
-	}
-	flush()
-	if maxLines > 0 && len(lines) > maxLines {
-		lines = lines[:maxLines]
-		lines[maxLines-1] += "…"
-	}
-	return strings.Join(lines, "\n")
-}
-
-// splitWords splits at spaces (kept with the word) and between wide characters.
-func splitWords(s string) []string {
-	var out []string
-	var cur strings.Builder
-	for _, r := range s {
-		switch {
-		case runeCols(r) == 2 || unicode.IsPunct(r) && r > unicode.MaxASCII:
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-			out = append(out, string(r))
-		case r == ' ':
-			cur.WriteRune(r)
-			out = append(out, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
-}
-
-func runeCols(r rune) int {
-	if unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hangul, r) || unicode.Is(unicode.Hiragana, r) ||
-		unicode.Is(unicode.Katakana, r) || r >= 0xFF00 && r <= 0xFFEF {
-		return 2
-	}
-	return 1
 }

@@ -14,24 +14,51 @@ import (
 // What a post needs beside its video: the captions as files (WebVTT for a <track>, SRT for the
 // platforms' uploaders) and a cover picked from the video's frames.
 
-// ShownCaptions are the captions as Render burns them in: each wrapped to the frame and split into
-// pages of at most three lines, so the caption files say exactly what the picture shows, when.
+// ShownCaptions are the captions as Render burns them in: each broken into balanced pages of at
+// most three lines of the frame's width, with their words' times, so the caption files say exactly
+// what the picture shows, when.
 func (v *Video) ShownCaptions() []Caption {
-	return pages(v.Captions, columns(v.Frame.W, fontSize(v.Frame)), 3)
+	pages := v.shownPages()
+	out := make([]Caption, len(pages))
+	for i, p := range pages {
+		out[i] = p.Caption
+	}
+	return out
 }
 
-// WebVTT is captions as a WebVTT file (a cue per caption, its lines kept).
+// WebVTT is captions as a WebVTT file: a cue per caption, its lines kept, and a timestamp tag
+// before each word said after the cue's start (WebVTT's karaoke-style cue timestamps, e.g.
+// "The <00:00:01.200>harbour"), so a player can show the word being said as the video does.
 func WebVTT(cs []Caption) string {
 	var b strings.Builder
 	b.WriteString("WEBVTT\n")
 	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 	for i, c := range cs {
-		fmt.Fprintf(&b, "\n%d\n%s --> %s\n%s\n", i+1, cueTime(c.From, '.'), cueTime(c.To, '.'), esc.Replace(cueText(c.Text)))
+		text := cueText(c.Text)
+		var cue strings.Builder
+		pos, last := 0, c.From
+		for _, w := range c.Words {
+			at := strings.Index(text[pos:], w.Text)
+			if w.Text == "" || at < 0 {
+				continue
+			}
+			cue.WriteString(esc.Replace(text[pos : pos+at]))
+			pos += at
+			// A timestamp must fall inside its cue, after the one before it, at a millisecond.
+			if ms := math.Round(w.Start*1000) / 1000; ms > last && ms < c.To {
+				fmt.Fprintf(&cue, "<%s>", cueTime(ms, '.'))
+				last = ms
+			}
+			cue.WriteString(esc.Replace(w.Text))
+			pos += len(w.Text)
+		}
+		cue.WriteString(esc.Replace(text[pos:]))
+		fmt.Fprintf(&b, "\n%d\n%s --> %s\n%s\n", i+1, cueTime(c.From, '.'), cueTime(c.To, '.'), cue.String())
 	}
 	return b.String()
 }
 
-// SRT is captions as a SubRip file.
+// SRT is captions as a SubRip file: the pages as drawn (SubRip has no word times).
 func SRT(cs []Caption) string {
 	var b strings.Builder
 	for i, c := range cs {

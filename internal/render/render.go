@@ -104,10 +104,11 @@ type Shot struct {
 	Color    string  // a title card's colour (default Video.Background)
 }
 
-// Caption is a text shown from From to To seconds.
+// Caption is a text shown from From to To seconds, its spoken words highlighted in turn.
 type Caption struct {
 	Text     string
 	From, To float64
+	Words    []Word // when each word of Text is said (nil: spread over From..To by length)
 }
 
 // Video is a planned timeline. Shots are laid end to end and should add up to Duration.
@@ -213,27 +214,15 @@ func (v *Video) Render(ctx context.Context) error {
 	video := "[base]"
 	graph = append(graph, fmt.Sprintf("%sconcat=n=%d:v=1:a=0%s", labels, len(v.Shots), video))
 	var chain []string
-	var pictures []string // overlays of the captions drawn as pictures, after chain
+	var pictures []string // overlays after chain: the captions' track
 	fs := fontSize(v.Frame)
-	for i, c := range v.ShownCaptions() {
-		if strings.ContainsFunc(c.Text, emoji.has) {
-			pic := filepath.Join(work, fmt.Sprintf("caption-%02d.png", i))
-			if _, _, err := textPicture(pic, c.Text, v.Font, emoji, textStyle{size: fs, spacing: 10, pad: 16, box: color.NRGBA{A: 140}}); err != nil {
-				return err
-			}
-			// The picture is a stream only as long as the caption, moved to its time.
-			args = append(args, "-loop", "1", "-framerate", strconv.Itoa(FPS), "-t", ff(c.To-c.From), "-i", pic)
-			graph = append(graph, fmt.Sprintf("[%d:v]format=rgba,setpts=PTS+%s/TB[cap%d]", in, ff(c.From), i))
-			pictures = append(pictures, fmt.Sprintf("[cap%d]overlay=x=(W-w)/2:y=H*0.74-h/2:eof_action=pass:enable='between(t,%s,%s)'", i, ff(c.From), ff(c.To)))
-			in++
-			continue
-		}
-		file, err := writeText(work, fmt.Sprintf("caption-%02d.txt", i), c.Text)
-		if err != nil {
-			return err
-		}
-		chain = append(chain, fmt.Sprintf("drawtext=fontfile=%s:textfile=%s:fontsize=%d:fontcolor=white:line_spacing=10:box=1:"+
-			"boxcolor=black@0.55:boxborderw=16:x=(w-text_w)/2:y=h*0.74-text_h/2:enable='between(t,%s,%s)'", v.Font, file, fs, ff(c.From), ff(c.To)))
+	// Every caption page and highlighted word is a picture of one track (captions.go): one input.
+	if list, err := v.captionTrack(work, emoji); err != nil {
+		return err
+	} else if list != "" {
+		args = append(args, "-f", "concat", "-safe", "0", "-i", list)
+		pictures = append(pictures, fmt.Sprintf("[%d:v]overlay=x=(W-w)/2:y=H*0.74-h/2:eof_action=pass", in))
+		in++
 	}
 	if v.Mark != "" {
 		file, err := writeText(work, "mark.txt", v.Mark)
@@ -293,27 +282,6 @@ func (v *Video) Render(ctx context.Context) error {
 		"-r", strconv.Itoa(FPS), "-c:v", "libx264", "-preset", "ultrafast", "-crf", "26", "-pix_fmt", "yuv420p",
 		"-c:a", "aac", "-b:a", "128k", "-ar", "44100", "-movflags", "+faststart")
 	return publish(v.Out, func(tmp string) error { return v.Tools.Run(ctx, "ffmpeg", append(args, tmp)...) })
-}
-
-// pages wraps each caption to width columns and splits one of more than lines lines into pages
-// shown one after the other, each for a share of the caption's time by its length; nothing is cut.
-func pages(cs []Caption, width, lines int) []Caption {
-	var out []Caption
-	for _, c := range cs {
-		if strings.TrimSpace(c.Text) == "" || c.To <= c.From {
-			continue
-		}
-		all := strings.Split(Wrap(c.Text, width, 0), "\n")
-		total := len([]rune(strings.Join(all, "")))
-		t := c.From
-		for i := 0; i < len(all); i += lines {
-			page := all[i:min(i+lines, len(all))]
-			d := (c.To - c.From) * float64(len([]rune(strings.Join(page, "")))) / float64(max(total, 1))
-			out = append(out, Caption{Text: strings.Join(page, "\n"), From: t, To: t + d})
-			t += d
-		}
-	}
-	return out
 }
 
 // columns is how many columns of Wrap (a Latin letter one, a Han character two) fit in 90% of a

@@ -24,7 +24,8 @@ type Speech struct {
 	Tools  Tools
 }
 
-// Spoken is a rendered narration: its length, the time of each sentence, the voice and speed used.
+// Spoken is a rendered narration: its length, the time of each sentence and of its words
+// (alignWords), the voice and speed used.
 type Spoken struct {
 	Duration  float64
 	Sentences []Timed
@@ -103,7 +104,9 @@ func (s *Speech) speak(ctx context.Context, sentences []string, speed int) (*Spo
 		}
 		start := float64(data.Len()) / byteRate
 		data.Write(pcm)
-		out.Sentences = append(out.Sentences, Timed{Text: text, Start: round3(start), End: round3(float64(data.Len()) / byteRate)})
+		le := binary.LittleEndian
+		words := alignWords(text, pcm, int(le.Uint32(f[4:8])), int(le.Uint16(f[2:4])), int(le.Uint16(f[14:16])), start)
+		out.Sentences = append(out.Sentences, Timed{Text: text, Start: round3(start), End: round3(float64(data.Len()) / byteRate), Words: words})
 	}
 	out.Duration = round3(float64(data.Len()) / byteRate)
 	return out, writeWAV(s.Out, format, data.Bytes())

@@ -431,7 +431,8 @@ func (d *executor) duration(ctx context.Context, path string) (float64, error) {
 	return dur, nil
 }
 
-// sentencesOf reads the sentence times a speech job returned (passed on in the video's payload).
+// sentencesOf reads the sentence times a speech job returned (passed on in the video's payload),
+// with their words' times.
 func sentencesOf(v any) []render.Timed {
 	list, _ := v.([]any)
 	var out []render.Timed
@@ -445,7 +446,26 @@ func sentencesOf(v any) []render.Timed {
 		if !ok1 || !ok2 || end < start {
 			return nil
 		}
-		out = append(out, render.Timed{Text: str(m, "text"), Start: start, End: end})
+		out = append(out, render.Timed{Text: str(m, "text"), Start: start, End: end, Words: wordsOf(m["words"])})
+	}
+	return out
+}
+
+// wordsOf reads a sentence's word times (nil when absent or malformed: the planner estimates them).
+func wordsOf(v any) []render.Word {
+	list, _ := v.([]any)
+	var out []render.Word
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil
+		}
+		start, ok1 := num(m, "start")
+		end, ok2 := num(m, "end")
+		if !ok1 || !ok2 || end < start {
+			return nil
+		}
+		out = append(out, render.Word{Text: str(m, "text"), Start: start, End: end})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package generators_test
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"html"
 	"image"
 	_ "image/jpeg" // picture decodes covers
@@ -330,7 +331,13 @@ func TestRenderEmoji(t *testing.T) {
 		if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-ss", "0.5", "-i", b.file(res), "-frames:v", "1", frame).CombinedOutput(); err != nil {
 			t.Fatalf("%s: frame: %v %s", topic, err, out)
 		}
-		if n := orange(picture(t, frame, "png")); n < 50 {
+		// Above the captions: the highlighted word's yellow is not 🔥's.
+		img := picture(t, frame, "png")
+		top := img.Bounds()
+		top.Max.Y = top.Min.Y + top.Dy()*62/100
+		if n := orange(img.(interface {
+			SubImage(image.Rectangle) image.Image
+		}).SubImage(top)); n < 50 {
 			t.Errorf("%s: %d orange pixels in the title card, want 🔥 drawn in colour", topic, n)
 		}
 	}
@@ -467,11 +474,22 @@ func TestRenderPostFiles(t *testing.T) {
 			t.Fatalf("%s: %s with %d cues, want %s with a cue a sentence at least (%d)", key, gotFormat, len(cs), format, len(said))
 		}
 		var text []string
+		words := 0
 		for i, c := range cs {
-			text = append(text, c.Text)
+			// A WebVTT cue times its words with timestamp tags (<00:00:01.200>), within the cue.
+			for _, m := range cueTag.FindAllStringSubmatch(c.Text, -1) {
+				if at := cueSeconds(m[1]); at <= c.From || at >= c.To {
+					t.Errorf("%s cue %d %.3f-%.3f: a word at %.3f s, outside it", key, i, c.From, c.To, at)
+				}
+				words++
+			}
+			text = append(text, cueTag.ReplaceAllString(c.Text, ""))
 			if c.To <= c.From || c.To > dur+0.05 || i > 0 && c.From < cs[i-1].To-0.01 {
 				t.Errorf("%s cue %d %.3f-%.3f: want increasing times within the video's %.2f s", key, i, c.From, c.To, dur)
 			}
+		}
+		if format == "webvtt" && words < len(strings.Fields(script))/2 || format == "srt" && words > 0 {
+			t.Errorf("%s: %d word timestamps, want most words timed in WebVTT and none in SRT", key, words)
 		}
 		if squeeze(strings.Join(text, " ")) != squeeze(strings.Join(said, " ")) {
 			t.Errorf("%s says %q, want the sentences %q", key, text, said)
@@ -480,6 +498,17 @@ func TestRenderPostFiles(t *testing.T) {
 			t.Errorf("%s: first cue at %.3f s, want the first sentence's measured start %v", key, cs[0].From, first["start"])
 		}
 	}
+}
+
+// cueTag is a WebVTT cue timestamp, the time of the word after it.
+var cueTag = regexp.MustCompile(`<(\d\d:\d\d:\d\d\.\d\d\d)>`)
+
+// cueSeconds reads HH:MM:SS.mmm.
+func cueSeconds(s string) float64 {
+	var h, m int
+	var sec float64
+	fmt.Sscanf(s, "%d:%d:%f", &h, &m, &sec)
+	return float64(h*3600+m*60) + sec
 }
 
 func squeeze(s string) string { return strings.Join(strings.Fields(s), "") }

@@ -1,0 +1,236 @@
+package render
+
+import (
+	"encoding/binary"
+	"image"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rivo/uniseg"
+
+	"github.com/reelforge/reelforge/internal/testtool"
+)
+
+// TestLayout: long captions in English and Chinese are broken into pages of at most three lines
+// that fit, no word is split, no line starts with closing punctuation, and no line of a page is an
+// orphan (every line holds at least a third of the width).
+func TestLayout(t *testing.T) {
+	t.Parallel()
+	const width = 22
+	tests := []string{
+		"Grind your beans fresh every morning for a cleaner, brighter cup that tastes of the fruit rather than the roast, and you will never go back to the old jar of pre-ground coffee.",
+		"手冲咖啡的三个理由，让你爱上每一个早晨，第一，新鲜研磨的咖啡豆香气更浓，口感更干净，而且你可以根据自己的口味调整研磨度和水温。",
+		"第一个理由是香气更浓郁而且每天早上都能喝到一杯手冲咖啡。",
+		"一杯好咖啡，从手冲咖啡开始。",
+		"Honestly, most people never notice the difference ☕🔥 until they try it side by side.",
+	}
+	for _, text := range tests {
+		pages := layout(text, width, 3)
+		var all []string
+		for _, page := range pages {
+			if len(page) > 3 {
+				t.Errorf("%q: a page of %d lines", text, len(page))
+			}
+			for _, l := range page {
+				line := text[l.from:l.to]
+				all = append(all, line)
+				if w := uniseg.StringWidth(line); w > width || len(page) > 1 && w < width/3 {
+					t.Errorf("%q: line %q is %d columns wide, want %d to %d", text, line, w, width/3, width)
+				}
+				if first := []rune(line)[0]; strings.ContainsRune("，。、！？；：”）,.;:!?", first) {
+					t.Errorf("%q: line %q starts with punctuation", text, line)
+				}
+			}
+		}
+		// Nothing lost, and a line ends only where a word does: at a space, or between two
+		// ideographs (or after punctuation) in Chinese.
+		joined := strings.Join(all, "\x00")
+		if strings.ReplaceAll(strings.ReplaceAll(joined, "\x00", " "), " ", "") != strings.ReplaceAll(text, " ", "") {
+			t.Errorf("%q laid out as %q: text lost", text, all)
+		}
+		for i := 1; i < len(all); i++ {
+			prev, next := []rune(all[i-1]), []rune(all[i])
+			a, b := prev[len(prev)-1], next[0]
+			if unicode.IsLetter(a) && unicode.IsLetter(b) && !ideograph(a) && !ideograph(b) && !strings.Contains(text, all[i-1]+" "+all[i][:1]) {
+				t.Errorf("%q: a word split between %q and %q", text, all[i-1], all[i])
+			}
+		}
+		if len(pages) == 0 {
+			t.Errorf("%q: no pages", text)
+		}
+	}
+	// The issue's orphan: a caption a little longer than a line is two lines of about even length
+	// (not a full line and "啡。").
+	for text, width := range map[string]int{"今天我们来聊聊让你爱上手冲咖啡的三个理由。": 36, "Coffee, made simple: a short guide for busy people": 28} {
+		lines := strings.Split(Wrap(text, width, 0), "\n")
+		if len(lines) != 2 || uniseg.StringWidth(lines[0]) < width/3 || uniseg.StringWidth(lines[1]) < width/3 {
+			t.Errorf("Wrap(%q, %d) = %q, want two lines of at least %d columns", text, width, lines, width/3)
+		}
+	}
+}
+
+func TestSpokenUnits(t *testing.T) {
+	t.Parallel()
+	text := "“Hello, world” ☕ it's 3 手冲咖啡。"
+	var got []string
+	for _, u := range spokenUnits(text) {
+		got = append(got, unitText(text, u))
+	}
+	want := []string{"“Hello,", "world” ☕", "it's", "3", "手", "冲", "咖", "啡。"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spokenUnits (-want +got):\n%s", diff)
+	}
+}
+
+// TestAlignWords: in a sentence whose audio has a pause where its comma is, the words before the
+// comma end at the pause and the word after it starts when the voice resumes.
+func TestAlignWords(t *testing.T) {
+	t.Parallel()
+	const rate = 1000
+	var pcm []byte
+	add := func(secs float64, level int16) {
+		for i := range int(secs * rate) {
+			v := level
+			if i%2 == 1 {
+				v = -level
+			}
+			pcm = binary.LittleEndian.AppendUint16(pcm, uint16(v))
+		}
+	}
+	add(0.1, 0)    // leading silence
+	add(1.0, 8000) // "alpha beta,"
+	add(0.05, 0)   // a stop consonant: too short to be a pause
+	add(0.2, 8000) //
+	add(0.3, 0)    // the comma's pause
+	add(0.5, 8000) // "gamma."
+	add(0.25, 0)   // trailing silence
+	words := alignWords("alpha beta, gamma.", pcm, rate, 1, 16, 10)
+	// By length within the clause: alpha 5 letters of 9 of the 1.25 s said before the pause.
+	want := []Word{{"alpha", 10.1, 10.794}, {"beta,", 10.794, 11.35}, {"gamma.", 11.65, 12.15}}
+	approx := cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 0.002 })
+	if diff := cmp.Diff(want, words, approx); diff != "" {
+		t.Errorf("alignWords (-want +got):\n%s", diff)
+	}
+}
+
+var cueTimestamp = regexp.MustCompile(`<(\d\d):(\d\d):(\d\d)\.(\d\d\d)>`)
+
+// TestWebVTTWordCues: a page's words are in its cue with their times, read back from the file,
+// and the text around them is the page's text (escaped).
+func TestWebVTTWordCues(t *testing.T) {
+	t.Parallel()
+	v := &Video{Frame: Frame{1080, 1920}, Duration: 12, Captions: []Caption{
+		{Text: "Fish & chips <3 taste better by the sea, with a cold drink and an old friend to talk to.", From: 1, To: 6},
+		{Text: "手冲咖啡的三个理由。", From: 6, To: 9},
+	}}
+	shown := v.ShownCaptions()
+	vtt := WebVTT(shown)
+	blocks := strings.Split(strings.TrimPrefix(vtt, "WEBVTT\n\n"), "\n\n")
+	if len(blocks) != len(shown) {
+		t.Fatalf("%d cues for %d pages:\n%s", len(blocks), len(shown), vtt)
+	}
+	for i, b := range blocks {
+		lines := strings.SplitN(strings.TrimSpace(b), "\n", 3)
+		text := lines[2]
+		var times []float64
+		for _, m := range cueTimestamp.FindAllStringSubmatch(text, -1) {
+			h, _ := strconv.Atoi(m[1])
+			mi, _ := strconv.Atoi(m[2])
+			s, _ := strconv.Atoi(m[3])
+			ms, _ := strconv.Atoi(m[4])
+			times = append(times, float64(h*3600+mi*60+s)+float64(ms)/1000)
+		}
+		plain := strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(cueTimestamp.ReplaceAllString(text, ""))
+		if plain != shown[i].Text {
+			t.Errorf("cue %d reads %q, want %q", i+1, plain, shown[i].Text)
+		}
+		// Every word after the cue's first has its time (the first starts with the cue).
+		var want []float64
+		for j, w := range shown[i].Words {
+			if j > 0 || w.Start > shown[i].From+0.0005 {
+				want = append(want, math.Round(w.Start*1000)/1000)
+			}
+		}
+		if diff := cmp.Diff(want, times, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-6 })); diff != "" || len(times) == 0 {
+			t.Errorf("cue %d word times (-want +got):\n%s\n%s", i+1, diff, b)
+		}
+	}
+	if !strings.Contains(vtt, "&amp; <") && !strings.Contains(vtt, "&amp;") {
+		t.Errorf("markup not escaped:\n%s", vtt)
+	}
+}
+
+// TestCaptionHighlightMoves renders a caption of two words on real ffmpeg: in a frame while the
+// first is said the highlight colour is left of the middle, while the second is said right of it.
+func TestCaptionHighlightMoves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ffmpeg")
+	}
+	testtool.Need(t, "ffmpeg")
+	t.Parallel()
+	font, err := FontFor("Coffee time ☕")
+	if err != nil {
+		testtool.Missing(t, err.Error())
+	}
+	dir := t.TempDir()
+	if d := os.Getenv("CAPTIONS_TEST_DIR"); d != "" {
+		dir = d // keep the frames to look at
+	}
+	v := &Video{Out: filepath.Join(dir, "v.mp4"), Frame: Frame{360, 640}, Duration: 2, Font: font,
+		Shots:    []Shot{{Kind: ShotTitle, Duration: 2}},
+		Captions: []Caption{{Text: "Coffee time ☕", From: 0, To: 2, Words: []Word{{"Coffee", 0, 1}, {"time ☕", 1, 2}}}}}
+	if e := EmojiFont(); e != "" {
+		v.EmojiFont, v.Emoji = e, []rune("☕")
+	}
+	if err := v.Render(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The centre of the highlighted pixels, as a share of the frame's width.
+	centre := func(at string) float64 {
+		out := filepath.Join(dir, "f"+at+".png")
+		if err := (Tools{}).Run(t.Context(), "ffmpeg", "-y", "-loglevel", "error", "-ss", at, "-i", v.Out, "-frames:v", "1", out); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		img, err := png.Decode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, n := 0, 0
+		b := img.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				if isHighlight(img, x, y) {
+					sum += x
+					n++
+				}
+			}
+		}
+		if n < 20 {
+			t.Fatalf("frame at %s s has %d highlighted pixels, want a highlighted word", at, n)
+		}
+		return float64(sum) / float64(n) / float64(b.Dx())
+	}
+	first, second := centre("0.5"), centre("1.5")
+	if first >= 0.5 || second <= 0.5 {
+		t.Errorf("highlight centred at %.2f then %.2f of the width, want left of the middle then right of it", first, second)
+	}
+}
+
+// isHighlight: the pixel is about the highlight colour (after the video's encoding).
+func isHighlight(img image.Image, x, y int) bool {
+	r, g, b, _ := img.At(x, y).RGBA()
+	return r>>8 > 200 && g>>8 > 160 && b>>8 < 110
+}
