@@ -1,0 +1,219 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reelforge/reelforge/internal/outbound"
+	"github.com/reelforge/reelforge/plugins/graph"
+	"github.com/reelforge/reelforge/plugins/graph/lgreplay"
+	"github.com/reelforge/reelforge/sdk/engine"
+	"github.com/reelforge/reelforge/sdk/enginetest"
+	"github.com/reelforge/reelforge/sdk/errcode"
+)
+
+// lgDir holds the recorded exchanges of a stock LangGraph server (lgreplay).
+const lgDir = "testdata/langgraph"
+
+// The short drama's steps as manifests/short_drama.yaml has them (the render, after the graph).
+var dramaSteps = []engine.Step{
+	{ID: "research", Name: "Research", Agent: "kb_lookup", With: json.RawMessage(`{"top_k":5,"optional":true}`)},
+	{ID: "write_episode", Name: "Write", Agent: "script_writer", DependsOn: []string{"research"}, With: json.RawMessage(`{"format":"drama"}`)},
+	{ID: "polish", Name: "Polish", Agent: "rewriter", DependsOn: []string{"write_episode"}},
+	{ID: "render", Name: "Render", Agent: "generator", DependsOn: []string{"polish"}, With: json.RawMessage(`{"job_type":"videogen","optional":true}`)},
+	{ID: "assemble", Name: "Assemble", Agent: "assemble", DependsOn: []string{"polish", "render"}},
+}
+
+// lgScenario is one exchange of the engine with a LangGraph server, recorded into lgDir/<name>.json.
+type lgScenario struct {
+	name  string
+	req   func() *engine.RunRequest
+	check func(t *testing.T, res *engine.RunResult, err error, h *enginetest.RecordingHost, requests []lgreplay.Exchange)
+}
+
+func lgRequest(runID, workflow, assistant string, inputs map[string]any) *engine.RunRequest {
+	set, _ := json.Marshal(map[string]string{"graph_id": workflow, "assistant_id": assistant})
+	return &engine.RunRequest{RunID: runID, Workflow: engine.Workflow{ID: workflow, Engine: "graph", Settings: set, Timeout: time.Minute},
+		Inputs: inputs, User: engine.UserContext{UserID: "u-1"}, Project: engine.ProjectContext{ProjectID: "p-1"}, Attempt: 1}
+}
+
+var lgScenarios = []lgScenario{{
+	name: "live_review",
+	req: func() *engine.RunRequest {
+		return lgRequest("run-lg-live", "live", "live_script", map[string]any{"topic": "pour-over coffee", "review": true})
+	},
+	check: func(t *testing.T, res *engine.RunResult, err error, h *enginetest.RecordingHost, reqs []lgreplay.Exchange) {
+		if err != nil || res.Status != engine.StatusPaused || res.Awaiting == nil || res.Awaiting.StepID != "human_review" ||
+			!strings.Contains(res.Awaiting.Prompt, "pour-over coffee") {
+			t.Fatalf("Run() = %+v, %v; want paused at human_review with the interrupt's prompt", res, err)
+		}
+		steps := stepIDs(h)
+		for _, want := range []string{"research", "write_rundown", graph.SummaryStepID} {
+			if !steps[want] {
+				t.Errorf("trace lacks the graph node %q: %v", want, steps)
+			}
+		}
+		if reqs == nil {
+			return // recording
+		}
+		var run map[string]any
+		for _, r := range reqs {
+			if r.Method == "POST" && r.Path == "/threads/"+lgreplay.ThreadToken+"/runs" {
+				_ = json.Unmarshal(r.Request, &run)
+			}
+		}
+		if in, _ := run["input"].(map[string]any); run["assistant_id"] != "live_script" || in["topic"] != "pour-over coffee" || run["command"] != nil {
+			t.Errorf("run created with %v; want assistant live_script, the inputs as input, no command", run)
+		}
+	},
+}, {
+	name: "live_resume",
+	req: func() *engine.RunRequest {
+		r := lgRequest("run-lg-live", "live", "live_script", map[string]any{"topic": "pour-over coffee", "review": true})
+		r.ResumeInput = map[string]any{"feedback": "mention the bloom"}
+		return r
+	},
+	check: func(t *testing.T, res *engine.RunResult, err error, h *enginetest.RecordingHost, reqs []lgreplay.Exchange) {
+		script, _ := res.Outputs["script"].(string)
+		if err != nil || res.Status != engine.StatusCompleted || !strings.Contains(script, "mention the bloom") {
+			t.Fatalf("resumed Run() = %+v, %v; want completed with the feedback in the script", res, err)
+		}
+		if reqs == nil {
+			return // recording
+		}
+		var run map[string]any
+		for _, r := range reqs {
+			if r.Method == "POST" && r.Path == "/threads/"+lgreplay.ThreadToken+"/runs" {
+				_ = json.Unmarshal(r.Request, &run)
+			}
+		}
+		cmd, _ := run["command"].(map[string]any)
+		if resume, _ := cmd["resume"].(map[string]any); resume["feedback"] != "mention the bloom" || run["input"] != nil {
+			t.Errorf("resume posted %v; want command.resume with the resume input and no input", run)
+		}
+	},
+}, {
+	name: "short_drama",
+	req: func() *engine.RunRequest {
+		r := lgRequest("run-lg-drama", "short_drama", "short_drama", map[string]any{"topic": "a lost letter", "characters": "Lin, Chen"})
+		r.Workflow.Steps = dramaSteps
+		return r
+	},
+	check: func(t *testing.T, res *engine.RunResult, err error, h *enginetest.RecordingHost, _ []lgreplay.Exchange) {
+		if err != nil || res.Status != engine.StatusCompleted {
+			t.Fatalf("Run() = %+v, %v; want completed", res, err)
+		}
+		jobs := h.Jobs()
+		if len(jobs) != 1 || jobs[0].Type != engine.JobVideogen {
+			t.Fatalf("jobs = %+v; want one videogen job after the graph", jobs)
+		}
+		var payload map[string]any
+		_ = json.Unmarshal(jobs[0].Request, &payload)
+		if s, _ := payload["script"].(string); !strings.Contains(s, "a lost letter") || !strings.Contains(s, "Lin:") {
+			t.Errorf("the render job's script = %q; want the graph's episode", s)
+		}
+		render, _ := res.Outputs["render"].(map[string]any)
+		if render["video_url"] != "/video.mp4" {
+			t.Errorf("outputs = %v; want the render's video_url", res.Outputs)
+		}
+		if s, _ := res.Outputs["script"].(string); !strings.Contains(s, "a lost letter") {
+			t.Errorf("script = %q; want the graph's", s)
+		}
+	},
+}, {
+	name: "unknown_assistant",
+	req: func() *engine.RunRequest {
+		return lgRequest("run-lg-unknown", "live", "no_such_graph", map[string]any{"topic": "tea"})
+	},
+	check: func(t *testing.T, res *engine.RunResult, err error, _ *enginetest.RecordingHost, _ []lgreplay.Exchange) {
+		if errcode.Of(err) != errcode.GraphRunner || !strings.Contains(err.Error(), "404") {
+			t.Fatalf("Run() = %+v, %v; want GRAPH_RUNNER_ERROR with the server's 404 (the host degrades to node)", res, err)
+		}
+	},
+}}
+
+func stepIDs(h *enginetest.RecordingHost) map[string]bool {
+	ids := map[string]bool{}
+	for _, s := range h.Steps() {
+		ids[s.StepID] = true
+	}
+	return ids
+}
+
+// renderJobs resolves every videogen job the engine creates with a video, as the generators
+// plugin would, until ctx ends.
+func renderJobs(ctx context.Context, h *enginetest.RecordingHost) {
+	done := map[string]bool{}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, j := range h.Jobs() {
+			if j.Type == engine.JobVideogen && !done[j.JobID] {
+				done[j.JobID] = true
+				_ = h.ResolveJob(j.JobID, engine.JobCompleted, []byte(`{"video_url":"/video.mp4"}`))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func runScenario(t *testing.T, url string, sc lgScenario) (*engine.RunResult, error, *enginetest.RecordingHost) {
+	t.Helper()
+	eng, h := enginetest.New(t, graph.New(graph.Options{Tool: outbound.Tool{URL: url}, Protocol: graph.ProtocolLangGraph}))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	go renderJobs(ctx, h)
+	res, err := eng.Run(ctx, nil, sc.req())
+	return res, err, h
+}
+
+// TestLangGraphReplay runs the engine against the recorded exchanges of a stock LangGraph server.
+func TestLangGraphReplay(t *testing.T) {
+	t.Parallel()
+	for _, sc := range lgScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			rec, err := lgreplay.Load(filepath.Join(lgDir, sc.name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := lgreplay.NewServer(rec)
+			hs := httptest.NewServer(srv)
+			t.Cleanup(hs.Close)
+			res, err, h := runScenario(t, hs.URL, sc)
+			sc.check(t, res, err, h, srv.Requests())
+			for _, p := range srv.Problems() {
+				t.Error(p)
+			}
+		})
+	}
+}
+
+// TestRecordLangGraph records lgScenarios from a LangGraph server serving integrations/langgraph
+// (STEP_SECONDS=0): LANGGRAPH_RECORD_URL=http://127.0.0.1:2024 go test ./plugins/graph -run TestRecordLangGraph.
+func TestRecordLangGraph(t *testing.T) {
+	target := os.Getenv("LANGGRAPH_RECORD_URL")
+	if target == "" {
+		t.Skip("records from a LangGraph server: set LANGGRAPH_RECORD_URL")
+	}
+	for _, sc := range lgScenarios {
+		rec := &lgreplay.Recorder{Target: strings.TrimRight(target, "/"), Thread: graph.ThreadID(sc.req().RunID)}
+		hs := httptest.NewServer(rec)
+		res, err, h := runScenario(t, hs.URL, sc)
+		hs.Close()
+		sc.check(t, res, err, h, nil)
+		if err := rec.Save(filepath.Join(lgDir, sc.name+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
