@@ -53,8 +53,8 @@ test-pg: ## the store and API tests against $TEST_DATABASE_URL
 	@test -n "$$TEST_DATABASE_URL" || { echo "set TEST_DATABASE_URL"; exit 1; }
 	$(GO) test -count=1 ./host/store/... ./host/api/...
 
-bench: build ## measure speed (see BENCHMARKS.md); TEST_DATABASE_URL adds PostgreSQL figures
-	$(GO) run ./host/cmd/bench
+bench: build ## measure speed (bench/, figures in BENCHMARKS.md); TEST_DATABASE_URL adds PostgreSQL; BENCH_FLAGS="-only api -duration 2s" for a quick run
+	$(GO) run ./bench $(BENCH_FLAGS)
 
 proto: ## regenerate the plugin protocol's Go code
 	bash sdk/proto/generate.sh
@@ -67,7 +67,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint: ## go vet, gofmt, the import rules (internal/layering) and staticcheck
 	$(GO) vet ./...
-	@test -z "$$(gofmt -l host sdk plugins internal)" || { gofmt -l host sdk plugins internal; exit 1; }
+	@test -z "$$(gofmt -l host sdk plugins internal bench)" || { gofmt -l host sdk plugins internal bench; exit 1; }
 	$(GO) test -count=1 ./internal/layering
 	$(GO) run $(STATICCHECK) -checks all ./...
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/reelforge/reelforge/host/kb"
-	"github.com/reelforge/reelforge/host/kb/kbbench"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/internal/textgen"
 )
 
 // sqliteService is a knowledge service over a new SQLite store in b's temporary folder, closed
@@ -32,7 +32,7 @@ func BenchmarkIngestSQLite(b *testing.B) {
 	ctx := context.Background()
 	s := sqliteService(b)
 	r := rand.New(rand.NewPCG(1, 2))
-	v := kbbench.NewVocab(r)
+	v := textgen.NewVocab(r)
 	texts := make([]string, 64)
 	for i := range texts {
 		texts[i] = v.Text(10)
@@ -73,7 +73,7 @@ func BenchmarkSearchSQLite(b *testing.B) {
 	defer d.Close()
 	cacheMB, _ := strconv.Atoi(os.Getenv("KB_BENCH_VECTOR_CACHE_MB"))
 	s := kb.New(d, kb.Options{VectorCacheMB: cacheMB})
-	v := kbbench.NewVocab(rand.New(rand.NewPCG(1, 2)))
+	v := textgen.NewVocab(rand.New(rand.NewPCG(1, 2)))
 	_, have, err := d.ListDocuments(ctx, store.Viewer{UserID: "u"}, 1, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -104,7 +104,7 @@ func BenchmarkIngestBatchSQLite(b *testing.B) {
 	ctx := context.Background()
 	s := sqliteService(b)
 	r := rand.New(rand.NewPCG(5, 6))
-	v := kbbench.NewVocab(r)
+	v := textgen.NewVocab(r)
 	var n int64
 	calls := 0
 	b.ResetTimer()

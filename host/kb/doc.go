@@ -19,5 +19,6 @@
 //   - llm: an OpenAI-compatible chat client, the extractive answerer, citation checks and rerank.
 //   - rank: the one ranking of every search path (BM25 and the fusion of the keyword and vector
 //     legs, SPEC.md rule 5); the stores only return candidates and statistics.
-//   - kbbench: the retrieval benchmark over ../shared/bench.
+//
+// Its retrieval benchmark over ../shared/bench is bench/kbbench, apart from the product.
 package kb

@@ -26,13 +26,13 @@ import (
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/chunk"
 	"github.com/reelforge/reelforge/host/kb/embed"
-	"github.com/reelforge/reelforge/host/kb/kbbench"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/textgen"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -843,7 +843,7 @@ func TestVectorCacheBudget(t *testing.T) {
 		ctx := context.Background()
 		u := storetest.NewUser(t, d, "")
 		small := kb.New(d, kb.Options{VectorCacheMB: 1})
-		v := kbbench.NewVocab(rand.New(rand.NewPCG(5, 6)))
+		v := textgen.NewVocab(rand.New(rand.NewPCG(5, 6)))
 		chunks := 0
 		for chunks < 400 { // about 2.5 MB of 1536-dimension vectors
 			res := ingest(t, small, kb.IngestParams{UserID: u.ID, SourceName: "many", Visibility: store.VisibilityPrivate, Text: v.Text(10)})

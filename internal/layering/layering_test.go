@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os/exec"
-	"path"
 	"strings"
 	"testing"
 )
@@ -27,9 +26,14 @@ var rules = []rule{
 	{"internal", []string{"host", "plugins"}, "internal/ is code shared by the host and the engine plugins (the external tools' client, the SSRF guard, the renderer): it depends on neither"},
 }
 
-// benchForbidden: a bench package (a package named *bench, beside what it measures) measures its own
-// area; what goes through the API or the wiring is host/cmd/bench's to measure.
-var benchForbidden = []string{"host/api", "host/app"}
+// Measurement lives apart from the product, in bench/: the bench program (bench, which may
+// build the whole host) and its harnesses (bench/<area>bench, each measuring one area below the
+// API and the wiring). No package outside bench/ depends on one, code or tests.
+const benchTree = "bench"
+
+// harnessForbidden: a harness measures its own area; what goes through the API or the wiring is
+// the bench program's to measure.
+var harnessForbidden = []string{"host/api", "host/app"}
 
 // pkg is what `go list -json` says of one package of the module.
 type pkg struct {
@@ -41,7 +45,7 @@ type pkg struct {
 
 func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
 
-func isBench(p string) bool { return strings.HasSuffix(path.Base(p), "bench") && p != "host/cmd/bench" }
+func isHarness(p string) bool { return under(p, benchTree) && p != benchTree }
 
 // listModule returns the module's packages by path relative to the module, with their imports
 // (test imports included) reduced to the module's own packages.
@@ -146,17 +150,13 @@ func TestImportRules(t *testing.T) {
 				check(p, "tests", test[p], r.forbidden, r.why)
 			}
 		}
-		if isBench(p) {
-			check(p, "code", prod[p], benchForbidden, "a bench package measures its own area")
-			check(p, "tests", test[p], benchForbidden, "a bench package measures its own area")
+		if isHarness(p) {
+			check(p, "code", prod[p], harnessForbidden, "a bench harness measures its own area")
+			check(p, "tests", test[p], harnessForbidden, "a bench harness measures its own area")
 		}
-		// Bench code lives apart: no product package depends on a bench package.
-		if !isBench(p) && p != "host/cmd/bench" {
-			for dep, via := range reach(prod, prod[p]) {
-				if isBench(dep) {
-					t.Errorf("%s depends on the bench package %s: %s -> %s", p, dep, p, strings.Join(via, " -> "))
-				}
-			}
+		if !under(p, benchTree) {
+			check(p, "code", prod[p], []string{benchTree}, "measurement lives apart: the product never depends on bench/")
+			check(p, "tests", test[p], []string{benchTree}, "measurement lives apart: the product never depends on bench/")
 		}
 	}
 }

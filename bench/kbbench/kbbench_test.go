@@ -9,7 +9,7 @@ import (
 
 // TestBench runs the retrieval benchmark when KB_BENCH_DIR points at ../shared/bench, e.g.
 //
-//	KB_BENCH_DIR=/work/shared/bench go test ./host/kb/kbbench -run TestBench -v
+//	KB_BENCH_DIR=/work/shared/bench go test ./bench/kbbench -run TestBench -v
 //
 // KB_BENCH_MAXQ limits the questions per set. It fails when the hybrid falls below the
 // reference BM25.

@@ -1,11 +1,13 @@
-package kbbench
+// Package textgen writes synthetic text for tests and benchmarks: a fixed seed gives the same
+// corpus every run.
+package textgen
 
 import (
 	"math/rand/v2"
 	"strings"
 )
 
-// Vocab is the synthetic vocabulary of the knowledge benchmarks (make bench and the kb package's
+// Vocab is the synthetic vocabulary of the knowledge tests and benchmarks (make bench and the kb package's
 // Go benchmarks): pseudo-words from syllables and Chinese two-character words, drawn with a Zipf
 // distribution (s = 1.1) so a few words are common and most are rare, as in real text.
 type Vocab struct {

@@ -18,12 +18,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/reelforge/reelforge/bench/kbbench"
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/kb/embed"
-	"github.com/reelforge/reelforge/host/kb/kbbench"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/internal/textgen"
 )
 
 var (
@@ -219,7 +220,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 	s := kb.New(st, kb.Options{})
 	user := uuid.NewString()
 	r := rand.New(rand.NewPCG(1, 2))
-	vocab := kbbench.NewVocab(r)
+	vocab := textgen.NewVocab(r)
 	chunks, bytes := 0, 0
 	var ingestTime, ingestCPU time.Duration
 	vi, _ := st.(vectorIndexer)
@@ -392,7 +393,7 @@ type indexHolder interface {
 // and runs the queries, printing their p50 and p95 and the server's CPU a search (PostgreSQL's
 // backends over the searches). The documents are deleted afterwards, before they are indexed, so
 // the corpus is as it was (a kept one, -kb-schema, can be measured again).
-func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Service, user string, vocab *kbbench.Vocab, chunks, queries int, of *serverMeter) error {
+func kbPendingSearch(ctx context.Context, name string, h indexHolder, s *kb.Service, user string, vocab *textgen.Vocab, chunks, queries int, of *serverMeter) error {
 	release, err := h.HoldIndexer(ctx)
 	if err != nil {
 		return err
@@ -500,7 +501,7 @@ func (c *searchCPU) serverNote() string {
 func kbBatchIngest(ctx context.Context, name string, st store.Driver, chunks int, meter *serverMeter, fig *kbIngestFigures) error {
 	s := kb.New(st, kb.Options{})
 	user := uuid.NewString()
-	vocab := kbbench.NewVocab(rand.New(rand.NewPCG(3, 4)))
+	vocab := textgen.NewVocab(rand.New(rand.NewPCG(3, 4)))
 	done, bytes := 0, 0
 	var wall, cpu time.Duration
 	meter.begin(ctx)

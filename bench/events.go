@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/reelforge/reelforge/host/events/eventsbench"
+	"github.com/reelforge/reelforge/bench/eventsbench"
 )
 
 // benchEvents: outbox delivery throughput to a local receiver, per driver and batch size, and

@@ -1,7 +1,7 @@
 // Package eventsbench measures the events outbox: delivery throughput (events per second posted,
-// signed, to a local receiver that answers 200 at once). It is meant for host/cmd/bench (make
+// signed, to a local receiver that answers 200 at once). It is meant for bench (make
 // bench) and runs entirely on this machine. The WebSocket fan-out goes through host/api's route,
-// so host/cmd/bench measures it (fanout.go): a bench package imports nothing above what it measures.
+// so bench measures it (fanout.go): a bench package imports nothing above what it measures.
 package eventsbench
 
 import (

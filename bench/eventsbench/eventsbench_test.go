@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/reelforge/reelforge/host/events/eventsbench"
+	"github.com/reelforge/reelforge/bench/eventsbench"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 )
 
@@ -26,7 +26,7 @@ func TestOutboxSmall(t *testing.T) {
 	t.Logf("outbox: %.0f events/s delivered (batch 10), emit %.0f/s", r.EventsPerSec, r.EmitPerSec)
 }
 
-// BenchmarkEvents prints the full measurements: go test -run '^$' -bench Events -benchtime 1x ./host/events/eventsbench/
+// BenchmarkEvents prints the full measurements: go test -run '^$' -bench Events -benchtime 1x ./bench/eventsbench/
 func BenchmarkEvents(b *testing.B) {
 	for range b.N {
 		if err := eventsbench.Run(b.Context(), benchOut{b}, nil); err != nil {

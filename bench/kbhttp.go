@@ -23,7 +23,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/app"
 	"github.com/reelforge/reelforge/host/config"
-	"github.com/reelforge/reelforge/host/kb/kbbench"
+	"github.com/reelforge/reelforge/internal/textgen"
 )
 
 var (
@@ -264,7 +264,7 @@ func waitHealthy(base string, ran <-chan error) error {
 // vocabulary: sentences of 6 to 20 words, capitalised and ended with a full stop, in paragraphs
 // of 2 to 6 sentences, the shape of notes, posts and short articles.
 func shortDocs(r *rand.Rand, n int) []string {
-	vocab := kbbench.NewVocab(r)
+	vocab := textgen.NewVocab(r)
 	out := make([]string, n)
 	var b strings.Builder
 	for i := range out {
