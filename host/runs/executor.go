@@ -397,11 +397,15 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 	}
 	r = started
 
+	// cancel (Cancel, the lease keeper below) ends the run's work; the workflow's time-out is a
+	// child of it, so cancel reaches the work either way and both are released here.
 	runCtx, cancel := context.WithCancel(ctx)
-	if wf.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, wf.Timeout)
-	}
 	defer cancel()
+	if wf.Timeout > 0 {
+		var stopTimer context.CancelFunc
+		runCtx, stopTimer = context.WithTimeout(runCtx, wf.Timeout)
+		defer stopTimer()
+	}
 	ex.cancel = cancel
 	s.mu.Lock()
 	s.active[r.ID] = ex
