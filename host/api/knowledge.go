@@ -485,6 +485,15 @@ func (s *Server) searchParams(c *fiber.Ctx, in *searchInput) (kb.SearchParams, e
 			break
 		}
 	}
+	if p.IsTool() {
+		// A tool credential reads its grant's project only: none named is that one.
+		if in.ProjectID == "" {
+			in.ProjectID = p.ToolProject
+		}
+		if in.ProjectID != p.ToolProject {
+			return kb.SearchParams{}, errcode.New(errcode.Authorization, "This tool credential reads the knowledge of its own project only")
+		}
+	}
 	sp := kb.SearchParams{UserID: p.UserID, Admin: p.IsAdmin(), ProjectID: in.ProjectID, Query: q, TopK: k}
 	if f := in.Filters; f != nil {
 		sp.SourceNames = f.SourceNames

@@ -118,6 +118,9 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		return errcode.New(errcode.Authentication, "Missing bearer token")
 	}
 	tok = strings.TrimSpace(tok)
+	if auth.IsTool(tok) {
+		return s.authenticateTool(c, tok)
+	}
 	if auth.IsKey(tok) {
 		p, err := s.Auth.VerifyKey(s.ctx(c), tok)
 		if err != nil {
@@ -135,6 +138,37 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	}
 	c.Locals(localPrincipal, p)
 	return c.Next()
+}
+
+// authenticateTool admits a tool credential (auth.ToolGrant: what a run hands its external tool)
+// to the routes that read knowledge, and only while its run goes on: every other route refuses it.
+func (s *Server) authenticateTool(c *fiber.Ctx, tok string) error {
+	p, err := s.Auth.VerifyTool(s.ctx(c), tok)
+	if err != nil {
+		return err
+	}
+	if s.Runs != nil {
+		if err := s.Runs.CheckGrant(s.ctx(c), p); err != nil {
+			return err
+		}
+	}
+	if !toolRoute(c.Method(), c.Path()) {
+		return errcode.New(errcode.Authorization, "A tool credential may call only POST /api/knowledge/context and /api/knowledge/search")
+	}
+	c.Locals(localPrincipal, p)
+	return c.Next()
+}
+
+// toolRoute reports whether a tool credential may call method and path: reading its owner's
+// knowledge (context and search), nothing that writes or reaches another resource.
+func toolRoute(method, path string) bool {
+	switch path {
+	case "/api/knowledge/context":
+		return method == fiber.MethodPost
+	case "/api/knowledge/search":
+		return method == fiber.MethodPost || method == fiber.MethodGet
+	}
+	return false
 }
 
 // automationRoute reports whether an automation-scope key may call path: the scheduler API, the

@@ -137,10 +137,13 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool)
 	h.leader = leader.New(st, leader.Name, log)
 	// Each service is built with what it uses, in dependency order; the runs service and its two
 	// consumers (tasks, scheduler) are joined by launch.Runner one way and OnFinish the other.
+	// One auth service: it signs the access tokens the API checks and the tool credentials runs and
+	// chat answers hand their external tools (auth.ToolGrant).
+	authSvc := auth.New(st, cfg.JWTSecret, 0)
 	knowledge := newKB(cfg, st, log, h.Life)
 	h.wireEvents()
-	contentSvc := newContent(cfg, st, log, h.Hub, kbSearch{knowledge}, blobs, h.FileURLs)
-	if err := h.wireRuns(cfg, log, knowledge, contentSvc); err != nil {
+	contentSvc := newContent(cfg, st, log, h.Hub, kbSearch{knowledge}, blobs, h.FileURLs, authSvc)
+	if err := h.wireRuns(cfg, log, knowledge, contentSvc, authSvc); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -149,7 +152,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool)
 	h.Scheduler = scheduler.New(st, scheduler.Options{Mode: cfg.SchedulerMode, Interval: cfg.SchedulerInterval,
 		Known: known, Log: log, Runner: launcher{h.Runs}, Leader: h.leader})
 	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
-	h.Server = &api.Server{Config: cfg, Store: st, Auth: auth.New(st, cfg.JWTSecret, 0), Log: log, Holder: h.Life,
+	h.Server = &api.Server{Config: cfg, Store: st, Auth: authSvc, Log: log, Holder: h.Life,
 		Engines: engineStates{h}, KB: knowledge, Content: contentSvc, Runs: h.Runs, Tasks: h.Tasks, Scheduler: h.Scheduler,
 		Hub: h.Hub, Notifier: h.Hub, Notifications: h.Events, FileURLs: h.FileURLs}
 	return h, nil
@@ -180,7 +183,7 @@ func newBlobs(ctx context.Context, cfg *config.Config, log *slog.Logger) (blob.S
 
 // wireRuns loads the manifests and builds the runs service, its in-process engines and (unless
 // PLUGINS_ENABLED=false) one plugin supervisor per engine the manifests name.
-func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger, knowledge *kb.Service, contentSvc *content.Service) error {
+func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger, knowledge *kb.Service, contentSvc *content.Service, creds runs.CredentialIssuer) error {
 	reg, err := manifest.Load(cfg.ManifestDir)
 	if err != nil {
 		if _, serr := os.Stat(cfg.ManifestDir); !errors.Is(serr, os.ErrNotExist) {
@@ -191,7 +194,7 @@ func (h *Host) wireRuns(cfg *config.Config, log *slog.Logger, knowledge *kb.Serv
 	}
 	runsLog := log.With("component", "runs")
 	deps := runs.Deps{Store: h.Store, Manifests: reg, InProcess: inProcess(reg, cfg, log), Notifier: h.Hub,
-		Searcher: kbSearch{knowledge}, Assets: contentSvc, Media: contentSvc, Log: runsLog, Leader: h.leader.IsLeader,
+		Searcher: kbSearch{knowledge}, Assets: contentSvc, Media: contentSvc, Log: runsLog, Leader: h.leader.IsLeader, Credentials: creds,
 		// Generator jobs run in the engine plugin whose entry declares their type, never in the host.
 		Jobs: func(s *runs.Service) runs.JobDispatcher { return runs.NewPluginJobs(s) }}
 	if cfg.SpeechAPIURL == "" {
@@ -434,7 +437,7 @@ func (h *Host) Run(ctx context.Context) error {
 // chatflow tool when CHATFLOW_URL is set, templates and local answers otherwise; asset:sync frames
 // through the hub; a diagnosis blueprint becomes the project's strategy tasks in its transaction.
 func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier events.Notifier, searcher content.Searcher, blobs blob.Store,
-	urls *fileurl.Signer) *content.Service {
+	urls *fileurl.Signer, creds content.CredentialIssuer) *content.Service {
 	var model content.Chatter
 	if cfg.LLMBaseURL != "" {
 		model = llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey})
@@ -454,6 +457,8 @@ func newContent(cfg *config.Config, st store.Driver, log *slog.Logger, notifier 
 		SyncBlueprint: func(ctx context.Context, tx content.StrategyTasks, projectID string, bp json.RawMessage) error {
 			return scheduler.SyncBlueprint(ctx, tx, projectID, bp)
 		},
-		KB: searcher,
+		KB:          searcher,
+		Credentials: creds,
+		HostURL:     cfg.CallbackBaseURL,
 	})
 }

@@ -40,7 +40,14 @@ type Principal struct {
 	Scope    string // "" for an access token, else the API key's scope (store.ScopeAutomation, ScopeAdmin)
 	KeyID    string
 	KeyName  string
+	// ToolProject and ToolRun are a tool credential's grant (Scope ScopeTool): the project whose
+	// knowledge it reads ("" for none) and the run it dies with ("" for an /api/ai/chat answer's).
+	ToolProject string
+	ToolRun     string
 }
+
+// IsTool reports whether the caller is a tool credential (auth.ToolGrant).
+func (p *Principal) IsTool() bool { return p != nil && p.Scope == ScopeTool }
 
 // IsAdmin reports whether the caller is an admin.
 func (p *Principal) IsAdmin() bool { return p != nil && p.Role == store.RoleAdmin }

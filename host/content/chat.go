@@ -3,7 +3,9 @@ package content
 import (
 	"context"
 	"strings"
+	"time"
 
+	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/plugins/chatflow"
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -89,7 +91,10 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*ChatAnswer, error) {
 		}
 	}
 	q := chatflow.Question{Text: in.Message, ChatflowID: id, SessionID: strings.TrimSpace(in.SessionID),
-		Vars: chatflow.Vars(in.UserID, in.ProjectID)}
+		Vars: chatflow.Vars(in.UserID, in.ProjectID), HostURL: s.hostURL}
+	if id != "" {
+		q.Credential = s.chatCredential(opts, in)
+	}
 	a, degraded, err := chatflow.Ask(ctx, opts, q, search)
 	if err != nil {
 		return nil, err
@@ -104,6 +109,33 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*ChatAnswer, error) {
 		ans.Citations = append(ans.Citations, Citation{ChunkID: c.ChunkID, Source: src, Document: c.Document, Excerpt: c.Excerpt})
 	}
 	return ans, nil
+}
+
+// CredentialIssuer signs tool credentials (auth.Service.IssueTool).
+type CredentialIssuer interface {
+	IssueTool(g auth.ToolGrant) (string, error)
+}
+
+// chatCredential is the tool credential of one chat answer: the chatflow tool may read the
+// asker's knowledge in the asked project (/api/knowledge/context and /search) while it answers.
+// Not tied to a run, it cannot die with one: it expires once every attempt of the prediction has
+// had its time (Options.Timeout and retries), plus half a minute. "" without an issuer.
+func (s *Service) chatCredential(opts chatflow.Options, in ChatInput) string {
+	if s.creds == nil || in.UserID == "" {
+		return ""
+	}
+	o := opts.WithDefaults()
+	ttl := time.Duration(o.Retries+1)*o.Timeout + time.Duration(o.Retries)*o.RetryBackoff + 30*time.Second
+	now := time.Now()
+	if s.now != nil {
+		now = s.now()
+	}
+	tok, err := s.creds.IssueTool(auth.ToolGrant{UserID: in.UserID, ProjectID: in.ProjectID, Expires: now.Add(ttl)})
+	if err != nil {
+		s.log.Warn("content: no tool credential for the chat answer", "err", err)
+		return ""
+	}
+	return tok
 }
 
 // generate lets the chat fallback ask the language model.

@@ -94,7 +94,11 @@ type Config struct {
 	SummaryTimeout time.Duration
 	Chatflow       chatflow.Options // URL and DefaultChatflowID (CHATFLOW_URL, CHATFLOW_KB_ID); zero: local answers
 	KB             Searcher         // nil: the local chat answer has no knowledge base
-	Log            *slog.Logger
+	// Credentials signs the tool credential a chat answer hands the chatflow tool (with HostURL,
+	// the host's address for it to call back: CALLBACK_BASE_URL); nil: none is handed.
+	Credentials CredentialIssuer
+	HostURL     string
+	Log         *slog.Logger
 	// FileURLs verifies the signed file URLs a run hands back as references; nil: their
 	// signatures are not checked (the owner check still is).
 	FileURLs *fileurl.Signer
@@ -118,6 +122,8 @@ type Service struct {
 	summaryTimeout time.Duration
 	chatflow       chatflow.Options
 	kb             Searcher
+	creds          CredentialIssuer
+	hostURL        string
 	log            *slog.Logger
 	syncBP         func(ctx context.Context, tx StrategyTasks, projectID string, blueprint json.RawMessage) error
 	now            func() time.Time
@@ -127,7 +133,7 @@ type Service struct {
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{st: cfg.Store, dataDir: cfg.DataDir, fileURLs: cfg.FileURLs, blobs: cfg.Blobs, limit: cfg.UploadLimit, fetch: cfg.Fetcher, notify: cfg.Notifier,
-		llm: cfg.LLM, model: cfg.Model, chatflow: cfg.Chatflow, kb: cfg.KB, log: cfg.Log, syncBP: cfg.SyncBlueprint, now: cfg.Now}
+		llm: cfg.LLM, model: cfg.Model, chatflow: cfg.Chatflow, kb: cfg.KB, creds: cfg.Credentials, hostURL: cfg.HostURL, log: cfg.Log, syncBP: cfg.SyncBlueprint, now: cfg.Now}
 	if s.limit <= 0 {
 		s.limit = 50 << 20
 	}

@@ -538,6 +538,11 @@ func (s *Service) runRequest(ctx context.Context, r *store.Run, wf engine.Workfl
 		out, _ := json.Marshal(ts.Outputs) // decoded from the stored JSON just above: it marshals
 		req.Completed[st.StepID] = out
 	}
+	project := req.Project.ProjectID
+	if project == "" {
+		project = r.ProjectID
+	}
+	req.Credential = s.toolCredential(r, project, wf.Timeout)
 	return req, nil
 }
 

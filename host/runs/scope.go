@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -202,4 +204,51 @@ func (n noRunHost) Search(context.Context, *engine.SearchRequest) ([]engine.Sear
 
 func (n noRunHost) Generate(context.Context, *engine.GenerateRequest) (*engine.GenerateResult, error) {
 	return nil, n.refuse("Generate")
+}
+
+// CredentialIssuer signs tool credentials (auth.Service.IssueTool).
+type CredentialIssuer interface {
+	IssueTool(g auth.ToolGrant) (string, error)
+}
+
+// credentialMargin is how long a run's tool credential outlives the workflow's timeout: the tool
+// may still be answering its last call when the run times out (the run's end refuses it anyway).
+const credentialMargin = 5 * time.Minute
+
+// defaultCredentialTTL bounds a tool credential of a workflow without a timeout.
+const defaultCredentialTTL = 2 * time.Hour
+
+// toolCredential is the credential Run call of r hands its engine to give its external tool (the
+// chatflow's Flowise, the graph runner, the automation tool): it lets the tool call
+// /api/knowledge/context and /api/knowledge/search as the run's owner, in the run's project, and
+// nothing else, until the run ends (CheckGrant) or the workflow's timeout has passed. Each Run call
+// (a resume, a retry, a recovery) gets a fresh one. "" when no issuer is configured or signing failed
+// (logged: the tool then cannot read the knowledge base, the run goes on).
+func (s *Service) toolCredential(r *store.Run, project string, timeout time.Duration) string {
+	if s.creds == nil {
+		return ""
+	}
+	ttl := defaultCredentialTTL
+	if timeout > 0 {
+		ttl = timeout + credentialMargin
+	}
+	tok, err := s.creds.IssueTool(auth.ToolGrant{UserID: r.UserID, ProjectID: project, RunID: r.ID, Expires: s.st.Now().Add(ttl)})
+	if err != nil {
+		s.log.Warn("runs: no tool credential for the run", "run_id", r.ID, "err", err)
+		return ""
+	}
+	return tok
+}
+
+// CheckGrant refuses a tool credential whose run has ended or is not its owner's (the credential
+// dies with its run): 401, as for an expired credential. A credential of no run passes.
+func (s *Service) CheckGrant(ctx context.Context, p *auth.Principal) error {
+	if !p.IsTool() || p.ToolRun == "" {
+		return nil
+	}
+	r, err := s.st.GetRun(ctx, p.ToolRun)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (r.UserID != p.UserID || r.Terminal()) {
+		return errcode.New(errcode.Authentication, "The run of this tool credential has ended")
+	}
+	return err
 }

@@ -164,6 +164,9 @@ type Deps struct {
 	// Leader reports whether this host is the leader (host/leader: the advisory lock on
 	// PostgreSQL); the job sweeper works only on the leader. nil: always.
 	Leader func(ctx context.Context) bool
+	// Credentials signs the tool credential each Run call hands its engine (RunRequest.Credential,
+	// toolCredential in scope.go); nil: runs hand none.
+	Credentials CredentialIssuer
 }
 
 // Service runs workflows: New builds it with its parts, StartExecutor and StartSweeper start its
@@ -181,6 +184,7 @@ type Service struct {
 	voices     func() (*render.Voices, error)
 	log        *slog.Logger
 	leader     func(ctx context.Context) bool
+	creds      CredentialIssuer
 
 	opts Options
 	reg  atomic.Pointer[manifest.Registry] // the workflow manifests and engine registry in force
@@ -235,7 +239,7 @@ func New(deps Deps, opts Options) *Service {
 	}
 	s := &Service{
 		st: deps.Store, plugins: deps.Plugins, inProcess: maps.Clone(deps.InProcess), notifier: deps.Notifier,
-		searcher: deps.Searcher, llm: deps.LLM, assets: deps.Assets, media: deps.Media, voices: deps.Voices, log: deps.Log, leader: deps.Leader,
+		searcher: deps.Searcher, llm: deps.LLM, assets: deps.Assets, media: deps.Media, voices: deps.Voices, log: deps.Log, leader: deps.Leader, creds: deps.Credentials,
 		opts:   opts,
 		active: map[string]*execution{}, waiters: map[string][]chan struct{}{}, progressSent: map[string]string{},
 		wake:  make(chan struct{}, 1),

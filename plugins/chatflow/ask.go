@@ -47,7 +47,19 @@ type Question struct {
 	// Vars reach the flow as overrideConfig.vars ($vars.user_id, $vars.project_id in Flowise, when
 	// the flow's security settings let vars be overridden), merged over the settings' own.
 	Vars map[string]any
+	// Credential is the tool credential the flow may call the host back with (a run's, or a chat
+	// answer's), HostURL the host's address: sent as vars.reelforge_token and vars.reelforge_url,
+	// so that a flow reads the asker's knowledge with
+	// POST {$vars.reelforge_url}/api/knowledge/context, Authorization: Bearer {$vars.reelforge_token}.
+	// A secret: it goes to the tool only, never into an answer, a trace or a log.
+	Credential, HostURL string
 }
+
+// Flow variables of the host's call-back (Question.Credential, HostURL).
+const (
+	VarToken = "reelforge_token"
+	VarURL   = "reelforge_url"
+)
 
 // Answer is what Ask found.
 type Answer struct {
@@ -107,7 +119,7 @@ type prediction struct {
 // without hits) and reports degraded = true. The error is non-nil only when the question is empty
 // (VALIDATION_ERROR), ctx ended, or the fallback itself failed (CHATFLOW_ERROR).
 func Ask(ctx context.Context, opts Options, q Question, search SearchFunc) (Answer, bool, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	q.Text = strings.TrimSpace(q.Text)
 	if q.Text == "" {
 		return Answer{}, false, errcode.Invalid("question", "is required")
@@ -178,12 +190,22 @@ func overrideConfig(opts Options, q Question) map[string]any {
 	if oc == nil {
 		oc = map[string]any{}
 	}
-	if len(q.Vars) > 0 {
+	own := maps.Clone(q.Vars)
+	if q.Credential != "" {
+		if own == nil {
+			own = map[string]any{}
+		}
+		own[VarToken] = q.Credential
+		if q.HostURL != "" {
+			own[VarURL] = strings.TrimRight(q.HostURL, "/")
+		}
+	}
+	if len(own) > 0 {
 		vars := map[string]any{}
 		if v, ok := oc["vars"].(map[string]any); ok {
 			maps.Copy(vars, v)
 		}
-		maps.Copy(vars, q.Vars)
+		maps.Copy(vars, own)
 		oc["vars"] = vars
 	}
 	if q.SessionID != "" {

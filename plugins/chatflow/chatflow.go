@@ -65,7 +65,8 @@ type Options struct {
 	GenerateFunc GenerateFunc
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults is o with its zero fields at their defaults.
+func (o Options) WithDefaults() Options {
 	o.Tool = o.Tool.WithDefaults(DefaultTimeout)
 	switch {
 	case o.Retries == 0:
@@ -98,7 +99,7 @@ func Build(settings map[string]string, log *slog.Logger) engine.Engine {
 }
 
 // New returns a chatflow engine with opts.
-func New(opts Options) *Engine { return &Engine{opts: opts.withDefaults()} }
+func New(opts Options) *Engine { return &Engine{opts: opts.WithDefaults()} }
 
 // Info describes the chatflow engine.
 func (e *Engine) Info(context.Context) (*engine.Info, error) {
@@ -172,7 +173,8 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	opts := e.opts
 	opts.GenerateFunc = h.Generate
 	opts.OverrideConfig = set.OverrideConfig
-	q := Question{Text: question, ChatflowID: set.ChatflowID, Vars: Vars(req.User.UserID, req.Project.ProjectID)}
+	q := Question{Text: question, ChatflowID: set.ChatflowID, Vars: Vars(req.User.UserID, req.Project.ProjectID),
+		Credential: req.Credential, HostURL: req.CallbackURL}
 	for _, k := range sessionKeys {
 		if s, ok := req.Inputs[k].(string); ok && strings.TrimSpace(s) != "" {
 			q.SessionID = strings.TrimSpace(s)

@@ -228,3 +228,28 @@ func TestFlowiseConversation(t *testing.T) {
 		t.Errorf("second prediction body mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// The run's tool credential reaches the flow as vars.reelforge_token beside the host's address
+// (vars.reelforge_url), across the plugin protocol, and appears in neither the outputs nor the trace.
+func TestFlowiseCredential(t *testing.T) {
+	t.Parallel()
+	tool, addr := startFlowise(t)
+	eng, h := enginetest.New(t, chatflow.New(chatflow.Options{Tool: outbound.Tool{URL: addr}, Retries: -1}))
+	const secret = "rft_run-credential-secret"
+	res, err := eng.Run(t.Context(), nil, &engine.RunRequest{RunID: "run-1",
+		Workflow: engine.Workflow{ID: "kb_chat", Settings: json.RawMessage(`{"chatflow_id":"` + flowKB + `"}`)},
+		Inputs:   map[string]any{"question": "How long does cold brew steep?"}, User: engine.UserContext{UserID: "u-1"},
+		Project: engine.ProjectContext{ProjectID: "p-1"}, CallbackURL: "http://127.0.0.1:3001/", Credential: secret})
+	if err != nil || res.Status != engine.StatusCompleted {
+		t.Fatalf("Run() = %+v, %v", res, err)
+	}
+	bodies, _ := tool.requests()
+	want := map[string]any{"user_id": "u-1", "project_id": "p-1", chatflow.VarToken: secret, chatflow.VarURL: "http://127.0.0.1:3001"}
+	if diff := cmp.Diff(want, bodies[0]["overrideConfig"].(map[string]any)["vars"]); diff != "" {
+		t.Errorf("vars mismatch (-want +got):\n%s", diff)
+	}
+	seen, _ := json.Marshal(map[string]any{"outputs": res.Outputs, "steps": h.Steps()})
+	if strings.Contains(string(seen), "credential-secret") {
+		t.Errorf("the credential leaked into the outputs or the trace: %s", seen)
+	}
+}

@@ -140,6 +140,7 @@ func toProtoRunRequest(r *RunRequest) (*enginepb.RunRequest, error) {
 		Project:         &enginepb.ProjectContext{ProjectId: r.Project.ProjectID, ProjectName: r.Project.ProjectName, StrategyTaskId: r.Project.StrategyTaskID},
 		Completed:       completed,
 		ResumeInputJson: resume, Attempt: int32(r.Attempt), CallbackUrl: r.CallbackURL, Degraded: r.Degraded,
+		Credential: r.Credential,
 	}, nil
 }
 
@@ -166,6 +167,7 @@ func fromProtoRunRequest(r *enginepb.RunRequest) (*RunRequest, error) {
 		Project:     ProjectContext{ProjectID: p.GetProjectId(), ProjectName: p.GetProjectName(), StrategyTaskID: p.GetStrategyTaskId()},
 		Completed:   completed,
 		ResumeInput: resume, Attempt: int(r.GetAttempt()), CallbackURL: r.GetCallbackUrl(), Degraded: r.GetDegraded(),
+		Credential: r.GetCredential(),
 	}, nil
 }
 

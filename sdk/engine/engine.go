@@ -109,6 +109,12 @@ type RunRequest struct {
 	Attempt     int                        `json:"attempt,omitempty"`      // 1 for the first execution
 	CallbackURL string                     `json:"callback_url,omitempty"` // base for external callbacks
 	Degraded    string                     `json:"degraded,omitempty"`     // why this run is on a fallback engine, if it is
+	// Credential is the run's tool credential (host: "rft_..."), for the engine to hand its
+	// external tool: sent as `Authorization: Bearer <Credential>` to {CallbackURL}/api/knowledge/context
+	// or /api/knowledge/search, it reads the knowledge of the run's owner in the run's project, and
+	// nothing else, until the run ends. A secret: never put it in a trace step, outputs or a log.
+	// Empty when the host hands none.
+	Credential string `json:"-"`
 }
 
 // RunResult is what a run came to.

@@ -635,8 +635,10 @@ type RunRequest struct {
 	Attempt         int32                  `protobuf:"varint,9,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	CallbackUrl     string                 `protobuf:"bytes,10,opt,name=callback_url,json=callbackUrl,proto3" json:"callback_url,omitempty"`
 	Degraded        string                 `protobuf:"bytes,11,opt,name=degraded,proto3" json:"degraded,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The run's tool credential (RunRequest.Credential of sdk/engine): a secret.
+	Credential    string `protobuf:"bytes,12,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunRequest) Reset() {
@@ -742,6 +744,13 @@ func (x *RunRequest) GetCallbackUrl() string {
 func (x *RunRequest) GetDegraded() string {
 	if x != nil {
 		return x.Degraded
+	}
+	return ""
+}
+
+func (x *RunRequest) GetCredential() string {
+	if x != nil {
+		return x.Credential
 	}
 	return ""
 }
@@ -2103,7 +2112,7 @@ const file_engine_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x12!\n" +
 	"\fproject_name\x18\x02 \x01(\tR\vprojectName\x12(\n" +
-	"\x10strategy_task_id\x18\x03 \x01(\tR\x0estrategyTaskId\"\x9e\x04\n" +
+	"\x10strategy_task_id\x18\x03 \x01(\tR\x0estrategyTaskId\"\xbe\x04\n" +
 	"\n" +
 	"RunRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x15\n" +
@@ -2118,7 +2127,10 @@ const file_engine_v1_engine_proto_rawDesc = "" +
 	"\aattempt\x18\t \x01(\x05R\aattempt\x12!\n" +
 	"\fcallback_url\x18\n" +
 	" \x01(\tR\vcallbackUrl\x12\x1a\n" +
-	"\bdegraded\x18\v \x01(\tR\bdegraded\x1a<\n" +
+	"\bdegraded\x18\v \x01(\tR\bdegraded\x12\x1e\n" +
+	"\n" +
+	"credential\x18\f \x01(\tR\n" +
+	"credential\x1a<\n" +
 	"\x0eCompletedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"t\n" +
