@@ -69,6 +69,7 @@ lint: ## go vet, gofmt, the import rules (internal/layering) and staticcheck
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l host sdk plugins internal bench)" || { gofmt -l host sdk plugins internal bench; exit 1; }
 	$(GO) test -count=1 ./internal/layering
+	@! grep -rn --include='*.go' '//nolint' . || { echo 'no linter here reads //nolint: staticcheck takes //lint:ignore CHECK reason'; exit 1; }
 	$(GO) run $(STATICCHECK) -checks all ./...
 
 tidy: ## go mod tidy (-e: a test dependency of a dependency is not served here)

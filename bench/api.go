@@ -135,7 +135,7 @@ func serve(app *fiber.App) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	go app.Listener(ln) //nolint:errcheck // ends with Shutdown below
+	go app.Listener(ln) // ends with Shutdown below
 	return "http://" + ln.Addr().String(), func() { _ = app.ShutdownWithTimeout(5 * time.Second) }, nil
 }
 

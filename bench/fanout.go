@@ -53,8 +53,8 @@ func fanOut(ctx context.Context, dir string, clients, frames int) (*fanOutResult
 	if err != nil {
 		return nil, err
 	}
-	go app.Listener(ln)                            //nolint:errcheck // ends with the shutdown below
-	defer app.ShutdownWithTimeout(2 * time.Second) //nolint:errcheck // best effort
+	go app.Listener(ln)                            // ends with the shutdown below
+	defer app.ShutdownWithTimeout(2 * time.Second) // best effort
 
 	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@bench.local", Username: "bench", PasswordHash: "x", Role: store.RoleUser}
 	if err := st.CreateUser(ctx, u); err != nil {

@@ -301,7 +301,7 @@ func kbLatency(ctx context.Context, name string, st store.Driver, sizes []int, q
 		if err != nil {
 			return err
 		}
-		defer hitsOut.close() //nolint:errcheck // on an error's return; after the searches it is closed below, its error reported
+		defer hitsOut.close() // on an error's return; after the searches it is closed below, its error reported
 		prewarm := newPrewarmClock(ctx, st, *kbPrewarm == "wait")
 		reads := newDiskReads(ctx, meter.url, meter.app)
 		var search, ask []float64

@@ -60,8 +60,8 @@ func BenchmarkGetProjects(b *testing.B) {
 
 func benchGet(b *testing.B, app *fiber.App, tok string) {
 	ln := fasthttputil.NewInmemoryListener()
-	go app.Listener(ln)  //nolint:errcheck // ends with Shutdown below
-	defer app.Shutdown() //nolint:errcheck
+	go app.Listener(ln) // ends with Shutdown below
+	defer app.Shutdown()
 	client := &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -71,7 +71,7 @@ func TestMetricsScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go app.Listener(ln) //nolint:errcheck // ends with Shutdown below
+	go app.Listener(ln) // ends with Shutdown below
 	t.Cleanup(func() { _ = app.Shutdown() })
 	base := "http://" + ln.Addr().String()
 	get := func(path string, hdr ...string) (*http.Response, string) {
@@ -184,7 +184,7 @@ func TestMetricsLabelsEveryMethod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go app.Listener(ln) //nolint:errcheck // ends with Shutdown below
+	go app.Listener(ln) // ends with Shutdown below
 	t.Cleanup(func() { _ = app.Shutdown() })
 
 	conn, err := net.Dial("tcp", ln.Addr().String())

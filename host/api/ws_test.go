@@ -56,7 +56,7 @@ func setupWS(t *testing.T, tweak ...func(*config.Config)) *wsBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go app.Listener(ln) //nolint:errcheck // ends with Shutdown
+	go app.Listener(ln) // ends with Shutdown
 	t.Cleanup(func() { _ = app.ShutdownWithTimeout(2 * time.Second) })
 	return &wsBundle{st: st, auth: s.Auth, hub: hub, base: "ws://" + ln.Addr().String(), http: "http://" + ln.Addr().String()}
 }

@@ -268,7 +268,7 @@ func (h *Host) reloadOnHangup(ctx context.Context) (stop func()) {
 			case <-done:
 				return
 			case <-hup:
-				_ = h.Reload() //nolint:errcheck // Reload logs a refused set; the old one stays
+				_ = h.Reload() // Reload logs a refused set; the old one stays
 			}
 		}
 	}()

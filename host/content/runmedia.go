@@ -36,7 +36,7 @@ const maxRunMedia = 20
 func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.RawMessage) (json.RawMessage, error) {
 	payload := map[string]any{}
 	if err := json.Unmarshal(request, &payload); err != nil {
-		return request, nil //nolint:nilerr // not an object: the generator refuses it itself
+		return request, nil // not an object: the generator refuses it itself
 	}
 	var refs []string
 	seen := map[string]bool{}

@@ -66,7 +66,7 @@ func (e *Ended) ErrorCode() string {
 	var v struct {
 		Code string `json:"code"`
 	}
-	_ = json.Unmarshal(e.Error, &v) //nolint:errcheck // absent or malformed: no code
+	_ = json.Unmarshal(e.Error, &v) // absent or malformed: no code
 	return v.Code
 }
 
@@ -75,9 +75,9 @@ func (e *Ended) ErrorMessage() string {
 	var v struct {
 		Message string `json:"message"`
 	}
-	_ = json.Unmarshal(e.Error, &v) //nolint:errcheck // absent or malformed: no message
+	_ = json.Unmarshal(e.Error, &v) // absent or malformed: no message
 	if v.Message == "" && len(e.Error) > 0 && e.Error[0] == '"' {
-		_ = json.Unmarshal(e.Error, &v.Message) //nolint:errcheck // a bare string
+		_ = json.Unmarshal(e.Error, &v.Message) // a bare string
 	}
 	return v.Message
 }
@@ -87,6 +87,6 @@ func (e *Ended) StrategyTaskID() string {
 	var v struct {
 		ID string `json:"strategy_task_id"`
 	}
-	_ = json.Unmarshal(e.ProjectContext, &v) //nolint:errcheck // absent: none
+	_ = json.Unmarshal(e.ProjectContext, &v) // absent: none
 	return v.ID
 }

@@ -352,7 +352,7 @@ func TestToolHealth(t *testing.T) {
 			t.Fatal(err)
 		}
 		addr := ln.Addr().String()
-		serve := func(ln net.Listener) { go http.Serve(ln, http.NotFoundHandler()) } //nolint:errcheck // ends when ln closes
+		serve := func(ln net.Listener) { go http.Serve(ln, http.NotFoundHandler()) } // ends when ln closes
 		serve(ln)
 		sup := New(Config{Name: "echo", Dir: dir, Env: []string{engine.SettingsEnvValue(map[string]string{"tool_url": "http://" + addr})},
 			Logger: testLogger(t), HealthInterval: 50 * time.Millisecond})

@@ -288,7 +288,7 @@ func (s *Scheduler) PendingTasks(ctx context.Context, user *auth.Principal, limi
 func inputsOf(t *store.StrategyTask) map[string]any {
 	in := map[string]any{}
 	if len(t.Inputs) > 0 {
-		_ = json.Unmarshal(t.Inputs, &in) //nolint:errcheck // stored by ParseBlueprint from an object
+		_ = json.Unmarshal(t.Inputs, &in) // stored by ParseBlueprint from an object
 	}
 	in["summary"], in["platform"] = t.Summary, t.Platform
 	return in

@@ -18,7 +18,7 @@ const SettingsEnv = "REELFORGE_SETTINGS"
 func Settings() map[string]string {
 	out := map[string]string{}
 	if raw := os.Getenv(SettingsEnv); raw != "" {
-		_ = json.Unmarshal([]byte(raw), &out) //nolint:errcheck // the host writes it; malformed means none
+		_ = json.Unmarshal([]byte(raw), &out) // the host writes it; malformed means none
 	}
 	return out
 }
@@ -26,7 +26,7 @@ func Settings() map[string]string {
 // SettingsEnvValue is the SettingsEnv entry (NAME=value) that hands settings to a plugin; the host
 // adds it to the plugin's environment.
 func SettingsEnvValue(settings map[string]string) string {
-	b, _ := json.Marshal(settings) //nolint:errcheck // a map of strings always marshals
+	b, _ := json.Marshal(settings) // a map of strings always marshals
 	return SettingsEnv + "=" + string(b)
 }
 

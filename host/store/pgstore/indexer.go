@@ -319,7 +319,7 @@ func (d *Driver) analyzeIfStale(ctx context.Context, changed int, first bool) (i
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit it is a no-op
 	var mine, may bool
 	var rows float64
 	var mods int64
@@ -372,7 +372,7 @@ func (d *Driver) IndexPendingVectors(ctx context.Context, n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit it is a no-op
 	var mine bool
 	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext(current_schema()))`, int32(indexerLockClass)).Scan(&mine); err != nil {
 		return 0, err
@@ -439,7 +439,7 @@ func (d *Driver) HoldIndexer(ctx context.Context) (release func(), err error) {
 	return func() {
 		// Closing the connection would release the lock too; unlocking keeps it for the pool.
 		if _, err := c.Exec(context.Background(), `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, int32(indexerLockClass)); err != nil {
-			c.Conn().Close(context.Background()) //nolint:errcheck // the lock goes with the session
+			c.Conn().Close(context.Background()) // the lock goes with the session
 		}
 		c.Release()
 	}, nil

@@ -70,7 +70,7 @@ func (l *leaderLock) Release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.key) //nolint:errcheck // closing the session releases it too
+	_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.key) // closing the session releases it too
 	l.conn.Close(ctx)
 	l.conn = nil
 }

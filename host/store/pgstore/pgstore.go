@@ -193,7 +193,7 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
 		return false, fmt.Errorf("pgstore: migration lock: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock)) //nolint:errcheck // released with the session anyway
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock)) // released with the session anyway
 	if opt.Schema != "" {
 		if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{opt.Schema}.Sanitize()); err != nil {
 			return false, fmt.Errorf("pgstore: create schema: %w", err)
@@ -401,7 +401,7 @@ func (d *Driver) execTx(ctx context.Context, statements ...string) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit it is a no-op
 	for _, q := range statements {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return err

@@ -27,7 +27,7 @@ func (d *Driver) Listen(ctx context.Context, channel string, fn func(payload str
 		return fmt.Errorf("pgstore: listen: %w", err)
 	}
 	conn := pc.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // closing a connection we are done with
+	defer conn.Close(context.WithoutCancel(ctx)) // closing a connection we are done with
 	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return fmt.Errorf("pgstore: listen: %w", err)
 	}
