@@ -3,6 +3,8 @@
 // installs it, unless the caller opted out with SKIP_MEDIA_TESTS=1, in which case it is skipped
 // and says so. A test that skipped itself quietly would let `make test` pass on a machine that
 // cannot make a video (issue 35); scripts/install-tools.sh installs everything named here.
+//
+// It also holds Eventually, the one way tests wait on a condition instead of sleeping.
 package testtool
 
 import (
