@@ -20,6 +20,7 @@ import (
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -46,7 +47,7 @@ type fakeRunner struct {
 }
 
 func (r *fakeRunner) Start(_ context.Context, p launch.Params) (string, error) {
-	time.Sleep(r.delay)
+	time.Sleep(r.delay) // the behaviour under test: a runner slow to start (no wait on a condition)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err != nil {
@@ -339,10 +340,7 @@ func TestServeRunsTheTimer(t *testing.T) {
 	if err := s.Serve(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for r.count() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testtool.Eventually(t, 5*time.Second, "the cron timer to start a run", func() bool { return r.count() > 0 })
 	s.Shutdown()
 	if r.count() != 1 {
 		t.Errorf("the cron timer started %d runs, want 1", r.count())
