@@ -18,6 +18,7 @@ import (
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
 	"github.com/reelforge/reelforge/host/tasks"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -255,10 +256,7 @@ func TestWorkerRunsInBackground(t *testing.T) {
 	}
 	defer b.svc.Stop()
 	task := b.create(t, "video")
-	deadline := time.Now().Add(5 * time.Second)
-	for b.status(t, task.ID).Status != store.TaskRunning && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testtool.Within(5*time.Second, func() bool { return b.status(t, task.ID).Status == store.TaskRunning })
 	if got := b.status(t, task.ID); got.Status != store.TaskRunning {
 		t.Errorf("the worker left the task %q, want running", got.Status)
 	}
