@@ -15,6 +15,7 @@ import (
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 const secret = "s3cret-for-tests"
@@ -51,6 +52,8 @@ type receiver struct {
 	badSig   int
 	mode     atomic.Value // "down", "slow", "up"
 	secret   string
+	// refused counts requests answered 503 while down; cut the slow requests the worker gave up on.
+	refused, cut atomic.Int32
 }
 
 func newReceiver(t *testing.T, secret string) (*receiver, *httptest.Server) {
@@ -60,12 +63,14 @@ func newReceiver(t *testing.T, secret string) (*receiver, *httptest.Server) {
 		body, _ := io.ReadAll(req.Body)
 		switch r.mode.Load() {
 		case "down":
+			r.refused.Add(1)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		case "slow":
 			select {
 			case <-time.After(1500 * time.Millisecond): // past the worker's timeout
 			case <-req.Context().Done():
+				r.cut.Add(1)
 				return
 			}
 		}
@@ -103,20 +108,17 @@ func fastConfig(url string) events.WorkerConfig {
 
 func waitCounts(t *testing.T, d store.Driver, ok func(*store.OutboxCounts) bool) *store.OutboxCounts {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := d.CountOutbox(context.Background())
-		if err != nil {
+	var c *store.OutboxCounts
+	if !testtool.Within(20*time.Second, func() bool {
+		var err error
+		if c, err = d.CountOutbox(context.Background()); err != nil {
 			t.Fatalf("CountOutbox: %v", err)
 		}
-		if ok(c) {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("outbox never reached the wanted state: %+v", c)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ok(c)
+	}) {
+		t.Fatalf("outbox never reached the wanted state: %+v", c)
 	}
+	return c
 }
 
 func TestWorkerDownSlowUpDeliversEachOnce(t *testing.T) {
@@ -133,11 +135,11 @@ func TestWorkerDownSlowUpDeliversEachOnce(t *testing.T) {
 	for i := range n {
 		emit(t, d, events.TaskCompleted)
 		if i == n/2 {
-			time.Sleep(300 * time.Millisecond)
+			testtool.Eventually(t, 20*time.Second, "a delivery to the receiver while down", func() bool { return rec.refused.Load() > 0 })
 			rec.mode.Store("slow")
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	testtool.Eventually(t, 20*time.Second, "a delivery to the slow receiver to time out", func() bool { return rec.cut.Load() > 0 })
 	c, _ := d.CountOutbox(context.Background())
 	if c.Delivered != 0 || c.Failed == 0 {
 		t.Errorf("while down and slow: counts %+v, want nothing delivered and failures", c)
