@@ -385,19 +385,33 @@ func captionStates(pages []shownPage, until float64) []state {
 	return kept
 }
 
-// captionTrack draws v's captions as pictures, a picture per page and highlighted word, all of one
-// size, and writes the list that ffmpeg's concat demuxer plays them from, each for its time and a
-// clear picture between captions: one input and one overlay for all the captions, whatever their
-// number. It returns the list's path ("" when there are no captions).
+// yellowRamp is the palette of the highlight layer: index i is the highlight colour at opacity i,
+// so a glyph's coverage mask is the picture's pixels as they are.
+var yellowRamp = func() color.Palette {
+	p := make(color.Palette, 256)
+	for i := range p {
+		a := uint32(i)
+		p[i] = color.RGBA{R: uint8(uint32(highlight.R) * a / 255), G: uint8(uint32(highlight.G) * a / 255), B: uint8(uint32(highlight.B) * a / 255), A: uint8(a)}
+	}
+	return p
+}()
+
+// captionTracks draws v's captions as two tracks of pictures that ffmpeg's concat demuxer plays,
+// each picture for its time: the pages (white text on its box, emoji in colour; a picture per
+// page) and, over them, the highlight (the word being said in the highlight colour, nothing else;
+// a picture per word). Every picture of a track has one size and pixel format (a change would
+// reset ffmpeg's filter graph), and a clear one fills the time between captions. So all the
+// captions are two inputs and two overlays, whatever their number. It returns the two lists' paths
+// ("" when there are no captions).
 //
-// Speed (make bench's render row): a 30 s video has 80 to 200 pictures; they are drawn one after
-// the other (a font face is not safe for concurrent use) and PNG-encoded at BestSpeed on every
-// core.
-func (v *Video) captionTrack(work string, emoji *emojiFont) (string, error) {
+// Speed (make bench's render row): a 30 s video has 80 to 200 words. A word's picture is a
+// palette image of its glyphs' coverage, mostly empty: cheap to draw and to PNG-encode, where a
+// full picture per word state cost about a CPU second for 30 s.
+func (v *Video) captionTracks(work string, emoji *emojiFont) (pagesList, wordsList string, err error) {
 	pages := v.shownPages()
 	states := captionStates(pages, v.Duration)
 	if len(states) == 0 {
-		return "", nil
+		return "", "", nil
 	}
 	var all strings.Builder
 	for _, p := range pages {
@@ -405,13 +419,18 @@ func (v *Video) captionTrack(work string, emoji *emojiFont) (string, error) {
 	}
 	pt, err := newPainter(v.Font, all.String(), emoji, textStyle{size: fontSize(v.Frame), spacing: 10, pad: 16, box: color.NRGBA{A: 140}})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer pt.close()
 	cw, ch := 2, 2
 	for _, p := range pages {
 		w, h := pt.size(strings.Split(p.Text, "\n"))
 		cw, ch = max(cw, w), max(ch, h)
+	}
+	// Where a page's box sits in the picture: centred.
+	origin := func(p shownPage) image.Point {
+		w, h := pt.size(strings.Split(p.Text, "\n"))
+		return image.Pt((cw-w)/2, (ch-h)/2)
 	}
 	enc := &png.Encoder{CompressionLevel: png.BestSpeed}
 	write := func(path string, img image.Image) error {
@@ -428,10 +447,7 @@ func (v *Video) captionTrack(work string, emoji *emojiFont) (string, error) {
 		}
 		return nil
 	}
-	clear := filepath.Join(work, "caption-clear.png")
-	if err := write(clear, image.NewNRGBA(image.Rect(0, 0, cw, ch))); err != nil {
-		return "", err
-	}
+	// The pictures are PNG-encoded on every core as they are drawn.
 	type job struct {
 		path string
 		img  image.Image
@@ -452,52 +468,89 @@ func (v *Video) captionTrack(work string, emoji *emojiFont) (string, error) {
 			errs <- first
 		}()
 	}
-	var list strings.Builder
-	list.WriteString("ffconcat version 1.0\n")
-	entry := func(path string, secs float64) {
-		fmt.Fprintf(&list, "file '%s'\nduration %s\n", path, ff(secs))
-	}
-	t := 0.0
-	last := clear
+	bounds := image.Rect(0, 0, cw, ch)
+	pageTrack := newTrack(filepath.Join(work, "caption-clear.png"))
+	jobs <- job{pageTrack.clear, image.NewNRGBA(bounds)}
+	wordTrack := newTrack(filepath.Join(work, "word-clear.png"))
+	jobs <- job{wordTrack.clear, image.NewPaletted(bounds, yellowRamp)}
+	shown := -1
 	for i, s := range states {
-		if s.from > t {
-			entry(clear, s.from-t)
-		}
 		p := pages[s.page]
-		w, h := pt.size(strings.Split(p.Text, "\n"))
-		img := image.NewRGBA(image.Rect(0, 0, cw, ch))
-		ink := func(int) color.Color { return color.White }
-		if s.word >= 0 {
-			sp := p.spans[s.word]
-			ink = func(off int) color.Color {
-				if off >= sp.from && off < sp.to {
-					return highlight
-				}
-				return color.White
-			}
+		if s.page != shown {
+			img := image.NewRGBA(bounds)
+			pt.draw(img, origin(p), p.Text, nil, color.White)
+			path := filepath.Join(work, fmt.Sprintf("caption-%03d.png", s.page))
+			jobs <- job{path, img}
+			pageTrack.show(path, min(p.From, v.Duration), min(p.To, v.Duration))
+			shown = s.page
 		}
-		pt.draw(img, image.Pt((cw-w)/2, (ch-h)/2), p.Text, ink)
-		last = filepath.Join(work, fmt.Sprintf("caption-%04d.png", i))
-		jobs <- job{last, img}
-		entry(last, s.to-s.from)
-		t = s.to
+		if s.word < 0 {
+			continue
+		}
+		mask := image.NewAlpha(bounds)
+		pt.draw(mask, origin(p), p.Text, &p.spans[s.word], color.Opaque)
+		path := filepath.Join(work, fmt.Sprintf("word-%04d.png", i))
+		jobs <- job{path, &image.Paletted{Pix: mask.Pix, Stride: mask.Stride, Rect: bounds, Palette: yellowRamp}}
+		wordTrack.show(path, s.from, s.to)
 	}
 	close(jobs)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	if t < v.Duration {
-		entry(clear, v.Duration-t)
-		last = clear
+	if pagesList, err = pageTrack.write(filepath.Join(work, "captions.ffconcat"), v.Duration); err != nil {
+		return "", "", err
+	}
+	if wordsList, err = wordTrack.write(filepath.Join(work, "words.ffconcat"), v.Duration); err != nil {
+		return "", "", err
+	}
+	return pagesList, wordsList, nil
+}
+
+// track is the list of a concat demuxer's pictures, each shown for its time, the clear one
+// between them.
+type track struct {
+	list  strings.Builder
+	clear string
+	last  string
+	t     float64 // the end of the last picture listed
+}
+
+func newTrack(clear string) *track {
+	t := &track{clear: clear, last: clear}
+	t.list.WriteString("ffconcat version 1.0\n")
+	return t
+}
+
+func (t *track) entry(path string, secs float64) {
+	fmt.Fprintf(&t.list, "file '%s'\nduration %s\n", path, ff(secs))
+	t.last = path
+}
+
+// show lists path from from to to (times in whole milliseconds), after the clear picture until
+// from.
+func (t *track) show(path string, from, to float64) {
+	from, to = math.Round(from*1000)/1000, math.Round(to*1000)/1000
+	if from > t.t {
+		t.entry(t.clear, from-t.t)
+	}
+	if to > max(from, t.t) {
+		t.entry(path, to-max(from, t.t))
+		t.t = to
+	}
+}
+
+// write ends the list with the clear picture until the end and writes it to path.
+func (t *track) write(path string, end float64) (string, error) {
+	if end > t.t {
+		t.entry(t.clear, end-t.t)
 	}
 	// The concat demuxer shows the last file for no time unless it is listed again.
-	fmt.Fprintf(&list, "file '%s'\n", last)
-	path := filepath.Join(work, "captions.ffconcat")
-	if err := os.WriteFile(path, []byte(list.String()), 0o600); err != nil {
+	fmt.Fprintf(&t.list, "file '%s'\n", t.last)
+	if err := os.WriteFile(path, []byte(t.list.String()), 0o600); err != nil {
 		return "", fmt.Errorf("render: caption list: %w", err)
 	}
 	return path, nil

@@ -42,7 +42,7 @@ func textPicture(path, text, fontFile string, emoji *emojiFont, st textStyle) (w
 	defer p.close()
 	w, h = p.size(strings.Split(text, "\n"))
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	p.draw(img, image.Point{}, text, func(int) color.Color { return color.White })
+	p.draw(img, image.Point{}, text, nil, color.White)
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, img); err != nil {
 		return 0, 0, fmt.Errorf("render: text picture: %w", err)
@@ -118,30 +118,39 @@ func (p *painter) size(lines []string) (w, h int) {
 	return textW + 2*p.st.pad, len(lines)*p.lineH + (len(lines)-1)*p.st.spacing + 2*p.st.pad
 }
 
-// draw draws text (its lines centred) on its box at the top left corner at of img; ink is the
-// colour of the character at a byte offset of text.
-func (p *painter) draw(img *image.RGBA, at image.Point, text string, ink func(off int) color.Color) {
+// draw draws text (its lines centred) in colour c on its box at the top left corner at of img.
+// With only, it draws just the characters of that byte range of text (no box, no emoji): a layer
+// over the whole, such as the highlighted word.
+func (p *painter) draw(img draw.Image, at image.Point, text string, only *span, c color.Color) {
 	lines := strings.Split(text, "\n")
 	w, h := p.size(lines)
-	if p.st.box != nil {
+	if p.st.box != nil && only == nil {
 		draw.Draw(img, image.Rect(at.X, at.Y, at.X+w, at.Y+h), image.NewUniform(p.st.box), image.Point{}, draw.Src)
 	}
 	textW := w - 2*p.st.pad
-	d := &font.Drawer{Dst: img, Face: p.face}
+	d := &font.Drawer{Dst: img, Src: image.NewUniform(c), Face: p.face}
 	off := 0
 	for i, l := range lines {
 		top := at.Y + p.st.pad + i*(p.lineH+p.st.spacing)
 		d.Dot = fixed.P(at.X+p.st.pad+(textW-p.width(l))/2, top+p.ascent)
 		for j, r := range l {
+			skip := only != nil && (off+j < only.from || off+j >= only.to)
 			if pic := p.emoji.picture(r); pic != nil {
-				x := d.Dot.X.Round()
-				size := p.st.size * 9 / 8
-				rect := image.Rect(x, top+(p.lineH-size)/2, x+p.emojiW, top+(p.lineH-size)/2+size)
-				draw.CatmullRom.Scale(img, rect, pic, pic.Bounds(), draw.Over, nil)
+				if only == nil {
+					x := d.Dot.X.Round()
+					size := p.st.size * 9 / 8
+					rect := image.Rect(x, top+(p.lineH-size)/2, x+p.emojiW, top+(p.lineH-size)/2+size)
+					draw.CatmullRom.Scale(img, rect, pic, pic.Bounds(), draw.Over, nil)
+				}
 				d.Dot.X += fixed.I(p.emojiW)
 				continue
 			}
-			d.Src = image.NewUniform(ink(off + j))
+			if skip {
+				if a, ok := p.face.GlyphAdvance(r); ok {
+					d.Dot.X += a
+				}
+				continue
+			}
 			d.DrawString(string(r))
 		}
 		off += len(l) + 1

@@ -216,13 +216,15 @@ func (v *Video) Render(ctx context.Context) error {
 	var chain []string
 	var pictures []string // overlays after chain: the captions' track
 	fs := fontSize(v.Frame)
-	// Every caption page and highlighted word is a picture of one track (captions.go): one input.
-	if list, err := v.captionTrack(work, emoji); err != nil {
+	// The caption pages and their highlighted words are two tracks of pictures (captions.go).
+	if pages, words, err := v.captionTracks(work, emoji); err != nil {
 		return err
-	} else if list != "" {
-		args = append(args, "-f", "concat", "-safe", "0", "-i", list)
-		pictures = append(pictures, fmt.Sprintf("[%d:v]overlay=x=(W-w)/2:y=H*0.74-h/2:eof_action=pass", in))
-		in++
+	} else if pages != "" {
+		for _, list := range []string{pages, words} {
+			args = append(args, "-f", "concat", "-safe", "0", "-i", list)
+			pictures = append(pictures, fmt.Sprintf("[%d:v]overlay=x=(W-w)/2:y=H*0.74-h/2:eof_action=pass", in))
+			in++
+		}
 	}
 	if v.Mark != "" {
 		file, err := writeText(work, "mark.txt", v.Mark)
