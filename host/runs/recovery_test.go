@@ -13,6 +13,7 @@ import (
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -146,12 +147,8 @@ func TestAwaitingRunsDoNotHoldSlots(t *testing.T) {
 // waitJob waits until run id has a job in flight.
 func waitJob(t *testing.T, st store.Driver, id string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if jobs, _ := st.ListRunJobs(context.Background(), id); len(jobs) > 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("run %s ordered no job", id)
+	testtool.Eventually(t, 15*time.Second, "run "+id+" to order a job", func() bool {
+		jobs, _ := st.ListRunJobs(context.Background(), id)
+		return len(jobs) > 0
+	})
 }

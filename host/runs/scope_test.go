@@ -17,6 +17,7 @@ import (
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -84,9 +85,7 @@ func TestPluginCallsAreScopedToTheirRun(t *testing.T) {
 	me := newUser(t, st)
 	s.StartExecutor(ctx)
 	defer s.StopExecutor()
-	for set.States()["echo"] != plugins.StateReady {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testtool.Eventually(t, time.Minute, "the echo plugin to be ready", func() bool { return set.States()["echo"] == plugins.StateReady })
 	mine, err := s.Start(ctx, runs.StartParams{Workflow: "probe", User: me, Inputs: map[string]any{"probe": map[string]any{
 		"run": theirs.ID, "job": theirJob.JobID, "user": other.UserID, "project": "not-my-project"}}})
 	if err != nil {
