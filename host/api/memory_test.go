@@ -18,6 +18,7 @@ import (
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // Environment of the host process TestStalledBodiesCostLittle starts (this test binary again).
@@ -195,16 +196,10 @@ func startHelperHost(t *testing.T, env []string, addrFile string) helperHost {
 	return helperHost{addr: string(addr), pid: cmd.Process.Pid}
 }
 
-// poll waits for cond, checking it every 10 ms, for at most two minutes (then the test fails).
+// poll waits for cond for at most two minutes (then the test fails).
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited two minutes for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testtool.Eventually(t, 2*time.Minute, what, cond)
 }
 
 // rssKB is the resident memory of process pid in kB, from /proc.
