@@ -42,7 +42,7 @@ func TestTermCounts(t *testing.T) {
 	}
 	c.TTL = 0
 	c.Store(Corpus[float64]{N: 1}, map[string]float64{"h": 1})
-	time.Sleep(time.Millisecond)
+	time.Sleep(time.Millisecond) // the behaviour under test: time passing beyond a TTL of 0
 	if _, got, _ := c.Lookup([]string{"h"}); len(got) != 0 {
 		t.Errorf("past TTL: %v", got)
 	}
