@@ -167,14 +167,14 @@ func renderJobs(ctx context.Context, h *enginetest.RecordingHost) {
 	}
 }
 
-func runScenario(t *testing.T, url string, sc lgScenario) (*engine.RunResult, error, *enginetest.RecordingHost) {
+func runScenario(t *testing.T, url string, sc lgScenario) (*engine.RunResult, *enginetest.RecordingHost, error) {
 	t.Helper()
 	eng, h := enginetest.New(t, graph.New(graph.Options{Tool: outbound.Tool{URL: url}, Protocol: graph.ProtocolLangGraph}))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	go renderJobs(ctx, h)
 	res, err := eng.Run(ctx, nil, sc.req())
-	return res, err, h
+	return res, h, err
 }
 
 // TestLangGraphReplay runs the engine against the recorded exchanges of a stock LangGraph server.
@@ -190,7 +190,7 @@ func TestLangGraphReplay(t *testing.T) {
 			srv := lgreplay.NewServer(rec)
 			hs := httptest.NewServer(srv)
 			t.Cleanup(hs.Close)
-			res, err, h := runScenario(t, hs.URL, sc)
+			res, h, err := runScenario(t, hs.URL, sc)
 			sc.check(t, res, err, h, srv.Requests())
 			for _, p := range srv.Problems() {
 				t.Error(p)
@@ -209,7 +209,7 @@ func TestRecordLangGraph(t *testing.T) {
 	for _, sc := range lgScenarios {
 		rec := &lgreplay.Recorder{Target: strings.TrimRight(target, "/"), Thread: graph.ThreadID(sc.req().RunID)}
 		hs := httptest.NewServer(rec)
-		res, err, h := runScenario(t, hs.URL, sc)
+		res, h, err := runScenario(t, hs.URL, sc)
 		hs.Close()
 		sc.check(t, res, err, h, nil)
 		if err := rec.Save(filepath.Join(lgDir, sc.name+".json")); err != nil {

@@ -101,7 +101,9 @@ func Load(path string) ([]Exchange, error) {
 
 // Server is an http.Handler answering requests with recorded exchanges, in order: each request
 // must be the next one recorded (method and path); the answer is the recorded one, the request's
-// thread in place of ThreadToken. Requests made the answers a test compares (Requests).
+// thread in place of ThreadToken. Requests made the answers a test compares (Requests). The health
+// route, GET /ok, is answered at any time as the server does ({"ok":true}), outside the recording:
+// a host checks it when it likes.
 type Server struct {
 	mu       sync.Mutex
 	next     []Exchange
@@ -119,6 +121,11 @@ func NewServer(recordings ...[]Exchange) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/ok" {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true}`)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	thread := ""
 	if m := threadPath.FindStringSubmatch(r.URL.Path); m != nil {
