@@ -50,11 +50,13 @@ var (
 	// A count, then at most two words, then a plural noun: "3 reasons", "Top 7 travel hacks",
 	// "five things nobody tells you" (the shortest such phrase).
 	enCount = regexp.MustCompile(`(?i)\b(?:top\s+)?(\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+((?:[a-z][a-z'-]*\s+){0,2}?)([a-z][a-z'-]*s|people|men|women|children)\b`)
-	// Plurals that measure rather than list: "30 seconds", "5 minutes of yoga", "2 dollars".
-	enUnits = map[string]bool{"seconds": true, "minutes": true, "hours": true, "days": true, "weeks": true, "months": true,
-		"years": true, "dollars": true, "euros": true, "pounds": true, "yuan": true, "cents": true, "percents": true,
-		"kilos": true, "kgs": true, "grams": true, "miles": true, "kms": true, "meters": true, "metres": true, "times": true,
-		"cups": true, "is": true, "was": true, "has": true, "does": true, "this": true, "its": true, "plus": true, "less": true}
+	// enListNouns are what a list counts (singular): "3 kids", "30 seconds" or "2 dollars" are no list.
+	enListNouns = wordSet("reason tip way thing mistake step secret hack idea habit rule lesson myth sign trick fact " +
+		"question benefit tool food place book app product recipe exercise word movie film song game destination spot dish " +
+		"drink snack gadget strategy technique method principle truth lie example stage type kind error problem solution " +
+		"change skill law move stretch pose routine item essential pick brand city country beach cafe restaurant " +
+		"feature setting shortcut trap hobby story tactic signal factor quote dinner meal lunch breakfast dessert outfit " +
+		"look plant gift")
 	// A count and a measure word, then the counted noun: "3个理由", "5个技巧", "十大误区", "3招".
 	zhCount = regexp.MustCompile(`([0-9]{1,2}|[一二两三四五六七八九十]{1,3})\s*(个|种|条|件|项|类|大|招|步|点|款|样|句|本|道)(\p{Han}{0,6})`)
 	// What follows a measure word that measures time, money or people, not items.
@@ -65,6 +67,19 @@ var (
 	enQuestion = regexp.MustCompile(`(?i)^(why|how|what|which|when|where|who|should|can|could|is|are|do|does|did|will|would)\b`)
 	zhQuestion = regexp.MustCompile(`为什么|为何|怎么|如何|怎样|什么|哪|吗|呢|是否|要不要|该不该|能不能`)
 )
+
+// zhListNouns are what a Chinese list counts (the noun's last two characters, or one).
+var zhListNouns = wordSet("理由 原因 好处 技巧 方法 办法 误区 错误 习惯 建议 秘诀 步骤 问题 细节 要点 窍门 妙招 坑 " +
+	"地方 景点 工具 神器 好物 食谱 动作 原则 规则 特点 标准 信号 迹象 心得 经验 教训 真相 秘密 故事 观点 小事 事情 事 " +
+	"知识 常识 技能 姿势 菜 店 书 电影 游戏 应用 功能 设置 搭配 做法 用法 区别 阶段 类型 雷区")
+
+func wordSet(words string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		out[w] = true
+	}
+	return out
+}
 
 // readShape reads the topic's shape; zh says the script is Chinese.
 func readShape(topic string, zh bool) shape {
@@ -79,16 +94,17 @@ func readShape(topic string, zh bool) shape {
 }
 
 func (s *shape) readEN(t string) {
-	if m := enCount.FindStringSubmatchIndex(t); m != nil {
+	for _, m := range enCount.FindAllStringSubmatchIndex(t, -1) {
 		num, noun := strings.ToLower(t[m[2]:m[3]]), strings.ToLower(t[m[6]:m[7]])
 		n, ok := numberWords[num]
 		if !ok {
 			n, _ = strconv.Atoi(num)
 		}
-		if n >= 2 && n <= maxItems && !enUnits[noun] {
+		if n >= 2 && n <= maxItems && enListNouns[singular(noun)] {
 			s.count, s.noun = n, singular(noun)
 			// The subject is what the rest of the topic is about: "to love pour-over coffee".
 			s.subject = strings.TrimSpace(t[:m[0]] + " " + t[m[1]:])
+			break
 		}
 	}
 	if strings.HasSuffix(t, "?") || enQuestion.MatchString(t) {
@@ -119,14 +135,24 @@ func (s *shape) readZH(t string) {
 				noun = string(r[len(r)-2:])
 			}
 			switch s.unit {
-			case "个", "种", "条", "件", "项", "类", "大", "款", "样", "句", "本", "道":
+			case "招", "步", "点":
+				// counted by their measure word: 第一招, 第二步
+			case "大":
+				s.noun = noun // 十大… ranks items, whatever they are
+			default:
+				if !zhListNouns[noun] {
+					*s = shape{subject: t} // "3个孩子的妈妈": a count of what is no list
+					break
+				}
 				s.noun = noun
 			}
-			if s.unit == "大" {
-				s.unit = "个"
+			if s.count > 0 {
+				if s.unit == "大" {
+					s.unit = "个"
+				}
+				// The subject keeps the rest of the noun phrase: 省钱 of 5个省钱技巧.
+				s.subject = strings.Replace(strings.Replace(t, m[1]+m[2], "", 1), s.noun, "", 1)
 			}
-			// The subject keeps the rest of the noun phrase: 省钱 of 5个省钱技巧.
-			s.subject = strings.Replace(strings.Replace(t, m[1]+m[2], "", 1), s.noun, "", 1)
 		}
 	}
 	switch {
@@ -227,7 +253,7 @@ func init() {
 		"should can could is are do does did will would easy quick simple simply small big first last new old good " +
 		"great better more most less least why's how's what's getting making learning finding choosing starting " +
 		"being living working cooking eating using building writing reading traveling travelling " +
-		"morning evening weekend daily everyday home little") {
+		"morning evening weekend daily everyday home little in on at for with from after before inside life") {
 		commonFirst[w] = true
 	}
 }

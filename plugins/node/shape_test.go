@@ -51,6 +51,10 @@ func TestTemplateKeepsTheTopicsCount(t *testing.T) {
 		"a period in zh":   {topic: "3个月学会游泳", format: "voiceover"},
 		"one is no list":   {topic: "One pan pasta", format: "voiceover"},
 		"too many to list": {topic: "100 tips for gardeners", format: "voiceover"},
+		"kids are no list": {topic: "Life with 3 kids", format: "voiceover"},
+		"after a duration": {topic: "In 30 seconds: 3 easy dinners", format: "voiceover", labels: []string{"Dinner 1: ", "Dinner 2: ", "Dinner 3: "}},
+		"孩子不是清单":           {topic: "3个孩子的妈妈", format: "voiceover"},
+		"a list of places": {topic: "5 cafes in Lisbon worth the queue", format: "voiceover", labels: []string{"Cafe 1: ", "Cafe 2: ", "Cafe 3: ", "Cafe 4: ", "Cafe 5: "}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -142,6 +146,7 @@ func TestTemplateCasing(t *testing.T) {
 		"proper noun kept":  {topic: "Tokyo street food", want: []string{"Let's talk about Tokyo street food."}},
 		"acronym kept":      {topic: "AI tools for teachers", want: []string{"Let's talk about AI tools for teachers."}},
 		"list hook":         {topic: "Top 5 habits of calm people", want: []string{"Here are the top 5 habits of calm people."}},
+		"list headline":     {topic: "In 30 seconds: 3 easy dinners", want: []string{"In 30 seconds: 3 easy dinners.\n"}},
 		"xiaohongshu close": {topic: "Three reasons to walk to work", platform: "xiaohongshu", wantNot: []string{"own three reasons"}},
 		"中文收尾":              {topic: "三个理由让你爱上手冲咖啡", platform: "xiaohongshu", want: []string{"三个理由让你爱上手冲咖啡，"}, wantNot: []string{"分享你的三个理由", "心得"}},
 		"中文问题收尾":            {topic: "为什么手冲咖啡更香？", wantNot: []string{"怎么看为什么", "？。", "？！"}},

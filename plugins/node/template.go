@@ -414,6 +414,8 @@ func (b brief) hook(sh shape) string {
 			t = "the " + t
 		}
 		h = "Here are " + t + "."
+	case sh.count > 0: // "In 30 seconds: 3 easy dinners" is its own headline
+		h = capitalise(topic) + "."
 	}
 	if h != "" {
 		if b.format == "live" {
