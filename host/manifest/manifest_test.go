@@ -299,10 +299,19 @@ func TestShippedManifests(t *testing.T) {
 			if in.Name == "aspect_ratio" && !slices.Equal(in.Enum, render.AspectRatios) {
 				t.Errorf("%s: aspect_ratio enum %v, want render.AspectRatios %v", m.ID, in.Enum, render.AspectRatios)
 			}
+			// So do quality, transition and clip_audio the values the renderer reads.
+			for name, values := range map[string][]string{"quality": render.Qualities, "transition": render.Transitions, "clip_audio": render.ClipAudios} {
+				if in.Name == name && !slices.Equal(in.Enum, values) {
+					t.Errorf("%s: %s enum %v, want %v", m.ID, name, in.Enum, values)
+				}
+			}
 		}
 	}
 	if m, _ := reg.Get("voiceover_video"); m.ValidateInputs(map[string]any{"topic": "x", "aspect_ratio": "2:1"}) == nil {
 		t.Error(`voiceover_video accepts aspect_ratio "2:1"`)
+	}
+	if m, _ := reg.Get("voiceover_video"); m.ValidateInputs(map[string]any{"topic": "x", "quality": "ultra"}) == nil {
+		t.Error(`voiceover_video accepts quality "ultra"`)
 	}
 	wantSched := []string{"graphic", "live", "music", "short_drama", "video", "voiceover"}
 	if diff := cmp.Diff(wantSched, reg.Schedulable()); diff != "" {

@@ -54,6 +54,11 @@ type Timed struct {
 type Material struct {
 	Path string
 	Kind string // ShotImage or ShotClip
+	// Duration is a clip's length in seconds (0: unknown; its shots then start at its beginning);
+	// Sound says it has its own sound.
+	Duration float64
+	Sound    bool
+	Focus    Focus // the creator's focal point of it
 }
 
 // Plan is what a video is made of; Video lays it out.
@@ -74,8 +79,8 @@ type Plan struct {
 // palette colours the title cards of a video without material, one per beat.
 var palette = []string{"0x1f2937", "0x0f3d56", "0x3b1f4a", "0x4a2d12", "0x12402f"}
 
-// Video lays the plan out: one shot per beat (the material in turn, images alternately panning and
-// zooming; title cards without material), each as long as its sentences are spoken, captions on
+// Video lays the plan out: shots of the material in the order given, cut on sentence boundaries
+// and none longer than about maxShot (shots.go; title cards, one per beat, without material), captions on
 // each sentence's spoken time, and the total fitted to the target: a narration longer than the
 // target by more than 5% is sped up (at most twice), a shorter one is followed by silence while the
 // last shot holds.
@@ -137,30 +142,10 @@ func (p *Plan) Video(out string) *Video {
 	starts[0] = 0
 	v := &Video{Out: out, Frame: p.Frame, Duration: total, Narration: p.Narration, Tempo: tempo, Music: p.Music,
 		Mark: p.Mark, Font: p.Font}
-	images := 0
-	for b := range beats {
-		end := total
-		if b+1 < len(beats) {
-			end = starts[b+1]
-		}
-		d := end - starts[b]
-		if n := len(v.Shots); n > 0 && d < minShot {
-			v.Shots[n-1].Duration += max(d, 0) // too short to show: the previous shot holds
-			continue
-		}
-		s := Shot{Kind: ShotTitle, Duration: d, Color: palette[b%len(palette)]}
-		if b == 0 {
-			s.Text = p.Title
-		}
-		if len(p.Material) > 0 {
-			m := p.Material[b%len(p.Material)]
-			s = Shot{Kind: m.Kind, Path: m.Path, Duration: d}
-			if m.Kind == ShotImage {
-				s.Zoom = images%2 == 1
-				images++
-			}
-		}
-		v.Shots = append(v.Shots, s)
+	if len(p.Material) > 0 {
+		v.Shots = p.materialShots(times, total)
+	} else {
+		v.Shots = titleCards(beats, starts, total, p.Title)
 	}
 	for i, t := range times {
 		if p.Uncaptioned {

@@ -3,8 +3,9 @@
 // A Video is a timeline the caller has planned: shots (an image with a slow pan or zoom, a clip
 // trimmed to its time, or a title card when there is no material), captions timed to the spoken
 // sentences, a narration and a background music track mixed under it, in the frame of the target
-// platform. Render turns it into one ffmpeg run (H.264 at x264's ultrafast preset, CRF 26, and AAC
-// in MP4: make bench times a 30 s video at about a fifth of real time on two cores). Still renders a still (a
+// platform. Render turns it into one ffmpeg run (H.264 High profile, AAC at 48 kHz, in an MP4 that
+// starts playing before it is loaded: encode.go), after a short one that mixes and measures the
+// sound (audio.go). Still renders a still (a
 // cover) of an aspect ratio. FontFor picks a font that draws every character of the text, so a
 // caption is refused rather than drawn as boxes.
 //
@@ -27,30 +28,26 @@ import (
 	"github.com/reelforge/reelforge/internal/proc"
 )
 
-// FPS is the frame rate of rendered videos.
-const FPS = 25
-
 // Frame is a width and height in pixels.
 type Frame struct{ W, H int }
 
-// FrameFor is the video frame of a platform: 9:16 for douyin, kuaishou and the default, 3:4 for
+// platformAspect is the frame of a platform: 9:16 for douyin, kuaishou and the default, 3:4 for
 // xiaohongshu, 16:9 for bilibili and youtube.
-func FrameFor(platform string) Frame {
+func platformAspect(platform string) string {
 	switch strings.ToLower(strings.TrimSpace(platform)) {
 	case "xiaohongshu", "rednote", "xhs":
-		return Frame{720, 960}
+		return "3:4"
 	case "bilibili", "youtube":
-		return Frame{1280, 720}
+		return "16:9"
 	}
-	return Frame{720, 1280}
+	return "9:16"
 }
 
 // ImageFrame is the size of a still of aspect ratio "w:h" (default: the platform's, with covers of
 // xiaohongshu 3:4), its long side 1440 pixels.
 func ImageFrame(aspect, platform string) (Frame, error) {
-	if aspect == "" {
-		f := FrameFor(platform)
-		aspect = fmt.Sprintf("%d:%d", f.W, f.H)
+	if strings.TrimSpace(aspect) == "" {
+		aspect = platformAspect(platform)
 	}
 	a, b, ok := strings.Cut(aspect, ":")
 	w, err1 := strconv.ParseFloat(strings.TrimSpace(a), 64)
@@ -70,17 +67,14 @@ func even(f float64) int { return int(f/2+0.5) * 2 }
 // AspectRatios are the frames a run may ask for (its aspect_ratio input).
 var AspectRatios = []string{"9:16", "3:4", "4:5", "1:1", "16:9"}
 
-// VideoFrame is the size of a video of aspect ratio "w:h" (default: the platform's, FrameFor), its
-// short side 720 pixels.
-func VideoFrame(aspect, platform string) (Frame, error) {
-	if strings.TrimSpace(aspect) == "" {
-		return FrameFor(platform), nil
-	}
+// VideoFrame is the size of a video of aspect ratio "w:h" (default: the platform's) at quality q:
+// its short side 1080 pixels (720 for a draft).
+func VideoFrame(aspect, platform string, q Quality) (Frame, error) {
 	f, err := ImageFrame(aspect, platform)
 	if err != nil {
 		return Frame{}, err
 	}
-	const short = 720
+	short := q.shortSide()
 	if f.W >= f.H {
 		return Frame{even(float64(short*f.W) / float64(f.H)), short}, nil
 	}
@@ -100,8 +94,13 @@ type Shot struct {
 	Path     string  // the image or clip (Kind image or clip)
 	Text     string  // the card's text (Kind title)
 	Duration float64 // seconds
-	Zoom     bool    // an image zooms in slowly rather than panning
-	Color    string  // a title card's colour (default Video.Background)
+	// Move is the shot's variation of its material (moves.go): which way an image pans and how
+	// tight it is cropped, how tight a clip is; a picture shown again gets another.
+	Move   int
+	Focus  Focus   // the material's focal point, kept in every crop
+	Color  string  // a title card's colour (default Video.Background)
+	Offset float64 // where in a clip the shot starts (seconds)
+	Sound  bool    // the clip has its own sound (mixed by Video.ClipAudio)
 }
 
 // Caption is a text shown from From to To seconds, its spoken words highlighted in turn.
@@ -131,7 +130,12 @@ type Video struct {
 	Emoji     []rune
 	// Background is the colour of title cards and letterboxing, e.g. 0x1f2937.
 	Background string
+	Quality    Quality    // "" is standard
+	Transition Transition // between shots; "" is a short fade
+	ClipAudio  ClipAudio  // a clip's own sound; "" is ducked under the narration
 	Tools      Tools
+	// Sound is what Render did with the sound (set by Render).
+	Sound Sound
 }
 
 // Render writes v.Out with one ffmpeg run (through its partial name: publish).
@@ -161,25 +165,24 @@ func (v *Video) Render(ctx context.Context) error {
 		frames := max(int(d*FPS+0.5), 1)
 		ds := ff(d)
 		label := fmt.Sprintf("[s%d]", i)
+		first, last := i == 0, i == len(v.Shots)-1
 		switch s.Kind {
 		case ShotImage:
 			args = append(args, "-i", s.Path)
-			// Scaled once (the image is one frame), repeated, then moved: a pan is a moving crop of
-			// a frame 12% larger than the output; a zoom is zoompan's slow push in.
-			if s.Zoom {
-				graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1,format=yuv420p,"+
-					"zoompan=z='1+0.12*on/%d':x='iw/2-(iw/zoom/2)':y='ih/2-(ih/zoom/2)':d=%d:s=%dx%d:fps=%d%s",
-					in, W*5/4, H*5/4, W*5/4, H*5/4, frames, frames, W, H, FPS, label))
-			} else {
-				bw, bh := even(float64(W)*1.12), even(float64(H)*1.12)
-				graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1,format=yuv420p,"+
-					"loop=loop=%d:size=1:start=0,setpts=N/(%d*TB),crop=%d:%d:x='(iw-ow)*n/%d':y='(ih-oh)*(1-n/%d)/2'%s",
-					in, bw, bh, bw, bh, frames-1, FPS, W, H, frames, frames, label))
-			}
+			// Scaled and cropped once (the image is one frame) to the move's size around the focal
+			// point, repeated, then moved: a pan is a moving crop (cheap at 1080p, where zoompan's
+			// scaling of every frame would cost more than the encoding).
+			m := imageMove(v.Frame, s.Move)
+			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='(iw-ow)*%s':y='(ih-oh)*%s',setsar=1,format=yuv420p,"+
+				"loop=loop=%d:size=1:start=0,setpts=N/(%d*TB),crop=%d:%d:x='%s':y='%s'%s%s",
+				in, m.W, m.H, m.W, m.H, ff(s.Focus.x()), ff(s.Focus.y()), frames-1, FPS, W, H,
+				m.X(frames, v.Transition == TransitionSlide && !first), m.Y(frames), v.transition(d, first, last), label))
 		case ShotClip:
-			args = append(args, "-stream_loop", "-1", "-t", ds, "-i", s.Path)
-			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1,fps=%d,"+
-				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s", in, W, H, W, H, FPS, ds, label))
+			args = append(args, "-stream_loop", "-1", "-ss", ff(s.Offset), "-t", ds, "-i", s.Path)
+			m := clipMove(v.Frame, s.Move)
+			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='(iw-ow)*%s':y='(ih-oh)*%s',setsar=1,fps=%d,"+
+				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, m.W, m.H, W, H, ff(s.Focus.x()), ff(s.Focus.y()), FPS, ds,
+				v.transition(d, first, last), label))
 		default: // title card
 			color := s.Color
 			if color == "" {
@@ -206,7 +209,7 @@ func (v *Video) Render(ctx context.Context) error {
 				chain += fmt.Sprintf(",drawtext=fontfile=%s:textfile=%s:fontsize=%d:fontcolor=white:line_spacing=14:x=(w-text_w)/2:y=(h-text_h)/2",
 					v.Font, file, fontSize(v.Frame)*13/10)
 			}
-			graph = append(graph, chain+label)
+			graph = append(graph, chain+v.transition(d, first, last)+label)
 		}
 		in++
 		labels += label
@@ -244,45 +247,22 @@ func (v *Video) Render(ctx context.Context) error {
 		video = out
 	}
 	dur := ff(v.Duration)
-	var voice, music string
-	if v.Narration != "" {
-		args = append(args, "-i", v.Narration)
-		tempo := ""
-		if v.Tempo > 1.001 {
-			tempo = fmt.Sprintf("atempo=%s,", ff(min(v.Tempo, 2)))
-		}
-		graph = append(graph, fmt.Sprintf("[%d:a]%saformat=sample_rates=44100:channel_layouts=stereo,apad,atrim=0:%s[voice]", in, tempo, dur))
-		voice = "[voice]"
-		in++
-	}
-	if v.Music != "" {
-		args = append(args, "-stream_loop", "-1", "-i", v.Music)
-		vol := "0.9"
-		if voice != "" {
-			vol = "0.25" // under the voice
-		}
-		graph = append(graph, fmt.Sprintf("[%d:a]aformat=sample_rates=44100:channel_layouts=stereo,volume=%s,atrim=0:%s,afade=t=out:st=%s:d=1.5[music]",
-			in, vol, dur, ff(max(v.Duration-1.5, 0))))
-		music = "[music]"
-		in++
+	sound, normalize, err := v.mixAudio(ctx, work)
+	if err != nil {
+		return err
 	}
 	audio := ""
-	switch {
-	case voice != "" && music != "":
-		graph = append(graph, voice+music+"amix=inputs=2:duration=first:normalize=0[a]")
-		audio = "[a]"
-	case voice != "":
-		audio = voice
-	case music != "":
-		audio = music
-	default:
-		args = append(args, "-f", "lavfi", "-t", dur, "-i", "anullsrc=r=44100:cl=stereo")
+	if sound == "" {
+		args = append(args, "-f", "lavfi", "-t", dur, "-i", fmt.Sprintf("anullsrc=r=%d:cl=stereo", AudioRate))
 		audio = fmt.Sprintf("%d:a", in)
+	} else {
+		args = append(args, "-i", sound)
+		graph = append(graph, fmt.Sprintf("[%d:a]%s[a]", in, normalize))
+		audio = "[a]"
 	}
 	// The shots' chains are independent: filter them on every core (about a third faster on two).
-	args = append(args, "-filter_complex_threads", strconv.Itoa(runtime.NumCPU()), "-filter_complex", strings.Join(graph, ";"), "-map", video, "-map", audio, "-t", dur,
-		"-r", strconv.Itoa(FPS), "-c:v", "libx264", "-preset", "ultrafast", "-crf", "26", "-pix_fmt", "yuv420p",
-		"-c:a", "aac", "-b:a", "128k", "-ar", "44100", "-movflags", "+faststart")
+	args = append(args, "-filter_complex_threads", strconv.Itoa(runtime.NumCPU()), "-filter_complex", strings.Join(graph, ";"), "-map", video, "-map", audio, "-t", dur)
+	args = append(args, v.encodeArgs()...)
 	return publish(v.Out, func(tmp string) error { return v.Tools.Run(ctx, "ffmpeg", append(args, tmp)...) })
 }
 
@@ -298,6 +278,7 @@ type Still struct {
 	Out   string // the PNG file to write
 	Frame Frame
 	Image string // the background picture ("" for a plain card)
+	Focus Focus  // the picture's focal point, kept in the crop
 	Title string
 	Font  string
 	// EmojiFont and Emoji: as Video's; a title holding an emoji is drawn as a picture.
@@ -320,7 +301,8 @@ func (s *Still) Render(ctx context.Context) error {
 	chain := ""
 	if s.Image != "" {
 		args = append(args, "-i", s.Image)
-		chain = fmt.Sprintf("[0:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1", W, H, W, H)
+		chain = fmt.Sprintf("[0:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='(iw-ow)*%s':y='(ih-oh)*%s',setsar=1",
+			W, H, W, H, ff(s.Focus.x()), ff(s.Focus.y()))
 	} else {
 		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("color=c=0x1f2937:s=%dx%d:d=1", W, H))
 		chain = "[0:v]null"

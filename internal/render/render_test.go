@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ func TestPlanVideo(t *testing.T) {
 	t.Parallel()
 	script := "[Hook] One. Two.\n[Beat] Six.\n[End] Ten."
 	measured := []Timed{{Text: "One.", End: 1}, {Text: "Two.", Start: 1.2, End: 2}, {Text: "Three.", Start: 2.3, End: 5}, {Text: "Four.", Start: 5.2, End: 6}}
-	material := []Material{{"a.png", ShotImage}, {"b.png", ShotImage}}
+	material := []Material{{Path: "a.png", Kind: ShotImage}, {Path: "b.png", Kind: ShotImage}}
 	tests := map[string]struct {
 		plan       Plan
 		wantDur    float64
@@ -60,13 +61,14 @@ func TestPlanVideo(t *testing.T) {
 		"measured, longer target": {
 			plan:    Plan{Script: script, Sentences: measured, Narration: "n.wav", NarrationSecs: 6, Target: 8, Material: material},
 			wantDur: 8, wantTempo: 1,
-			wantShots: []Shot{{Kind: ShotImage, Path: "a.png", Duration: 2.3}, {Kind: ShotImage, Path: "b.png", Duration: 2.9, Zoom: true}, {Kind: ShotImage, Path: "a.png", Duration: 2.8}},
+			wantShots: []Shot{{Kind: ShotImage, Path: "a.png", Duration: 2.3}, {Kind: ShotImage, Path: "b.png", Duration: 2.9, Move: 1}, {Kind: ShotImage, Path: "a.png", Duration: 2.8, Move: 1}},
 			wantFirst: Caption{Text: "One.", From: 0, To: 1.2}, wantSecond: Caption{Text: "Two.", From: 1.2, To: 2.3},
 		},
 		"narration sped up to the target": {
 			plan:    Plan{Script: script, Sentences: measured, Narration: "n.wav", NarrationSecs: 6, Target: 4, Material: material},
 			wantDur: 4, wantTempo: 1.5,
-			wantShots: []Shot{{Kind: ShotImage, Path: "a.png", Duration: 2.3 / 1.5}, {Kind: ShotImage, Path: "b.png", Duration: 2.9 / 1.5, Zoom: true}, {Kind: ShotImage, Path: "a.png", Duration: 4 - 5.2/1.5}},
+			// 4 s is one shot's most: no cut needed.
+			wantShots: []Shot{{Kind: ShotImage, Path: "a.png", Duration: 4}},
 			wantFirst: Caption{Text: "One.", From: 0, To: 0.8}, wantSecond: Caption{Text: "Two.", From: 0.8, To: 2.3 / 1.5},
 		},
 		"no material, no narration: title cards by length": {
@@ -273,5 +275,69 @@ func TestCover(t *testing.T) {
 	}
 	if err := noFont([]rune("咖啡")); !strings.Contains(err.Error(), "fonts-noto-cjk") {
 		t.Errorf("no font for Chinese: %v, want fonts-noto-cjk named", err)
+	}
+}
+
+// TestPlanPacing: a minute from three pictures and a clip is cut into shots of at most maxShot,
+// at sentence boundaries where one is in reach, the material in the order given; a picture shown
+// again comes with another move, a clip goes on where it left off.
+func TestPlanPacing(t *testing.T) {
+	t.Parallel()
+	// Sentences of 2.5 to 9 s: some boundaries in reach of a shot, some not.
+	var script strings.Builder
+	var timed []Timed
+	at := 0.0
+	for i, d := range []float64{2.5, 9, 3, 6.5, 2.5, 3.5, 9, 4, 5, 3, 6, 6} {
+		text := fmt.Sprintf("Sentence %d.", i)
+		script.WriteString(text + " ")
+		timed = append(timed, Timed{Text: text, Start: at, End: at + d - 0.2})
+		at += d
+	}
+	material := []Material{{Path: "a.jpg", Kind: ShotImage}, {Path: "b.jpg", Kind: ShotImage, Focus: Focus{X: 0.2, Y: 0.3, Set: true}},
+		{Path: "c.mp4", Kind: ShotClip, Duration: 5, Sound: true}, {Path: "d.jpg", Kind: ShotImage}}
+	p := Plan{Script: script.String(), Sentences: timed, Narration: "n.wav", NarrationSecs: at, Material: material}
+	v := p.Video("out.mp4")
+	if v.Duration != 60 {
+		t.Fatalf("duration %v, want 60", v.Duration)
+	}
+	starts := map[float64]bool{}
+	for _, s := range timed {
+		starts[math.Round(s.Start*1000)/1000] = true
+	}
+	total, onBoundary := 0.0, 0
+	seen := map[string]map[int]bool{}
+	clipShown := 0.0
+	for k, s := range v.Shots {
+		if s.Duration > maxShot+1e-9 || s.Duration < minShot {
+			t.Errorf("shot %d lasts %.2f s, want %v..%v", k, s.Duration, minShot, maxShot)
+		}
+		if want := material[k%len(material)]; s.Path != want.Path || s.Focus != want.Focus {
+			t.Errorf("shot %d shows %s (focus %+v), want %s (%+v): the creator's order", k, s.Path, s.Focus, want.Path, want.Focus)
+		}
+		if starts[math.Round(total*1000)/1000] {
+			onBoundary++
+		}
+		if s.Kind == ShotClip {
+			if math.Abs(s.Offset-math.Mod(clipShown, 5)) > 1e-6 || !s.Sound {
+				t.Errorf("clip shot %d from %.2f s (sound %v), want from %.2f s with its sound", k, s.Offset, s.Sound, math.Mod(clipShown, 5))
+			}
+			clipShown += s.Duration
+		} else {
+			if seen[s.Path] == nil {
+				seen[s.Path] = map[int]bool{}
+			}
+			if seen[s.Path][s.Move%len(moves)] && len(seen[s.Path]) < len(moves) {
+				t.Errorf("shot %d shows %s with move %d again", k, s.Path, s.Move)
+			}
+			seen[s.Path][s.Move%len(moves)] = true
+		}
+		total += s.Duration
+	}
+	if math.Abs(total-60) > 1e-6 {
+		t.Errorf("shots last %v s, want 60", total)
+	}
+	// 12 sentences: at least 9 of the cuts (and the start) on a sentence's start.
+	if onBoundary < 10 || len(v.Shots) < 15 {
+		t.Errorf("%d shots, %d starting on a sentence; want at least 15 shots and 10 on sentences: %+v", len(v.Shots), onBoundary, v.Shots)
 	}
 }

@@ -131,7 +131,11 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		return nil, errcode.E("generators.video", errcode.VideoGen, "a working folder could not be made", err)
 	}
 	defer os.RemoveAll(work)
-	frame, err := render.VideoFrame(str(lj.payload, "aspect_ratio"), str(lj.payload, "platform"))
+	look, err := lookOf(lj.payload)
+	if err != nil {
+		return nil, err
+	}
+	frame, err := render.VideoFrame(str(lj.payload, "aspect_ratio"), str(lj.payload, "platform"), look.quality)
 	if err != nil {
 		return nil, errcode.Invalid("payload.aspect_ratio", err.Error())
 	}
@@ -181,6 +185,16 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		}
 	}
 	p.Material = d.material(lj)
+	for i, m := range p.Material {
+		if m.Kind != render.ShotClip {
+			continue
+		}
+		// A clip's length lets its shots go on where the last left off; its sound is mixed.
+		if info, err := d.probe(ctx, m.Path); err == nil {
+			p.Material[i].Duration, _ = info["duration"].(float64)
+			p.Material[i].Sound = info["has_audio"] == true
+		}
+	}
 	mark := marked(lj.owner)
 	if mark {
 		p.Mark = Mark
@@ -196,6 +210,7 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 	}
 	v := p.Video(abs)
 	v.Tools, v.EmojiFont, v.Emoji = d.tools(), glyphs.EmojiFont, glyphs.Emoji
+	v.Quality, v.Transition, v.ClipAudio = look.quality, look.transition, look.clipAudio
 	if err := v.Render(ctx); err != nil {
 		return nil, toolErr("videogen", err)
 	}
@@ -220,6 +235,8 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		"shots": len(v.Shots), "images": images, "clips": clips, "audio": narration, "watermark": mark, "tool": "ffmpeg",
 		"font": filepath.Base(p.Font)}
 	maps.Copy(res, post)
+	maps.Copy(res, soundNotes(v))
+	res["quality"], res["fps"], res["transition"], res["longest_shot"] = string(look.quality), render.FPS, string(look.transition), round(longestShot(v))
 	textNotes(res, glyphs)
 	if len(p.Material) == 0 {
 		res["material"] = "none: title cards"
@@ -273,7 +290,7 @@ func (d *executor) still(ctx context.Context, lj *localJob) (map[string]any, err
 	s := &render.Still{Frame: frame, Title: str(lj.payload, "title", "topic", "prompt", "summary"), Tools: d.tools()}
 	for _, m := range d.material(lj) {
 		if m.Kind == render.ShotImage {
-			s.Image = m.Path
+			s.Image, s.Focus = m.Path, m.Focus
 			break
 		}
 	}
@@ -321,6 +338,7 @@ func textNotes(res map[string]any, g render.Glyphs) {
 // image_url/cover_url/clip_url. References outside the owner's asset folder are ignored.
 func (d *executor) material(lj *localJob) []render.Material {
 	var refs []string
+	focus := map[string]render.Focus{}
 	for _, key := range []string{"media", "images", "clips"} {
 		var list []any
 		switch x := lj.payload[key].(type) {
@@ -336,7 +354,11 @@ func (d *executor) material(lj *localJob) []render.Material {
 			case string:
 				refs = append(refs, x)
 			case map[string]any:
-				refs = append(refs, str(x, "path", "file_path", "url", "file_url"))
+				ref := str(x, "path", "file_path", "url", "file_url")
+				refs = append(refs, ref)
+				if f, ok := focusOf(x); ok {
+					focus[ref] = f
+				}
 			}
 		}
 	}
@@ -355,9 +377,9 @@ func (d *executor) material(lj *localJob) []render.Material {
 		seen[p] = true
 		switch strings.ToLower(filepath.Ext(p)) {
 		case ".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif":
-			out = append(out, render.Material{Path: p, Kind: render.ShotImage})
+			out = append(out, render.Material{Path: p, Kind: render.ShotImage, Focus: focus[ref]})
 		case ".mp4", ".mov", ".webm", ".mkv", ".m4v", ".avi":
-			out = append(out, render.Material{Path: p, Kind: render.ShotClip})
+			out = append(out, render.Material{Path: p, Kind: render.ShotClip, Focus: focus[ref]})
 		}
 	}
 	return out

@@ -190,8 +190,8 @@ func TestRenderFromMaterial(t *testing.T) {
 		"platform": "douyin", "media": b.media}, engine.JobVideogen)
 	mp4 := b.file(res)
 	w, h, dur := videoInfo(t, mp4)
-	if w != 720 || h != 1280 || dur < 18 || dur > 22 {
-		t.Errorf("video %dx%d, %.2f s; want 720x1280 and 20 s within 10%%", w, h, dur)
+	if w != 1080 || h != 1920 || dur < 18 || dur > 22 {
+		t.Errorf("video %dx%d, %.2f s; want 1080x1920 and 20 s within 10%%", w, h, dur)
 	}
 	if v := loudness(t, mp4); v < -40 {
 		t.Errorf("narration mean volume %.1f dB, want audible", v)
@@ -214,14 +214,14 @@ func TestRenderFrames(t *testing.T) {
 	res := b.run(t, "voiceover_video", map[string]any{"topic": "three tips for night photography", "duration": 10.0,
 		"platform": "bilibili"}, engine.JobVideogen)
 	w, h, dur := videoInfo(t, b.file(res))
-	if w != 1280 || h != 720 || dur < 9 || dur > 11 || res["material"] == nil {
-		t.Errorf("video %dx%d, %.2f s, result %v; want 1280x720 title cards of 10 s", w, h, dur, res)
+	if w != 1920 || h != 1080 || dur < 9 || dur > 11 || res["material"] == nil {
+		t.Errorf("video %dx%d, %.2f s, result %v; want 1920x1080 title cards of 10 s", w, h, dur, res)
 	}
 	// The frame the run asks for wins over the platform's.
 	res = b.run(t, "voiceover_video", map[string]any{"topic": "three tips for night photography", "duration": 4.0,
 		"platform": "bilibili", "aspect_ratio": "1:1"}, engine.JobVideogen)
-	if w, h, _ := videoInfo(t, b.file(res)); w != 720 || h != 720 {
-		t.Errorf("aspect_ratio 1:1: video %dx%d, want 720x720", w, h)
+	if w, h, _ := videoInfo(t, b.file(res)); w != 1080 || h != 1080 {
+		t.Errorf("aspect_ratio 1:1: video %dx%d, want 1080x1080", w, h)
 	}
 }
 

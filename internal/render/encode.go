@@ -1,0 +1,76 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// How a video is encoded: one decision for every render, standard or draft.
+
+// Quality is how finely a video is rendered: QualityStandard (the default) is what the platforms
+// take at their best, QualityDraft a fast preview.
+type Quality string
+
+// Qualities.
+const (
+	QualityStandard Quality = "standard"
+	QualityDraft    Quality = "draft"
+)
+
+// Qualities are the values of a run's quality input.
+var Qualities = []string{string(QualityStandard), string(QualityDraft)}
+
+// ParseQuality reads a quality input ("" is standard); anything else is an error naming the values.
+func ParseQuality(s string) (Quality, error) {
+	switch q := Quality(strings.ToLower(strings.TrimSpace(s))); q {
+	case "":
+		return QualityStandard, nil
+	case QualityStandard, QualityDraft:
+		return q, nil
+	}
+	return "", fmt.Errorf("render: quality %q is not one of %s", s, strings.Join(Qualities, ", "))
+}
+
+// FPS is the frame rate of rendered videos, at either quality: 30, what the platforms show.
+const FPS = 30
+
+// shortSide is the short side of a video's frame in pixels: 1080 (Douyin, Kuaishou, Xiaohongshu,
+// Bilibili and YouTube all take 1080p) and 720 for a draft.
+func (q Quality) shortSide() int {
+	if q == QualityDraft {
+		return 720
+	}
+	return 1080
+}
+
+// encoder is libx264's settings of a quality. Chosen by measurement (make bench, BENCHMARKS.md's
+// render row: encode time, size and SSIM of the bench's 1080x1920 video at each candidate):
+//
+//   - x264's ultrafast preset is the only one that keeps a 30 s 1080x1920 video within 10 s on two
+//     cores: superfast takes about 1.6 times as long, veryfast twice.
+//   - ultrafast turns CABAC and the 8x8 transform off, which makes the stream Constrained
+//     Baseline. Turning both back on (the High profile the platforms expect) costs a few per cent
+//     of encode time and saves about a fifth of the size at the same CRF and SSIM.
+//   - CRF 23 (x264's default) rather than the draft's 26: at 1080p the panned photos' detail is
+//     what a viewer sees; CRF 20 nearly doubles the size and the time for an SSIM gain a phone
+//     screen does not show.
+//
+// A draft keeps what renders used before 1080p: ultrafast at CRF 26, 720p.
+func (q Quality) encoder() []string {
+	if q == QualityDraft {
+		return []string{"-c:v", "libx264", "-preset", "ultrafast", "-crf", "26", "-profile:v", "high", "-x264-params", "cabac=1:8x8dct=1"}
+	}
+	return []string{"-c:v", "libx264", "-preset", "ultrafast", "-crf", "23", "-profile:v", "high", "-x264-params", "cabac=1:8x8dct=1"}
+}
+
+// AudioRate is the sample rate of rendered audio (AAC at 48 kHz, what the platforms deliver).
+const AudioRate = 48000
+
+// encodeArgs are the output options of a video render: H.264 in the quality's settings, AAC at
+// 48 kHz, the index at the front (faststart) so a player starts before the whole file is loaded.
+func (v *Video) encodeArgs() []string {
+	args := append([]string{"-r", strconv.Itoa(FPS)}, v.Quality.encoder()...)
+	return append(args, "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "160k", "-ar", strconv.Itoa(AudioRate), "-ac", "2",
+		"-movflags", "+faststart")
+}
