@@ -40,6 +40,7 @@ func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.Ra
 	}
 	var refs []string
 	seen := map[string]bool{}
+	focus := map[string]any{} // the focal points of the material that has one, by reference
 	add := func(a *store.Asset) {
 		if len(refs) >= maxRunMedia || seen[a.ID] {
 			return
@@ -51,6 +52,9 @@ func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.Ra
 			return
 		}
 		refs = append(refs, key)
+		if f := assetFocus(a); f != nil {
+			focus[key] = f
+		}
 	}
 	for _, ref := range refList(payload["media"]) {
 		if a, err := s.resolveRef(ctx, r.UserID, "media", ref); err == nil && a != nil {
@@ -87,10 +91,30 @@ func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.Ra
 		}
 		payload["media"], changed = list, true
 	}
+	if len(focus) > 0 {
+		// Beside "media", not in it: its items stay the references an external generator reads.
+		payload["media_focus"] = focus
+	}
 	if !changed {
 		return request, nil
 	}
 	return json.Marshal(payload)
+}
+
+// assetFocus is an asset's focal point, its metadata's focus {x, y} (each 0..1), nil when it has
+// none: the renderer keeps it in every crop of the picture or clip (docs/video.md).
+func assetFocus(a *store.Asset) map[string]any {
+	var meta struct {
+		Focus *struct{ X, Y *float64 } `json:"focus"`
+	}
+	if json.Unmarshal(a.Metadata, &meta) != nil || meta.Focus == nil || meta.Focus.X == nil || meta.Focus.Y == nil {
+		return nil
+	}
+	x, y := *meta.Focus.X, *meta.Focus.Y
+	if x < 0 || x > 1 || y < 0 || y > 1 {
+		return nil
+	}
+	return map[string]any{"x": x, "y": y}
 }
 
 // projectMusic is the key of r's project's newest audio tagged music (else bgm), "" for none.

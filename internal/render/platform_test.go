@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/binary"
 	"encoding/json"
+	"image/png"
 	"math"
 	"os"
 	"os/exec"
@@ -246,4 +247,42 @@ func sceneCuts(t *testing.T, path string) []float64 {
 		cuts = append(cuts, c)
 	}
 	return cuts
+}
+
+// TestStillFocus: a landscape picture cropped to 9:16 keeps its focal point in view (a red band at
+// its left edge), and is centred (blue) without one.
+func TestStillFocus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ffmpeg")
+	}
+	testtool.Need(t, "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	pic := filepath.Join(dir, "wide.png")
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+		"color=c=0x1020d0:s=1600x1200,drawbox=x=0:y=0:w=400:h=1200:color=0xd01010:t=fill", "-frames:v", "1", pic).CombinedOutput(); err != nil {
+		t.Fatalf("make the picture: %v %s", err, out)
+	}
+	for name, tc := range map[string]struct {
+		focus Focus
+		red   bool
+	}{"focus on the left": {Focus{X: 0.05, Y: 0.5, Set: true}, true}, "no focus": {Focus{}, false}} {
+		s := &Still{Out: filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".png"), Frame: Frame{810, 1440}, Image: pic, Focus: tc.focus}
+		if err := s.Render(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(s.Out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, g, b, _ := img.At(810/5, 720).RGBA()
+		if red := r > 2*g && r > 2*b; red != tc.red {
+			t.Errorf("%s: the crop's left side is rgb %d %d %d, want red %v", name, r>>8, g>>8, b>>8, tc.red)
+		}
+	}
 }

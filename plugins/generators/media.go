@@ -334,11 +334,22 @@ func textNotes(res map[string]any, g render.Glyphs) {
 }
 
 // material is the creator's images and clips a payload names, in order, each once: "media" (the
-// project's material the host adds: {path, type} or plain references), "images", "clips", then
-// image_url/cover_url/clip_url. References outside the owner's asset folder are ignored.
+// project's material the host adds: {path, focus} or plain references), "images", "clips", then
+// image_url/cover_url/clip_url, with their focal points ({path, focus} items, or "media_focus":
+// {reference: {x, y}}, which the host fills from the assets' metadata.focus). References outside
+// the owner's asset folder are ignored.
 func (d *executor) material(lj *localJob) []render.Material {
 	var refs []string
 	focus := map[string]render.Focus{}
+	if byRef, ok := lj.payload["media_focus"].(map[string]any); ok { // the host's: the assets' metadata.focus
+		for ref, f := range byRef {
+			if m, ok := f.(map[string]any); ok {
+				if fc, ok := focusOf(map[string]any{"focus": m}); ok {
+					focus[ref] = fc
+				}
+			}
+		}
+	}
 	for _, key := range []string{"media", "images", "clips"} {
 		var list []any
 		switch x := lj.payload[key].(type) {
