@@ -127,7 +127,7 @@ func benchRender(ctx context.Context, _ *options) error {
 }
 
 // renderTries is how many times each video is rendered.
-const renderTries = 3
+const renderTries = 2
 
 // encoders times x264's candidate settings on the first 10 s of a 1080x1920 render (decoded to a
 // lossless reference first), with the size and SSIM of each: the measurement behind the choice in
