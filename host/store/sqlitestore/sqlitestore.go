@@ -188,6 +188,10 @@ func (d *Driver) Ping(ctx context.Context) error {
 	return nil
 }
 
+// SQLDB is the pool the store runs on (its connection settings, pragmas and size), for a library
+// that takes a *sql.DB, as River's SQLite driver does (host/store/riverbench).
+func (d *Driver) SQLDB() *sql.DB { return d.sqlDB }
+
 // Close implements store.Driver.
 func (d *Driver) Close() error {
 	if d.sqlDB == nil {
