@@ -363,7 +363,7 @@ func (s *Server) kbSources(c *fiber.Ctx) error {
 		}
 		v.ProjectID = pid
 	}
-	items, total, err := s.Store.ListSources(s.ctx(c), v, limit, offset)
+	items, total, err := s.Store.ListSources(s.ctx(c), store.ListKnowledgeParams{Viewer: v, Limit: limit, Offset: offset})
 	if err != nil {
 		return err
 	}
@@ -395,7 +395,7 @@ func (s *Server) kbSourceDocuments(c *fiber.Ctx) error {
 	}
 	v := s.viewer(c)
 	v.SourceID = src.ID
-	items, total, err := s.Store.ListDocuments(s.ctx(c), v, limit, offset)
+	items, total, err := s.Store.ListDocuments(s.ctx(c), store.ListKnowledgeParams{Viewer: v, Limit: limit, Offset: offset})
 	if err != nil {
 		return err
 	}
@@ -412,7 +412,7 @@ func (s *Server) kbDocuments(c *fiber.Ctx) error {
 	if sid := c.Query("source_id"); sid != "" {
 		v.SourceID = sid
 	}
-	items, total, err := s.Store.ListDocuments(s.ctx(c), v, limit, offset)
+	items, total, err := s.Store.ListDocuments(s.ctx(c), store.ListKnowledgeParams{Viewer: v, Limit: limit, Offset: offset})
 	if err != nil {
 		return err
 	}

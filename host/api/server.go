@@ -60,8 +60,8 @@ type Store interface {
 	GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error)
 	GetDocument(ctx context.Context, id string) (*store.KnowledgeDocument, error)
 	CanRead(ctx context.Context, v store.Viewer, sourceID string) (bool, error)
-	ListSources(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeSource, int, error)
-	ListDocuments(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeDocument, int, error)
+	ListSources(ctx context.Context, p store.ListKnowledgeParams) ([]store.KnowledgeSource, int, error)
+	ListDocuments(ctx context.Context, p store.ListKnowledgeParams) ([]store.KnowledgeDocument, int, error)
 	CreateBatch(ctx context.Context, b *store.Batch) error
 	GetBatch(ctx context.Context, id string) (*store.Batch, error)
 }

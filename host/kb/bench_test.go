@@ -74,7 +74,7 @@ func BenchmarkSearchSQLite(b *testing.B) {
 	cacheMB, _ := strconv.Atoi(os.Getenv("KB_BENCH_VECTOR_CACHE_MB"))
 	s := kb.New(d, kb.Options{VectorCacheMB: cacheMB})
 	v := textgen.NewVocab(rand.New(rand.NewPCG(1, 2)))
-	_, have, err := d.ListDocuments(ctx, store.Viewer{UserID: "u"}, 1, 0)
+	_, have, err := d.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: "u"}, Limit: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -313,7 +313,7 @@ func (s *Service) finishIngest(ctx context.Context, res *IngestResult, docID str
 		if e := errcode.As(ingestErr); e == nil || e.Code != errcode.Validation {
 			s.log.Warn("kb: ingest failed", "document", docID, "err", ingestErr)
 		}
-		err := s.st.SetDocumentStatus(context.WithoutCancel(ctx), docID, store.DocFailed, publicReason(ingestErr))
+		err := s.st.SetDocumentStatus(context.WithoutCancel(ctx), store.DocumentStatusParams{ID: docID, Status: store.DocFailed, Error: publicReason(ingestErr)})
 		if errors.Is(err, store.ErrConflict) {
 			ingestErr = err
 		} else if err != nil {
@@ -347,7 +347,7 @@ func (s *Service) finishIngest(ctx context.Context, res *IngestResult, docID str
 func (s *Service) markFailedLater(ctx context.Context, id, reason string) {
 	retry := backoff.Retry{Log: s.log, What: "kb: record a failed ingest"}
 	for {
-		err := s.st.SetDocumentStatus(ctx, id, store.DocFailed, reason)
+		err := s.st.SetDocumentStatus(ctx, store.DocumentStatusParams{ID: id, Status: store.DocFailed, Error: reason})
 		if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
 			retry.Succeeded()
 			return
@@ -423,7 +423,7 @@ func (s *Service) toParsing(ctx context.Context, doc *store.KnowledgeDocument) e
 	if doc.ParseStatus == store.DocParsing {
 		return nil
 	}
-	return s.st.SetDocumentStatus(ctx, doc.ID, store.DocParsing, "")
+	return s.st.SetDocumentStatus(ctx, store.DocumentStatusParams{ID: doc.ID, Status: store.DocParsing})
 }
 
 // own sets the source and document of chunks made before the document row existed (a retry

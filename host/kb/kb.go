@@ -20,7 +20,7 @@ type Store interface {
 	// Ingest and delete.
 	AddDocument(ctx context.Context, src store.NewSourceParams, doc *store.KnowledgeDocument) (*store.AddDocumentResult, error)
 	AddDocuments(ctx context.Context, docs []store.NewDocument) ([]*store.AddDocumentResult, error)
-	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
+	SetDocumentStatus(ctx context.Context, p store.DocumentStatusParams) error
 	WriteChunks(ctx context.Context, p store.WriteChunksParams) (*store.KnowledgeDocument, error)
 	WriteChunksBatch(ctx context.Context, docs []store.WriteChunksParams) ([]*store.KnowledgeDocument, error)
 	GetSource(ctx context.Context, id string) (*store.KnowledgeSource, error)
@@ -38,14 +38,14 @@ type Store interface {
 	Embeddings(ctx context.Context, refs []store.EmbeddingRef) (map[string][]float32, error)
 
 	// Reindex to another embedding model.
-	SourceChunks(ctx context.Context, sourceID, afterID string, limit int) ([]store.ChunkRow, error)
+	SourceChunks(ctx context.Context, p store.SourceChunksParams) ([]store.ChunkRow, error)
 	AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error
 	SwitchEmbeddings(ctx context.Context, sourceID, model string) error
 
 	// The query log: audit, feedback, metrics.
 	LogQuery(ctx context.Context, q *store.KnowledgeQuery) error
 	GetQuery(ctx context.Context, id string) (*store.KnowledgeQuery, error)
-	SetFeedback(ctx context.Context, id string, rating int, notes string) error
+	SetFeedback(ctx context.Context, p store.FeedbackParams) error
 	QueryStats(ctx context.Context, userID string, window int) (*store.QueryStats, error)
 
 	// Facts.

@@ -137,11 +137,11 @@ func TestVisibilitySweep(t *testing.T) {
 		if strings.Contains(string(seen), secret) || strings.Contains(string(seen), "Project memo") || strings.Contains(string(seen), "password") {
 			t.Errorf("user B saw user A's private or project chunks: %s", seen)
 		}
-		srcs, _, err := d.ListSources(ctx, store.Viewer{UserID: b.ID}, 100, 0)
+		srcs, _, err := d.ListSources(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: b.ID}, Limit: 100})
 		if err != nil || len(srcs) != 1 || srcs[0].Name != "open" {
 			t.Errorf("ListSources(B) = %+v, %v; want only the org source", srcs, err)
 		}
-		ds, _, err := d.ListDocuments(ctx, store.Viewer{UserID: b.ID}, 100, 0)
+		ds, _, err := d.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: b.ID}, Limit: 100})
 		if err != nil || len(ds) != 1 {
 			t.Errorf("ListDocuments(B) = %d documents, %v; want 1", len(ds), err)
 		}
@@ -236,7 +236,7 @@ func TestIngestRetriesUnfinished(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := d.SetDocumentStatus(ctx, doc.ID, status, "boom"); err != nil {
+			if err := d.SetDocumentStatus(ctx, store.DocumentStatusParams{ID: doc.ID, Status: status, Error: "boom"}); err != nil {
 				t.Fatal(err)
 			}
 			p := kb.IngestParams{UserID: u.ID, SourceName: "retry", Visibility: store.VisibilityPrivate, Text: text}
@@ -269,7 +269,7 @@ func TestIngestRetriesUnfinished(t *testing.T) {
 				t.Errorf("%s: ingest after indexing: duplicate %v, document %s; want a duplicate", status, again.Duplicate, again.Document.ID)
 			}
 			// The indexed document keeps its state and its one set of chunks.
-			if err := d.SetDocumentStatus(ctx, doc.ID, store.DocFailed, "late"); !errors.Is(err, store.ErrConflict) {
+			if err := d.SetDocumentStatus(ctx, store.DocumentStatusParams{ID: doc.ID, Status: store.DocFailed, Error: "late"}); !errors.Is(err, store.ErrConflict) {
 				t.Errorf("SetDocumentStatus(indexed -> failed) = %v, want ErrConflict", err)
 			}
 			_, err = d.WriteChunks(ctx, store.WriteChunksParams{DocumentID: doc.ID, Chunks: []store.KnowledgeChunk{{ID: uuid.NewString(),
@@ -291,7 +291,7 @@ func TestIngestRetriesUnfinished(t *testing.T) {
 				t.Errorf("%s: search found %d chunks of the document, want 1", status, n)
 			}
 		}
-		docs, total, err := d.ListDocuments(ctx, store.Viewer{UserID: u.ID}, 10, 0)
+		docs, total, err := d.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: u.ID}, Limit: 10})
 		if err != nil || total != 3 {
 			t.Errorf("ListDocuments = %d documents, total %d, %v; want 3", len(docs), total, err)
 		}

@@ -29,7 +29,7 @@ func (s *Service) Feedback(ctx context.Context, userID, queryID string, rating i
 	if err != nil {
 		return nil, err
 	}
-	if err := s.st.SetFeedback(ctx, queryID, rating, notes); err != nil {
+	if err := s.st.SetFeedback(ctx, store.FeedbackParams{QueryID: queryID, Rating: rating, Notes: notes}); err != nil {
 		return nil, err
 	}
 	q.FeedbackRating, q.FeedbackNotes = &rating, notes

@@ -35,7 +35,7 @@ func (s *Service) Reindex(ctx context.Context, userID string, admin bool, source
 	// reindex left, so running it again is safe; searches use the old vectors until the switch.
 	total, after := 0, ""
 	for {
-		page, err := s.st.SourceChunks(ctx, sourceID, after, reindexBatch)
+		page, err := s.st.SourceChunks(ctx, store.SourceChunksParams{SourceID: sourceID, AfterID: after, Limit: reindexBatch})
 		if err != nil {
 			return nil, err
 		}

@@ -89,7 +89,7 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 				}
 			}
 		}
-		docs, total, err := d.ListDocuments(ctx, store.Viewer{UserID: u.ID}, 100, 0)
+		docs, total, err := d.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: u.ID}, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestIngestBatchSameContentAtOnce(t *testing.T) {
 		for _, doc := range docs {
 			stored += doc.ChunkCount
 		}
-		chunks, err := d.SourceChunks(ctx, docs[0].SourceID, "", 10000)
+		chunks, err := d.SourceChunks(ctx, store.SourceChunksParams{SourceID: docs[0].SourceID, Limit: 10000})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -211,6 +211,33 @@ type PrewarmReporter interface {
 // indexed once: WriteChunks refuses a document already indexed.
 const IngestStale = 15 * time.Minute
 
+// DocumentStatusParams moves a document to Status (SetDocumentStatus).
+type DocumentStatusParams struct {
+	ID     string
+	Status string // DocParsing, DocFailed, ...
+	Error  string // what a failed document shows; "" for the other statuses
+}
+
+// ListKnowledgeParams pages the sources or documents Viewer may read (ListSources, ListDocuments).
+type ListKnowledgeParams struct {
+	Viewer        Viewer
+	Limit, Offset int
+}
+
+// SourceChunksParams pages the chunks of a source in id order (SourceChunks).
+type SourceChunksParams struct {
+	SourceID string
+	AfterID  string // the last chunk of the previous page; "": from the first
+	Limit    int
+}
+
+// FeedbackParams rates a logged query (SetFeedback).
+type FeedbackParams struct {
+	QueryID string
+	Rating  int
+	Notes   string
+}
+
 // WriteChunksParams is a document's chunks and embeddings, written in one transaction.
 type WriteChunksParams struct {
 	DocumentID string
@@ -304,7 +331,7 @@ type Knowledge interface {
 	FailAbandonedDocuments(ctx context.Context, host, reason string) (int64, error)
 	// SetDocumentStatus moves a document to status (with an error message for failed); an
 	// indexed document is not moved (ErrConflict).
-	SetDocumentStatus(ctx context.Context, id, status, errMsg string) error
+	SetDocumentStatus(ctx context.Context, p DocumentStatusParams) error
 	// WriteChunks writes a document's chunks and embeddings and marks it indexed with its chunk
 	// count, in one transaction (filling the vector column where the database has one), and
 	// returns the document as the write left it (an ingest answers with it without reading it
@@ -319,10 +346,11 @@ type Knowledge interface {
 	GetDocument(ctx context.Context, id string) (*KnowledgeDocument, error)
 	// CanRead reports whether v may read the source.
 	CanRead(ctx context.Context, v Viewer, sourceID string) (bool, error)
-	// ListSources lists the sources v may read, newest first.
-	ListSources(ctx context.Context, v Viewer, limit, offset int) ([]KnowledgeSource, int, error)
-	// ListDocuments lists the documents of the sources v may read (v.SourceID narrows), newest first.
-	ListDocuments(ctx context.Context, v Viewer, limit, offset int) ([]KnowledgeDocument, int, error)
+	// ListSources lists the sources p.Viewer may read, newest first.
+	ListSources(ctx context.Context, p ListKnowledgeParams) ([]KnowledgeSource, int, error)
+	// ListDocuments lists the documents of the sources p.Viewer may read (its SourceID narrows),
+	// newest first.
+	ListDocuments(ctx context.Context, p ListKnowledgeParams) ([]KnowledgeDocument, int, error)
 	// KeywordCandidates returns the best keyword matches v may read (driver full text: FTS5 bm25 or
 	// ts_rank), best first, Keyword set to the driver's rank.
 	KeywordCandidates(ctx context.Context, p SearchParams) ([]ChunkRow, error)
@@ -343,9 +371,9 @@ type Knowledge interface {
 	// p.Limit 0, those alone), each with Vector set to its cosine with p.Vector clamped to 0..1. ErrNotSupported when the
 	// driver has no vector index (the host then scans the vectors itself).
 	VectorCandidates(ctx context.Context, p SearchParams) ([]ChunkRow, error)
-	// SourceChunks lists up to limit chunks of a source in id order, those after afterID ("": from
-	// the first), so a reindex reads a large source a page at a time.
-	SourceChunks(ctx context.Context, sourceID, afterID string, limit int) ([]ChunkRow, error)
+	// SourceChunks lists up to p.Limit chunks of a source in id order, those after p.AfterID ("":
+	// from the first), so a reindex reads a large source a page at a time.
+	SourceChunks(ctx context.Context, p SourceChunksParams) ([]ChunkRow, error)
 	// AddEmbeddings writes vectors of model beside the existing ones.
 	AddEmbeddings(ctx context.Context, model string, vecs map[string][]float32) error
 	// SwitchEmbeddings makes model the active one of every chunk of the source and drops the others.
@@ -356,7 +384,7 @@ type Knowledge interface {
 	// GetQuery returns a logged query.
 	GetQuery(ctx context.Context, id string) (*KnowledgeQuery, error)
 	// SetFeedback stores (replaces) the rating and notes of a query.
-	SetFeedback(ctx context.Context, id string, rating int, notes string) error
+	SetFeedback(ctx context.Context, p FeedbackParams) error
 	// QueryStats sums the queries of userID ("" for everyone) over the most recent window of each mode.
 	QueryStats(ctx context.Context, userID string, window int) (*QueryStats, error)
 

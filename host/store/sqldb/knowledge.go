@@ -102,16 +102,16 @@ func (db *DB) CanRead(ctx context.Context, v store.Viewer, sourceID string) (boo
 }
 
 // ListSources implements store.Knowledge.
-func (db *DB) ListSources(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeSource, int, error) {
+func (db *DB) ListSources(ctx context.Context, p store.ListKnowledgeParams) ([]store.KnowledgeSource, int, error) {
 	var a Args
-	from := ` FROM knowledge_sources s WHERE ` + Visible(v, &a, "")
-	return queryPage(ctx, db, SourceCols, from, `s.created_at DESC, s.id`, &a, limit, offset, ScanSource)
+	from := ` FROM knowledge_sources s WHERE ` + Visible(p.Viewer, &a, "")
+	return queryPage(ctx, db, SourceCols, from, `s.created_at DESC, s.id`, &a, p.Limit, p.Offset, ScanSource)
 }
 
 // ListDocuments implements store.Knowledge.
-func (db *DB) ListDocuments(ctx context.Context, v store.Viewer, limit, offset int) ([]store.KnowledgeDocument, int, error) {
+func (db *DB) ListDocuments(ctx context.Context, p store.ListKnowledgeParams) ([]store.KnowledgeDocument, int, error) {
 	var a Args
-	cond := Visible(v, &a, "d.id")
+	cond := Visible(p.Viewer, &a, "d.id")
 	from := ` FROM knowledge_documents d JOIN knowledge_sources s ON s.id = d.source_id WHERE ` + cond
-	return queryPage(ctx, db, DocCols, from, `d.created_at DESC, d.id`, &a, limit, offset, ScanDocument)
+	return queryPage(ctx, db, DocCols, from, `d.created_at DESC, d.id`, &a, p.Limit, p.Offset, ScanDocument)
 }

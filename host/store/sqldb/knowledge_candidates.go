@@ -151,9 +151,9 @@ func inBatches[T any](items []T, f func(batch []T) error) error {
 }
 
 // SourceChunks implements store.Knowledge.
-func (db *DB) SourceChunks(ctx context.Context, sourceID, afterID string, limit int) ([]store.ChunkRow, error) {
+func (db *DB) SourceChunks(ctx context.Context, p store.SourceChunksParams) ([]store.ChunkRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+ChunkCols+ChunkFrom+` WHERE c.source_id = $1 AND c.id > $2 ORDER BY c.id LIMIT $3`,
-		sourceID, afterID, limit)
+		p.SourceID, p.AfterID, p.Limit)
 	if err != nil {
 		return nil, err
 	}

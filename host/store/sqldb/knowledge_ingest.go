@@ -297,11 +297,11 @@ func (db *DB) FailAbandonedDocuments(ctx context.Context, host, reason string) (
 
 // SetDocumentStatus implements store.Knowledge. An indexed document keeps its state
 // (ErrConflict): its chunks are written, whatever a late ingest of the same file says.
-func (db *DB) SetDocumentStatus(ctx context.Context, id, status, errMsg string) error {
+func (db *DB) SetDocumentStatus(ctx context.Context, p store.DocumentStatusParams) error {
 	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $2, error_message = $3, updated_at = $4
-		WHERE id = $1 AND parse_status <> $5`, id, status, errMsg, db.T(db.Now()), store.DocIndexed)
+		WHERE id = $1 AND parse_status <> $5`, p.ID, p.Status, p.Error, db.T(db.Now()), store.DocIndexed)
 	if err == nil && n == 0 {
-		return db.IndexedOrMissing(ctx, id)
+		return db.IndexedOrMissing(ctx, p.ID)
 	}
 	return err
 }

@@ -35,8 +35,8 @@ func (db *DB) GetQuery(ctx context.Context, id string) (*store.KnowledgeQuery, e
 }
 
 // SetFeedback implements store.Knowledge.
-func (db *DB) SetFeedback(ctx context.Context, id string, rating int, notes string) error {
-	n, err := db.Exec(ctx, `UPDATE knowledge_queries SET feedback_rating = $2, feedback_notes = $3 WHERE id = $1`, id, rating, notes)
+func (db *DB) SetFeedback(ctx context.Context, p store.FeedbackParams) error {
+	n, err := db.Exec(ctx, `UPDATE knowledge_queries SET feedback_rating = $2, feedback_notes = $3 WHERE id = $1`, p.QueryID, p.Rating, p.Notes)
 	if err == nil && n == 0 {
 		return store.ErrNotFound
 	}

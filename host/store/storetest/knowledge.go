@@ -83,7 +83,7 @@ func testKnowledgeSources(t *testing.T, open Opener) {
 	if err != nil || second.Duplicate || second.Source.ID != res.Source.ID || second.Source.Version != 2 {
 		t.Errorf("AddDocument(new hash) = %+v, %v; want same source at version 2", second, err)
 	}
-	if err := d.SetDocumentStatus(ctx, doc.ID, store.DocFailed, "no text"); err != nil {
+	if err := d.SetDocumentStatus(ctx, store.DocumentStatusParams{ID: doc.ID, Status: store.DocFailed, Error: "no text"}); err != nil {
 		t.Fatalf("SetDocumentStatus: %v", err)
 	}
 	got, err := d.GetDocument(ctx, doc.ID)
@@ -108,11 +108,11 @@ func testKnowledgeSources(t *testing.T, open Opener) {
 	if err != nil || pres.Duplicate || pres.Source.ID == res.Source.ID || pres.Source.Scope != "project" {
 		t.Errorf("AddDocument(project source) = %+v, %v; want a new project-scoped source", pres, err)
 	}
-	list, total, err := d.ListSources(ctx, store.Viewer{UserID: u.ID}, 10, 0)
+	list, total, err := d.ListSources(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: u.ID}, Limit: 10})
 	if err != nil || total != 2 || len(list) != 2 {
 		t.Errorf("ListSources = %d items, total %d, %v; want 2", len(list), total, err)
 	}
-	docs, total, err := d.ListDocuments(ctx, store.Viewer{UserID: u.ID, SourceID: res.Source.ID}, 10, 0)
+	docs, total, err := d.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: u.ID, SourceID: res.Source.ID}, Limit: 10})
 	if err != nil || total != 2 || len(docs) != 2 {
 		t.Errorf("ListDocuments(source) = %d, total %d, %v; want 2", len(docs), total, err)
 	}
@@ -155,7 +155,7 @@ func testKnowledgeConcurrentUploads(t *testing.T, open Opener) {
 				fresh++
 			}
 		}
-		_, total, err := d.ListDocuments(ctx, store.Viewer{UserID: u.ID, SourceID: first.Source.ID}, 1, 0)
+		_, total, err := d.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: u.ID, SourceID: first.Source.ID}, Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,11 +215,11 @@ func testKnowledgeVisibility(t *testing.T, open Opener) {
 			if err != nil || len(refs) != len(want) {
 				t.Errorf("EmbeddingRefs = %d refs, %v; want %d", len(refs), err, len(want))
 			}
-			srcs, _, err := d.ListSources(ctx, tc.v, 100, 0)
+			srcs, _, err := d.ListSources(ctx, store.ListKnowledgeParams{Viewer: tc.v, Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
-			docs, _, err := d.ListDocuments(ctx, tc.v, 100, 0)
+			docs, _, err := d.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: tc.v, Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,19 +342,19 @@ func testKnowledgeChunks(t *testing.T, open Opener) {
 		t.Fatalf("Embeddings = %d, %v", len(vecs), err)
 	}
 	// Reindex: new vectors beside the old, then the switch.
-	chunks, err := d.SourceChunks(ctx, doc.SourceID, "", 10)
+	chunks, err := d.SourceChunks(ctx, store.SourceChunksParams{SourceID: doc.SourceID, Limit: 10})
 	if err != nil || len(chunks) != 2 || chunks[0].ID >= chunks[1].ID {
 		t.Fatalf("SourceChunks = %+v, %v; want the 2 chunks in id order", chunks, err)
 	}
 	// Paged: one chunk at a time, each after the last.
-	first, err := d.SourceChunks(ctx, doc.SourceID, "", 1)
+	first, err := d.SourceChunks(ctx, store.SourceChunksParams{SourceID: doc.SourceID, Limit: 1})
 	if err != nil || len(first) != 1 || first[0].ID != chunks[0].ID {
 		t.Fatalf("SourceChunks(limit 1) = %+v, %v; want the first chunk", first, err)
 	}
-	if rest, err := d.SourceChunks(ctx, doc.SourceID, first[0].ID, 10); err != nil || len(rest) != 1 || rest[0].ID != chunks[1].ID {
+	if rest, err := d.SourceChunks(ctx, store.SourceChunksParams{SourceID: doc.SourceID, AfterID: first[0].ID, Limit: 10}); err != nil || len(rest) != 1 || rest[0].ID != chunks[1].ID {
 		t.Fatalf("SourceChunks(after the first) = %+v, %v; want the second chunk", rest, err)
 	}
-	if none, err := d.SourceChunks(ctx, doc.SourceID, chunks[1].ID, 10); err != nil || len(none) != 0 {
+	if none, err := d.SourceChunks(ctx, store.SourceChunksParams{SourceID: doc.SourceID, AfterID: chunks[1].ID, Limit: 10}); err != nil || len(none) != 0 {
 		t.Fatalf("SourceChunks(after the last) = %+v, %v; want none", none, err)
 	}
 	next := map[string][]float32{}
@@ -396,10 +396,10 @@ func testKnowledgeQueries(t *testing.T, open Opener) {
 			t.Fatalf("LogQuery: %v", err)
 		}
 		if i == 0 {
-			if err := d.SetFeedback(ctx, q.ID, 4, "good"); err != nil {
+			if err := d.SetFeedback(ctx, store.FeedbackParams{QueryID: q.ID, Rating: 4, Notes: "good"}); err != nil {
 				t.Fatalf("SetFeedback: %v", err)
 			}
-			if err := d.SetFeedback(ctx, q.ID, 5, "better"); err != nil {
+			if err := d.SetFeedback(ctx, store.FeedbackParams{QueryID: q.ID, Rating: 5, Notes: "better"}); err != nil {
 				t.Fatalf("SetFeedback again: %v", err)
 			}
 			got, err := d.GetQuery(ctx, q.ID)
@@ -411,7 +411,7 @@ func testKnowledgeQueries(t *testing.T, open Opener) {
 	if err := d.LogQuery(ctx, &store.KnowledgeQuery{ID: uuid.NewString(), UserID: a.ID, Mode: store.QuerySearch, QueryText: "s", TopK: 5, LatencyMS: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.SetFeedback(ctx, uuid.NewString(), 3, ""); !errors.Is(err, store.ErrNotFound) {
+	if err := d.SetFeedback(ctx, store.FeedbackParams{QueryID: uuid.NewString(), Rating: 3}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetFeedback(unknown) = %v, want ErrNotFound", err)
 	}
 	st, err := d.QueryStats(ctx, a.ID, 200)

@@ -141,7 +141,7 @@ func testKnowledgeBatchAsSingles(t *testing.T, open Opener) {
 			if _, err := d.AddDocument(ctx, s.src, &store.KnowledgeDocument{ID: s.id, UserID: userID, Filename: "old.txt", FileHash: s.hash}); err != nil {
 				t.Fatalf("AddDocument: %v", err)
 			}
-			if err := d.SetDocumentStatus(ctx, s.id, s.status, s.errMessage); err != nil {
+			if err := d.SetDocumentStatus(ctx, store.DocumentStatusParams{ID: s.id, Status: s.status, Error: s.errMessage}); err != nil {
 				t.Fatalf("SetDocumentStatus: %v", err)
 			}
 		}
@@ -205,7 +205,7 @@ func testKnowledgeBatchAsSingles(t *testing.T, open Opener) {
 			t.Errorf("source %s after AddDocuments = %+v, %v; one at a time %+v, %v", src.Name, g, err1, w, err2)
 		}
 		list := func(d store.Driver) []string {
-			docs, _, err := d.ListDocuments(ctx, store.Viewer{UserID: userID, SourceID: src.ID}, 100, 0)
+			docs, _, err := d.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: store.Viewer{UserID: userID, SourceID: src.ID}, Limit: 100})
 			if err != nil {
 				t.Fatalf("ListDocuments: %v", err)
 			}
