@@ -189,7 +189,7 @@ func (d *Driver) Ping(ctx context.Context) error {
 }
 
 // SQLDB is the pool the store runs on (its connection settings, pragmas and size), for a library
-// that takes a *sql.DB, as River's SQLite driver does (host/store/riverbench).
+// that takes a *sql.DB, as River's SQLite driver does (bench/riverbench).
 func (d *Driver) SQLDB() *sql.DB { return d.sqlDB }
 
 // Close implements store.Driver.

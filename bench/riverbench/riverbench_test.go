@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/reelforge/reelforge/host/store/pgstore"
-	"github.com/reelforge/reelforge/host/store/riverbench"
+	"github.com/reelforge/reelforge/bench/riverbench"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 )
 
@@ -55,7 +55,7 @@ func TestRiverOnOurStores(t *testing.T) {
 }
 
 // BenchmarkRiver prints the figures of docs/queue.md:
-// go test -run '^$' -bench River -benchtime 1x ./host/store/riverbench/
+// go test -run '^$' -bench River -benchtime 1x ./bench/riverbench/
 func BenchmarkRiver(b *testing.B) {
 	for range b.N {
 		measure(b, func(ctx context.Context, name string, m func(riverbench.Options) (*riverbench.Result, error)) {
