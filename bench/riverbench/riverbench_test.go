@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/bench/riverbench"
+	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 )
 
