@@ -209,10 +209,9 @@ func TestFaultRounds(t *testing.T) {
 				if o.lost+o.stuck+o.overlapping > 0 {
 					t.Errorf("%s: want lost, stuck and overlapping all zero", o)
 				}
-				// A step whose outcome the database refused runs again once it is back: the model
-				// is called twice with the same request. Issue 38 wants none; until the runs
-				// service fences its steps, only make fault-test (FAULT_ROUNDS set) fails on it.
-				if o.duplicated > 0 && os.Getenv("FAULT_ROUNDS") != "" {
+				// A step whose outcome the database refused runs again once it is back; it reads
+				// the model's answer back (runs: keepModelCall) instead of calling it again.
+				if o.duplicated > 0 {
 					t.Errorf("%s: want no model call made twice", o)
 				}
 				if len(w.during.late) > 0 || len(w.during.bad) > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -379,6 +380,35 @@ func (s *Service) Generate(ctx context.Context, req *engine.GenerateRequest) (*e
 		return &engine.GenerateResult{OK: false}, nil
 	}
 	return s.llm.Generate(ctx, req)
+}
+
+// keepAnswer is how keepModelCall retries: briskly (the database's return is a race with the
+// executors' claims, which back off with backoff.Loops) and for a minute at most (a database down
+// longer than that: the step asks the model again when its run is executed again).
+var keepAnswer = struct {
+	policy   backoff.Policy
+	patience time.Duration
+}{backoff.Policy{Min: 100 * time.Millisecond, Max: time.Second}, time.Minute}
+
+// keepModelCall records the model's answer to call key of a run's attempt, retrying while the
+// database fails, also after the execution lost its lease: the answer is a fact about the run
+// whoever executes it, and a re-execution that finds it does not call the model again.
+func (s *Service) keepModelCall(ctx context.Context, runID string, attempt int, key string, res *engine.GenerateResult) {
+	b, _ := json.Marshal(res) // strings and numbers: Marshal cannot fail
+	ctx, cancel := context.WithTimeout(ctx, keepAnswer.patience)
+	defer cancel()
+	retry := backoff.Retry{Policy: keepAnswer.policy, Log: s.log, What: "runs: record a model answer"}
+	for {
+		err := s.st.PutModelCall(ctx, runID, attempt, key, b)
+		if err == nil {
+			retry.Succeeded()
+			return
+		}
+		if errors.Is(err, store.ErrNotFound) || !backoff.Sleep(ctx, retry.Failed(err, "run_id", runID)) {
+			s.log.Warn("runs: a model answer not recorded: a re-execution of the step asks again", "run_id", runID, "err", err)
+			return
+		}
+	}
 }
 
 func toEngineJob(j *store.Job) *engine.Job {

@@ -2,10 +2,13 @@ package runs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/reelforge/reelforge/host/auth"
@@ -32,13 +35,18 @@ type runHost struct {
 	// and a call after that is refused, a model call under way cut short.
 	owner string
 	live  context.Context
+	// attempt is the run's attempt, and calls counts this execution's model calls by request
+	// digest: together they key the model's answers kept for a re-execution (see Generate).
+	attempt int
+	mu      sync.Mutex
+	calls   map[string]int
 }
 
 var _ engine.Host = (*runHost)(nil)
 
 // hostFor returns the Host of engine name's calls for run r.
 func (s *Service) hostFor(name string, r *store.Run) *runHost {
-	h := &runHost{s: s, engine: name, runID: r.ID, userID: r.UserID}
+	h := &runHost{s: s, engine: name, runID: r.ID, userID: r.UserID, attempt: r.Attempt, calls: map[string]int{}}
 	var pc engine.ProjectContext
 	if len(r.ProjectContext) > 0 && json.Unmarshal(r.ProjectContext, &pc) == nil {
 		h.project = pc.ProjectID
@@ -143,23 +151,57 @@ func (h *runHost) Search(ctx context.Context, req *engine.SearchRequest) ([]engi
 }
 
 // Generate implements engine.Host: a model call only while the execution holds its run, cut short
-// when it stops holding it.
+// when it stops holding it. An executor's call is answered once per run attempt: the model's
+// answer is recorded before the engine gets it, and the same call of a later execution of the
+// attempt (a step executed again because the database refused its outcome, or the run taken over)
+// reads it back instead of calling the model again (issue 38).
 func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*engine.GenerateResult, error) {
 	if err := h.fenced("Generate"); err != nil {
 		return nil, err
 	}
-	if h.owner != "" {
-		// Checked in the store too: the claim may have been taken over since the lease's last
-		// renewal (a host restarted with the same HOST_ID takes back its previous life's runs).
-		if err := h.s.st.FenceRun(ctx, h.runID, h.owner); errors.Is(err, store.ErrStale) {
-			return nil, errcode.New(errcode.WorkflowInvalidState, fmt.Sprintf("Generate: this execution of run %s no longer holds it", h.runID))
-		} else if err != nil {
-			return nil, err
-		}
+	if h.owner == "" || req == nil {
+		ctx, cancel := h.bound(ctx)
+		defer cancel()
+		return h.s.Generate(ctx, req)
 	}
-	ctx, cancel := h.bound(ctx)
-	defer cancel()
-	return h.s.Generate(ctx, req)
+	key := h.callKey(req)
+	if b, err := h.s.st.GetModelCall(ctx, h.runID, h.attempt, key); err == nil {
+		var res engine.GenerateResult
+		if json.Unmarshal(b, &res) == nil {
+			return &res, nil
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	// Checked in the store too: the claim may have been taken over since the lease's last
+	// renewal (a host restarted with the same HOST_ID takes back its previous life's runs).
+	if err := h.s.st.FenceRun(ctx, h.runID, h.owner); errors.Is(err, store.ErrStale) {
+		return nil, errcode.New(errcode.WorkflowInvalidState, fmt.Sprintf("Generate: this execution of run %s no longer holds it", h.runID))
+	} else if err != nil {
+		return nil, err
+	}
+	bctx, cancel := h.bound(ctx)
+	res, err := h.s.Generate(bctx, req)
+	cancel()
+	if err != nil || res == nil || !res.OK {
+		return res, err // nothing the model said: no answer to keep
+	}
+	h.s.keepModelCall(context.WithoutCancel(ctx), h.runID, h.attempt, key, res)
+	return res, nil
+}
+
+// callKey is the key of req's answer: a digest of the request and how many calls of this
+// execution made the same request before it, so that a step asking what an earlier one asked
+// still gets an answer of its own.
+func (h *runHost) callKey(req *engine.GenerateRequest) string {
+	b, _ := json.Marshal(req) // strings and a number: Marshal cannot fail
+	sum := sha256.Sum256(b)
+	digest := hex.EncodeToString(sum[:16])
+	h.mu.Lock()
+	h.calls[digest]++
+	n := h.calls[digest]
+	h.mu.Unlock()
+	return fmt.Sprintf("%s#%d", digest, n)
 }
 
 // NoRunHost answers the Host calls of engine name's plugin that serve no Run or Callback call of

@@ -125,6 +125,8 @@ type Store interface {
 	TakeBackRuns(ctx context.Context, hostID string) (int64, error)
 	UpsertTraceStep(ctx context.Context, s *store.TraceStep) error
 	ListTraceSteps(ctx context.Context, runID string) ([]store.TraceStep, error)
+	GetModelCall(ctx context.Context, runID string, attempt int, key string) (json.RawMessage, error)
+	PutModelCall(ctx context.Context, runID string, attempt int, key string, result json.RawMessage) error
 
 	CreateJob(ctx context.Context, j *store.Job) error
 	GetJob(ctx context.Context, id string) (*store.Job, error)

@@ -205,6 +205,14 @@ type Runs interface {
 	UpsertTraceStep(ctx context.Context, s *TraceStep) error
 	ListTraceSteps(ctx context.Context, runID string) ([]TraceStep, error)
 
+	// GetModelCall answers the model's recorded answer to call key of run id's attempt
+	// (ErrNotFound when there is none): a step executed again after its outcome could not be
+	// recorded reads it back instead of calling the model again.
+	GetModelCall(ctx context.Context, runID string, attempt int, key string) (json.RawMessage, error)
+	// PutModelCall records the model's answer to call key of run id's attempt; a key recorded
+	// already keeps its first answer.
+	PutModelCall(ctx context.Context, runID string, attempt int, key string, result json.RawMessage) error
+
 	CreateJob(ctx context.Context, j *Job) error
 	GetJob(ctx context.Context, id string) (*Job, error)
 	ListRunJobs(ctx context.Context, runID string) ([]Job, error)

@@ -84,7 +84,8 @@ func (db *DB) DeleteRun(ctx context.Context, id, userID string) error {
 		case status != store.RunCompleted && status != store.RunFailed && status != store.RunCancelled:
 			return store.ErrStale
 		}
-		for _, q := range []string{`DELETE FROM trace_steps WHERE run_id = $1`, `DELETE FROM jobs WHERE run_id = $1`,
+		for _, q := range []string{`DELETE FROM trace_steps WHERE run_id = $1`, `DELETE FROM run_model_calls WHERE run_id = $1`,
+			`DELETE FROM jobs WHERE run_id = $1`,
 			`DELETE FROM assets WHERE source_run_id = $1`, `DELETE FROM runs WHERE run_id = $1`} {
 			if _, err := tx.Exec(ctx, q, id); err != nil {
 				return err
@@ -523,4 +524,20 @@ func (db *DB) TimeOutJob(ctx context.Context, id string, now time.Time, errObj j
 		return nil, store.ErrStale
 	}
 	return j, err
+}
+
+// GetModelCall implements store.Runs.
+func (db *DB) GetModelCall(ctx context.Context, runID string, attempt int, key string) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := db.QueryRow(ctx, `SELECT result FROM run_model_calls WHERE run_id = $1 AND attempt = $2 AND call_key = $3`,
+		runID, attempt, key).Scan(JSON(&res))
+	return res, err
+}
+
+// PutModelCall implements store.Runs.
+func (db *DB) PutModelCall(ctx context.Context, runID string, attempt int, key string, result json.RawMessage) error {
+	_, err := db.Exec(ctx, `INSERT INTO run_model_calls (run_id, attempt, call_key, result, created_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, attempt, call_key) DO NOTHING`,
+		runID, attempt, key, JOr(result, "{}"), db.T(db.Now()))
+	return err
 }

@@ -728,3 +728,39 @@ func testIdempotencyDeadHolder(t *testing.T, open Opener) {
 		t.Errorf("Reserve after the holder's restart = %v, want it taken", err)
 	}
 }
+
+// testRunModelCalls: a model's answer is kept by run, attempt and key; the first answer of a key
+// stays; another attempt's calls are apart; a run's deletion takes them; an unknown run has none.
+func testRunModelCalls(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	r := newRun(t, d, u.ID, "content_plan_workflow")
+	if _, err := d.GetModelCall(ctx, r.ID, 1, "k#1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetModelCall before any = %v, want ErrNotFound", err)
+	}
+	for _, answer := range []string{`{"text":"first"}`, `{"text":"second"}`} {
+		if err := d.PutModelCall(ctx, r.ID, 1, "k#1", json.RawMessage(answer)); err != nil {
+			t.Fatalf("PutModelCall: %v", err)
+		}
+	}
+	got, err := d.GetModelCall(ctx, r.ID, 1, "k#1")
+	if err != nil || !strings.Contains(string(got), "first") {
+		t.Errorf("GetModelCall = %s, %v; want the first answer", got, err)
+	}
+	if _, err := d.GetModelCall(ctx, r.ID, 2, "k#1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetModelCall of attempt 2 = %v, want ErrNotFound: an attempt asks the model afresh", err)
+	}
+	if err := d.PutModelCall(ctx, uuid.NewString(), 1, "k#1", json.RawMessage(`{}`)); err == nil {
+		t.Errorf("PutModelCall of an unknown run = nil, want an error")
+	}
+	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteRun(ctx, r.ID, u.ID); err != nil {
+		t.Fatalf("DeleteRun: %v", err)
+	}
+	if _, err := d.GetModelCall(ctx, r.ID, 1, "k#1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetModelCall after DeleteRun = %v, want ErrNotFound", err)
+	}
+}

@@ -44,6 +44,7 @@ var suites = []struct {
 	{"runs_orphan_claim", testRunsOrphanClaim},
 	{"runs_take_back", testRunsTakeBack},
 	{"trace_concurrent_steps", testTraceConcurrentSteps},
+	{"run_model_calls", testRunModelCalls},
 	{"jobs", testJobs},
 	{"job_deadline", testJobDeadline},
 	{"knowledge_sources", testKnowledgeSources},
