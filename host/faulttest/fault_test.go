@@ -159,6 +159,14 @@ func TestFaultRounds(t *testing.T) {
 		h.waitHealth(t, 200, time.Minute)
 		h.login(t, email, false)
 	}
+	var project struct {
+		Data struct {
+			Project struct{ ID string } `json:"project"`
+		} `json:"data"`
+	}
+	if st, _ := hosts[0].call("POST", "/api/projects", map[string]any{"name": "fault"}, &project); st != 201 || project.Data.Project.ID == "" {
+		t.Fatalf("create project: %d", st)
+	}
 	var release func(*testing.T)
 	faults := []fault{
 		{"paused 10 s", func(t *testing.T) { c.Pause(t) }, func(t *testing.T) { c.Resume(t) }},
@@ -169,7 +177,7 @@ func TestFaultRounds(t *testing.T) {
 	for i := range rounds {
 		for _, f := range faults {
 			t.Run(fmt.Sprintf("round %d %s", i+1, f.name), func(t *testing.T) {
-				w := load(hosts)
+				w := load(hosts, project.Data.Project.ID)
 				time.Sleep(2 * time.Second) // work in flight when the fault comes
 				cpu0, lines0 := usage(hosts)
 				w.mark(true)
@@ -206,8 +214,11 @@ func TestFaultRounds(t *testing.T) {
 				t.Logf("%s: %s; during the fault: clients %s, /health %s; hosts' CPU %.0f%% of a core, %d log lines (not counting the access log) in %s; recovered in %s",
 					f.name, o, w.during, health, 100*(cpu1-cpu0).Seconds()/window.Seconds(),
 					lines1-lines0, window.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond))
-				if o.lost+o.stuck+o.overlapping > 0 {
-					t.Errorf("%s: want lost, stuck and overlapping all zero", o)
+				if o.lost+o.stuck+o.overlapping+o.lostEvents > 0 {
+					t.Errorf("%s: want lost, stuck, events missing and overlapping all zero", o)
+				}
+				if o.tasks == 0 || o.events == 0 {
+					t.Errorf("%s: the load made no task or the receiver got no event: the events went uncounted", o)
 				}
 				// A step whose outcome the database refused runs again once it is back; it reads
 				// the model's answer back (runs: keepModelCall) instead of calling it again.

@@ -335,6 +335,7 @@ func (a *answers) String() string {
 type work struct {
 	mu     sync.Mutex
 	runs   map[string]string // run id -> its tag
+	tasks  map[string]string // acknowledged task id -> its tag
 	docs   map[string]bool   // acknowledged document ids
 	stop   func()
 	during *answers // answers while a fault lasts (between mark and unmark)
@@ -350,9 +351,11 @@ func (w *work) record(what string, st int, took time.Duration) {
 	}
 }
 
-// load starts runs and ingests on each host until stopped; their events go to the receiver.
-func load(hosts []*host) *work {
-	w := &work{runs: map[string]string{}, docs: map[string]bool{}, during: newAnswers()}
+// load starts runs, tasks (in project) and ingests on each host until stopped. A task's changes are
+// announced as events (its creation in the transaction that creates it, its end when its run ends),
+// which go to the receiver.
+func load(hosts []*host, project string) *work {
+	w := &work{runs: map[string]string{}, tasks: map[string]string{}, docs: map[string]bool{}, during: newAnswers()}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	w.stop = func() { cancel(); wg.Wait() }
@@ -380,6 +383,27 @@ func load(hosts []*host) *work {
 				}
 			}()
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				tag := fmt.Sprintf("ftag-%016x", rand.Uint64())
+				var out struct {
+					Data struct {
+						Task struct{ ID string } `json:"task"`
+					} `json:"data"`
+				}
+				st, took := h.call("POST", "/api/tasks", map[string]any{"projectId": project, "type": "content_plan_workflow",
+					"inputParams": map[string]any{"topic": "quokka lanterns " + tag}}, &out)
+				w.record("create task", st, took)
+				if st == 201 && out.Data.Task.ID != "" {
+					w.mu.Lock()
+					w.tasks[out.Data.Task.ID] = tag
+					w.mu.Unlock()
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		}()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -413,16 +437,17 @@ func (w *work) mark(on bool) {
 
 // outcome is how the acknowledged work ended, once settled.
 type outcome struct {
-	runs, docs, events                   int
-	lost, stuck                          int
+	runs, tasks, docs, events            int
+	lost, stuck, lostEvents              int
 	failedRuns, failedDocs, eventRepeats int
 	calls, duplicated, overlapping       int
 }
 
 func (o outcome) String() string {
-	return fmt.Sprintf("%d runs, %d documents, %d events acknowledged: lost %d, stuck %d, model calls %d, duplicated %d, overlapping %d "+
-		"(runs failed %d, documents failed %d, events delivered again %d)",
-		o.runs, o.docs, o.events, o.lost, o.stuck, o.calls, o.duplicated, o.overlapping, o.failedRuns, o.failedDocs, o.eventRepeats)
+	return fmt.Sprintf("%d runs, %d tasks, %d documents acknowledged, %d events received: lost %d, stuck %d, events missing %d, "+
+		"model calls %d, duplicated %d, overlapping %d (runs and tasks failed %d, documents failed %d, events delivered again %d)",
+		o.runs, o.tasks, o.docs, o.events, o.lost, o.stuck, o.lostEvents, o.calls, o.duplicated, o.overlapping,
+		o.failedRuns, o.failedDocs, o.eventRepeats)
 }
 
 // settle waits, through h, until the acknowledged work of w has ended, and counts how.
@@ -438,8 +463,12 @@ func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome
 	for id := range w.docs {
 		docs[id] = true
 	}
+	tasks := map[string]string{}
+	for id, tag := range w.tasks {
+		tasks[id] = tag
+	}
 	w.mu.Unlock()
-	o.runs, o.docs = len(runs), len(docs)
+	o.runs, o.tasks, o.docs = len(runs), len(tasks), len(docs)
 	deadline := time.Now().Add(settleBound)
 	pending := map[string]bool{}
 	tags := map[string]bool{}
@@ -470,6 +499,38 @@ func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome
 	o.stuck += len(pending)
 	for id := range pending {
 		t.Logf("stuck run %s", id)
+	}
+	// Tasks end (success or failed) by the same bound; their runs call the model too.
+	ended := map[string]string{} // task id -> its status
+	for id, tag := range tasks {
+		tags[tag] = true
+		for {
+			var out struct {
+				Data struct {
+					Task struct{ Status string } `json:"task"`
+				} `json:"data"`
+			}
+			st, _ := h.call("GET", "/api/tasks/"+id, nil, &out)
+			s := out.Data.Task.Status
+			if st == 404 {
+				o.lost++
+				t.Logf("lost task %s", id)
+				break
+			}
+			if s == "success" || s == "failed" || s == "cancelled" {
+				if s != "success" {
+					o.failedRuns++
+				}
+				ended[id] = s
+				break
+			}
+			if time.Now().After(deadline) {
+				o.stuck++
+				t.Logf("stuck task %s (%d %s)", id, st, s)
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 	}
 	for id := range docs {
 		for {
@@ -518,7 +579,29 @@ func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	o.events, o.eventRepeats = r.Counts()
+	// Every acknowledged task was announced to the receiver: its creation (job.status.changed,
+	// committed with the task) and, once it ended, its end (task.completed or job.failed).
+	created, finished := map[string]bool{}, map[string]bool{}
+	for _, e := range r.Events() {
+		id, _ := e.Data["taskId"].(string)
+		switch {
+		case e.Name == "job.status.changed" && e.Data["status"] == "pending":
+			created[id] = true
+		case e.Name == "task.completed" || e.Name == "job.failed":
+			finished[id] = true
+		}
+	}
+	for id := range tasks {
+		if !created[id] {
+			o.lostEvents++
+			t.Logf("task %s: its creation was not announced", id)
+		}
+		if _, ok := ended[id]; ok && !finished[id] {
+			o.lostEvents++
+			t.Logf("task %s (%s): its end was not announced", id, ended[id])
+		}
+	}
+	o.events, o.eventRepeats = r.Take()
 	o.calls, o.duplicated, o.overlapping = m.executions(tags)
 	return o
 }

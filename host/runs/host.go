@@ -382,13 +382,15 @@ func (s *Service) Generate(ctx context.Context, req *engine.GenerateRequest) (*e
 	return s.llm.Generate(ctx, req)
 }
 
-// keepAnswer is how keepModelCall retries: briskly (the database's return is a race with the
-// executors' claims, which back off with backoff.Loops) and for a minute at most (a database down
-// longer than that: the step asks the model again when its run is executed again).
+// keepAnswer is how keepModelCall retries: every fifth of a second at most, because the
+// database's return is a race with the executors' claims (which back off with backoff.Loops, up
+// to half a minute) and the answer must be recorded before a re-execution asks for it; for a
+// minute at most (a database down longer than that: the step asks the model again when its run
+// is executed again).
 var keepAnswer = struct {
 	policy   backoff.Policy
 	patience time.Duration
-}{backoff.Policy{Min: 100 * time.Millisecond, Max: time.Second}, time.Minute}
+}{backoff.Policy{Min: 50 * time.Millisecond, Max: 200 * time.Millisecond}, time.Minute}
 
 // keepModelCall records the model's answer to call key of a run's attempt, retrying while the
 // database fails, also after the execution lost its lease: the answer is a fact about the run
