@@ -313,7 +313,13 @@ func (s *Service) launch(ctx context.Context, t *store.Task) {
 	runID, err := s.opt.Runner.Start(ctx, launch.Params{Workflow: s.WorkflowFor(t.Type), Inputs: inputs, User: user,
 		ProjectID: t.ProjectID, Trigger: store.TriggerAPI, TriggeredBy: launch.TriggeredByTask(t.ID)})
 	if err != nil {
-		s.failed(ctx, t.ID, errcode.Of(err), errcode.As(err).Message())
+		// Not every error is the catalogue's: a database that failed under the start is a
+		// store error (errcode.As is nil for it).
+		msg := err.Error()
+		if e := errcode.As(err); e != nil {
+			msg = e.Message()
+		}
+		s.failed(ctx, t.ID, errcode.Of(err), msg)
 		return
 	}
 	_, err = s.st.UpdateTask(ctx, store.TaskUpdate{ID: t.ID, From: []string{store.TaskRunning}, To: store.TaskRunning, RunID: &runID})
