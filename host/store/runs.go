@@ -220,14 +220,16 @@ type Runs interface {
 	// result or error; ErrStale when it was resolved already.
 	ResolveJob(ctx context.Context, id, status string, result, errObj json.RawMessage) (*Job, error)
 	// MarkJobDispatched sets a pending job running. A holder other than "" does the job's work
-	// itself and holds it until now+lease (renewed with RenewJobLeases).
+	// itself and holds it until now+lease, by the database's clock on PostgreSQL (renewed with
+	// RenewJobLeases).
 	MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error
 	// RenewJobLeases extends the leases of the unresolved jobs holder holds.
 	RenewJobLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
 	// TakeBackJobs ends at once the leases of the unresolved jobs held by host's lives (holders
 	// named host + "/..."); a host calls it at start, before it dispatches anything.
 	TakeBackJobs(ctx context.Context, host string) (int64, error)
-	// ListAbandonedJobs lists unresolved held jobs whose lease ran out before now.
+	// ListAbandonedJobs lists unresolved held jobs whose lease ran out before now (on PostgreSQL,
+	// by the database's clock, which sets and renews job leases: hosts' clocks may disagree).
 	ListAbandonedJobs(ctx context.Context, now time.Time, limit int) ([]Job, error)
 	// RetryJob gives a timed-out (still unresolved) job another attempt until timeoutAt; ErrStale
 	// when another sweeper did first or it was resolved.

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -694,5 +696,64 @@ func TestCandidateTermCounts(t *testing.T) {
 				t.Errorf("%s leg, chunk %d: %d terms, frequencies %v; want %d, %v", leg, c.Index, r.TermCount, r.TermFreq, len(words), want)
 			}
 		}
+	}
+}
+
+// TestJobLeasesByDatabaseClock: a job's lease is set, renewed and read by the database's clock, so
+// a host whose clock runs an hour late holds its jobs as long as one on time, and a host on time
+// does not take them for abandoned (issue 38; run leases are tested in host/runs).
+func TestJobLeasesByDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.PostgresURL(t)
+	schema := storetest.SchemaName()
+	late, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		late.Close()
+		storetest.DropSchema(url, schema)
+	})
+	onTime, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { onTime.Close() })
+	u := storetest.NewUser(t, late, "")
+	r := &store.Run{ID: uuid.NewString(), WorkflowID: "voiceover_video", UserID: u.ID, Inputs: json.RawMessage(`{}`), UserContext: json.RawMessage(`{}`)}
+	if err := late.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	j := &store.Job{ID: uuid.NewString(), RunID: r.ID, StepID: "render", Type: "videogen", Request: json.RawMessage(`{}`),
+		TimeoutAt: time.Now().Add(time.Hour)}
+	if err := late.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	abandoned := func() bool {
+		t.Helper()
+		jobs, err := onTime.ListAbandonedJobs(ctx, onTime.Now(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(jobs) == 1 && jobs[0].ID == j.ID
+	}
+	if err := late.MarkJobDispatched(ctx, j.ID, "late/life", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if abandoned() {
+		t.Errorf("a job dispatched for a minute by a host an hour late is abandoned at once for a host on time")
+	}
+	if _, err := late.RenewJobLeases(ctx, "late/life", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if abandoned() {
+		t.Errorf("a job renewed for a minute by a host an hour late is abandoned at once for a host on time")
+	}
+	if _, err := late.TakeBackJobs(ctx, "late"); err != nil {
+		t.Fatal(err)
+	}
+	if !abandoned() {
+		t.Errorf("a job taken back by its host (an hour late) is not abandoned for a host on time")
 	}
 }

@@ -196,8 +196,10 @@ func (db *DB) fenceRun(ctx context.Context, id, owner, lock string) error {
 // and stays as it is.
 func (db *DB) TakeBackRuns(ctx context.Context, host string) (int64, error) {
 	prefix := host + "/"
-	return db.Exec(ctx, `UPDATE runs SET lease_until = $3 WHERE claimed_by <> '' AND substr(claimed_by, 1, $2) = $1
-		AND status IN ('pending', 'running') AND lease_until IS NOT NULL`, prefix, len(prefix), db.T(db.Now().Add(-time.Millisecond)))
+	a := Args{List: []any{prefix, len(prefix)}}
+	_, ended := db.leaseClock(&a, -time.Millisecond) // run out by the clock leases are read by
+	return db.Exec(ctx, `UPDATE runs SET lease_until = `+ended+` WHERE claimed_by <> '' AND substr(claimed_by, 1, $2) = $1
+		AND status IN ('pending', 'running') AND lease_until IS NOT NULL`, a.List...)
 }
 
 // UpdateRun implements store.Runs.
@@ -440,32 +442,38 @@ func (db *DB) ResolveJob(ctx context.Context, id, status string, result, errObj 
 	return j, err
 }
 
-// MarkJobDispatched implements store.Runs.
+// MarkJobDispatched implements store.Runs. A held job's lease is set by the clock run leases are
+// (leaseClock): hosts whose clocks disagree agree on when it runs out, and a statement that waited
+// out a stall does not land it already expired.
 func (db *DB) MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error {
 	now := db.Now()
-	var until any
+	a := Args{List: []any{id, db.T(now), holder}}
+	until := "NULL"
 	if holder != "" {
-		until = db.T(now.Add(lease))
+		_, until = db.leaseClock(&a, lease)
 	}
-	_, err := db.Exec(ctx, `UPDATE jobs SET status = 'running', dispatched_at = $2, updated_at = $2, held_by = $3, lease_until = $4
-		WHERE job_id = $1 AND status IN ('pending', 'running')`, id, db.T(now), holder, until)
+	_, err := db.Exec(ctx, `UPDATE jobs SET status = 'running', dispatched_at = $2, updated_at = $2, held_by = $3, lease_until = `+until+`
+		WHERE job_id = $1 AND status IN ('pending', 'running')`, a.List...)
 	return err
 }
 
-// RenewJobLeases implements store.Runs.
+// RenewJobLeases implements store.Runs, by the clock of leases (leaseClock).
 func (db *DB) RenewJobLeases(ctx context.Context, holder string, lease time.Duration) (int64, error) {
 	if holder == "" {
 		return 0, nil
 	}
-	return db.Exec(ctx, `UPDATE jobs SET lease_until = $2 WHERE held_by = $1 AND status IN ('pending', 'running')`,
-		holder, db.T(db.Now().Add(lease)))
+	a := Args{List: []any{holder}}
+	_, until := db.leaseClock(&a, lease)
+	return db.Exec(ctx, `UPDATE jobs SET lease_until = `+until+` WHERE held_by = $1 AND status IN ('pending', 'running')`, a.List...)
 }
 
 // TakeBackJobs implements store.Runs.
 func (db *DB) TakeBackJobs(ctx context.Context, host string) (int64, error) {
 	prefix := host + "/"
-	return db.Exec(ctx, `UPDATE jobs SET lease_until = $3 WHERE held_by <> '' AND substr(held_by, 1, $2) = $1
-		AND status IN ('pending', 'running')`, prefix, len(prefix), db.T(db.Now().Add(-time.Millisecond)))
+	a := Args{List: []any{prefix, len(prefix)}}
+	_, ended := db.leaseClock(&a, -time.Millisecond) // run out by the clock leases are read by
+	return db.Exec(ctx, `UPDATE jobs SET lease_until = `+ended+` WHERE held_by <> '' AND substr(held_by, 1, $2) = $1
+		AND status IN ('pending', 'running')`, a.List...)
 }
 
 // ListAbandonedJobs implements store.Runs.
@@ -473,8 +481,14 @@ func (db *DB) ListAbandonedJobs(ctx context.Context, now time.Time, limit int) (
 	if limit <= 0 {
 		limit = 100
 	}
+	// On PostgreSQL a lease runs out by the database's clock (leaseClock), whatever now says.
+	a := Args{List: []any{limit}}
+	cutoff := "clock_timestamp()" // leaseClock's now on PostgreSQL
+	if db.D.Name != "postgres" {
+		cutoff = a.Add(db.T(now))
+	}
 	return db.queryJobs(ctx, `SELECT `+jobCols+` FROM jobs WHERE held_by <> '' AND status IN ('pending', 'running')
-		AND (lease_until IS NULL OR lease_until < $1) ORDER BY lease_until, job_id LIMIT $2`, db.T(now), limit)
+		AND (lease_until IS NULL OR lease_until < `+cutoff+`) ORDER BY lease_until, job_id LIMIT $1`, a.List...)
 }
 
 // RetryJob implements store.Runs.
