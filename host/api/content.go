@@ -36,6 +36,7 @@ func (s *Server) contentRoutes(r fiber.Router) {
 	r.Get("/materials", s.listMaterials)
 	r.Post("/materials/batch-delete", s.batchDeleteMaterials)
 	r.Get("/materials/:id", s.getMaterial)
+	r.Patch("/materials/:id", s.updateMaterial)
 
 	s.strategyRoutes(r)
 	s.chatRoutes(r)
@@ -208,12 +209,32 @@ func (s *Server) upload(c *fiber.Ctx, field string) (content.UploadInput, func()
 	if err != nil {
 		return content.UploadInput{}, nil, err
 	}
+	meta, err := formMeta(c)
+	if err != nil {
+		return content.UploadInput{}, nil, err
+	}
 	f, err := fh.Open()
 	if err != nil {
 		return content.UploadInput{}, nil, fmt.Errorf("api: open upload: %w", err)
 	}
 	return content.UploadInput{UserID: principal(c).UserID, ProjectID: pid, Name: fh.Filename,
-		DeclaredType: fh.Header.Get(fiber.HeaderContentType), Size: fh.Size, Body: f, Tags: tags}, func() { f.Close() }, nil
+		DeclaredType: fh.Header.Get(fiber.HeaderContentType), Size: fh.Size, Body: f, Tags: tags, Meta: meta}, func() { f.Close() }, nil
+}
+
+// formMeta reads an upload's focal point (focus "x,y", or focus_x and focus_y) and description.
+func formMeta(c *fiber.Ctx) (content.MetaChange, error) {
+	var m content.MetaChange
+	f, err := content.FormFocus(c.FormValue("focus"), c.FormValue("focus_x"), c.FormValue("focus_y"))
+	if err != nil {
+		return m, err
+	}
+	m.Focus = f
+	if d, err := content.CleanDescription("description", c.FormValue("description")); err != nil {
+		return m, err
+	} else if d != "" {
+		m.Description = &d
+	}
+	return m, nil
 }
 
 // formTags reads tags as a JSON array or a comma-separated list.
@@ -373,6 +394,55 @@ func (s *Server) listMaterials(c *fiber.Ctx) error {
 // getMaterial answers one asset of the caller's with its cover (404 for anyone else's).
 func (s *Server) getMaterial(c *fiber.Ctx) error {
 	a, err := s.Content.OwnAsset(s.ctx(c), principal(c).UserID, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	v, err := s.Content.View(s.ctx(c), a)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"asset": v})
+}
+
+// updateMaterial changes the creator's metadata of one of their assets: {metadata: {focus,
+// description}}. Only those two keys; the rest of the metadata is the host's and is kept.
+func (s *Server) updateMaterial(c *fiber.Ctx) error {
+	var in struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if in.Metadata == nil {
+		return errcode.Invalid("metadata", "is required: an object with focus and/or description")
+	}
+	var ch content.MetaChange
+	for k, raw := range in.Metadata {
+		switch k {
+		case "focus":
+			f, clear, err := content.JSONFocus("metadata.focus", raw)
+			if err != nil {
+				return err
+			}
+			ch.Focus, ch.ClearFocus = f, clear
+		case "description":
+			var d *string
+			if err := json.Unmarshal(raw, &d); err != nil {
+				return errcode.Invalid("metadata.description", "must be a string (or null or \"\" to remove it)")
+			}
+			clean := ""
+			if d != nil {
+				var err error
+				if clean, err = content.CleanDescription("metadata.description", *d); err != nil {
+					return err
+				}
+			}
+			ch.Description = &clean
+		default:
+			return errcode.Invalid("metadata."+k, "cannot be set: only focus and description are the creator's")
+		}
+	}
+	a, err := s.Content.SetMeta(s.ctx(c), principal(c).UserID, c.Params("id"), ch)
 	if err != nil {
 		return err
 	}

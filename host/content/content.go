@@ -62,6 +62,7 @@ type Store interface {
 	GetAssetByPath(ctx context.Context, userID, filePath string) (*store.Asset, error)
 	ListAssets(ctx context.Context, p store.ListAssetsParams) ([]store.Asset, int, error)
 	ListMaterial(ctx context.Context, p store.MaterialParams) ([]store.Asset, error)
+	SetAssetMetadata(ctx context.Context, p store.AssetMetadataParams) (*store.Asset, error)
 	ListRunAssets(ctx context.Context, runID string) ([]store.Asset, error)
 	DeleteAssets(ctx context.Context, userID string, ids []string) ([]string, error)
 	LiveAssetPaths(ctx context.Context, userID string, paths []string) ([]string, error)
@@ -503,7 +504,8 @@ type UploadInput struct {
 	Body            io.Reader // a seekable Body (a multipart file) is read from its start
 	Tags            []string
 	RelatedCorpusID string
-	OnlyTypes       []string // refuse other file types (empty: image, video, audio)
+	OnlyTypes       []string   // refuse other file types (empty: image, video, audio)
+	Meta            MetaChange // the creator's focal point and description (checked by the caller)
 }
 
 // Upload stores a file in the blob store under assets/<user_id>/<uuid><ext> after sniffing its type
@@ -602,7 +604,13 @@ func (s *Service) storeFile(ctx context.Context, in UploadInput) (*store.Asset, 
 	if name == "." || name == "/" {
 		name = ""
 	}
-	meta, _ := json.Marshal(map[string]any{"tags": tags, "sniffed_mime": media.MIME, "storage": s.blobs.Kind()})
+	m := map[string]any{"tags": tags, "sniffed_mime": media.MIME, "storage": s.blobs.Kind()}
+	for k, v := range in.Meta.set() {
+		if v != nil {
+			m[k] = v
+		}
+	}
+	meta, _ := json.Marshal(m)
 	return &store.Asset{ID: id, UserID: in.UserID, ProjectID: in.ProjectID, FilePath: key, FileType: media.FileType,
 		MimeType: media.MIME, FileSize: size, FileURL: fileurl.OfMaterial(id), OriginalName: clip(name, 255),
 		Metadata: meta, RelatedCorpusID: in.RelatedCorpusID, Tags: tags}, nil

@@ -117,6 +117,12 @@ type Asset struct {
 	IsDeleted       bool            `json:"is_deleted"`
 }
 
+// AssetMetadataParams names the metadata keys SetAssetMetadata changes on one user's asset.
+type AssetMetadataParams struct {
+	UserID, ID string
+	Set        map[string]any // key -> value (any JSON value); nil removes the key
+}
+
 // ListAssetsParams filters and pages one user's assets, newest first; deleted ones never appear.
 type ListAssetsParams struct {
 	UserID          string // required
@@ -178,6 +184,11 @@ type Content interface {
 	// of its owner, not deleted, not made by a run), from the whole project however many assets
 	// it holds: those tagged with one of p.Tags first, then the newest first.
 	ListMaterial(ctx context.Context, p MaterialParams) ([]Asset, error)
+	// SetAssetMetadata sets the top-level keys of p.Set in the metadata of p.UserID's live asset
+	// p.ID (a nil value removes its key), keeping every other key, and returns the asset as
+	// stored. Concurrent changes of other keys are not lost (a compare-and-set, tried again when
+	// another write came between). ErrNotFound when the asset is not the user's or is deleted.
+	SetAssetMetadata(ctx context.Context, p AssetMetadataParams) (*Asset, error)
 
 	Batches
 }

@@ -71,10 +71,38 @@ type Op struct {
 }
 
 // inspirationForm is the upload form of an inspiration: the file as field file or media.
+// materialForm is the form of a materials upload.
+func materialForm() M {
+	f := obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "project_id", uuid, "tags", str("comma separated"))
+	for k, v := range assetMetaForm() {
+		f["properties"].(M)[k] = v
+	}
+	return f
+}
+
+// assetMetaForm is the creator's metadata an upload may carry as form fields.
+func assetMetaForm() M {
+	return M{
+		"focus":       str(`focal point "x,y", each 0..1 from the left and the top (or focus_x and focus_y); every crop keeps it in view`),
+		"focus_x":     num("focal point from the left, 0..1 (with focus_y)"),
+		"focus_y":     num("focal point from the top, 0..1 (with focus_x)"),
+		"description": str("what the picture or clip shows (at most 1000 characters); a template script says it where it matches the topic"),
+	}
+}
+
+// focusSchema is a focal point in a JSON body.
+var focusSchema = M{"oneOf": []any{
+	M{"type": "object", "required": []any{"x", "y"}, "additionalProperties": false, "properties": M{
+		"x": M{"type": "number", "minimum": 0, "maximum": 1}, "y": M{"type": "number", "minimum": 0, "maximum": 1}}},
+	str(`"x,y"`), M{"type": "null", "description": "removes it"}}}
+
 func inspirationForm() M {
 	f := obj("file", M{"type": "string", "contentMediaType": "application/octet-stream"},
 		"media", M{"type": "string", "contentMediaType": "application/octet-stream", "description": "alias of file"},
-		"title", str(""), "project_id", uuid)
+		"title", str(""), "project_id", uuid, "tags", str("comma separated"))
+	for k, v := range assetMetaForm() {
+		f["properties"].(M)[k] = v
+	}
 	f["anyOf"] = []any{M{"required": []any{"file"}}, M{"required": []any{"media"}}}
 	return f
 }
@@ -343,11 +371,15 @@ func Ops() []Op {
 		{Method: "DELETE", Path: "/api/corpus/:id", Tag: "Content", Summary: "Delete a corpus record (soft)", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: obj("deleted!", boolean(""), "id", uuid), Errors: []int{404}},
 		{Method: "POST", Path: "/api/materials/upload", Tag: "Content", Summary: "Upload a material (form field file)", Sec: Bearer, Status: 201, Kind: Data,
-			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "project_id", uuid, "tags", str("comma separated")),
-			Resp: obj("asset!", ref("Asset")), Errors: []int{403, 413}},
+			Form: materialForm(), Resp: obj("asset!", ref("Asset")), Errors: []int{403, 413}},
 		{Method: "GET", Path: "/api/materials", Tag: "Content", Summary: "The caller's materials", Sec: Bearer, Status: 200, Kind: List,
 			Query: listQ(q("type", "", enum("video", "image", "audio", "captions")), q("tag", "", str(""))), Resp: ref("Asset")},
 		{Method: "GET", Path: "/api/materials/:id", Tag: "Content", Summary: "One asset of the caller's, with its cover", Sec: Bearer, Status: 200, Kind: Data,
+			Resp: obj("asset!", ref("Asset")), Errors: []int{404}},
+		{Method: "PATCH", Path: "/api/materials/:id", Tag: "Content", Summary: "Set the creator's metadata of an asset of the caller's: its focal point and description (the rest of its metadata is kept)", Sec: Bearer, Status: 200, Kind: Data,
+			Body: obj("metadata!", M{"type": "object", "additionalProperties": false, "properties": M{
+				"focus":       focusSchema,
+				"description": nullable(M{"type": "string", "maxLength": 1000, "description": `"" or null removes it`})}}),
 			Resp: obj("asset!", ref("Asset")), Errors: []int{404}},
 		{Method: "POST", Path: "/api/materials/batch-delete", Tag: "Content", Summary: "Delete materials: their files' bytes, then their rows; the run results that named them name them no more", Sec: Bearer, Status: 200, Kind: Data,
 			Body: obj("ids!", M{"type": "array", "items": uuid, "minItems": 1, "maxItems": 100}), Resp: obj("deletedCount!", integer(""))},

@@ -116,7 +116,7 @@ func schemas() M {
 			"source_url", str(""), "media_urls", arr(str("")), "status", enum("unread", "read", "archived"),
 			"usage_count", integer(""), "is_featured", boolean(""), "created_at", when),
 		"Asset": obj("thumbnail_url", str("a video's cover (the run made it), an image itself"), "id!", uuid, "user_id", uuid, "file_path", str(""), "file_type", enum("video", "image", "audio", "captions"),
-			"file_size", integer(""), "file_url", str(""), "metadata", anyObj("duration, width, height, tags; a generated video's thumbnail_path, captions_vtt_path, captions_srt_path"),
+			"file_size", integer(""), "file_url", str(""), "metadata", anyObj("duration, width, height, tags; the creator's focus {x, y} and description (PATCH /api/materials/:id); a generated video's thumbnail_path, captions_vtt_path, captions_srt_path"),
 			"source_task_id", str(""), "related_corpus_id", str(""), "tags", arr(str("")), "created_at", when),
 		"APIKey": obj("id!", uuid, "name!", str("triggered_by of the runs the key starts"), "scope!", enum("automation", "admin"),
 			"prefix!", str("the key's first characters"), "user_id", uuid, "created_by", str("user id, or cli"), "created_at!", when,

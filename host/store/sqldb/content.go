@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/reelforge/reelforge/host/store"
@@ -315,6 +316,43 @@ func (db *DB) ListMaterial(ctx context.Context, p store.MaterialParams) ([]store
 		order = "CASE WHEN " + strings.Join(conds, " OR ") + " THEN 0 ELSE 1 END, " + order
 	}
 	return queryAll(ctx, db, scanAsset, `SELECT `+assetCols+` FROM assets WHERE `+where+` ORDER BY `+order+` LIMIT `+a.Add(p.Limit), a.List...)
+}
+
+// SetAssetMetadata implements store.Content: a read, then an UPDATE guarded by the metadata it
+// read, so a write between the two is noticed and the change is made again on top of it.
+func (db *DB) SetAssetMetadata(ctx context.Context, p store.AssetMetadataParams) (*store.Asset, error) {
+	for range 8 {
+		a, err := scanAsset(db.QueryRow(ctx, `SELECT `+assetCols+` FROM assets WHERE id = $1 AND user_id = $2 AND is_deleted = FALSE`, p.ID, p.UserID))
+		if err != nil {
+			return nil, err
+		}
+		meta := map[string]any{}
+		if err := json.Unmarshal(a.Metadata, &meta); err != nil || meta == nil {
+			meta = map[string]any{} // not an object (never written so): replaced by one
+		}
+		for k, v := range p.Set {
+			if v == nil {
+				delete(meta, k)
+			} else {
+				meta[k] = v
+			}
+		}
+		raw, err := json.Marshal(meta)
+		if err != nil {
+			return nil, fmt.Errorf("sqldb: asset metadata: %w", err)
+		}
+		n, err := db.Exec(ctx, `UPDATE assets SET metadata = $1
+			WHERE id = $2 AND user_id = $3 AND is_deleted = FALSE AND COALESCE(metadata, '{}') = $4`,
+			J(raw), p.ID, p.UserID, J(a.Metadata))
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			a.Metadata = raw
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("sqldb: asset %s: metadata changed by other writes on every try: %w", p.ID, store.ErrStale)
 }
 
 // DeleteAssets implements store.Content.

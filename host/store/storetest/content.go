@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -243,6 +245,44 @@ func testAssets(t *testing.T, open Opener) {
 		t.Errorf("CountCorpus = %+v, %v; want asset 1", counts, err)
 	}
 
+	// SetAssetMetadata: the keys set, the others kept, one removed with nil; only the owner's.
+	described := &store.Asset{ID: uuid.NewString(), UserID: me.ID, FilePath: "assets/x/d.png", FileType: store.AssetImage,
+		Metadata: json.RawMessage(`{"sniffed_mime":"image/png","focus":{"x":0.5,"y":0.5}}`)}
+	if err := d.CreateAsset(ctx, described); err != nil {
+		t.Fatal(err)
+	}
+	set, err := d.SetAssetMetadata(ctx, store.AssetMetadataParams{UserID: me.ID, ID: described.ID,
+		Set: map[string]any{"focus": map[string]any{"x": 0.25, "y": 0.75}, "description": "A latte with a heart"}})
+	want := `{"description":"A latte with a heart","focus":{"x":0.25,"y":0.75},"sniffed_mime":"image/png"}`
+	if err != nil || !jsonEqual(set.Metadata, want) {
+		t.Errorf("SetAssetMetadata = %s, %v; want %s", set.Metadata, err, want)
+	}
+	if got, _ := d.GetAsset(ctx, described.ID); got == nil || !jsonEqual(got.Metadata, want) {
+		t.Errorf("metadata read back = %+v, want %s", got, want)
+	}
+	if set, err := d.SetAssetMetadata(ctx, store.AssetMetadataParams{UserID: me.ID, ID: described.ID, Set: map[string]any{"focus": nil}}); err != nil ||
+		!jsonEqual(set.Metadata, `{"description":"A latte with a heart","sniffed_mime":"image/png"}`) {
+		t.Errorf("SetAssetMetadata(focus nil) = %v, %v; want focus removed, the rest kept", set, err)
+	}
+	if _, err := d.SetAssetMetadata(ctx, store.AssetMetadataParams{UserID: other.ID, ID: described.ID, Set: map[string]any{"description": "x"}}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetAssetMetadata(another user's) = %v, want ErrNotFound", err)
+	}
+	// Writers of different keys at once: every key lands (none overwrites another's change).
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := d.SetAssetMetadata(ctx, store.AssetMetadataParams{UserID: me.ID, ID: vid.ID, Set: map[string]any{fmt.Sprintf("k%d", i): i}}); err != nil {
+				t.Errorf("SetAssetMetadata k%d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got, _ := d.GetAsset(ctx, vid.ID); got == nil || !jsonEqual(got.Metadata, `{"k0":0,"k1":1,"k2":2,"k3":3}`) {
+		t.Errorf("after concurrent writers metadata = %s, want all four keys", got.Metadata)
+	}
+
 	// A run's files: listed by run, found by key for their owner only, a deleted one no longer.
 	runID := uuid.NewString()
 	made := []*store.Asset{
@@ -371,4 +411,11 @@ func testMaterial(t *testing.T, open Opener) {
 	if diff := cmp.Diff([]string{clip.ID}, ids(store.MaterialParams{UserID: me.ID, ProjectID: project, Limit: 1})); diff != "" {
 		t.Errorf("ListMaterial limit 1 (-want +got):\n%s", diff)
 	}
+}
+
+// jsonEqual reports whether raw is the JSON value of want, whatever its spacing and key order
+// (PostgreSQL's jsonb reorders keys).
+func jsonEqual(raw json.RawMessage, want string) bool {
+	var a, b any
+	return json.Unmarshal(raw, &a) == nil && json.Unmarshal([]byte(want), &b) == nil && cmp.Equal(a, b)
 }
