@@ -81,6 +81,9 @@ e2e-n8n: ## opt-in: import and publish integrations/automation/*.json in a real 
 e2e-langgraph: ## opt-in: live (review, resume) and short_drama (a video) through a stock LangGraph server (first run installs ~160 MB into ~/.cache)
 	bash scripts/e2e-langgraph.sh
 
+e2e-flowise: ## opt-in: kb_chat and a two-turn /api/ai/chat through a stock Flowise 3.1.4 and its API-made chatflow (first run installs ~3 GB into ~/.cache)
+	bash scripts/e2e-flowise.sh
+
 # The real-browser check: headless Chromium (Debian's, installed by scripts/install-browser.sh) on a
 # page of another origin plays a voiceover_video from its signed URLs (host/e2e/browser). The host
 # runs as `make run` does, on SQLite, or on E2E_DATABASE_URL; the screenshot is bin/e2e-browser.png.
@@ -94,4 +97,4 @@ demo: build ## ingest the demo knowledge base for a demo user (host must be runn
 clean: ## remove build output
 	rm -rf $(BIN)
 
-.PHONY: help build plugins run test tools-run tools-test crash-test fault-test test-short test-pg bench proto verify lint tidy e2e-n8n e2e-langgraph e2e-browser demo clean
+.PHONY: help build plugins run test tools-run tools-test crash-test fault-test test-short test-pg bench proto verify lint tidy e2e-n8n e2e-langgraph e2e-flowise e2e-browser demo clean
