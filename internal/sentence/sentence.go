@@ -47,17 +47,29 @@ func Split(text, ends string) []string {
 			continue
 		}
 		if r >= utf8.RuneSelf || !strings.ContainsRune(".!?", r) || endsHere(text, i, r, cur.String()) {
-			if r < utf8.RuneSelf {
-				// Take a closing quote or bracket that follows along with the sentence.
-				for j := i + 1; j < len(text); {
-					c, n := utf8.DecodeRuneInString(text[j:])
-					if !strings.ContainsRune(`"')]”’」』）`, c) {
-						break
+			// Take what closes the sentence along with it: closing quotes and brackets, more
+			// terminators (？！) and the emoji that end it ("为什么？☕", "Done! 🎉"), so no
+			// sentence is made of those alone.
+			for j := i + utf8.RuneLen(r); j < len(text); {
+				c, n := utf8.DecodeRuneInString(text[j:])
+				switch {
+				case strings.ContainsRune(closers, c), strings.ContainsRune(ends, c) && c >= utf8.RuneSelf, decoration(c):
+				case c == ' ' || c == '\t':
+					k := len(text) - len(strings.TrimLeft(text[j:], " \t"))
+					if next, _ := utf8.DecodeRuneInString(text[k:]); k == len(text) || !decoration(next) {
+						j = len(text) // only blank space follows: the sentence ends here
+						continue
 					}
-					cur.WriteRune(c)
-					j += n
-					skip = j
+					cur.WriteString(text[j:k])
+					j, skip = k, k
+					continue
+				default:
+					j = len(text)
+					continue
 				}
+				cur.WriteRune(c)
+				j += n
+				skip = j
 			}
 			flush()
 		}
@@ -66,10 +78,23 @@ func Split(text, ends string) []string {
 	return out
 }
 
+// closers are the closing quotes and brackets a sentence takes along after its terminator.
+const closers = `"')]”’」』）`
+
+// decoration reports whether r is an emoji or symbol that a sentence may end with after its
+// terminator (and the joiners and modifiers of emoji sequences).
+func decoration(r rune) bool {
+	switch {
+	case r == 0x200D, r == 0xFE0E, r == 0xFE0F, r == 0x20E3, r >= 0x1F3FB && r <= 0x1F3FF:
+		return true
+	}
+	return unicode.Is(unicode.So, r) || unicode.Is(unicode.Sk, r)
+}
+
 // endsHere reports whether the Latin terminator r at byte i of text ends a sentence; cur is the
 // sentence so far, r included.
 func endsHere(text string, i int, r rune, cur string) bool {
-	rest := strings.TrimLeft(text[i+1:], `"')]”’」』）`)
+	rest := strings.TrimLeftFunc(text[i+1:], func(c rune) bool { return strings.ContainsRune(closers, c) || decoration(c) })
 	if rest != "" {
 		next, _ := utf8.DecodeRuneInString(rest)
 		if !unicode.IsSpace(next) {

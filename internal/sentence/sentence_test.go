@@ -26,6 +26,10 @@ func TestSplit(t *testing.T) {
 		"quote":         {`He said "go." Then left.`, sentence.Ends, []string{`He said "go."`, "Then left."}},
 		"chinese price": {"价格是2.40元。很便宜！", sentence.Ends, []string{"价格是2.40元。", "很便宜！"}},
 		"ellipsis":      {"Wait... really? Yes.", sentence.Ends, []string{"Wait...", "really?", "Yes."}},
+		"emoji after":   {"为什么要学手冲咖啡？☕ 先说结论。Done! 🎉 Next.", sentence.Ends, []string{"为什么要学手冲咖啡？☕", "先说结论。", "Done! 🎉", "Next."}},
+		"emoji glued":   {"Wow!🔥 Next one.", sentence.Ends, []string{"Wow!🔥", "Next one."}},
+		"double end":    {"真的吗？！当然。", sentence.Ends, []string{"真的吗？！", "当然。"}},
+		"emoji inside":  {"I love it 🔥. Next.", sentence.Ends, []string{"I love it 🔥.", "Next."}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
