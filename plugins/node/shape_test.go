@@ -142,15 +142,18 @@ func TestTemplateCasing(t *testing.T) {
 		topic, platform string
 		want, wantNot   []string
 	}{
-		"article lowered":   {topic: "An astronaut's first day in orbit", want: []string{"Let's talk about an astronaut's first day in orbit."}, wantNot: []string{"about An"}},
-		"proper noun kept":  {topic: "Tokyo street food", want: []string{"Let's talk about Tokyo street food."}},
-		"acronym kept":      {topic: "AI tools for teachers", want: []string{"Let's talk about AI tools for teachers."}},
-		"list hook":         {topic: "Top 5 habits of calm people", want: []string{"Here are the top 5 habits of calm people."}},
-		"list headline":     {topic: "In 30 seconds: 3 easy dinners", want: []string{"In 30 seconds: 3 easy dinners.\n"}},
-		"xiaohongshu close": {topic: "Three reasons to walk to work", platform: "xiaohongshu", wantNot: []string{"own three reasons"}},
-		"中文收尾":              {topic: "三个理由让你爱上手冲咖啡", platform: "xiaohongshu", want: []string{"三个理由让你爱上手冲咖啡，"}, wantNot: []string{"分享你的三个理由", "心得"}},
-		"中文问题收尾":            {topic: "为什么手冲咖啡更香？", wantNot: []string{"怎么看为什么", "？。", "？！"}},
-		"中文短题":              {topic: "手冲咖啡", platform: "xiaohongshu", want: []string{"今天聊聊手冲咖啡。", "分享你的手冲咖啡心得"}},
+		"article lowered":     {topic: "An astronaut's first day in orbit", want: []string{"Let's talk about an astronaut's first day in orbit."}, wantNot: []string{"about An"}},
+		"proper noun kept":    {topic: "Tokyo street food", want: []string{"Let's talk about Tokyo street food."}},
+		"acronym kept":        {topic: "AI tools for teachers", want: []string{"Let's talk about AI tools for teachers."}},
+		"list hook":           {topic: "Top 5 habits of calm people", want: []string{"Here are the top 5 habits of calm people."}},
+		"list headline":       {topic: "In 30 seconds: 3 easy dinners", want: []string{"In 30 seconds: 3 easy dinners.\n"}},
+		"xiaohongshu close":   {topic: "Three reasons to walk to work", platform: "xiaohongshu", wantNot: []string{"own three reasons"}},
+		"中文收尾":                {topic: "三个理由让你爱上手冲咖啡", platform: "xiaohongshu", want: []string{"三个理由让你爱上手冲咖啡，"}, wantNot: []string{"分享你的三个理由", "心得"}},
+		"中文问题收尾":              {topic: "为什么手冲咖啡更香？", wantNot: []string{"怎么看为什么", "？。", "？！"}},
+		"中文短题":                {topic: "手冲咖啡", platform: "xiaohongshu", want: []string{"今天聊聊手冲咖啡。", "分享你的手冲咖啡心得"}},
+		"question with emoji": {topic: "为什么要学手冲咖啡？☕", want: []string{"为什么要学手冲咖啡？☕"}, wantNot: []string{"☕？", "？？"}},
+		"English emoji":       {topic: "Why brew pour-over? ☕", want: []string{"Why brew pour-over? ☕"}, wantNot: []string{"☕?"}},
+		"list emoji":          {topic: "3 reasons to brew pour-over ☕", want: []string{"Here are 3 reasons to brew pour-over. ☕"}, wantNot: []string{"☕."}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

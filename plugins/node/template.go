@@ -397,14 +397,25 @@ var hooks = map[string][2]string{
 // opening. The topic is written for the middle of a sentence (midSentence).
 func (b brief) hook(sh shape) string {
 	zh := b.zh()
-	topic := strings.TrimRight(b.topic, ".。!！ ")
+	// Emoji that end the topic end the hook, after its punctuation: "为什么要学手冲咖啡？☕",
+	// "Here are 3 reasons to brew pour-over. ☕".
+	core := strings.TrimRightFunc(b.topic, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.Is(unicode.So, r) || r == 0xFE0F || r == 0x200D
+	})
+	tail := b.topic[len(core):]
+	if strings.TrimSpace(tail) == "" {
+		tail = ""
+	} else if !zh && !strings.HasPrefix(tail, " ") {
+		tail = " " + tail
+	}
+	topic := strings.TrimRight(core, ".。!！ ")
 	var h string
 	switch {
 	case b.format == "drama":
 	case sh.question != "" && !zh && strings.HasPrefix(strings.ToLower(topic), "how to "):
 		h = "Here is " + midSentence(topic) + "."
 	case sh.question != "":
-		h = capitalise(strings.TrimRight(topic, "?？"))
+		h = capitalise(strings.TrimRight(topic, "?？ "))
 		h += map[bool]string{false: "?", true: "？"}[zh]
 	case sh.count > 0 && zh:
 		h = topic + "，我们一条一条来看。"
@@ -418,6 +429,7 @@ func (b brief) hook(sh shape) string {
 		h = capitalise(topic) + "."
 	}
 	if h != "" {
+		h += tail
 		if b.format == "live" {
 			h = map[bool]string{false: "Welcome in! ", true: "欢迎来到直播间！"}[zh] + h
 		}
