@@ -147,13 +147,14 @@ func (s *Server) authenticateTool(c *fiber.Ctx, tok string) error {
 	if err != nil {
 		return err
 	}
+	// The route first: a refusal costs no database read.
+	if !toolRoute(c.Method(), c.Path()) {
+		return errcode.New(errcode.Authorization, "A tool credential may call only POST /api/knowledge/context and /api/knowledge/search")
+	}
 	if s.Runs != nil {
 		if err := s.Runs.CheckGrant(s.ctx(c), p); err != nil {
 			return err
 		}
-	}
-	if !toolRoute(c.Method(), c.Path()) {
-		return errcode.New(errcode.Authorization, "A tool credential may call only POST /api/knowledge/context and /api/knowledge/search")
 	}
 	c.Locals(localPrincipal, p)
 	return c.Next()
