@@ -262,6 +262,9 @@ func (c *Config) Validate() error {
 	if c.SchedulerMode != "automation_managed" && c.SchedulerMode != "cron" {
 		errs = append(errs, fmt.Errorf("SCHEDULER_MODE: want automation_managed or cron, got %q", c.SchedulerMode))
 	}
+	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("LOG_FORMAT: want json or text, got %q", c.LogFormat))
+	}
 	if c.VectorSearch != "auto" && c.VectorSearch != "off" {
 		errs = append(errs, fmt.Errorf("KB_VECTOR_SEARCH: want auto or off, got %q", c.VectorSearch))
 	}

@@ -89,3 +89,15 @@ func TestFileURLTTL(t *testing.T) {
 		}
 	}
 }
+
+func TestLogFormat(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"", "json", "text"} {
+		if c, err := LoadFrom(lookup(map[string]string{"LOG_FORMAT": v})); err != nil || c.LogFormat != v {
+			t.Errorf("LOG_FORMAT=%q: %v, %v", v, c.LogFormat, err)
+		}
+	}
+	if _, err := LoadFrom(lookup(map[string]string{"LOG_FORMAT": "xml"})); err == nil || !strings.Contains(err.Error(), "LOG_FORMAT") {
+		t.Errorf("LOG_FORMAT=xml: err = %v, want one naming it", err)
+	}
+}
