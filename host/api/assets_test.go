@@ -35,7 +35,7 @@ func mp4Bytes(n int) []byte {
 func uploadedEvents(t *testing.T, st store.Driver) map[string]int {
 	t.Helper()
 	evs, err := st.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: 1000, Token: uuid.NewString(),
-		LeaseUntil: time.Now().Add(time.Hour)})
+		Lease: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -503,7 +503,7 @@ func testMaterials(t *testing.T, open func(*testing.T) store.Driver, blobs blob.
 	// Four assets stored (png, wav, other's png, the inspiration's): four task.asset.uploaded
 	// events in the outbox and four asset:sync frames; the batch delete sent its frames too.
 	evs, err := b.st.ClaimOutboxEvents(t.Context(), &store.ClaimOutboxParams{Limit: 100, Token: uuid.NewString(),
-		LeaseUntil: time.Now().Add(time.Minute)})
+		Lease: time.Minute})
 	byName := map[string]int{}
 	for _, e := range evs {
 		byName[e.Event]++

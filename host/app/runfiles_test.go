@@ -199,7 +199,7 @@ func TestRunFilesOnEveryStartPath(t *testing.T) {
 					t.Errorf("%s: asset = %+v (metadata %v)", how, a, meta)
 				}
 				evs, err := hh.h.Store.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: 1000,
-					Token: uuid.NewString(), LeaseUntil: time.Now().Add(time.Hour)})
+					Token: uuid.NewString(), Lease: time.Hour})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,7 +15,7 @@ import (
 
 func claimAll(t *testing.T, d store.Driver) []map[string]any {
 	t.Helper()
-	evs, err := d.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: 100, Token: uuid.NewString(), LeaseUntil: time.Now().Add(time.Hour)})
+	evs, err := d.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: 100, Token: uuid.NewString(), Lease: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -237,7 +237,7 @@ func (w *Worker) lease() time.Duration {
 // a batch are posted concurrently, one event per request.
 func (w *Worker) RunBatch(ctx context.Context) (int, error) {
 	tok := uuid.NewString()
-	evs, err := w.st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: w.cfg.BatchSize, Token: tok, LeaseUntil: w.now().Add(w.lease())})
+	evs, err := w.st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: w.cfg.BatchSize, Token: tok, Lease: w.lease()})
 	if err != nil {
 		return 0, err
 	}

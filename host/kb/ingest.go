@@ -283,8 +283,7 @@ func (s *Service) newDocument(p IngestParams) (store.NewDocument, []byte) {
 		// uploading and then parsing (a document taken over by a retry starts in uploading).
 		ParseStatus: store.DocParsing}
 	if s.opt.Holder != "" {
-		until := time.Now().Add(s.opt.Lease)
-		doc.HeldBy, doc.LeaseUntil = s.opt.Holder, &until
+		doc.HeldBy, doc.Lease = s.opt.Holder, s.opt.Lease
 	}
 	return store.NewDocument{Source: store.NewSourceParams{ID: uuid.NewString(), CreatedBy: p.UserID, ProjectID: p.ProjectID,
 		Name: p.SourceName, Visibility: p.Visibility, Internal: p.Internal}, Document: doc}, data

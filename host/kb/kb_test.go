@@ -799,8 +799,7 @@ func TestIngestTakesOverDeadHolder(t *testing.T) {
 		sum := sha256.Sum256([]byte(text))
 		doc := &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "text.txt", FileHash: hex.EncodeToString(sum[:]),
 			ParseStatus: store.DocParsing, HeldBy: "h1/dead"}
-		past := time.Now().Add(-time.Second)
-		doc.LeaseUntil = &past
+		doc.Lease = -time.Second // run out already
 		if _, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "held", Visibility: store.VisibilityPrivate}, doc); err != nil {
 			t.Fatal(err)
 		}
@@ -814,9 +813,8 @@ func TestIngestTakesOverDeadHolder(t *testing.T) {
 		// host is known dead (its own restart), it is failed with the reason.
 		text2 := "Another document, about capybara kites, caught mid-ingest."
 		sum2 := sha256.Sum256([]byte(text2))
-		future := time.Now().Add(time.Hour)
 		doc2 := &store.KnowledgeDocument{ID: uuid.NewString(), UserID: u.ID, Filename: "text.txt", FileHash: hex.EncodeToString(sum2[:]),
-			ParseStatus: store.DocParsing, HeldBy: "h3/life1", LeaseUntil: &future}
+			ParseStatus: store.DocParsing, HeldBy: "h3/life1", Lease: time.Hour}
 		if _, err := d.AddDocument(ctx, store.NewSourceParams{CreatedBy: u.ID, Name: "held", Visibility: store.VisibilityPrivate}, doc2); err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 func outboxCounts(t *testing.T, st store.Driver, jobID, userID, projectID string) map[string]int {
 	t.Helper()
 	evs, err := st.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: 1000, Token: uuid.NewString(),
-		LeaseUntil: time.Now().Add(time.Minute)})
+		Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestRunWithoutItsProductFails(t *testing.T) {
 			}
 			// The outbound job.failed of the job behind it says the same: its code, its message.
 			evs, err := st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 1000, Token: uuid.NewString(),
-				LeaseUntil: time.Now().Add(time.Minute)})
+				Lease: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

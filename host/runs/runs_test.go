@@ -280,7 +280,7 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 		t.Errorf("retry counts = %v, want [0 1 2]", counts)
 	}
 	// Each timed-out job ended once: job.failed for each, job.completed for none.
-	evs, err := st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 1000, Token: uuid.NewString(), LeaseUntil: time.Now().Add(time.Minute)})
+	evs, err := st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 1000, Token: uuid.NewString(), Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -488,7 +488,7 @@ func TestTickSkipsOverQuota(t *testing.T) {
 			t.Errorf("%s: Status().LastTick = %+v, want nothing of another user's tick", name, st.LastTick)
 		}
 	}
-	evs, err := b.st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 10, Token: uuid.NewString(), LeaseUntil: b.clock.Now().Add(time.Minute)})
+	evs, err := b.st.ClaimOutboxEvents(ctx, &store.ClaimOutboxParams{Limit: 10, Token: uuid.NewString(), Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

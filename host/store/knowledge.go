@@ -69,11 +69,12 @@ type KnowledgeDocument struct {
 	Metadata     json.RawMessage `json:"metadata"`
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
-	// HeldBy and LeaseUntil, set by the ingest that adds the document, name the host life
-	// ingesting it and how long its hold lasts without renewal (RenewDocumentLeases). Written by
-	// AddDocument only, never read back.
-	HeldBy     string     `json:"-"`
-	LeaseUntil *time.Time `json:"-"`
+	// HeldBy and Lease, set by the ingest that adds the document, name the host life ingesting it
+	// and how long its hold lasts without renewal (RenewDocumentLeases): AddDocument sets the
+	// lease to end Lease after its write, by the database's clock on PostgreSQL (hosts' clocks
+	// may disagree). Written by AddDocument only, never read back.
+	HeldBy string        `json:"-"`
+	Lease  time.Duration `json:"-"`
 }
 
 // KnowledgeChunk is one piece of a document with its embedding.

@@ -33,9 +33,12 @@ type OutboxEvent struct {
 
 // ClaimOutboxParams asks for due pending events.
 type ClaimOutboxParams struct {
-	Limit      int
-	Token      string    // a fresh token identifying this claim
-	LeaseUntil time.Time // claimed events are not due again before this (a crashed worker's lease runs out)
+	Limit int
+	Token string // a fresh token identifying this claim
+	// Lease is how long claimed events are not due again (a crashed worker's lease runs out),
+	// from the claim's write by the database's clock on PostgreSQL: hosts' clocks may disagree,
+	// and a claim that waited out a stall does not land expired.
+	Lease time.Duration
 }
 
 // FinishOutboxParams records the outcome of one delivery attempt under a claim.
@@ -70,7 +73,8 @@ type Outbox interface {
 	// use deterministic ids rely on it to emit once).
 	InsertOutboxEvent(ctx context.Context, e *OutboxEvent) error
 	// ClaimOutboxEvents leases up to Limit due pending events, oldest first. Concurrent claimers
-	// (several hosts) never get the same event while its lease lasts.
+	// (several hosts) never get the same event while its lease lasts. On PostgreSQL an event is
+	// due, and its lease runs out, by the database's clock.
 	ClaimOutboxEvents(ctx context.Context, p *ClaimOutboxParams) ([]*OutboxEvent, error)
 	// FinishOutboxEvent records an attempt's outcome; ErrStale when the claim is no longer held.
 	FinishOutboxEvent(ctx context.Context, p *FinishOutboxParams) error

@@ -40,7 +40,7 @@ func (d *Driver) addNew(ctx context.Context, nd store.NewDocument) (res *store.A
 		src.CreatedBy, src.ProjectID, src.Name)
 	b.Queue(addNewSQL, src.CreatedBy, src.ProjectID, src.Name, doc.FileHash, src.Internal, doc.ID, doc.UserID, doc.Title, doc.Filename,
 		doc.FileSize, doc.FileURL, doc.MimeType, status, doc.ErrorMessage, sqldb.JOr(doc.Metadata, "{}"), d.DB.T(now), doc.HeldBy,
-		d.DB.TP(doc.LeaseUntil))
+		leaseMicros(doc))
 	br := d.batch.SendBatch(ctx, b)
 	var s *store.KnowledgeSource
 	_, err = br.Exec()
@@ -65,6 +65,15 @@ func (d *Driver) addNew(ctx context.Context, nd store.NewDocument) (res *store.A
 	return &store.AddDocumentResult{Source: s, Document: doc}, true, nil
 }
 
+// leaseMicros is the lease addNewSQL gives doc, in microseconds from the database's clock (as
+// sqldb's leaseClock: hosts' clocks may disagree); nil, a NULL lease, without a holder.
+func leaseMicros(doc *store.KnowledgeDocument) any {
+	if doc.HeldBy == "" {
+		return nil
+	}
+	return doc.Lease.Microseconds()
+}
+
 // addNewSQL inserts the document ($6 on) into the source named by $1 to $3 unless a document of
 // the source has its hash $4 (an empty hash is never looked up) or $5 (internal) asks to mark a
 // source that is not internal yet, and raises the source's version: it returns the source's row
@@ -80,7 +89,7 @@ var addNewSQL = `WITH s AS (
 	ins AS (INSERT INTO knowledge_documents (id, source_id, user_id, title, filename, file_hash, file_size, file_url, mime_type,
 			parse_status, error_message, chunk_count, metadata, created_at, updated_at, held_by, lease_until)
 		SELECT $6::text, s.id, $7::text, $8::text, $9::text, $4::text, $10::bigint, $11::text, $12::text, $13::text, $14::text, 0,
-			$15::jsonb, $16::timestamptz, $16::timestamptz, $17::text, $18::timestamptz FROM s
+			$15::jsonb, $16::timestamptz, $16::timestamptz, $17::text, clock_timestamp() + $18::bigint * interval '1 microsecond' FROM s
 		RETURNING source_id)
 	UPDATE knowledge_sources s SET version = s.version + 1, updated_at = $16::timestamptz FROM ins WHERE s.id = ins.source_id
 	RETURNING ` + sqldb.SourceCols

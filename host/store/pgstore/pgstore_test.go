@@ -757,3 +757,26 @@ func TestJobLeasesByDatabaseClock(t *testing.T) {
 		t.Errorf("a job taken back by its host (an hour late) is not abandoned for a host on time")
 	}
 }
+
+// TestIngestAndOutboxLeasesByDatabaseClock: documents' and outbox events' leases by the
+// database's clock, for two stores on one schema, one an hour late (storetest).
+func TestIngestAndOutboxLeasesByDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.PostgresURL(t)
+	schema := storetest.SchemaName()
+	late, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		late.Close()
+		storetest.DropSchema(url, schema)
+	})
+	onTime, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { onTime.Close() })
+	storetest.LeasesByDatabaseClock(t, late, onTime)
+}

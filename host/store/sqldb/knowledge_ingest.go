@@ -241,8 +241,19 @@ func (db *DB) insertDocuments(ctx context.Context, docs []*store.KnowledgeDocume
 			d := docs[i]
 			return "(" + strings.Join([]string{a.Add(d.ID), a.Add(d.SourceID), a.Add(d.UserID), a.Add(d.Title), a.Add(d.Filename),
 				a.Add(d.FileHash), a.Add(d.FileSize), a.Add(d.FileURL), a.Add(d.MimeType), a.Add(d.ParseStatus), a.Add(d.ErrorMessage),
-				"0", a.Add(JOr(d.Metadata, "{}")), a.Add(ts), a.Add(ts), a.Add(d.HeldBy), a.Add(db.TP(d.LeaseUntil))}, ", ") + ")"
+				"0", a.Add(JOr(d.Metadata, "{}")), a.Add(ts), a.Add(ts), a.Add(d.HeldBy), db.documentLease(a, d)}, ", ") + ")"
 		})
+}
+
+// documentLease returns the SQL of the lease_until an ingest writes for doc, its values added to
+// a: NULL without a holder, else Lease from now by the clock leases are read by (leaseClock: on
+// PostgreSQL the database's, so hosts whose clocks disagree agree on when it runs out).
+func (db *DB) documentLease(a *Args, doc *store.KnowledgeDocument) string {
+	if doc.HeldBy == "" {
+		return "NULL"
+	}
+	_, until := db.leaseClock(a, doc.Lease)
+	return until
 }
 
 // retryDocument claims the existing document d of the same hash for a new ingest when d is not
@@ -257,14 +268,16 @@ func (db *DB) retryDocument(ctx context.Context, d, doc *store.KnowledgeDocument
 	default:
 		return false, nil
 	}
+	a := Args{List: []any{d.ID, doc.UserID, doc.Title, doc.Filename, doc.FileSize, doc.FileURL, doc.MimeType, store.DocUploading,
+		JOr(doc.Metadata, "{}"), db.T(now), store.DocFailed, store.DocUploading, store.DocParsing, db.T(now.Add(-store.IngestStale)),
+		doc.HeldBy}}
+	until := db.documentLease(&a, doc)
+	dbNow := db.leaseNow(&a) // a lease runs out by the clock that set it
 	n, err := db.Exec(ctx, `UPDATE knowledge_documents SET user_id = $2, title = $3, filename = $4, file_size = $5, file_url = $6,
 		mime_type = $7, parse_status = $8, error_message = '', chunk_count = 0, metadata = $9, updated_at = $10,
-		held_by = $15, lease_until = $16
+		held_by = $15, lease_until = `+until+`
 		WHERE id = $1 AND (parse_status = $11 OR (parse_status IN ($12, $13)
-			AND (lease_until < $10 OR (lease_until IS NULL AND updated_at < $14))))`,
-		d.ID, doc.UserID, doc.Title, doc.Filename, doc.FileSize, doc.FileURL, doc.MimeType, store.DocUploading,
-		JOr(doc.Metadata, "{}"), db.T(now), store.DocFailed, store.DocUploading, store.DocParsing, db.T(now.Add(-store.IngestStale)),
-		doc.HeldBy, db.TP(doc.LeaseUntil))
+			AND (lease_until < `+dbNow+` OR (lease_until IS NULL AND updated_at < $14))))`, a.List...)
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -273,26 +286,27 @@ func (db *DB) retryDocument(ctx context.Context, d, doc *store.KnowledgeDocument
 	return true, nil
 }
 
-// RenewDocumentLeases implements store.Knowledge.
+// RenewDocumentLeases implements store.Knowledge, by the clock of leases (leaseClock).
 func (db *DB) RenewDocumentLeases(ctx context.Context, holder string, lease time.Duration) (int64, error) {
 	if holder == "" {
 		return 0, nil
 	}
-	return db.Exec(ctx, `UPDATE knowledge_documents SET lease_until = $2 WHERE held_by = $1 AND parse_status IN ($3, $4)`,
-		holder, db.T(db.Now().Add(lease)), store.DocUploading, store.DocParsing)
+	a := Args{List: []any{holder, store.DocUploading, store.DocParsing}}
+	_, until := db.leaseClock(&a, lease)
+	return db.Exec(ctx, `UPDATE knowledge_documents SET lease_until = `+until+` WHERE held_by = $1 AND parse_status IN ($2, $3)`, a.List...)
 }
 
-// FailAbandonedDocuments implements store.Knowledge.
+// FailAbandonedDocuments implements store.Knowledge. A lease runs out by the clock that set it
+// (leaseClock); updated_at stays the host's time, as every document's is.
 func (db *DB) FailAbandonedDocuments(ctx context.Context, host, reason string) (int64, error) {
-	now := db.T(db.Now())
-	cond := `lease_until < $2`
-	args := []any{reason, now, store.DocFailed, store.DocUploading, store.DocParsing}
+	a := Args{List: []any{reason, db.T(db.Now()), store.DocFailed, store.DocUploading, store.DocParsing}}
+	dbNow := db.leaseNow(&a) // a lease runs out by the clock that set it
+	cond := `lease_until < ` + dbNow
 	if host != "" {
-		args = append(args, host+"/", len(host)+1)
-		cond = `(lease_until < $2 OR substr(held_by, 1, $7) = $6)`
+		cond = `(lease_until < ` + dbNow + ` OR substr(held_by, 1, ` + a.Add(len(host)+1) + `) = ` + a.Add(host+"/") + `)`
 	}
 	return db.Exec(ctx, `UPDATE knowledge_documents SET parse_status = $3, error_message = $1, updated_at = $2, held_by = ''
-		WHERE held_by <> '' AND parse_status IN ($4, $5) AND `+cond, args...)
+		WHERE held_by <> '' AND parse_status IN ($4, $5) AND `+cond, a.List...)
 }
 
 // SetDocumentStatus implements store.Knowledge. An indexed document keeps its state

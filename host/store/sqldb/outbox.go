@@ -39,20 +39,22 @@ func (db *DB) InsertOutboxEvent(ctx context.Context, e *store.OutboxEvent) error
 
 // ClaimOutboxEvents implements store.Outbox. It is one statement: SQLite runs it under its single
 // writer lock; PostgreSQL skips rows another claimer has locked (FOR UPDATE SKIP LOCKED), and the
-// outer conditions are re-checked on rows that changed meanwhile.
+// outer conditions are re-checked on rows that changed meanwhile. The lease is stored as the
+// event's next attempt and read by the same clock (leaseClock).
 func (db *DB) ClaimOutboxEvents(ctx context.Context, p *store.ClaimOutboxParams) ([]*store.OutboxEvent, error) {
 	if p.Limit < 1 {
 		return nil, nil
 	}
-	now := db.Now()
+	a := Args{List: []any{p.Token, p.Limit}}
+	now, until := db.leaseClock(&a, p.Lease) // by the database's clock on PostgreSQL
 	lock := db.rowLock(lockSkipLocked)
 	// The CTE is materialized so the LIMIT is applied once (an IN (subquery) may be re-run).
 	rows, err := db.Query(ctx, `WITH due AS MATERIALIZED (
-			SELECT id AS due_id FROM outbox WHERE status = 'pending' AND next_attempt_at <= $3
-			ORDER BY next_attempt_at, created_at LIMIT $4`+lock+`)
-		UPDATE outbox SET next_attempt_at = $1, claim_token = $2, last_attempt_at = $3
-		FROM due WHERE outbox.id = due.due_id AND outbox.status = 'pending' AND outbox.next_attempt_at <= $3
-		RETURNING `+outboxCols, db.T(p.LeaseUntil), p.Token, db.T(now), p.Limit)
+			SELECT id AS due_id FROM outbox WHERE status = 'pending' AND next_attempt_at <= `+now+`
+			ORDER BY next_attempt_at, created_at LIMIT $2`+lock+`)
+		UPDATE outbox SET next_attempt_at = `+until+`, claim_token = $1, last_attempt_at = `+now+`
+		FROM due WHERE outbox.id = due.due_id AND outbox.status = 'pending' AND outbox.next_attempt_at <= `+now+`
+		RETURNING `+outboxCols, a.List...)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}

@@ -153,6 +153,15 @@ func (db *DB) leaseClock(a *Args, d time.Duration) (now, until string) {
 	return a.Add(db.T(t)), a.Add(db.T(t.Add(d)))
 }
 
+// leaseNow returns the SQL of now by leaseClock's clock, to read a lease by (the database's on
+// PostgreSQL, the store's on SQLite, then added to a).
+func (db *DB) leaseNow(a *Args) string {
+	if db.D.Name == "postgres" {
+		return "clock_timestamp()"
+	}
+	return a.Add(db.T(db.Now()))
+}
+
 // RenewLease implements store.Runs.
 func (db *DB) RenewLease(ctx context.Context, id, owner string, lease time.Duration) error {
 	a := Args{List: []any{id, owner}}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -223,4 +224,16 @@ func TestBatchWritesOneKeywordSegment(t *testing.T) {
 	if err != nil || len(hits) != docs {
 		t.Errorf("KeywordCandidates(aardvark) = %d rows, %v; want %d", len(hits), err, docs)
 	}
+}
+
+// TestIngestAndOutboxLeasesByDatabaseClock: on SQLite the database's clock is the store's; a
+// store an hour late keeps its documents' and outbox events' leases by it (storetest).
+func TestIngestAndOutboxLeasesByDatabaseClock(t *testing.T) {
+	d, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"),
+		sqlitestore.Options{Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	storetest.LeasesByDatabaseClock(t, d, d)
 }

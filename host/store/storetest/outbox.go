@@ -27,7 +27,7 @@ func newOutboxEvent(t *testing.T, d store.Outbox, name string) *store.OutboxEven
 func claim(t *testing.T, d store.Outbox, limit int, lease time.Duration) ([]*store.OutboxEvent, string) {
 	t.Helper()
 	tok := uuid.NewString()
-	got, err := d.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: limit, Token: tok, LeaseUntil: time.Now().Add(lease)})
+	got, err := d.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: limit, Token: tok, Lease: lease})
 	if err != nil {
 		t.Fatalf("ClaimOutboxEvents: %v", err)
 	}
@@ -159,7 +159,7 @@ func testOutboxConcurrentClaims(t *testing.T, open Opener) {
 		go func() {
 			defer wg.Done()
 			for {
-				got, err := d.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: 7, Token: uuid.NewString(), LeaseUntil: time.Now().Add(time.Minute)})
+				got, err := d.ClaimOutboxEvents(context.Background(), &store.ClaimOutboxParams{Limit: 7, Token: uuid.NewString(), Lease: time.Minute})
 				if err != nil {
 					t.Errorf("ClaimOutboxEvents: %v", err)
 					return
