@@ -26,7 +26,7 @@ import (
 	"github.com/reelforge/reelforge/host/kb/chunk"
 	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/kb/rank"
-	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/internal/segment"
 )
 
 // Options of a run. Zero values take the defaults.

@@ -45,14 +45,25 @@ func kbEmbedder(cfg *config.Config) embed.Embedder {
 type kbSearch struct{ kb *kb.Service }
 
 // Search implements runs.Searcher: runs make content, so internal sources are left out and the
-// text is cleaned (kb.Service.SearchForContent).
+// text is cleaned (kb.Service.SearchForContent). A search to answer a question (req.Ground, the
+// answer step's) gets the hits that ground an answer by the rule of Ask (kb.Service.SearchForAnswer),
+// cleaned the same way: the decision is the host's, for every path.
 func (k kbSearch) Search(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
-	hits, err := k.kb.SearchForContent(ctx, req.UserID, "", req.ProjectID, req.Query, req.TopK)
+	var hits []kb.Hit
+	var err error
+	if req.Ground {
+		hits, err = k.kb.SearchForAnswer(ctx, req.UserID, "", req.ProjectID, req.Query, req.TopK)
+	} else {
+		hits, err = k.kb.SearchForContent(ctx, req.UserID, "", req.ProjectID, req.Query, req.TopK)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out := make([]engine.SearchHit, 0, len(hits))
 	for _, h := range hits {
+		if req.Ground {
+			h.ChunkText = clean.Text(h.ChunkText)
+		}
 		out = append(out, engine.SearchHit{ChunkID: h.ChunkID, ChunkText: h.ChunkText, Heading: h.Heading,
 			SourceName: h.SourceName, Document: h.DocumentTitle, Score: h.Scores.Total})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/reelforge/reelforge/host/kb/clean"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/extract"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -118,7 +119,7 @@ func (s *Service) answer(ctx context.Context, p SearchParams) (*Answer, error) {
 			}
 		}
 		if raw == "" {
-			raw = llm.Extractive{Headings: heads}.Answer(p.Query, frags)
+			raw = extract.Extractive{Headings: heads}.Answer(p.Query, frags)
 			ans.Model = "extractive"
 		}
 		raw = engine.NormalizeCitations(raw, len(hits))
@@ -136,18 +137,18 @@ func (s *Service) answer(ctx context.Context, p SearchParams) (*Answer, error) {
 // a number (an amount, a duration, a size, a count): a passage about the right thing without any
 // such number cannot answer "how much" or "how long". Other questions keep every hit.
 func holdingKind(question string, hits []Hit) []Hit {
-	k := llm.KindOf(question)
+	k := extract.KindOf(question)
 	switch k {
-	case llm.KindAmount, llm.KindDuration, llm.KindSize, llm.KindCount:
+	case extract.KindAmount, extract.KindDuration, extract.KindSize, extract.KindCount:
 	default:
 		return hits
 	}
-	if k == llm.KindAmount || k == llm.KindCount {
-		k = llm.KindNumber // "how much weight" is 0.35, not a price: any number will do
+	if k == extract.KindAmount || k == extract.KindCount {
+		k = extract.KindNumber // "how much weight" is 0.35, not a price: any number will do
 	}
 	out := hits[:0:0]
 	for _, h := range hits {
-		if llm.Holds(clean.Text(h.ChunkText), k) {
+		if extract.Holds(clean.Text(h.ChunkText), k) {
 			out = append(out, h)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reelforge/reelforge/host/kb/clean"
-	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/internal/segment"
 )
 
 // MinCoverage is how much of a question a passage must hold to ground an answer: the share of

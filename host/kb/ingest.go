@@ -19,9 +19,9 @@ import (
 
 	"github.com/reelforge/reelforge/host/kb/chunk"
 	"github.com/reelforge/reelforge/host/kb/parse"
-	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/internal/backoff"
+	"github.com/reelforge/reelforge/internal/segment"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 

@@ -27,11 +27,11 @@ import (
 	"github.com/reelforge/reelforge/host/kb/chunk"
 	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/kb/llm"
-	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/segment"
 	"github.com/reelforge/reelforge/internal/textgen"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )

@@ -18,8 +18,8 @@ import (
 	"github.com/reelforge/reelforge/host/kb/embed"
 	"github.com/reelforge/reelforge/host/kb/llm"
 	"github.com/reelforge/reelforge/host/kb/rank"
-	"github.com/reelforge/reelforge/host/kb/segment"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/segment"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 

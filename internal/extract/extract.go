@@ -1,49 +1,13 @@
-// Package extract picks the sentences of knowledge-base passages that answer a question, for the
-// plugins' answers without a language model (the chatflow fallback, the node engine's answer
-// step). A passage that shares no informative word with the question gives nothing, so an answer
-// never quotes what only shares "what" or "the" with the question.
+// Package extract picks the sentences of knowledge-base passages that answer a question, without a
+// language model: Extractive, the answerer of /api/knowledge/ask and of the workflows' answer step
+// (the node engine, the chatflow fallback), with the kinds of answer a question asks for (KindOf,
+// Holds); and Shared, whether a sentence is about a topic (the node engine's templates).
 package extract
 
 import (
 	"strings"
 	"unicode"
-
-	"github.com/reelforge/reelforge/internal/sentence"
 )
-
-// Pick is the best sentence of the passage at Index.
-type Pick struct {
-	Index    int
-	Sentence string
-}
-
-// Best returns, for each of the first n passages that shares an informative word with question,
-// its sentence sharing the most (the earliest among equals), in passage order.
-func Best(question string, passages []string, n int) []Pick {
-	q := terms(question)
-	var out []Pick
-	for i, p := range passages {
-		if i == n {
-			break
-		}
-		best, bestScore := "", 0
-		for _, s := range sentence.Split(p, sentence.Ends) {
-			score := 0
-			for t := range terms(s) {
-				if q[t] {
-					score++
-				}
-			}
-			if score > bestScore {
-				best, bestScore = s, score
-			}
-		}
-		if best != "" {
-			out = append(out, Pick{Index: i, Sentence: best})
-		}
-	}
-	return out
-}
 
 // Shared counts the informative words (see terms) that s shares with query: zero when s only
 // shares function words with it. The node engine's templates use it to take a knowledge-base

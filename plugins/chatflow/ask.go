@@ -386,22 +386,20 @@ func prompt(question string, hits []engine.SearchHit) string {
 	return b.String()
 }
 
-// extractive answers with the sentence of each of the first three hits that shares the most
-// informative words with the question (extract.Best), each followed by its citation; with none, the
-// knowledge base has no citable basis.
+// extractive answers with the knowledge base's extractive answerer (extract.Extractive, the one
+// /api/knowledge/ask quotes through) over hits that already ground an answer (the search asks the
+// host for those: engine.SearchRequest.Ground), each quoted sentence cited by number.
 func extractive(question string, hits []engine.SearchHit) string {
 	texts := make([]string, len(hits))
+	heads := make([]string, len(hits))
 	for i, h := range hits {
-		texts[i] = h.ChunkText
+		texts[i], heads[i] = h.ChunkText, h.Heading
 	}
-	var parts []string
-	for _, p := range extract.Best(question, texts, 3) {
-		parts = append(parts, p.Sentence+" "+engine.CiteMarker(p.Index+1))
-	}
-	if len(parts) == 0 {
+	text := extract.Extractive{Headings: heads}.Answer(question, texts)
+	if text == "" {
 		return NoBasis
 	}
-	return "From the knowledge base: " + strings.Join(parts, " ")
+	return "From the knowledge base: " + engine.NormalizeCitations(text, len(hits))
 }
 
 func excerpt(s string) string {

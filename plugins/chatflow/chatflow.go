@@ -181,8 +181,10 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 			break
 		}
 	}
+	// The fallback's search is for an answer: the host keeps the hits that ground one, by the rule
+	// of /api/knowledge/ask, so the run refuses where the route refuses.
 	search := func(ctx context.Context, q string, k int) ([]engine.SearchHit, error) {
-		return h.Search(ctx, &engine.SearchRequest{UserID: req.User.UserID, ProjectID: req.Project.ProjectID, Query: q, TopK: k})
+		return h.Search(ctx, &engine.SearchRequest{UserID: req.User.UserID, ProjectID: req.Project.ProjectID, Query: q, TopK: k, Ground: true})
 	}
 	start := e.opts.Now().UTC()
 	a, _, err := Ask(ctx, opts, q, search)

@@ -475,9 +475,11 @@ func lookupInputs(sc *stepCtx) map[string]any {
 	if n, ok := asNumber(sc.with["top_k"]); ok && n >= 1 && n <= 50 {
 		topK = int(n)
 	}
+	ground, _ := sc.with["ground"].(bool)
 	return map[string]any{
 		"query":      firstNonEmpty(sc.param("query"), sc.input("question", "query", "message", "topic", "summary")),
 		"top_k":      topK,
+		"ground":     ground,
 		"user_id":    sc.req.User.UserID,
 		"project_id": sc.req.Project.ProjectID,
 	}
@@ -488,8 +490,9 @@ func lookup(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 	if q == "" {
 		return &result{outputs: map[string]any{"query": "", "hits": []any{}, "count": 0}}, nil
 	}
+	ground, _ := in["ground"].(bool)
 	hits, err := sc.h.Search(ctx, &engine.SearchRequest{
-		UserID: sc.req.User.UserID, ProjectID: sc.req.Project.ProjectID, Query: q, TopK: in["top_k"].(int),
+		UserID: sc.req.User.UserID, ProjectID: sc.req.Project.ProjectID, Query: q, TopK: in["top_k"].(int), Ground: ground,
 	})
 	if err != nil {
 		return nil, toolError("node.kb_lookup", "knowledge-base search failed", err)
@@ -501,7 +504,7 @@ func lookup(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 			"source": h.SourceName, "document": h.Document, "score": h.Score,
 		})
 	}
-	return &result{outputs: map[string]any{"query": q, "hits": out, "count": len(out)}}, nil
+	return &result{outputs: map[string]any{"query": q, "hits": out, "count": len(out), "grounded": ground}}, nil
 }
 
 // ---------------------------------------------------------------- answer
@@ -521,7 +524,10 @@ func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 	if question == "" {
 		return nil, errcode.New(errcode.Validation, "question is required")
 	}
-	hits := sc.hits()
+	hits, err := groundedHits(ctx, sc, question)
+	if err != nil {
+		return nil, err
+	}
 	if len(hits) == 0 {
 		return &result{outputs: map[string]any{"answer": noBasis, "citations": []any{}, "source": "template",
 			"note": "no citable basis in the knowledge base"}}, nil
@@ -541,20 +547,44 @@ func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 	if g != nil {
 		return modelResult(map[string]any{"answer": engine.NormalizeCitations(strings.TrimSpace(g.Text), len(citations)), "citations": citations}, g), nil
 	}
+	// Without a model: the sentences the knowledge base's extractive answerer quotes (the one of
+	// /api/knowledge/ask), from passages the host said ground an answer.
 	texts := make([]string, len(hits))
+	heads := make([]string, len(hits))
 	for i, h := range hits {
-		texts[i] = asString(h["text"])
+		texts[i], heads[i] = asString(h["text"]), asString(h["heading"])
 	}
-	var parts []string
+	text := engine.NormalizeCitations(extract.Extractive{Headings: heads}.Answer(question, texts), len(hits))
 	cited := []any{}
-	for _, p := range extract.Best(question, texts, 3) {
-		parts = append(parts, p.Sentence+" "+engine.CiteMarker(p.Index+1))
-		cited = append(cited, citations[p.Index])
+	for i := range hits {
+		if strings.Contains(text, engine.CiteMarker(i+1)) {
+			cited = append(cited, citations[i])
+		}
 	}
-	if len(parts) == 0 {
-		return templateResult(map[string]any{"answer": noBasis, "citations": []any{}}, why+"; no passage shares a word with the question"), nil
+	return templateResult(map[string]any{"answer": text, "citations": cited}, why), nil
+}
+
+// groundedHits are the passages an answer to question may quote: the nearest kb_lookup's hits when
+// the host grounded them for this question (with: {ground: true}), else the host's grounding search
+// for it (engine.SearchRequest.Ground: the rule of /api/knowledge/ask), so that the answer step
+// refuses where the route refuses, whatever lookup came before it.
+func groundedHits(ctx context.Context, sc *stepCtx, question string) ([]map[string]any, error) {
+	hits := sc.hits()
+	if g, _ := sc.latest("grounded").(bool); len(hits) == 0 || (g && asString(sc.latest("query")) == question) {
+		return hits, nil
 	}
-	return templateResult(map[string]any{"answer": strings.Join(parts, " "), "citations": cited}, why), nil
+	found, err := sc.h.Search(ctx, &engine.SearchRequest{
+		UserID: sc.req.User.UserID, ProjectID: sc.req.Project.ProjectID, Query: question, TopK: len(hits), Ground: true,
+	})
+	if err != nil {
+		return nil, toolError("node.answer", "knowledge-base search failed", err)
+	}
+	out := make([]map[string]any, 0, len(found))
+	for _, h := range found {
+		out = append(out, map[string]any{"chunk_id": h.ChunkID, "text": h.ChunkText, "heading": h.Heading,
+			"source": h.SourceName, "document": h.Document, "score": h.Score})
+	}
+	return out, nil
 }
 
 // ---------------------------------------------------------------- generator

@@ -461,14 +461,34 @@ func TestKnowledgeAnswer(t *testing.T) {
 		t.Errorf("citations = %v, want one", res.Outputs["citations"])
 	}
 
-	// A question the passage does not answer: no citable basis, no citations.
+	// A question the passage does not answer: the lookup finds the passage, but the host's grounding
+	// search (the rule of /api/knowledge/ask, host/app's tests) keeps none of it, so the answer step
+	// has no citable basis and cites nothing.
 	req.Inputs["question"] = "What is the capital of France?"
+	var grounded atomic.Int32
 	h.SearchFunc = func(ctx context.Context, req *engine.SearchRequest) ([]engine.SearchHit, error) {
+		if req.Ground {
+			grounded.Add(1)
+			return nil, nil
+		}
 		return []engine.SearchHit{{ChunkID: "c1", ChunkText: "Use water at 92 to 96 degrees. What matters is the grind.", SourceName: "coffee-guide"}}, nil
 	}
 	res = run(t, newEngine(), h, req)
 	if a, _ := res.Outputs["answer"].(string); !strings.HasPrefix(a, "No citable basis") || len(res.Outputs["citations"].([]any)) != 0 {
 		t.Errorf("answer = %q, citations %v; want no basis and none", a, res.Outputs["citations"])
+	}
+	if grounded.Load() != 1 {
+		t.Errorf("the answer step asked the host to ground its passages %d times; want once", grounded.Load())
+	}
+
+	// A lookup that grounded its hits for the question (kb_chat's, with: {ground: true}) is not
+	// searched again.
+	grounded.Store(0)
+	req = request(engine.Step{ID: "lookup", Agent: "kb_lookup", With: json.RawMessage(`{"ground": true}`)}, step("reply", "answer", "", "lookup"))
+	req.Inputs["question"] = "What is the capital of France?"
+	res = run(t, newEngine(), h, req)
+	if a, _ := res.Outputs["answer"].(string); !strings.HasPrefix(a, "No citable basis") || grounded.Load() != 1 {
+		t.Errorf("answer = %q after %d grounding searches; want no basis after one", a, grounded.Load())
 	}
 }
 

@@ -251,6 +251,10 @@ type SearchRequest struct {
 	ProjectID string `json:"project_id,omitempty"`
 	Query     string `json:"query"`
 	TopK      int    `json:"top_k"`
+	// Ground asks for the hits that ground an answer to Query only, best first, by the host's
+	// rule of /api/knowledge/ask (enough of the question's known terms, and the number a "how
+	// much" or "how long" asks for): none when the knowledge base has no citable basis.
+	Ground bool `json:"ground,omitempty"`
 }
 
 // SearchHit is one knowledge-base hit.

@@ -232,7 +232,7 @@ func (h *remoteHost) Search(ctx context.Context, req *SearchRequest) ([]SearchHi
 		return nil, err
 	}
 	r, err := h.client.Search(ctx, &enginepb.SearchRequest{CallId: h.callID, UserId: req.UserID, ProjectId: req.ProjectID,
-		Query: req.Query, TopK: int32(req.TopK)})
+		Query: req.Query, TopK: int32(req.TopK), Ground: req.Ground})
 	if err != nil {
 		return nil, fromStatus(op, hostPeer, err)
 	}
@@ -335,7 +335,7 @@ func (r *hostRouter) Search(ctx context.Context, req *enginepb.SearchRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	hits, err := h.Search(ctx, &SearchRequest{UserID: req.GetUserId(), ProjectID: req.GetProjectId(), Query: req.GetQuery(), TopK: int(req.GetTopK())})
+	hits, err := h.Search(ctx, &SearchRequest{UserID: req.GetUserId(), ProjectID: req.GetProjectId(), Query: req.GetQuery(), TopK: int(req.GetTopK()), Ground: req.GetGround()})
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/internal/segment"
 )
 
 // Embedder maps texts to vectors of Dimensions() numbers, one per text, in order.

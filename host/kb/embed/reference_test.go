@@ -4,7 +4,7 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/internal/segment"
 )
 
 // referenceFeatures is the embedder's feature extraction written plainly, with strings: the

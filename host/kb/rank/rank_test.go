@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/reelforge/reelforge/host/kb/embed"
-	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/internal/segment"
 )
 
 var corpus = []string{

@@ -1720,12 +1720,14 @@ func (x *WaitJobRequest) GetJobId() string {
 }
 
 type SearchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CallId        uint64                 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	UserId        string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	ProjectId     string                 `protobuf:"bytes,3,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
-	Query         string                 `protobuf:"bytes,4,opt,name=query,proto3" json:"query,omitempty"`
-	TopK          int32                  `protobuf:"varint,5,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CallId    uint64                 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	UserId    string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	ProjectId string                 `protobuf:"bytes,3,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	Query     string                 `protobuf:"bytes,4,opt,name=query,proto3" json:"query,omitempty"`
+	TopK      int32                  `protobuf:"varint,5,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Only the hits that ground an answer to query, by the host's rule of /api/knowledge/ask.
+	Ground        bool `protobuf:"varint,6,opt,name=ground,proto3" json:"ground,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1793,6 +1795,13 @@ func (x *SearchRequest) GetTopK() int32 {
 		return x.TopK
 	}
 	return 0
+}
+
+func (x *SearchRequest) GetGround() bool {
+	if x != nil {
+		return x.Ground
+	}
+	return false
 }
 
 type SearchHit struct {
@@ -2225,14 +2234,15 @@ const file_engine_v1_engine_proto_rawDesc = "" +
 	"\bdispatch\x18\x06 \x01(\bR\bdispatch\"@\n" +
 	"\x0eWaitJobRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"\x8b\x01\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"\xa3\x01\n" +
 	"\rSearchRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\x03 \x01(\tR\tprojectId\x12\x14\n" +
 	"\x05query\x18\x04 \x01(\tR\x05query\x12\x13\n" +
-	"\x05top_k\x18\x05 \x01(\x05R\x04topK\"\xb2\x01\n" +
+	"\x05top_k\x18\x05 \x01(\x05R\x04topK\x12\x16\n" +
+	"\x06ground\x18\x06 \x01(\bR\x06ground\"\xb2\x01\n" +
 	"\tSearchHit\x12\x19\n" +
 	"\bchunk_id\x18\x01 \x01(\tR\achunkId\x12\x1d\n" +
 	"\n" +

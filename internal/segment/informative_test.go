@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/reelforge/reelforge/host/kb/segment"
+	"github.com/reelforge/reelforge/internal/segment"
 )
 
 func TestInformative(t *testing.T) {
