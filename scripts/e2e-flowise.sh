@@ -21,6 +21,9 @@
 #   FLOWISE_VERSION     Flowise version (default 3.1.4)
 #   FLOWISE_E2E_PORT    Flowise's port (default 3170; the host gets +1)
 #   FLOWISE_E2E_KEEP=1  keep the temp dir (flowise.log, host.log, answers)
+#   FLOWISE_E2E_RECORD  a file: the host talks to Flowise through a recording proxy (port +2) and
+#                       the exchanges, plus a few refusals, are written there (secrets replaced);
+#                       plugins/chatflow/testdata/flowise/exchanges.json is recorded so
 #
 # First run: 5 to 10 minutes and about 3 GB (npm install); later runs reuse the cache. Flowise
 # takes 30-90 s to start.
@@ -66,8 +69,10 @@ log "node $(node -v), flowise $(node -p "require('$APP_DIR/node_modules/flowise/
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/reelforge-flowise-e2e.XXXXXX")"
 FW_PID=""
 HOST_PID=""
+PROXY_PID=""
 cleanup() {
   if [[ -n "$HOST_PID" ]]; then kill "$HOST_PID" 2>/dev/null || true; wait "$HOST_PID" 2>/dev/null || true; fi
+  if [[ -n "$PROXY_PID" ]]; then kill "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; fi
   if [[ -n "$FW_PID" ]]; then kill "$FW_PID" 2>/dev/null || true; wait "$FW_PID" 2>/dev/null || true; fi
   [[ -n "${FLOWISE_E2E_KEEP:-}" ]] && echo "kept $WORK" || rm -rf "$WORK"
 }
@@ -108,14 +113,24 @@ code="$(curl -sS -o "$WORK/nokey.json" -w '%{http_code}' "$FW_URL/api/v1/predict
 [[ "$code" != 200 ]] || fail "the chatflow answers without its API key"
 log "chatflow $FLOW_ID (requires its API key: without it Flowise answers $code)"
 
-# 5. The host, on SQLite, pointed at Flowise's bare address.
+# 5. The host, on SQLite, pointed at Flowise's bare address (or the recording proxy before it).
+CHATFLOW_URL="$FW_URL"
+if [[ -n "${FLOWISE_E2E_RECORD:-}" ]]; then
+  CHATFLOW_URL="http://127.0.0.1:$(( PORT + 2 ))"
+  rm -f "$FLOWISE_E2E_RECORD"
+  node "$ROOT/scripts/flowise-record-proxy.mjs" "$(( PORT + 2 ))" "$FW_URL" "$FLOWISE_E2E_RECORD" \
+    "$KEY=<CHATFLOW_API_KEY>" "$FLOW_ID=<CHATFLOW_KB_ID>" >"$WORK/proxy.log" 2>&1 &
+  PROXY_PID=$!
+  for _ in $(seq 1 40); do curl -fsS -o /dev/null "$CHATFLOW_URL/api/v1/ping" 2>/dev/null && break; sleep 0.25; done
+  log "recording the host's exchanges with Flowise into $FLOWISE_E2E_RECORD"
+fi
 log "building the Reelforge host and plugins"
 (cd "$ROOT" && make -s build >/dev/null) || fail "make build"
 HOST_PORT=$(( PORT + 1 ))
 HOST_URL="http://127.0.0.1:$HOST_PORT"
 mkdir -p "$WORK/rf"
 RF=(env -u DATABASE_URL DATA_DIR="$WORK/rf" PORT="$HOST_PORT" CALLBACK_BASE_URL="$HOST_URL"
-  CHATFLOW_URL="$FW_URL" CHATFLOW_KB_ID="$FLOW_ID" CHATFLOW_API_KEY="$KEY"
+  CHATFLOW_URL="$CHATFLOW_URL" CHATFLOW_KB_ID="$FLOW_ID" CHATFLOW_API_KEY="$KEY"
   PLUGIN_DIR="$ROOT/bin/plugins" MANIFEST_DIR="$ROOT/manifests" LOG_FORMAT=json "$ROOT/bin/reelforge")
 "${RF[@]}" user create --email ann@e2e.test --password password-ann --role user >/dev/null 2>&1 || fail "user create"
 "${RF[@]}" serve >"$WORK/host.log" 2>&1 &
@@ -166,5 +181,17 @@ reply="$(json "$WORK/chat2.json" 'j.data.response')"
 [[ "$reply" == *"Earlier you asked: How long does the glaze kiln fire?"* ]] || { cat "$WORK/chat2.json" >&2; fail "turn 2 does not see turn 1"; }
 [[ "$reply" == *"cools overnight"* ]] || { cat "$WORK/chat2.json" >&2; fail "turn 2 does not quote the note"; }
 log "/api/ai/chat: two turns in session $sid; the second sees the first"
+
+# 8. Recording: a few refusals, as Flowise answers them (no API key, an unknown chatflow, an id
+# that is not one, its web UI where the API is not).
+if [[ -n "${FLOWISE_E2E_RECORD:-}" ]]; then
+  for id in "$FLOW_ID" 00000000-0000-4000-8000-000000000000 kb-chat; do
+    curl -sS -o /dev/null "$CHATFLOW_URL/api/v1/prediction/$id" -H 'Content-Type: application/json' -d '{"question":"How long does the glaze kiln fire?"}'
+  done
+  curl -sS -o /dev/null "$CHATFLOW_URL/"
+  n="$(json "$FLOWISE_E2E_RECORD" 'String(j.length)')"
+  grep -q "$KEY" "$FLOWISE_E2E_RECORD" && fail "the recording holds the API key"
+  log "recorded $n exchanges into $FLOWISE_E2E_RECORD"
+fi
 
 echo "PASS e2e-flowise"

@@ -250,7 +250,7 @@ func predict(ctx context.Context, opts Options, q Question) (Answer, error) {
 				msg += ": " + m
 			}
 			last = errcode.E("chatflow.predict", errcode.Chatflow, msg, fmt.Errorf("%s", ans.Brief()))
-			if ans.Status >= 400 && ans.Status < 500 && ans.Status != http.StatusTooManyRequests && ans.Status != http.StatusRequestTimeout {
+			if refused(ans.Status, toolMessage(ans.Body)) {
 				break // the request itself is refused: asking again will not help
 			}
 			continue
@@ -281,6 +281,16 @@ func predict(ctx context.Context, opts Options, q Question) (Answer, error) {
 		return a, nil
 	}
 	return Answer{}, last
+}
+
+// refused says whether the tool turned the request itself down, so that asking again cannot help:
+// a 4xx but 408 and 429, and Flowise 3's answer to a missing or wrong API key, which is a 500
+// "Error: predictionsServices.buildChatflow - Unauthorized" (recorded in testdata/flowise).
+func refused(status int, message string) bool {
+	if status == http.StatusInternalServerError && strings.HasSuffix(message, " - Unauthorized") {
+		return true
+	}
+	return status >= 400 && status < 500 && status != http.StatusTooManyRequests && status != http.StatusRequestTimeout
 }
 
 // toolMessage is the message of a tool's error body: Flowise's {message} (or {error}), cut short.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,8 @@ import (
 // flowise replays the exchanges of a stock Flowise 3.x server, as recorded from one: its API under
 // /api/v1 (GET /ping answers "pong"; POST /prediction/<id>), its web UI's page for every other path
 // (200 text/html), errors as {statusCode, success: false, message}, a flow that requires an API key
-// (401 without its Bearer token), a structured-output flow answering {json} without text, and
+// (a 500 "... - Unauthorized" without its Bearer token), a structured-output flow answering {json}
+// without text, and
 // buffer memory by sessionId (the answer counts the session's turns).
 type flowise struct {
 	key string // the API key the "keyed" flow requires
@@ -67,11 +69,15 @@ func (f *flowise) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case flowKB, flowJSON:
 	case flowKeyed:
 		if r.Header.Get("Authorization") != "Bearer "+f.key {
-			fail(http.StatusUnauthorized, "Unauthorized Access")
+			fail(http.StatusInternalServerError, "Error: predictionsServices.buildChatflow - Unauthorized")
 			return
 		}
 	default:
-		fail(http.StatusNotFound, fmt.Sprintf("Chatflow %s not found", id))
+		if !uuidLike.MatchString(id) {
+			fail(http.StatusBadRequest, "Invalid Chatflow ID")
+		} else {
+			fail(http.StatusNotFound, fmt.Sprintf("Chatflow %s not found in the database!", id))
+		}
 		return
 	}
 	oc, _ := body["overrideConfig"].(map[string]any)
@@ -98,6 +104,9 @@ func (f *flowise) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.NewEncoder(w).Encode(ans)
 }
+
+// uuidLike is what Flowise takes for a chatflow id; anything else is a 400 before any lookup.
+var uuidLike = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 func (f *flowise) requests() ([]map[string]any, []string) {
 	f.mu.Lock()
@@ -139,7 +148,8 @@ func TestFlowiseAddress(t *testing.T) {
 	}
 }
 
-// Flowise's own refusals reach the degraded reason and the trace, and a 4xx is asked once.
+// Flowise's own refusals reach the degraded reason and the trace, and each is asked once: a 4xx,
+// and the 500 Flowise answers to a missing or wrong API key.
 func TestFlowiseRefusals(t *testing.T) {
 	t.Parallel()
 	tool, addr := startFlowise(t)
@@ -147,9 +157,10 @@ func TestFlowiseRefusals(t *testing.T) {
 		id, key string
 		want    string // in the degraded reason
 	}{
-		"unknown chatflow":  {id: "kb-chat", want: "answered 404: Chatflow kb-chat not found"},
-		"key required":      {id: flowKeyed, want: "answered 401: Unauthorized Access"},
-		"key is not theirs": {id: flowKeyed, key: "wrong", want: "answered 401: Unauthorized Access"},
+		"not a chatflow id": {id: "kb-chat", want: "answered 400: Invalid Chatflow ID"},
+		"unknown chatflow":  {id: "0b9e7c1d-2f3a-4b5c-8d6e-7f8091a2b3c4", want: "answered 404: Chatflow 0b9e7c1d-2f3a-4b5c-8d6e-7f8091a2b3c4 not found in the database!"},
+		"key required":      {id: flowKeyed, want: "answered 500: Error: predictionsServices.buildChatflow - Unauthorized"},
+		"key is not theirs": {id: flowKeyed, key: "wrong", want: "answered 500: Error: predictionsServices.buildChatflow - Unauthorized"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -168,7 +179,7 @@ func TestFlowiseRefusals(t *testing.T) {
 				t.Errorf("trace = %+v, want the step degraded with %q", steps, tt.want)
 			}
 			if after, _ := tool.requests(); len(after)-len(before) != 1 {
-				t.Errorf("Flowise asked %d times, want once: a 4xx is not retried", len(after)-len(before))
+				t.Errorf("Flowise asked %d times, want once: a refusal is not retried", len(after)-len(before))
 			}
 		})
 	}
