@@ -215,8 +215,8 @@ func TestRun(t *testing.T) {
 				t.Errorf("steps = %+v", steps)
 			}
 			searched := last.Load()
-			if tt.wantDegraded && (searched == nil || searched.UserID != "u-1" || searched.ProjectID != "p-1" || searched.Query != "cold brew") {
-				t.Errorf("search request = %+v, want the run's user, project and question", searched)
+			if tt.wantDegraded && (searched == nil || searched.UserID != "u-1" || searched.ProjectID != "p-1" || searched.Query != "cold brew" || !searched.Ground) {
+				t.Errorf("search request = %+v, want the run's user, project and question, grounded by the host", searched)
 			}
 		})
 	}
