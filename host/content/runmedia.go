@@ -38,27 +38,24 @@ func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.Ra
 	if err := json.Unmarshal(request, &payload); err != nil {
 		return request, nil // not an object: the generator refuses it itself
 	}
+	material, err := s.runMaterial(ctx, r, payload["media"], payload["tags"])
+	if err != nil {
+		return nil, err
+	}
 	var refs []string
-	seen := map[string]bool{}
 	focus := map[string]any{} // the focal points of the material that has one, by reference
-	add := func(a *store.Asset) {
-		if len(refs) >= maxRunMedia || seen[a.ID] {
-			return
+	for _, a := range material {
+		if len(refs) >= maxRunMedia {
+			break
 		}
-		seen[a.ID] = true
 		key, err := s.localCopy(ctx, a)
 		if err != nil {
 			s.log.Warn("content: a material could not be given to the renderer", "asset_id", a.ID, "err", err)
-			return
+			continue
 		}
 		refs = append(refs, key)
 		if f := assetFocus(a); f != nil {
 			focus[key] = f
-		}
-	}
-	for _, ref := range refList(payload["media"]) {
-		if a, err := s.resolveRef(ctx, r.UserID, "media", ref); err == nil && a != nil {
-			add(a)
 		}
 	}
 	changed := len(refs) > 0
@@ -69,19 +66,9 @@ func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.Ra
 			}
 		}
 	}
-	if r.ProjectID != "" {
-		material, err := s.st.ListMaterial(ctx, store.MaterialParams{UserID: r.UserID, ProjectID: r.ProjectID,
-			Tags: refList(payload["tags"]), Limit: maxRunMedia})
-		if err != nil {
-			return nil, fmt.Errorf("content: project material: %w", err)
-		}
-		for i := range material {
-			add(&material[i])
-		}
-		if musicOf(payload) == "" {
-			if key := s.projectMusic(ctx, r); key != "" {
-				payload["music_url"], changed = fileurl.OfKey(key), true
-			}
+	if r.ProjectID != "" && musicOf(payload) == "" {
+		if key := s.projectMusic(ctx, r); key != "" {
+			payload["music_url"], changed = fileurl.OfKey(key), true
 		}
 	}
 	if len(refs) > 0 {
@@ -99,6 +86,66 @@ func (s *Service) AddRunMedia(ctx context.Context, r *store.Run, request json.Ra
 		return request, nil
 	}
 	return json.Marshal(payload)
+}
+
+// runMaterial is run r's material in the order a render shows it, each once: the assets the
+// references of media name (a run input or a job's payload, see refList and resolveRef; one that
+// names nothing of r's owner's is left out), then the pictures and clips of r's project
+// (store.ListMaterial: tagged with one of tags first, then the newest; not files runs made).
+func (s *Service) runMaterial(ctx context.Context, r *store.Run, media, tags any) ([]*store.Asset, error) {
+	var out []*store.Asset
+	seen := map[string]bool{}
+	add := func(a *store.Asset) {
+		if !seen[a.ID] {
+			seen[a.ID] = true
+			out = append(out, a)
+		}
+	}
+	for _, ref := range refList(media) {
+		if a, err := s.resolveRef(ctx, r.UserID, "media", ref); err == nil && a != nil {
+			add(a)
+		}
+	}
+	if r.ProjectID != "" {
+		material, err := s.st.ListMaterial(ctx, store.MaterialParams{UserID: r.UserID, ProjectID: r.ProjectID,
+			Tags: refList(tags), Limit: maxRunMedia})
+		if err != nil {
+			return nil, fmt.Errorf("content: project material: %w", err)
+		}
+		for i := range material {
+			add(&material[i])
+		}
+	}
+	return out, nil
+}
+
+// RunMaterialNotes is what the creator said of run r's material (runMaterial of the run's media
+// and tags inputs, as its render will show it): one {ref, name, description} for each picture or
+// clip with a description, in that order, ready to be the engine's media_descriptions input (a
+// template script says a description where it matches the topic, docs/scripts.md). Empty when
+// none is described.
+func (s *Service) RunMaterialNotes(ctx context.Context, r *store.Run) ([]any, error) {
+	inputs := map[string]any{}
+	_ = json.Unmarshal(r.Inputs, &inputs) // not an object: no media input, the project's material still counts
+	material, err := s.runMaterial(ctx, r, inputs["media"], inputs["tags"])
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	for _, a := range material {
+		if a.FileType != store.AssetImage && a.FileType != store.AssetVideo {
+			continue
+		}
+		var meta struct {
+			Description string `json:"description"`
+		}
+		if json.Unmarshal(a.Metadata, &meta) != nil || strings.TrimSpace(meta.Description) == "" {
+			continue
+		}
+		out = append(out, map[string]any{"ref": a.ID, "name": firstNonEmpty(a.OriginalName, a.ID),
+			"description": strings.TrimSpace(meta.Description)})
+	}
+	return out, nil
 }
 
 // assetFocus is an asset's focal point, its metadata's focus {x, y} (each 0..1), nil when it has

@@ -510,6 +510,16 @@ func (s *Service) runRequest(ctx context.Context, r *store.Run, wf engine.Workfl
 	if err := json.Unmarshal(r.Inputs, &req.Inputs); err != nil {
 		return nil, err
 	}
+	if s.media != nil {
+		// The descriptions of the material the run shows, for its script (engine.InputMediaDescriptions):
+		// the host's, read afresh at each execution, in place of any the inputs carry.
+		delete(req.Inputs, engine.InputMediaDescriptions)
+		if notes, err := s.media.RunMaterialNotes(ctx, r); err != nil {
+			s.log.Warn("runs: the material's descriptions could not be read; the run goes on without them", "run_id", r.ID, "err", err)
+		} else if len(notes) > 0 {
+			req.Inputs[engine.InputMediaDescriptions] = notes
+		}
+	}
 	// The contexts and resume input were written by Start and Resume from typed values: they decode.
 	if len(r.UserContext) > 0 {
 		_ = json.Unmarshal(r.UserContext, &req.User)

@@ -70,10 +70,12 @@ type AssetRecorder interface {
 }
 
 // MediaSource adds the creator's material (the project's images and clips, the run's media input)
-// to a render job's payload, and refuses at start the references a render could not use (400
+// to a render job's payload, tells the engine what the creator said of it (RunMaterialNotes: the
+// media_descriptions input), and refuses at start the references a render could not use (400
 // naming the item). host/content satisfies it.
 type MediaSource interface {
 	AddRunMedia(ctx context.Context, r *store.Run, request json.RawMessage) (json.RawMessage, error)
+	RunMaterialNotes(ctx context.Context, r *store.Run) ([]any, error)
 	CheckRunMedia(ctx context.Context, userID string, inputs map[string]any) error
 }
 

@@ -231,8 +231,42 @@ func scriptInputs(sc *stepCtx) map[string]any {
 	if notes, cites := knowledgeOf(sc, 3); len(notes) > 0 {
 		in["knowledge"], in["citations"] = notes, cites
 	}
+	if m := materialOf(sc.req.Inputs[engine.InputMediaDescriptions]); len(m) > 0 {
+		in["material"] = m
+	}
 	return in
 }
+
+// materialOf reads the host's descriptions of the run's material (engine.InputMediaDescriptions)
+// as the script's material input: {name, description} items, at most maxMaterialNotes, each
+// description cut to maxNoteLength characters.
+func materialOf(v any) []any {
+	list, _ := v.([]any)
+	var out []any
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		d := strings.TrimSpace(asString(m["description"]))
+		if d == "" {
+			continue
+		}
+		name := firstNonEmpty(asString(m["name"]), asString(m["ref"]), "material")
+		out = append(out, map[string]any{"name": clip(name, 120), "description": clip(d, maxNoteLength)})
+		if len(out) == maxMaterialNotes {
+			break
+		}
+	}
+	return out
+}
+
+// maxMaterialNotes and maxNoteLength bound what a run's material descriptions add to a script
+// step's inputs (and its trace).
+const (
+	maxMaterialNotes = 20
+	maxNoteLength    = 1000
+)
 
 // knowledgeOf returns up to n knowledge-base passages of the nearest lookup, each cut to whole
 // sentences, and their citations ({number, source, document}, numbered as [#n]).
@@ -290,7 +324,7 @@ func writeScript(ctx context.Context, sc *stepCtx, in map[string]any) (*result, 
 	if _, ok := in["knowledge"]; !ok && b.format != "music" {
 		searched = searchKnowledge(ctx, sc, b, in)
 	}
-	g, why := generateText(ctx, sc, scriptSystem, b.modelPrompt()+knowledgePrompt(in), 900)
+	g, why := generateText(ctx, sc, scriptSystem, b.modelPrompt()+knowledgePrompt(in)+materialPrompt(in), 900)
 	if g != nil {
 		out := map[string]any{"script": strings.TrimSpace(g.Text), "title": b.title(), "format": b.format}
 		if b.format == "music" {
@@ -463,6 +497,23 @@ func knowledgePrompt(in map[string]any) string {
 			fmt.Fprintf(&b, "\n%s (%s) %s", engine.CiteMarker(i+1), src, asString(k))
 		} else {
 			fmt.Fprintf(&b, "\n%s %s", engine.CiteMarker(i+1), asString(k))
+		}
+	}
+	return b.String()
+}
+
+// materialPrompt is the creator's descriptions of the pictures and clips the run shows (the
+// step's material input) as a prompt section.
+func materialPrompt(in map[string]any) string {
+	ms, _ := in["material"].([]any)
+	if len(ms) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nThe pictures and clips the video shows, as the creator describes them (say what fits the topic):")
+	for _, m := range ms {
+		if m, ok := m.(map[string]any); ok {
+			fmt.Fprintf(&b, "\n- %s: %s", asString(m["name"]), asString(m["description"]))
 		}
 	}
 	return b.String()

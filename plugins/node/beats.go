@@ -10,8 +10,8 @@ import (
 
 // The middle of a template script: its beats, each a few sentences and where they came from.
 
-// line is one sentence a beat says and where it comes from: "brief", "knowledge: <document>",
-// or "template" (the template's own general lines, said in the trace as such).
+// line is one sentence a beat says and where it comes from: "brief", "material: <asset name>",
+// "knowledge: <document>", or "template" (the template's own general lines, said in the trace as such).
 type line struct{ text, source string }
 
 // sourceTemplate names the template's own lines.
@@ -52,9 +52,11 @@ func containsString(ss []string, s string) bool {
 }
 
 // material is what the beats can say from the run's own sources, in order: the brief's
-// sentences, then the knowledge base's sentences that are about the topic (sharing an informative
-// word with its subject or the brief; a passage the search found for other words is left out).
-// Only whole sentences in the script's language are taken, never a table row.
+// sentences, the creator's descriptions of the pictures and clips the run shows, then the
+// knowledge base's sentences. A description or knowledge sentence is taken only when it is about
+// the topic (sharing an informative word with its subject or the brief): a photo of something
+// else, or a passage the search found for other words, is left out. Only whole sentences in the
+// script's language are taken, never a table row.
 func (b brief) material(sh shape) []line {
 	zh := b.zh()
 	var cands []line
@@ -64,6 +66,17 @@ func (b brief) material(sh shape) []line {
 		}
 	}
 	about := sh.subject + " " + b.summary
+	for _, d := range b.described {
+		for _, s := range sentence.Split(d.text, sentence.Ends) {
+			if s = strings.TrimSpace(s); s != "" && extract.Shared(about, s) > 0 {
+				// A caption-like description ("latte art on oat milk") becomes a sentence to say.
+				if !endsSentence(s) {
+					s += map[bool]string{false: ".", true: "。"}[zh]
+				}
+				cands = append(cands, line{capitalise(s), "material: " + d.name})
+			}
+		}
+	}
 	for i, k := range b.knowledge {
 		src := "knowledge"
 		if i < len(b.knowSources) && b.knowSources[i] != "" {

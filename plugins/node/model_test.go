@@ -130,13 +130,15 @@ func TestEveryTextStepAsksTheModel(t *testing.T) {
 	h := m.host()
 	req := request(step("lookup", "kb_lookup", ""), step("write", "script_writer", `{"format":"voiceover"}`, "lookup"),
 		step("polish", "rewriter", `{"style":"energetic"}`, "write"))
-	req.Inputs = map[string]any{"topic": "quick vegan dinners", "platform": "douyin", "style": "casual", "language": "zh", "duration": 20}
+	req.Inputs = map[string]any{"topic": "quick vegan dinners", "platform": "douyin", "style": "casual", "language": "zh", "duration": 20,
+		engine.InputMediaDescriptions: []any{map[string]any{"ref": "a1", "name": "tofu.jpg", "description": "Pressed tofu browning in a cast-iron pan."}}}
 	res := run(t, newEngine(), h, req)
 	if res.Status != engine.StatusCompleted || res.Outputs["script"] != "REWRITTEN script about tofu." || res.Outputs["source"] != "model" {
 		t.Fatalf("voiceover outputs = %v", res.Outputs)
 	}
 	wantAll(t, "script prompt", m.prompt(t, "Write a voiceover script"), "quick vegan dinners", "douyin", "casual",
-		"Chinese", "about 80 Chinese characters", "[#1] (tofu.md) Press extra-firm tofu for ten minutes.", "2.40 dollars")
+		"Chinese", "about 80 Chinese characters", "[#1] (tofu.md) Press extra-firm tofu for ten minutes.", "2.40 dollars",
+		"- tofu.jpg: Pressed tofu browning in a cast-iron pan.")
 	wantAll(t, "polish prompt", m.prompt(t, "Rewrite this short-video script"), "energetic", "douyin",
 		"MODEL script: press the tofu", "[#1] (tofu.md)")
 	if st := h.final()["write"]; st.TokensUsed == nil || st.Outputs["source"] != "model" || st.Outputs["model"] != "test-model" {

@@ -20,7 +20,11 @@ type brief struct {
 	duration, days                                                        int
 	knowledge                                                             []string
 	knowSources                                                           []string // the document or source of each knowledge passage
+	described                                                             []note   // the creator's descriptions of the run's pictures and clips
 }
+
+// note is a description of one picture or clip the run shows, and the asset's name.
+type note struct{ name, text string }
 
 func newBrief(in map[string]any) brief {
 	b := brief{
@@ -46,6 +50,13 @@ func newBrief(in map[string]any) brief {
 				}
 				b.knowledge = append(b.knowledge, s)
 				b.knowSources = append(b.knowSources, src)
+			}
+		}
+	}
+	if ms, ok := in["material"].([]any); ok {
+		for _, m := range ms {
+			if m, ok := m.(map[string]any); ok && asString(m["description"]) != "" {
+				b.described = append(b.described, note{asString(m["name"]), asString(m["description"])})
 			}
 		}
 	}

@@ -97,6 +97,12 @@ type ProjectContext struct {
 	StrategyTaskID string `json:"strategy_task_id,omitempty"`
 }
 
+// InputMediaDescriptions is the run input the host sets to what the creator said of the run's
+// material: a list of {"ref": asset id, "name": file name, "description": text}, one for each
+// picture or clip the run shows that has a description, in the order shown (absent when none
+// has). An engine writing a script without a model may say them where they fit the topic.
+const InputMediaDescriptions = "media_descriptions"
+
 // RunRequest asks an engine to execute a run.
 type RunRequest struct {
 	RunID       string                     `json:"run_id"`
