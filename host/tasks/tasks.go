@@ -150,7 +150,7 @@ func (s *Service) Cancel(ctx context.Context, user *auth.Principal, id string) (
 		return nil, err
 	}
 	msg := "cancelled by the user"
-	got, err := s.transition(ctx, store.TaskUpdate{ID: t.ID, To: store.TaskCancelled, ErrorMessage: &msg, Completed: true,
+	got, err := s.transitionOnce(ctx, store.TaskUpdate{ID: t.ID, To: store.TaskCancelled, ErrorMessage: &msg, Completed: true,
 		From: []string{store.TaskPending, store.TaskQueued, store.TaskRunning}})
 	if errors.Is(err, store.ErrStale) {
 		cur, _ := s.st.GetTask(ctx, id) // only for the message: a task gone too keeps the state we saw
@@ -393,7 +393,8 @@ func retryable(c errcode.Code) bool {
 // failed ends a RUNNING task after an error: back to QUEUED with a back-off while the error is
 // retryable and retries are left, else FAILED.
 func (s *Service) failed(ctx context.Context, id string, code errcode.Code, msg string) {
-	t, err := s.st.GetTask(ctx, id)
+	var t *store.Task
+	err := s.outcome(ctx, id, func() (err error) { t, err = s.st.GetTask(ctx, id); return err })
 	if err != nil {
 		s.opt.Log.Warn("tasks: load failed task", "task_id", id, "error", err)
 		return
@@ -412,8 +413,40 @@ func (s *Service) failed(ctx context.Context, id string, code errcode.Code, msg 
 	}
 }
 
-// transition applies u in a transaction with its outbound events, then sends the frame.
+// outcomeFor bounds how long a task's outcome is retried while the database refuses it: the
+// run has ended and nothing will report it again, so a refused write would leave the task
+// RUNNING for good (issue 38: outcomes recorded once, the outcome retried, not the work).
+const outcomeFor = time.Minute
+
+// transition applies u in a transaction with its outbound events, then sends the frame. A write
+// the database refused is retried with the loops' back-off for up to outcomeFor; a stale or
+// missing task is not.
 func (s *Service) transition(ctx context.Context, u store.TaskUpdate) (*store.Task, error) {
+	var t *store.Task
+	err := s.outcome(ctx, u.ID, func() (err error) {
+		t, err = s.transitionOnce(ctx, u)
+		return err
+	})
+	return t, err
+}
+
+// outcome runs write until the database takes it, a stale or missing task refuses it, or
+// outcomeFor has passed, waiting with the loops' back-off in between.
+func (s *Service) outcome(ctx context.Context, id string, write func() error) error {
+	retry := backoff.Retry{Log: s.opt.Log, What: "tasks: record a task's outcome"}
+	give := time.Now().Add(outcomeFor)
+	for {
+		err := write()
+		if err == nil || errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrNotFound) || time.Now().After(give) {
+			return err
+		}
+		if !backoff.Sleep(ctx, retry.Failed(err, "task_id", id)) {
+			return err
+		}
+	}
+}
+
+func (s *Service) transitionOnce(ctx context.Context, u store.TaskUpdate) (*store.Task, error) {
 	var got *store.Task
 	err := store.InTx(ctx, s.st, func(tx Store) error {
 		t, err := tx.UpdateTask(ctx, u)
