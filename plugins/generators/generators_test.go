@@ -212,12 +212,13 @@ func probe(t *testing.T, path string) (streams []string, duration float64) {
 	return streams, duration
 }
 
-// markRegionVaries reports whether the top-right corner of the frame at 1 s has more than one
+// markRegionVaries reports whether the top-right corner of the frame at 1 s (measured from the
+// right edge, so at any frame width) has more than one
 // shade: the mark's text, over a plain background.
 func markRegionVaries(t *testing.T, path string) bool {
 	t.Helper()
 	out, err := exec.Command("ffmpeg", "-v", "error", "-ss", "1", "-i", path, "-frames:v", "1",
-		"-vf", "crop=320:110:390:40,format=gray", "-f", "rawvideo", "-").Output()
+		"-vf", "crop=320:110:iw-352:40,format=gray", "-f", "rawvideo", "-").Output()
 	if err != nil || len(out) == 0 {
 		t.Fatalf("frame of %s: %v", path, err)
 	}
@@ -375,7 +376,7 @@ func TestLocalVideoparseProbesOwnFile(t *testing.T) {
 	video := b.run(t, &engine.Job{JobID: "v-1", RunID: "run-1", Type: engine.JobVideogen, Request: json.RawMessage(`{"duration":1}`)})
 	res := b.run(t, &engine.Job{JobID: "p-1", RunID: "run-1", Type: engine.JobVideoparse,
 		Request: json.RawMessage(`{"url":"` + video["video_url"].(string) + `"}`)})
-	if res["has_video"] != true || res["has_audio"] != true || res["width"] != float64(720) || res["source"] != "ffprobe" {
+	if res["has_video"] != true || res["has_audio"] != true || res["width"] != float64(1080) || res["source"] != "ffprobe" {
 		t.Errorf("videoparse of the user's own video = %v", res)
 	}
 }
