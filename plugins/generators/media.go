@@ -467,27 +467,23 @@ func (d *executor) duration(ctx context.Context, path string) (float64, error) {
 // sentencesOf reads the sentence times a speech job returned (passed on in the video's payload),
 // with their words' times.
 func sentencesOf(v any) []render.Timed {
-	list, _ := v.([]any)
-	var out []render.Timed
-	for _, e := range list {
-		m, ok := e.(map[string]any)
-		if !ok {
-			return nil
-		}
-		start, ok1 := num(m, "start")
-		end, ok2 := num(m, "end")
-		if !ok1 || !ok2 || end < start {
-			return nil
-		}
-		out = append(out, render.Timed{Text: str(m, "text"), Start: start, End: end, Words: wordsOf(m["words"])})
-	}
-	return out
+	return timedList(v, func(m map[string]any, start, end float64) render.Timed {
+		return render.Timed{Text: str(m, "text"), Start: start, End: end, Words: wordsOf(m["words"])}
+	})
 }
 
 // wordsOf reads a sentence's word times (nil when absent or malformed: the planner estimates them).
 func wordsOf(v any) []render.Word {
+	return timedList(v, func(m map[string]any, start, end float64) render.Word {
+		return render.Word{Text: str(m, "text"), Start: start, End: end}
+	})
+}
+
+// timedList reads a JSON list of objects with start and end times through item; nil when any
+// entry is not an object or its times are missing or run backwards.
+func timedList[T any](v any, item func(m map[string]any, start, end float64) T) []T {
 	list, _ := v.([]any)
-	var out []render.Word
+	var out []T
 	for _, e := range list {
 		m, ok := e.(map[string]any)
 		if !ok {
@@ -498,7 +494,7 @@ func wordsOf(v any) []render.Word {
 		if !ok1 || !ok2 || end < start {
 			return nil
 		}
-		out = append(out, render.Word{Text: str(m, "text"), Start: start, End: end})
+		out = append(out, item(m, start, end))
 	}
 	return out
 }
