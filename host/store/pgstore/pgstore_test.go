@@ -705,21 +705,7 @@ func TestCandidateTermCounts(t *testing.T) {
 func TestJobLeasesByDatabaseClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := storetest.PostgresURL(t)
-	schema := storetest.SchemaName()
-	late, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		late.Close()
-		storetest.DropSchema(url, schema)
-	})
-	onTime, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { onTime.Close() })
+	late, onTime := lateAndOnTime(ctx, t)
 	u := storetest.NewUser(t, late, "")
 	r := &store.Run{ID: uuid.NewString(), WorkflowID: "voiceover_video", UserID: u.ID, Inputs: json.RawMessage(`{}`), UserContext: json.RawMessage(`{}`)}
 	if err := late.CreateRun(ctx, r); err != nil {
@@ -758,11 +744,9 @@ func TestJobLeasesByDatabaseClock(t *testing.T) {
 	}
 }
 
-// TestIngestAndOutboxLeasesByDatabaseClock: documents' and outbox events' leases by the
-// database's clock, for two stores on one schema, one an hour late (storetest).
-func TestIngestAndOutboxLeasesByDatabaseClock(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// lateAndOnTime opens two stores on one new schema: one whose clock runs an hour late, one on time.
+func lateAndOnTime(ctx context.Context, t *testing.T) (late, onTime *pgstore.Driver) {
+	t.Helper()
 	url := storetest.PostgresURL(t)
 	schema := storetest.SchemaName()
 	late, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
@@ -773,10 +757,19 @@ func TestIngestAndOutboxLeasesByDatabaseClock(t *testing.T) {
 		late.Close()
 		storetest.DropSchema(url, schema)
 	})
-	onTime, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema})
+	onTime, err = pgstore.Open(ctx, url, pgstore.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { onTime.Close() })
+	return late, onTime
+}
+
+// TestIngestAndOutboxLeasesByDatabaseClock: documents' and outbox events' leases by the
+// database's clock, for two stores on one schema, one an hour late (storetest).
+func TestIngestAndOutboxLeasesByDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	late, onTime := lateAndOnTime(ctx, t)
 	storetest.LeasesByDatabaseClock(t, late, onTime)
 }
