@@ -262,6 +262,11 @@ func (c *Config) Validate() error {
 	if c.SchedulerMode != "automation_managed" && c.SchedulerMode != "cron" {
 		errs = append(errs, fmt.Errorf("SCHEDULER_MODE: want automation_managed or cron, got %q", c.SchedulerMode))
 	}
+	if c.SchedulerInterval < time.Second {
+		// The built-in timer ticks at this interval in cron mode; zero would panic the ticker and a
+		// few milliseconds would spin the scheduler.
+		errs = append(errs, fmt.Errorf("SCHEDULER_INTERVAL_MS: must be at least 1000"))
+	}
 	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("LOG_FORMAT: want json or text, got %q", c.LogFormat))
 	}

@@ -101,3 +101,18 @@ func TestLogFormat(t *testing.T) {
 		t.Errorf("LOG_FORMAT=xml: err = %v, want one naming it", err)
 	}
 }
+
+func TestSchedulerInterval(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"0", "999"} {
+		for _, mode := range []string{"cron", "automation_managed"} {
+			_, err := LoadFrom(lookup(map[string]string{"SCHEDULER_MODE": mode, "SCHEDULER_INTERVAL_MS": bad}))
+			if err == nil || !strings.Contains(err.Error(), "SCHEDULER_INTERVAL_MS") {
+				t.Errorf("%s with SCHEDULER_INTERVAL_MS=%s: err = %v, want one naming it", mode, bad, err)
+			}
+		}
+	}
+	if c, err := LoadFrom(lookup(map[string]string{"SCHEDULER_MODE": "cron", "SCHEDULER_INTERVAL_MS": "1000"})); err != nil || c.SchedulerInterval != time.Second {
+		t.Errorf("SCHEDULER_INTERVAL_MS=1000: %v, %v", c.SchedulerInterval, err)
+	}
+}

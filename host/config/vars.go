@@ -52,7 +52,7 @@ var Vars = []Var{
 	{Name: "PLUGINS_ENABLED", Default: "true", Meaning: "`false` runs every workflow on the in-process node engine (generator jobs then fail: they run only in the generators plugin)"},
 	{Name: "MANIFEST_DIR", Default: "./manifests", Meaning: "workflow manifests, and the engine registry in its `engines/` folder"},
 	{Name: "SCHEDULER_MODE", Default: "automation_managed", Meaning: "`automation_managed` (the automation tool calls the scheduler API) or `cron` (built-in timer)"},
-	{Name: "SCHEDULER_INTERVAL_MS", Default: "900000", Meaning: "tick interval of the built-in timer"},
+	{Name: "SCHEDULER_INTERVAL_MS", Default: "900000", Meaning: "tick interval of the built-in timer (at least 1000)"},
 	{Name: "AUTOMATION_EVENT_WEBHOOK_URL", Meaning: "receiver of outbound events"},
 	{Name: "AUTOMATION_WEBHOOK_SECRET", Meaning: "HMAC secret of outbound events (`X-Webhook-Signature`)"},
 	{Name: "AUTOMATION_ENABLE_NOTIFICATIONS", Default: "false", Meaning: "`true` turns event delivery on"},
