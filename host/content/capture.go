@@ -35,7 +35,8 @@ func (s *Service) FinishCaptureTask(ctx context.Context, userID, id, status stri
 	var t *store.CaptureTask
 	err := store.InTx(ctx, s.st, func(tx Store) error {
 		var err error
-		t, err = tx.SetCaptureTaskStatus(ctx, id, userID, []string{store.CapturePending}, status)
+		t, err = tx.SetCaptureTaskStatus(ctx, store.CaptureTaskStatusParams{ID: id, UserID: userID,
+			From: []string{store.CapturePending}, Status: status})
 		if err != nil || status != store.CaptureCompleted {
 			return err
 		}

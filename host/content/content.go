@@ -48,13 +48,13 @@ type Store interface {
 	GetCorpus(ctx context.Context, id string) (*store.Corpus, error)
 	ListCorpus(ctx context.Context, p store.ListCorpusParams) ([]store.Corpus, int, error)
 	CountCorpus(ctx context.Context, userID, projectID string) (store.CorpusCounts, error)
-	SetCorpusStatus(ctx context.Context, id, userID, status string) error
+	SetCorpusStatus(ctx context.Context, p store.CorpusStatusParams) error
 	SoftDeleteCorpus(ctx context.Context, id, userID string) error
 	AddCorpusUsage(ctx context.Context, id string, delta int) error
 	CreateCaptureTask(ctx context.Context, t *store.CaptureTask) error
 	GetCaptureTask(ctx context.Context, id string) (*store.CaptureTask, error)
 	ListCaptureTasks(ctx context.Context, p store.ListCaptureTasksParams) ([]store.CaptureTask, int, error)
-	SetCaptureTaskStatus(ctx context.Context, id, userID string, from []string, status string) (*store.CaptureTask, error)
+	SetCaptureTaskStatus(ctx context.Context, p store.CaptureTaskStatusParams) (*store.CaptureTask, error)
 
 	// Materials and the files of runs.
 	CreateAsset(ctx context.Context, a *store.Asset) error
@@ -485,7 +485,7 @@ func (s *Service) SetCorpusStatus(ctx context.Context, userID, id, status string
 	default:
 		return nil, errcode.Invalid("status", "must be unread, read or archived")
 	}
-	if err := s.st.SetCorpusStatus(ctx, id, userID, status); err != nil {
+	if err := s.st.SetCorpusStatus(ctx, store.CorpusStatusParams{ID: id, UserID: userID, Status: status}); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errcode.New(errcode.NotFound, "Corpus item not found")
 		}

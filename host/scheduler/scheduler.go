@@ -70,7 +70,7 @@ type Options struct {
 type Store interface {
 	ListDueStrategyTasks(ctx context.Context, p store.DueStrategyTasksParams) ([]store.StrategyTask, error)
 	StartAutoRun(ctx context.Context, a *store.AutoRun) error
-	SetAutoRunRun(ctx context.Context, projectID, strategyTaskID, runID string) error
+	SetAutoRunRun(ctx context.Context, p store.AutoRunRunParams) error
 	FinishAutoRun(ctx context.Context, p store.FinishAutoRunParams) error
 	GetAutoRun(ctx context.Context, projectID, strategyTaskID string) (*store.AutoRun, error)
 	SetSchedulerMark(ctx context.Context, name string, at time.Time) error
@@ -364,7 +364,8 @@ func (s *Scheduler) Trigger(ctx context.Context, p TriggerParams) (*Triggered, e
 		}
 		return nil, err
 	}
-	if err := s.st.SetAutoRunRun(ctx, p.ProjectID, p.StrategyTaskID, runID); err != nil && !errors.Is(err, store.ErrStale) {
+	if err := s.st.SetAutoRunRun(ctx, store.AutoRunRunParams{ProjectID: p.ProjectID,
+		StrategyTaskID: p.StrategyTaskID, RunID: runID}); err != nil && !errors.Is(err, store.ErrStale) {
 		s.opt.Log.Warn("scheduler: record run of auto run", "run_id", runID, "error", err)
 	}
 	return &Triggered{RunID: runID, WorkflowID: p.WorkflowID, ProjectID: p.ProjectID, StrategyTaskID: p.StrategyTaskID,

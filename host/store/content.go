@@ -82,6 +82,20 @@ const (
 	CaptureCancelled = "cancelled"
 )
 
+// CorpusStatusParams name a live corpus record of UserID and the status SetCorpusStatus gives it.
+type CorpusStatusParams struct {
+	ID, UserID string
+	Status     string // unread, read or archived
+}
+
+// CaptureTaskStatusParams move UserID's capture task ID from one of From to Status
+// (SetCaptureTaskStatus).
+type CaptureTaskStatusParams struct {
+	ID, UserID string
+	From       []string
+	Status     string
+}
+
 // ListCaptureTasksParams page one user's capture tasks; Status and ProjectID filter when set.
 type ListCaptureTasksParams struct {
 	UserID, Status, ProjectID string
@@ -150,8 +164,8 @@ type Content interface {
 	ListCorpus(ctx context.Context, p ListCorpusParams) ([]Corpus, int, error)
 	// CountCorpus counts a user's records (and assets) by feed tab; projectID "" counts all.
 	CountCorpus(ctx context.Context, userID, projectID string) (CorpusCounts, error)
-	// SetCorpusStatus changes the status of a live record of userID; ErrNotFound otherwise.
-	SetCorpusStatus(ctx context.Context, id, userID, status string) error
+	// SetCorpusStatus changes the status of a live record of p.UserID; ErrNotFound otherwise.
+	SetCorpusStatus(ctx context.Context, p CorpusStatusParams) error
 	// SoftDeleteCorpus marks a live record of userID deleted; ErrNotFound otherwise.
 	SoftDeleteCorpus(ctx context.Context, id, userID string) error
 	// AddCorpusUsage adds delta to usage_count of a live record; ErrNotFound otherwise.
@@ -161,9 +175,9 @@ type Content interface {
 	GetCaptureTask(ctx context.Context, id string) (*CaptureTask, error)
 	// ListCaptureTasks pages a user's capture tasks, newest first, with the total.
 	ListCaptureTasks(ctx context.Context, p ListCaptureTasksParams) ([]CaptureTask, int, error)
-	// SetCaptureTaskStatus moves userID's capture task from one of from to status and returns it;
-	// ErrNotFound when it is not theirs, ErrStale when it is in another state.
-	SetCaptureTaskStatus(ctx context.Context, id, userID string, from []string, status string) (*CaptureTask, error)
+	// SetCaptureTaskStatus moves p.UserID's capture task from one of p.From to p.Status and returns
+	// it; ErrNotFound when it is not theirs, ErrStale when it is in another state.
+	SetCaptureTaskStatus(ctx context.Context, p CaptureTaskStatusParams) (*CaptureTask, error)
 
 	CreateAsset(ctx context.Context, a *Asset) error
 	// GetAsset returns the asset even when soft-deleted.

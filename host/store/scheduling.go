@@ -58,6 +58,14 @@ type AutoRun struct {
 	CompletedAt    *time.Time      `json:"completed_at"`
 }
 
+// AutoRunRunParams name the running mark of strategy task StrategyTaskID of ProjectID and the run
+// SetAutoRunRun records on it.
+type AutoRunRunParams struct {
+	ProjectID      string
+	StrategyTaskID string
+	RunID          string
+}
+
 // FinishAutoRunParams ends a running mark: it applies only while the mark is running and names
 // RunID or no run yet.
 type FinishAutoRunParams struct {
@@ -89,7 +97,7 @@ type Scheduling interface {
 	// one acting on a stale due list, does not run the task again.
 	StartAutoRun(ctx context.Context, a *AutoRun) error
 	// SetAutoRunRun records the run of a mark that has none yet.
-	SetAutoRunRun(ctx context.Context, projectID, strategyTaskID, runID string) error
+	SetAutoRunRun(ctx context.Context, p AutoRunRunParams) error
 	// FinishAutoRun ends a running mark (ErrStale when it is not running for that run).
 	FinishAutoRun(ctx context.Context, p FinishAutoRunParams) error
 	GetAutoRun(ctx context.Context, projectID, strategyTaskID string) (*AutoRun, error)

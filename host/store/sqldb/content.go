@@ -147,9 +147,9 @@ func (db *DB) CountCorpus(ctx context.Context, userID, projectID string) (store.
 }
 
 // SetCorpusStatus implements store.Content.
-func (db *DB) SetCorpusStatus(ctx context.Context, id, userID, status string) error {
+func (db *DB) SetCorpusStatus(ctx context.Context, p store.CorpusStatusParams) error {
 	n, err := db.Exec(ctx, `UPDATE corpus SET status = $3, updated_at = $4 WHERE id = $1 AND user_id = $2 AND is_deleted = FALSE`,
-		id, userID, status, db.T(db.Now()))
+		p.ID, p.UserID, p.Status, db.T(db.Now()))
 	if err == nil && n == 0 {
 		return store.ErrNotFound
 	}
@@ -220,13 +220,13 @@ func (db *DB) ListCaptureTasks(ctx context.Context, p store.ListCaptureTasksPara
 }
 
 // SetCaptureTaskStatus implements store.Content: one guarded update.
-func (db *DB) SetCaptureTaskStatus(ctx context.Context, id, userID string, from []string, status string) (*store.CaptureTask, error) {
+func (db *DB) SetCaptureTaskStatus(ctx context.Context, p store.CaptureTaskStatusParams) (*store.CaptureTask, error) {
 	var a Args
-	q := `UPDATE capture_tasks SET status = ` + a.Add(status) + `, updated_at = ` + a.Add(db.T(db.Now())) +
-		` WHERE id = ` + a.Add(id) + ` AND user_id = ` + a.Add(userID) + ` AND ` + a.In("status", from) + ` RETURNING ` + captureCols
+	q := `UPDATE capture_tasks SET status = ` + a.Add(p.Status) + `, updated_at = ` + a.Add(db.T(db.Now())) +
+		` WHERE id = ` + a.Add(p.ID) + ` AND user_id = ` + a.Add(p.UserID) + ` AND ` + a.In("status", p.From) + ` RETURNING ` + captureCols
 	t, err := scanCaptureTask(db.QueryRow(ctx, q, a.List...))
 	if errors.Is(err, store.ErrNotFound) {
-		if cur, gerr := db.GetCaptureTask(ctx, id); gerr == nil && cur.UserID == userID {
+		if cur, gerr := db.GetCaptureTask(ctx, p.ID); gerr == nil && cur.UserID == p.UserID {
 			return nil, store.ErrStale
 		}
 	}

@@ -121,9 +121,9 @@ func (db *DB) StartAutoRun(ctx context.Context, a *store.AutoRun) error {
 }
 
 // SetAutoRunRun implements store.Scheduling.
-func (db *DB) SetAutoRunRun(ctx context.Context, projectID, strategyTaskID, runID string) error {
+func (db *DB) SetAutoRunRun(ctx context.Context, p store.AutoRunRunParams) error {
 	n, err := db.Exec(ctx, `UPDATE project_auto_runs SET run_id = $3 WHERE project_id = $1 AND strategy_task_id = $2 AND run_id = ''`,
-		projectID, strategyTaskID, runID)
+		p.ProjectID, p.StrategyTaskID, p.RunID)
 	if err == nil && n == 0 {
 		return store.ErrStale
 	}

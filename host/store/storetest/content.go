@@ -109,10 +109,10 @@ func testCorpus(t *testing.T, open Opener) {
 		})
 	}
 
-	if err := d.SetCorpusStatus(ctx, mine[1].ID, other.ID, store.CorpusRead); !errors.Is(err, store.ErrNotFound) {
+	if err := d.SetCorpusStatus(ctx, store.CorpusStatusParams{ID: mine[1].ID, UserID: other.ID, Status: store.CorpusRead}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetCorpusStatus(other user) = %v, want ErrNotFound", err)
 	}
-	if err := d.SetCorpusStatus(ctx, mine[1].ID, me.ID, store.CorpusArchived); err != nil {
+	if err := d.SetCorpusStatus(ctx, store.CorpusStatusParams{ID: mine[1].ID, UserID: me.ID, Status: store.CorpusArchived}); err != nil {
 		t.Errorf("SetCorpusStatus = %v", err)
 	}
 	if err := d.SoftDeleteCorpus(ctx, mine[3].ID, other.ID); !errors.Is(err, store.ErrNotFound) {

@@ -86,7 +86,7 @@ func testScheduling(t *testing.T, open Opener) {
 	if len(due) > 0 && due[0].RunningRuns != 1 {
 		t.Errorf("RunningRuns = %d, want 1", due[0].RunningRuns)
 	}
-	if err := d.SetAutoRunRun(ctx, p.ID, "t2", "run-a"); err != nil {
+	if err := d.SetAutoRunRun(ctx, store.AutoRunRunParams{ProjectID: p.ID, StrategyTaskID: "t2", RunID: "run-a"}); err != nil {
 		t.Fatalf("SetAutoRunRun: %v", err)
 	}
 	if err := d.FinishAutoRun(ctx, store.FinishAutoRunParams{ProjectID: p.ID, StrategyTaskID: "t2", RunID: "run-b", Status: store.AutoRunCompleted}); !errors.Is(err, store.ErrStale) {
@@ -244,7 +244,7 @@ func testAutoRunOnce(t *testing.T, open Opener) {
 		}
 		wins.Add(1)
 		run := fmt.Sprint("run-", i)
-		if err := d.SetAutoRunRun(ctx, p.ID, "x", run); err != nil {
+		if err := d.SetAutoRunRun(ctx, store.AutoRunRunParams{ProjectID: p.ID, StrategyTaskID: "x", RunID: run}); err != nil {
 			t.Errorf("SetAutoRunRun: %v", err)
 		}
 		if err := d.FinishAutoRun(ctx, store.FinishAutoRunParams{ProjectID: p.ID, StrategyTaskID: "x", RunID: run,
