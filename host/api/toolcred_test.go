@@ -120,7 +120,7 @@ func TestToolCredential(t *testing.T) {
 			}
 
 			// The run ends: its credential dies with it.
-			if _, err := st.UpdateRun(ctx, run.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunCancelled}); err != nil {
+			if _, err := st.UpdateRun(ctx, run.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunCancelled}); err != nil {
 				t.Fatal(err)
 			}
 			if r := b.do("POST", "/api/knowledge/context", tok, map[string]any{"query": "kiln"}); r.status != 401 {

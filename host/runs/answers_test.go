@@ -40,12 +40,12 @@ func (s *refusingStore) UpsertTraceStep(ctx context.Context, ts *store.TraceStep
 	return s.Driver.UpsertTraceStep(ctx, ts)
 }
 
-func (s *refusingStore) UpdateRun(ctx context.Context, id string, from []string, u store.RunUpdate) (*store.Run, error) {
+func (s *refusingStore) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (*store.Run, error) {
 	if u.Status == store.RunCompleted && s.refuse.CompareAndSwap(true, false) {
 		s.refused.Add(1)
 		return nil, errRefused
 	}
-	return s.Driver.UpdateRun(ctx, id, from, u)
+	return s.Driver.UpdateRun(ctx, id, u)
 }
 
 // TestRefusedOutcomeAsksModelOnce: a run whose steps' outcomes and completion the database refused

@@ -341,7 +341,7 @@ func (s *Service) sweepOnce(ctx context.Context) error {
 		return fmt.Errorf("list orphan runs: %w", err)
 	}
 	for _, id := range orphans {
-		if _, err := s.st.ClaimOrphanRun(ctx, id, before, "orphan"); err == nil {
+		if _, err := s.st.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: id, Before: before, Holder: "orphan"}); err == nil {
 			s.log.Warn("runs: a running run had nothing driving it: executing it again", "run_id", id)
 			s.kick()
 		}
@@ -384,7 +384,7 @@ func (s *Service) timeoutJob(ctx context.Context, j *store.Job, now time.Time) e
 		// An engine job: execute the run again after the back-off; the engine makes a new job,
 		// which carries the retry count on.
 		at := now.Add(p.BackoffFor(j.RetryCount + 1))
-		_, err := s.st.UpdateRun(ctx, j.RunID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &at, Unclaim: true})
+		_, err := s.st.UpdateRun(ctx, j.RunID, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunRunning, Lease: &at, Unclaim: true})
 		if err != nil {
 			s.log.Warn("runs: hand a timed-out run back for a retry", "run_id", j.RunID, "err", err)
 		}

@@ -384,7 +384,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 	picked := s.runEngine(m.Engine)
 	eng, name, degraded := picked.eng, picked.name, picked.degraded
 	deg := degraded
-	started, err := s.st.UpdateRun(ctx, r.ID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{
+	started, err := s.st.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending, store.RunRunning},
 		Status: store.RunRunning, Owner: owner, Started: true, Engine: name, Degraded: &deg})
 	if err != nil {
 		if !errors.Is(err, store.ErrStale) {
@@ -424,7 +424,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 	go func() {
 		retry := backoff.Retry{Log: s.log, What: "runs: renew run lease"}
 		err := lease.Hold(leaseCtx, s.opts.Lease, since, func(lctx context.Context) (bool, error) {
-			err := s.st.RenewLease(lctx, r.ID, owner, s.opts.Lease)
+			err := s.st.RenewLease(lctx, store.RunLeaseParams{ID: r.ID, Owner: owner, Lease: s.opts.Lease})
 			if errors.Is(err, store.ErrStale) {
 				return false, err // cancelled, or taken by another host
 			}
@@ -467,7 +467,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 		s.log.Warn("runs: engine failed, degrading", "run_id", r.ID, "err", err)
 		s.failJobs(ctx, r.ID, false, &engine.RunError{Code: string(errcode.Of(err)), Message: "the run degraded to the node engine"})
 		if req2, rerr := s.runRequest(ctx, r, wf, reason); rerr == nil {
-			if _, err := s.st.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
+			if _, err := s.st.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunRunning,
 				Owner: owner, Engine: "node", Degraded: &reason}); err != nil {
 				// Only the run's record of its engine is behind: the trace names the engine of each step.
 				s.log.Warn("runs: record the degradation", "run_id", r.ID, "err", err)
@@ -482,7 +482,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 		// for the next executor (when the lease ran out, another may have it already: the guard
 		// on the owner then leaves it alone).
 		now := s.st.Now()
-		if _, err := s.st.UpdateRun(context.WithoutCancel(ctx), r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning,
+		if _, err := s.st.UpdateRun(context.WithoutCancel(ctx), r.ID, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunRunning,
 			Owner: owner, Lease: &now, Unclaim: true}); err != nil && !errors.Is(err, store.ErrStale) {
 			// Not handed back: its lease runs out and the next executor takes it then (a recovery).
 			s.log.Warn("runs: hand the run back at stop", "run_id", r.ID, "err", err)
@@ -579,7 +579,7 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 			return
 		}
 		hundred := 100.0
-		r, err := s.st.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunCompleted, Owner: owner,
+		r, err := s.st.UpdateRun(ctx, runID, store.RunUpdate{From: from, Status: store.RunCompleted, Owner: owner,
 			Outputs: b, Completed: true, Release: true, ClearError: true, Progress: &hundred})
 		if err == nil {
 			s.notifyProgress(ctx, r, 100)
@@ -591,13 +591,13 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 			aw = &engine.Awaiting{Prompt: "Input needed"}
 		}
 		b, _ := json.Marshal(aw) // a struct of strings and numbers: Marshal cannot fail
-		r, err := s.st.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunPaused, Owner: owner, Awaiting: b, Release: true})
+		r, err := s.st.UpdateRun(ctx, runID, store.RunUpdate{From: from, Status: store.RunPaused, Owner: owner, Awaiting: b, Release: true})
 		if err == nil {
 			s.notifyStatus(ctx, r)
 		}
 	case engine.StatusWaiting:
 		// Stays running until a callback or the job's time-out; no lease: nothing executes it now.
-		_, err := s.st.UpdateRun(ctx, runID, from, store.RunUpdate{Status: store.RunRunning, Owner: owner, Release: true})
+		_, err := s.st.UpdateRun(ctx, runID, store.RunUpdate{From: from, Status: store.RunRunning, Owner: owner, Release: true})
 		s.log.Debug("runs: waiting", "run_id", runID, "err", err)
 	default:
 		s.fail(ctx, runID, owner, res.Error)
@@ -613,7 +613,7 @@ func (s *Service) fail(ctx context.Context, runID, owner string, e *engine.RunEr
 		e.Code = string(errcode.WorkflowStepFailed)
 	}
 	b, _ := json.Marshal(e) // a struct of strings and numbers: Marshal cannot fail
-	r, err := s.st.UpdateRun(ctx, runID, []string{store.RunPending, store.RunRunning}, store.RunUpdate{Status: store.RunFailed,
+	r, err := s.st.UpdateRun(ctx, runID, store.RunUpdate{From: []string{store.RunPending, store.RunRunning}, Status: store.RunFailed,
 		Owner: owner, Error: b, Completed: true, Release: true})
 	if err == nil {
 		s.finished(ctx, r)

@@ -61,7 +61,7 @@ func (s *Service) ReportProgress(ctx context.Context, runID string, progress flo
 // reportProgress is ReportProgress under the claim owner ("": none).
 func (s *Service) reportProgress(ctx context.Context, runID, owner string, progress float64, currentStep string) error {
 	progress = math.Round(min(max(progress, 0), 100))
-	if err := s.st.SetRunProgress(ctx, runID, owner, progress, currentStep); err != nil {
+	if err := s.st.SetRunProgress(ctx, store.RunProgressParams{ID: runID, Owner: owner, Progress: progress, CurrentStep: currentStep}); err != nil {
 		if errors.Is(err, store.ErrStale) {
 			return nil // the run left running (cancelled) or this claim: nothing to show
 		}
@@ -392,22 +392,22 @@ var keepAnswer = struct {
 	patience time.Duration
 }{backoff.Policy{Min: 50 * time.Millisecond, Max: 200 * time.Millisecond}, time.Minute}
 
-// keepModelCall records the model's answer to call key of a run's attempt, retrying while the
-// database fails, also after the execution lost its lease: the answer is a fact about the run
-// whoever executes it, and a re-execution that finds it does not call the model again.
-func (s *Service) keepModelCall(ctx context.Context, runID string, attempt int, key string, res *engine.GenerateResult) {
+// keepModelCall records the model's answer to call key, retrying while the database fails, also
+// after the execution lost its lease: the answer is a fact about the run whoever executes it, and
+// a re-execution that finds it does not call the model again.
+func (s *Service) keepModelCall(ctx context.Context, key store.ModelCallKey, res *engine.GenerateResult) {
 	b, _ := json.Marshal(res) // strings and numbers: Marshal cannot fail
 	ctx, cancel := context.WithTimeout(ctx, keepAnswer.patience)
 	defer cancel()
 	retry := backoff.Retry{Policy: keepAnswer.policy, Log: s.log, What: "runs: record a model answer"}
 	for {
-		err := s.st.PutModelCall(ctx, runID, attempt, key, b)
+		err := s.st.PutModelCall(ctx, key, b)
 		if err == nil {
 			retry.Succeeded()
 			return
 		}
-		if errors.Is(err, store.ErrNotFound) || !backoff.Sleep(ctx, retry.Failed(err, "run_id", runID)) {
-			s.log.Warn("runs: a model answer not recorded: a re-execution of the step asks again", "run_id", runID, "err", err)
+		if errors.Is(err, store.ErrNotFound) || !backoff.Sleep(ctx, retry.Failed(err, "run_id", key.RunID)) {
+			s.log.Warn("runs: a model answer not recorded: a re-execution of the step asks again", "run_id", key.RunID, "err", err)
 			return
 		}
 	}

@@ -73,7 +73,7 @@ func TestRestartTakesBackItsOwnWorkAtOnce(t *testing.T) {
 	if _, err := st.ClaimRun(ctx, "h1/claim", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Started: true}); err != nil {
+	if _, err := st.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunRunning, Started: true}); err != nil {
 		t.Fatal(err)
 	}
 	done := json.RawMessage(`{"step_id":"write","step_name":"Write","agent":"script_writer","status":"completed","inputs":{},"outputs":{"script":"a script about tea","marker":"previous-life"}}`)

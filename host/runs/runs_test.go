@@ -148,7 +148,7 @@ func TestRestartPicksUpExpiredLease(t *testing.T) {
 	if _, err := st.ClaimRun(ctx, "dead-host", time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Started: true}); err != nil {
+	if _, err := st.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunRunning, Started: true}); err != nil {
 		t.Fatal(err)
 	}
 	done := json.RawMessage(`{"step_id":"research","step_name":"Look up","agent":"kb_lookup","status":"completed","inputs":{},"outputs":{"hits":[],"marker":"from-the-dead-host"}}`)
@@ -421,7 +421,7 @@ func TestTooManyRecoveriesFails(t *testing.T) {
 			t.Fatalf("claim %d: %v", i, err)
 		}
 		if i == 0 {
-			if _, err := st.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning}); err != nil {
+			if _, err := st.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunRunning}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -164,8 +164,8 @@ func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*e
 		defer cancel()
 		return h.s.Generate(ctx, req)
 	}
-	key := h.callKey(req)
-	if b, err := h.s.st.GetModelCall(ctx, h.runID, h.attempt, key); err == nil {
+	key := store.ModelCallKey{RunID: h.runID, Attempt: h.attempt, Key: h.callKey(req)}
+	if b, err := h.s.st.GetModelCall(ctx, key); err == nil {
 		var res engine.GenerateResult
 		if json.Unmarshal(b, &res) == nil {
 			return &res, nil
@@ -186,7 +186,7 @@ func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*e
 	if err != nil || res == nil || !res.OK {
 		return res, err // nothing the model said: no answer to keep
 	}
-	h.s.keepModelCall(context.WithoutCancel(ctx), h.runID, h.attempt, key, res)
+	h.s.keepModelCall(context.WithoutCancel(ctx), key, res)
 	return res, nil
 }
 

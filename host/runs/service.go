@@ -117,18 +117,18 @@ type Store interface {
 	CreateRunInQuota(ctx context.Context, r *store.Run, q store.RunQuota) error
 	GetRun(ctx context.Context, id string) (*store.Run, error)
 	ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run, int, error)
-	UpdateRun(ctx context.Context, id string, from []string, u store.RunUpdate) (*store.Run, error)
-	SetRunProgress(ctx context.Context, id, owner string, progress float64, currentStep string) error
+	UpdateRun(ctx context.Context, id string, u store.RunUpdate) (*store.Run, error)
+	SetRunProgress(ctx context.Context, p store.RunProgressParams) error
 	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*store.Run, error)
-	RenewLease(ctx context.Context, id, owner string, lease time.Duration) error
+	RenewLease(ctx context.Context, p store.RunLeaseParams) error
 	FenceRun(ctx context.Context, id, owner string) error
 	ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error)
-	ClaimOrphanRun(ctx context.Context, id string, before time.Time, owner string) (*store.Run, error)
+	ClaimOrphanRun(ctx context.Context, p store.ClaimOrphanRunParams) (*store.Run, error)
 	TakeBackRuns(ctx context.Context, hostID string) (int64, error)
 	UpsertTraceStep(ctx context.Context, s *store.TraceStep) error
 	ListTraceSteps(ctx context.Context, runID string) ([]store.TraceStep, error)
-	GetModelCall(ctx context.Context, runID string, attempt int, key string) (json.RawMessage, error)
-	PutModelCall(ctx context.Context, runID string, attempt int, key string, result json.RawMessage) error
+	GetModelCall(ctx context.Context, k store.ModelCallKey) (json.RawMessage, error)
+	PutModelCall(ctx context.Context, k store.ModelCallKey, result json.RawMessage) error
 
 	CreateJob(ctx context.Context, j *store.Job) error
 	GetJob(ctx context.Context, id string) (*store.Job, error)
@@ -517,7 +517,7 @@ func (s *Service) Cancel(ctx context.Context, p *auth.Principal, id string) (*st
 // 404 NOT_FOUND; a run not pending, running or paused: 409 WORKFLOW_INVALID_STATE.
 func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) {
 	errObj, _ := json.Marshal(engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "Run cancelled"}) // a struct of strings and numbers: Marshal cannot fail
-	r, err := s.st.UpdateRun(ctx, id, cancellable, store.RunUpdate{Status: store.RunCancelled, Error: errObj,
+	r, err := s.st.UpdateRun(ctx, id, store.RunUpdate{From: cancellable, Status: store.RunCancelled, Error: errObj,
 		Completed: true, Release: true, ClearAwait: true})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errcode.New(errcode.NotFound, "Run not found")
@@ -591,7 +591,8 @@ func (s *Service) Retry(ctx context.Context, p *auth.Principal, id string) (*sto
 // restart (op: resume, retry) puts run id, in state from, back to work with the guarded update u,
 // then tells its watchers and wakes the workers. A run no longer in from: onlyFrom's error.
 func (s *Service) restart(ctx context.Context, id, op, from, done string, u store.RunUpdate) (*store.Run, error) {
-	r, err := s.st.UpdateRun(ctx, id, []string{from}, u)
+	u.From = []string{from}
+	r, err := s.st.UpdateRun(ctx, id, u)
 	if errors.Is(err, store.ErrStale) {
 		return nil, onlyFrom(s.status(ctx, id), from, done)
 	}

@@ -67,6 +67,7 @@ func (r *Run) Terminal() bool {
 
 // RunUpdate is a guarded state change of a run. Empty fields are left as they are.
 type RunUpdate struct {
+	From        []string        // the states the run may be in (required): the update's guard
 	Status      string          // the new status (required)
 	Owner       string          // when set, the run must be claimed by Owner
 	Outputs     json.RawMessage // set when not nil
@@ -86,6 +87,35 @@ type RunUpdate struct {
 	Unclaim     bool            // claimed_by = '' (the holder's later guarded updates fail)
 	NextAttempt bool            // attempt = attempt + 1
 	Progress    *float64        // progress = *Progress
+}
+
+// RunLeaseParams extend Owner's lease of running run ID until now+Lease (RenewLease).
+type RunLeaseParams struct {
+	ID, Owner string
+	Lease     time.Duration
+}
+
+// ClaimOrphanRunParams hand run ID, listed by ListOrphanRuns(Before), to Holder (ClaimOrphanRun).
+type ClaimOrphanRunParams struct {
+	ID     string
+	Before time.Time
+	Holder string
+}
+
+// RunProgressParams are the progress report of running run ID (SetRunProgress): Progress, and
+// CurrentStep when not empty. With Owner set, the run must be claimed by Owner.
+type RunProgressParams struct {
+	ID, Owner   string
+	Progress    float64
+	CurrentStep string
+}
+
+// ModelCallKey names one model call of a run's attempt: the call Key (the step and its request)
+// of attempt Attempt of run RunID.
+type ModelCallKey struct {
+	RunID   string
+	Attempt int
+	Key     string
 }
 
 // TraceStep is one stored step of a run's trace; Step is the TraceStep JSON of SPEC.md.
@@ -175,8 +205,8 @@ type Runs interface {
 	// whose lease expired (its host died, or it was handed back for re-execution). ErrNotFound when
 	// there is none.
 	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*Run, error)
-	// RenewLease extends owner's lease of a running run; ErrStale when owner no longer holds it.
-	RenewLease(ctx context.Context, id, owner string, lease time.Duration) error
+	// RenewLease extends p.Owner's lease of a running run; ErrStale when p.Owner no longer holds it.
+	RenewLease(ctx context.Context, p RunLeaseParams) error
 	// FenceRun answers ErrStale unless run id is claimed by owner (ErrNotFound: no such run): the
 	// check of a claim's fencing token before a side effect of its execution. In a transaction
 	// on PostgreSQL it holds the run's row, so a claim by another executor waits for the
@@ -186,32 +216,32 @@ type Runs interface {
 	// executors (claims named host + "/..."), so the next ClaimRun takes them over as recoveries. A
 	// host calls it at start, before it claims anything: those claims are its previous life's.
 	TakeBackRuns(ctx context.Context, host string) (int64, error)
-	// UpdateRun moves the run from one of from to u.Status in one guarded UPDATE and returns it.
-	UpdateRun(ctx context.Context, id string, from []string, u RunUpdate) (*Run, error)
+	// UpdateRun moves the run from one of u.From to u.Status in one guarded UPDATE and returns it.
+	UpdateRun(ctx context.Context, id string, u RunUpdate) (*Run, error)
 	// ListOrphanRuns lists running runs that nothing drives: no lease, no unresolved job, and no
 	// change since before (a lost update, or an engine that waits for nothing).
 	ListOrphanRuns(ctx context.Context, before time.Time, limit int) ([]string, error)
-	// ClaimOrphanRun hands run id, listed by ListOrphanRuns(before), to the executor again: its
-	// lease expires now and claimed_by is holder, so the next ClaimRun takes it as a recovery.
-	// ErrStale when it is no longer an orphan by that listing's test (it was handed back, claimed
-	// or moved on since).
-	ClaimOrphanRun(ctx context.Context, id string, before time.Time, holder string) (*Run, error)
-	// SetRunProgress sets progress and current step of a running run; an empty currentStep keeps
-	// the one recorded (a progress report between steps still names the step last started). With
-	// owner set, only while the run is claimed by owner (ErrStale otherwise).
-	SetRunProgress(ctx context.Context, id, owner string, progress float64, currentStep string) error
+	// ClaimOrphanRun hands run p.ID, listed by ListOrphanRuns(p.Before), to the executor again:
+	// its lease expires now and claimed_by is p.Holder, so the next ClaimRun takes it as a
+	// recovery. ErrStale when it is no longer an orphan by that listing's test (it was handed
+	// back, claimed or moved on since).
+	ClaimOrphanRun(ctx context.Context, p ClaimOrphanRunParams) (*Run, error)
+	// SetRunProgress sets progress and current step of a running run; an empty p.CurrentStep
+	// keeps the one recorded (a progress report between steps still names the step last
+	// started). With p.Owner set, only while the run is claimed by p.Owner (ErrStale otherwise).
+	SetRunProgress(ctx context.Context, p RunProgressParams) error
 
 	// UpsertTraceStep creates or replaces the step (run_id, step_id), keeping its first position.
 	UpsertTraceStep(ctx context.Context, s *TraceStep) error
 	ListTraceSteps(ctx context.Context, runID string) ([]TraceStep, error)
 
-	// GetModelCall answers the model's recorded answer to call key of run id's attempt
-	// (ErrNotFound when there is none): a step executed again after its outcome could not be
-	// recorded reads it back instead of calling the model again.
-	GetModelCall(ctx context.Context, runID string, attempt int, key string) (json.RawMessage, error)
-	// PutModelCall records the model's answer to call key of run id's attempt; a key recorded
-	// already keeps its first answer.
-	PutModelCall(ctx context.Context, runID string, attempt int, key string, result json.RawMessage) error
+	// GetModelCall answers the model's recorded answer to call k (ErrNotFound when there is
+	// none): a step executed again after its outcome could not be recorded reads it back instead
+	// of calling the model again.
+	GetModelCall(ctx context.Context, k ModelCallKey) (json.RawMessage, error)
+	// PutModelCall records the model's answer to call k; a call recorded already keeps its first
+	// answer.
+	PutModelCall(ctx context.Context, k ModelCallKey, result json.RawMessage) error
 
 	CreateJob(ctx context.Context, j *Job) error
 	GetJob(ctx context.Context, id string) (*Job, error)

@@ -163,9 +163,9 @@ func (db *DB) leaseNow(a *Args) string {
 }
 
 // RenewLease implements store.Runs.
-func (db *DB) RenewLease(ctx context.Context, id, owner string, lease time.Duration) error {
-	a := Args{List: []any{id, owner}}
-	_, until := db.leaseClock(&a, lease)
+func (db *DB) RenewLease(ctx context.Context, p store.RunLeaseParams) error {
+	a := Args{List: []any{p.ID, p.Owner}}
+	_, until := db.leaseClock(&a, p.Lease)
 	n, err := db.Exec(ctx, `UPDATE runs SET lease_until = `+until+` WHERE run_id = $1 AND claimed_by = $2
 		AND status = 'running' AND lease_until IS NOT NULL`, a.List...)
 	if err != nil {
@@ -212,7 +212,7 @@ func (db *DB) TakeBackRuns(ctx context.Context, host string) (int64, error) {
 }
 
 // UpdateRun implements store.Runs.
-func (db *DB) UpdateRun(ctx context.Context, id string, from []string, u store.RunUpdate) (*store.Run, error) {
+func (db *DB) UpdateRun(ctx context.Context, id string, u store.RunUpdate) (*store.Run, error) {
 	now := db.Now()
 	args := []any{id, u.Status, db.T(now)}
 	set := []string{"status = $2", "updated_at = $3"}
@@ -268,7 +268,7 @@ func (db *DB) UpdateRun(ctx context.Context, id string, from []string, u store.R
 		add("progress", *u.Progress)
 	}
 	var in []string
-	for _, f := range from {
+	for _, f := range u.From {
 		args = append(args, f)
 		in = append(in, fmt.Sprintf("$%d", len(args)))
 	}
@@ -318,12 +318,12 @@ func (db *DB) ListOrphanRuns(ctx context.Context, before time.Time, limit int) (
 // ClaimOrphanRun implements store.Runs. One UPDATE guarded by the orphan test itself: on PostgreSQL
 // an UPDATE that waited for another writer of the row re-checks its WHERE against the row that
 // writer left, so a run a host claimed meanwhile (its lease set) is left alone.
-func (db *DB) ClaimOrphanRun(ctx context.Context, id string, before time.Time, holder string) (*store.Run, error) {
+func (db *DB) ClaimOrphanRun(ctx context.Context, p store.ClaimOrphanRunParams) (*store.Run, error) {
 	now := db.T(db.Now())
 	r, err := scanRun(db.QueryRow(ctx, `UPDATE runs AS r SET lease_until = $3, claimed_by = $4, updated_at = $3
-		WHERE r.run_id = $2 AND `+orphanCond+` RETURNING `+runCols, db.T(before), id, now, holder))
+		WHERE r.run_id = $2 AND `+orphanCond+` RETURNING `+runCols, db.T(p.Before), p.ID, now, p.Holder))
 	if errors.Is(err, store.ErrNotFound) {
-		if _, gerr := db.GetRun(ctx, id); gerr != nil {
+		if _, gerr := db.GetRun(ctx, p.ID); gerr != nil {
 			return nil, gerr
 		}
 		return nil, store.ErrStale
@@ -332,9 +332,9 @@ func (db *DB) ClaimOrphanRun(ctx context.Context, id string, before time.Time, h
 }
 
 // SetRunProgress implements store.Runs.
-func (db *DB) SetRunProgress(ctx context.Context, id, owner string, progress float64, currentStep string) error {
+func (db *DB) SetRunProgress(ctx context.Context, p store.RunProgressParams) error {
 	n, err := db.Exec(ctx, `UPDATE runs SET progress = $2, current_step = CASE WHEN $3 = '' THEN current_step ELSE $3 END, updated_at = $4
-		WHERE run_id = $1 AND status = 'running' AND ($5 = '' OR claimed_by = $5)`, id, progress, currentStep, db.T(db.Now()), owner)
+		WHERE run_id = $1 AND status = 'running' AND ($5 = '' OR claimed_by = $5)`, p.ID, p.Progress, p.CurrentStep, db.T(db.Now()), p.Owner)
 	if err != nil {
 		return err
 	}
@@ -550,17 +550,17 @@ func (db *DB) TimeOutJob(ctx context.Context, id string, now time.Time, errObj j
 }
 
 // GetModelCall implements store.Runs.
-func (db *DB) GetModelCall(ctx context.Context, runID string, attempt int, key string) (json.RawMessage, error) {
+func (db *DB) GetModelCall(ctx context.Context, k store.ModelCallKey) (json.RawMessage, error) {
 	var res json.RawMessage
 	err := db.QueryRow(ctx, `SELECT result FROM run_model_calls WHERE run_id = $1 AND attempt = $2 AND call_key = $3`,
-		runID, attempt, key).Scan(JSON(&res))
+		k.RunID, k.Attempt, k.Key).Scan(JSON(&res))
 	return res, err
 }
 
 // PutModelCall implements store.Runs.
-func (db *DB) PutModelCall(ctx context.Context, runID string, attempt int, key string, result json.RawMessage) error {
+func (db *DB) PutModelCall(ctx context.Context, k store.ModelCallKey, result json.RawMessage) error {
 	_, err := db.Exec(ctx, `INSERT INTO run_model_calls (run_id, attempt, call_key, result, created_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, attempt, call_key) DO NOTHING`,
-		runID, attempt, key, JOr(result, "{}"), db.T(db.Now()))
+		k.RunID, k.Attempt, k.Key, JOr(result, "{}"), db.T(db.Now()))
 	return err
 }

@@ -50,35 +50,35 @@ func testRuns(t *testing.T, open Opener) {
 	if _, err := d.ClaimRun(ctx, "host-b", time.Minute); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ClaimRun of a pending run claimed by another host = %v, want ErrNotFound", err)
 	}
-	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Owner: "host-b"}); !errors.Is(err, store.ErrStale) {
+	if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunRunning, Owner: "host-b"}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("UpdateRun by a host without the claim = %v, want ErrStale", err)
 	}
-	run, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Owner: "host-a", Started: true})
+	run, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunRunning, Owner: "host-a", Started: true})
 	if err != nil || run.Status != store.RunRunning || run.StartedAt == nil {
 		t.Fatalf("pending -> running = %+v, %v", run, err)
 	}
 	if _, err := d.ClaimRun(ctx, "host-b", time.Minute); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ClaimRun with the only run leased = %v, want ErrNotFound", err)
 	}
-	if err := d.RenewLease(ctx, r.ID, "host-b", time.Minute); !errors.Is(err, store.ErrStale) {
+	if err := d.RenewLease(ctx, store.RunLeaseParams{ID: r.ID, Owner: "host-b", Lease: time.Minute}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("RenewLease by another host = %v, want ErrStale", err)
 	}
-	if err := d.RenewLease(ctx, r.ID, "host-a", time.Minute); err != nil {
+	if err := d.RenewLease(ctx, store.RunLeaseParams{ID: r.ID, Owner: "host-a", Lease: time.Minute}); err != nil {
 		t.Errorf("RenewLease = %v", err)
 	}
 	// An expired lease (a dead host) is claimed by another host.
 	past := d.Now().Add(-time.Second)
-	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &past}); err != nil {
+	if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunRunning, Lease: &past}); err != nil {
 		t.Fatalf("expire lease: %v", err)
 	}
 	c, err = d.ClaimRun(ctx, "host-b", time.Minute)
 	if err != nil || c.ID != r.ID || c.ClaimedBy != "host-b" || c.Status != store.RunRunning || c.Recoveries != 1 {
 		t.Fatalf("ClaimRun after lease expiry = %+v, %v", c, err)
 	}
-	if err := d.SetRunProgress(ctx, r.ID, "", 50, "write"); err != nil {
+	if err := d.SetRunProgress(ctx, store.RunProgressParams{ID: r.ID, Owner: "", Progress: 50, CurrentStep: "write"}); err != nil {
 		t.Errorf("SetRunProgress: %v", err)
 	}
-	if err := d.SetRunProgress(ctx, r.ID, "", 60, ""); err != nil {
+	if err := d.SetRunProgress(ctx, store.RunProgressParams{ID: r.ID, Owner: "", Progress: 60, CurrentStep: ""}); err != nil {
 		t.Errorf("SetRunProgress without a step: %v", err)
 	}
 	if got, err := d.GetRun(ctx, r.ID); err != nil || got.Progress != 60 || got.CurrentStep != "write" {
@@ -94,10 +94,10 @@ func testRuns(t *testing.T, open Opener) {
 	if err := d.FenceRun(ctx, uuid.NewString(), "host-b"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("FenceRun of an unknown run = %v, want ErrNotFound", err)
 	}
-	if err := d.SetRunProgress(ctx, r.ID, "host-a", 90, "late"); !errors.Is(err, store.ErrStale) {
+	if err := d.SetRunProgress(ctx, store.RunProgressParams{ID: r.ID, Owner: "host-a", Progress: 90, CurrentStep: "late"}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("SetRunProgress by the claim taken over = %v, want ErrStale", err)
 	}
-	if err := d.SetRunProgress(ctx, r.ID, "host-b", 60, "write"); err != nil {
+	if err := d.SetRunProgress(ctx, store.RunProgressParams{ID: r.ID, Owner: "host-b", Progress: 60, CurrentStep: "write"}); err != nil {
 		t.Errorf("SetRunProgress by the claim in force: %v", err)
 	}
 	if err := d.UpsertTraceStep(ctx, &store.TraceStep{RunID: r.ID, StepID: "late", Status: "completed", Owner: "host-a"}); !errors.Is(err, store.ErrStale) {
@@ -123,7 +123,7 @@ func testRuns(t *testing.T, open Opener) {
 	}
 
 	// A running run with no lease and no open job is an orphan once it has not changed for a while.
-	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Release: true}); err != nil {
+	if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunRunning, Release: true}); err != nil {
 		t.Fatal(err)
 	}
 	if ids, err := d.ListOrphanRuns(ctx, d.Now().Add(time.Second), 10); err != nil || len(ids) != 1 || ids[0] != r.ID {
@@ -133,26 +133,26 @@ func testRuns(t *testing.T, open Opener) {
 		t.Errorf("ListOrphanRuns(recent) = %v, want none", ids)
 	}
 	// running -> paused -> running -> completed; then nothing moves it.
-	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunPaused, Awaiting: json.RawMessage(`{"step_id":"h","prompt":"ok?"}`), Release: true}); err != nil {
+	if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunPaused, Awaiting: json.RawMessage(`{"step_id":"h","prompt":"ok?"}`), Release: true}); err != nil {
 		t.Fatalf("running -> paused: %v", err)
 	}
-	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPaused}, store.RunUpdate{Status: store.RunRunning, ClearAwait: true, ResumeInput: json.RawMessage(`{"ok":true}`)}); err != nil {
+	if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPaused}, Status: store.RunRunning, ClearAwait: true, ResumeInput: json.RawMessage(`{"ok":true}`)}); err != nil {
 		t.Fatalf("paused -> running: %v", err)
 	}
-	done, err := d.UpdateRun(ctx, r.ID, []string{store.RunRunning}, store.RunUpdate{Status: store.RunCompleted, Outputs: json.RawMessage(`{"script":"s"}`), Completed: true, Release: true})
+	done, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunCompleted, Outputs: json.RawMessage(`{"script":"s"}`), Completed: true, Release: true})
 	if err != nil || done.CompletedAt == nil || string(done.Outputs) == "" || done.Awaiting != nil || done.Progress != 60 {
 		t.Fatalf("running -> completed = %+v, %v", done, err)
 	}
-	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending, store.RunRunning, store.RunPaused}, store.RunUpdate{Status: store.RunCancelled}); !errors.Is(err, store.ErrStale) {
+	if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending, store.RunRunning, store.RunPaused}, Status: store.RunCancelled}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("cancel of a completed run = %v, want ErrStale", err)
 	}
-	if _, err := d.UpdateRun(ctx, uuid.NewString(), []string{store.RunPending}, store.RunUpdate{Status: store.RunCancelled}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.UpdateRun(ctx, uuid.NewString(), store.RunUpdate{From: []string{store.RunPending}, Status: store.RunCancelled}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("UpdateRun(unknown) = %v, want ErrNotFound", err)
 	}
 
 	// Listing and the quota.
 	r2 := newRun(t, d, u.ID, "graphic")
-	if _, err := d.UpdateRun(ctx, r2.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunCancelled}); err != nil {
+	if _, err := d.UpdateRun(ctx, r2.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunCancelled}); err != nil {
 		t.Fatalf("pending -> cancelled: %v", err)
 	}
 	newRun(t, d, NewUser(t, d, "").ID, "graphic")
@@ -252,7 +252,7 @@ func testDeleteRun(t *testing.T, open Opener) {
 		t.Helper()
 		r := newRun(t, d, me.ID, "voiceover_video")
 		if status != store.RunPending {
-			if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: status}); err != nil {
+			if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: status}); err != nil {
 				t.Fatalf("UpdateRun: %v", err)
 			}
 		}
@@ -412,7 +412,7 @@ func newOrphanRun(t *testing.T, d store.Driver, userID string) *store.Run {
 	t.Helper()
 	ctx := context.Background()
 	r := newRun(t, d, userID, "video")
-	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Started: true, Release: true}); err != nil {
+	if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunRunning, Started: true, Release: true}); err != nil {
 		t.Fatalf("pending -> running, released: %v", err)
 	}
 	return r
@@ -427,7 +427,7 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 	handBack := func(id string) {
 		t.Helper()
 		back := d.Now()
-		if _, err := d.UpdateRun(ctx, id, []string{store.RunRunning}, store.RunUpdate{Status: store.RunRunning, Lease: &back, Unclaim: true}); err != nil {
+		if _, err := d.UpdateRun(ctx, id, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunRunning, Lease: &back, Unclaim: true}); err != nil {
 			t.Fatalf("hand back: %v", err)
 		}
 	}
@@ -438,17 +438,17 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 	if ids, err := d.ListOrphanRuns(ctx, before, 10); err != nil || len(ids) != 1 || ids[0] != o.ID {
 		t.Fatalf("ListOrphanRuns = %v, %v; want the run", ids, err)
 	}
-	c, err := d.ClaimOrphanRun(ctx, o.ID, before, "orphan")
+	c, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: o.ID, Before: before, Holder: "orphan"})
 	if err != nil || c.ClaimedBy != "orphan" || c.LeaseUntil == nil || c.Status != store.RunRunning {
 		t.Fatalf("ClaimOrphanRun = %+v, %v; want the run held by orphan with a lease", c, err)
 	}
-	if _, err := d.ClaimOrphanRun(ctx, o.ID, before, "orphan"); !errors.Is(err, store.ErrStale) {
+	if _, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: o.ID, Before: before, Holder: "orphan"}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("second ClaimOrphanRun = %v, want ErrStale", err)
 	}
 	if c, err := d.ClaimRun(ctx, "host-b", time.Minute); err != nil || c.ID != o.ID || c.Recoveries != 1 {
 		t.Fatalf("ClaimRun of the claimed orphan = %+v, %v; want it, a recovery", c, err)
 	}
-	if _, err := d.ClaimOrphanRun(ctx, uuid.NewString(), before, "orphan"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: uuid.NewString(), Before: before, Holder: "orphan"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ClaimOrphanRun(unknown) = %v, want ErrNotFound", err)
 	}
 
@@ -458,13 +458,13 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 	if err := d.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ClaimOrphanRun(ctx, w.ID, d.Now().Add(time.Second), "orphan"); !errors.Is(err, store.ErrStale) {
+	if _, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: w.ID, Before: d.Now().Add(time.Second), Holder: "orphan"}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("ClaimOrphanRun of a run waiting for a job = %v, want ErrStale", err)
 	}
 	if _, err := d.ResolveJob(ctx, j.ID, engine.JobCompleted, json.RawMessage(`{}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ClaimOrphanRun(ctx, w.ID, d.Now().Add(-time.Minute), "orphan"); !errors.Is(err, store.ErrStale) {
+	if _, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: w.ID, Before: d.Now().Add(-time.Minute), Holder: "orphan"}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("ClaimOrphanRun of a run changed since before = %v, want ErrStale", err)
 	}
 
@@ -486,10 +486,10 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 	if a, err := d.ClaimRun(ctx, "host-a", time.Minute); err != nil || a.ID != x.ID {
 		t.Fatalf("ClaimRun = %+v, %v; want the handed-back run", a, err)
 	}
-	if _, err := d.ClaimOrphanRun(ctx, x.ID, before, "orphan"); !errors.Is(err, store.ErrStale) {
+	if _, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: x.ID, Before: before, Holder: "orphan"}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("ClaimOrphanRun of a run host-a claimed since the listing = %v, want ErrStale", err)
 	}
-	if err := d.RenewLease(ctx, x.ID, "host-a", time.Minute); err != nil {
+	if err := d.RenewLease(ctx, store.RunLeaseParams{ID: x.ID, Owner: "host-a", Lease: time.Minute}); err != nil {
 		t.Errorf("host-a's RenewLease after the sweep = %v, want nil (it still holds the run)", err)
 	}
 	if b, err := d.ClaimRun(ctx, "host-b", time.Minute); !errors.Is(err, store.ErrNotFound) {
@@ -522,7 +522,7 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 		Together(hosts+1, func(i int) {
 			if i == hosts { // the sweep, through the runs it listed
 				for _, id := range listed {
-					_, err := d.ClaimOrphanRun(ctx, id, before, "orphan")
+					_, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: id, Before: before, Holder: "orphan"})
 					sweep[id] = err
 				}
 				return
@@ -537,7 +537,7 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 			if r == nil {
 				continue
 			}
-			if err := d.RenewLease(ctx, r.ID, fmt.Sprint("host-", i), time.Minute); err != nil {
+			if err := d.RenewLease(ctx, store.RunLeaseParams{ID: r.ID, Owner: fmt.Sprint("host-", i), Lease: time.Minute}); err != nil {
 				t.Errorf("round %d: host-%d's RenewLease after the sweep = %v: the sweep took back a run the host claimed", round, i, err)
 			}
 		}
@@ -553,7 +553,7 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 		}
 		// Leave nothing claimable for the next round: finish every run of this one.
 		for _, id := range append(back, still...) {
-			if _, err := d.UpdateRun(ctx, id, []string{store.RunRunning}, store.RunUpdate{Status: store.RunCompleted, Completed: true, Release: true}); err != nil {
+			if _, err := d.UpdateRun(ctx, id, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunCompleted, Completed: true, Release: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -623,7 +623,7 @@ func testRunsTakeBack(t *testing.T, open Opener) {
 	if _, err := d.ClaimRun(ctx, "h1/a", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.UpdateRun(ctx, mine.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunRunning, Owner: "h1/a", Started: true}); err != nil {
+	if _, err := d.UpdateRun(ctx, mine.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunRunning, Owner: "h1/a", Started: true}); err != nil {
 		t.Fatal(err)
 	}
 	other := newRun(t, d, u.ID, "voiceover")
@@ -736,31 +736,31 @@ func testRunModelCalls(t *testing.T, open Opener) {
 	d := open(t)
 	u := NewUser(t, d, "")
 	r := newRun(t, d, u.ID, "content_plan_workflow")
-	if _, err := d.GetModelCall(ctx, r.ID, 1, "k#1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.GetModelCall(ctx, store.ModelCallKey{RunID: r.ID, Attempt: 1, Key: "k#1"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetModelCall before any = %v, want ErrNotFound", err)
 	}
 	for _, answer := range []string{`{"text":"first"}`, `{"text":"second"}`} {
-		if err := d.PutModelCall(ctx, r.ID, 1, "k#1", json.RawMessage(answer)); err != nil {
+		if err := d.PutModelCall(ctx, store.ModelCallKey{RunID: r.ID, Attempt: 1, Key: "k#1"}, json.RawMessage(answer)); err != nil {
 			t.Fatalf("PutModelCall: %v", err)
 		}
 	}
-	got, err := d.GetModelCall(ctx, r.ID, 1, "k#1")
+	got, err := d.GetModelCall(ctx, store.ModelCallKey{RunID: r.ID, Attempt: 1, Key: "k#1"})
 	if err != nil || !strings.Contains(string(got), "first") {
 		t.Errorf("GetModelCall = %s, %v; want the first answer", got, err)
 	}
-	if _, err := d.GetModelCall(ctx, r.ID, 2, "k#1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.GetModelCall(ctx, store.ModelCallKey{RunID: r.ID, Attempt: 2, Key: "k#1"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetModelCall of attempt 2 = %v, want ErrNotFound: an attempt asks the model afresh", err)
 	}
-	if err := d.PutModelCall(ctx, uuid.NewString(), 1, "k#1", json.RawMessage(`{}`)); err == nil {
+	if err := d.PutModelCall(ctx, store.ModelCallKey{RunID: uuid.NewString(), Attempt: 1, Key: "k#1"}, json.RawMessage(`{}`)); err == nil {
 		t.Errorf("PutModelCall of an unknown run = nil, want an error")
 	}
-	if _, err := d.UpdateRun(ctx, r.ID, []string{store.RunPending}, store.RunUpdate{Status: store.RunCompleted}); err != nil {
+	if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunCompleted}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.DeleteRun(ctx, r.ID, u.ID); err != nil {
 		t.Fatalf("DeleteRun: %v", err)
 	}
-	if _, err := d.GetModelCall(ctx, r.ID, 1, "k#1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.GetModelCall(ctx, store.ModelCallKey{RunID: r.ID, Attempt: 1, Key: "k#1"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetModelCall after DeleteRun = %v, want ErrNotFound", err)
 	}
 }
