@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
+
+	"github.com/reelforge/reelforge/internal/zhwords"
 )
 
 // Captions a viewer follows: a caption is broken into lines where Unicode allows a break (UAX #14,
@@ -23,12 +25,11 @@ import (
 // two characters; a caption longer than a page's lines is split into balanced pages, at clause
 // punctuation where there is some. The word being said is drawn in highlight.
 //
-// Chinese has no spaces: UAX #14 allows a break between any two Han characters, so a line may end
-// inside a word ("手冲咖|啡"). Without a dictionary segmenter (go-ego/gse would add tens of MB of
-// dictionary to every plugin and a second of loading), breaks after punctuation are preferred and
-// breaks after a few characters that often end a phrase (的, 了, 是, ...) next, and the balance
-// keeps every line long: a break inside a word can still happen, but never one that strands a
-// character or two.
+// Chinese has no spaces: UAX #14 allows a break between any two Han characters, so a line could end
+// inside a word ("流程一|旦"). The words are found with a frequency dictionary (internal/zhwords):
+// a break inside one costs as much as a line of slack, so it happens only when no other break
+// fits; a break between two words costs about what a space does, and one after a character that
+// often ends a phrase (的, 了, 是, ...) a little less.
 
 // highlight is the colour of the word being said (the yellow of the short-video editors).
 var highlight = color.NRGBA{R: 255, G: 214, B: 10, A: 255}
@@ -46,12 +47,22 @@ type seg struct {
 	cols     int // columns of its text without the trailing spaces (a Han character two)
 	space    int // columns of the trailing spaces
 	hard     bool
+	inWord   bool // the break after it falls inside a Chinese word
 }
 
 // segments splits text at its line-break opportunities. A segment wider than width (a long link)
 // is cut between its characters: the one place a word is split, or it would leave the frame.
 func segments(text string, width int) []seg {
 	var out []seg
+	var inside map[int]bool // offsets inside Chinese words
+	if strings.IndexFunc(text, ideograph) >= 0 {
+		inside = zhwords.Inside(text)
+	}
+	defer func() {
+		for i := range out {
+			out[i].inWord = inside[out[i].to]
+		}
+	}()
 	state, pos := -1, 0
 	rest := text
 	for len(rest) > 0 {
@@ -81,20 +92,23 @@ func segments(text string, width int) []seg {
 }
 
 // breakCost is what a break after a costs, in squared columns of slack (the unit of balance):
-// nothing after clause punctuation, a little between words, more between two ideographs (perhaps
-// inside a Chinese word), where unit is the page's or line's width.
+// nothing after clause punctuation, a little between words (a little less after a Chinese
+// character that often ends a phrase), a whole unit inside a Chinese word, where unit is the
+// page's or line's width.
 func breakCost(text string, a, b seg, unit int) int {
 	last, _ := utf8.DecodeLastRuneInString(strings.TrimRightFunc(text[a.from:a.to], unicode.IsSpace))
 	next, _ := utf8.DecodeRuneInString(text[b.from:b.to])
 	switch {
 	case strings.ContainsRune(clausePunct, last):
 		return 0
+	case a.inWord:
+		return unit * unit
 	case a.space > 0:
 		return (unit / 8) * (unit / 8)
 	case strings.ContainsRune(phraseEnds, last) && ideograph(next):
-		return (unit / 6) * (unit / 6)
+		return (unit / 10) * (unit / 10)
 	case ideograph(last) && ideograph(next):
-		return (unit / 2) * (unit / 2)
+		return (unit / 7) * (unit / 7)
 	}
 	return (unit / 4) * (unit / 4)
 }

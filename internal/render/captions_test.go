@@ -17,6 +17,7 @@ import (
 	"github.com/rivo/uniseg"
 
 	"github.com/reelforge/reelforge/internal/testtool"
+	"github.com/reelforge/reelforge/internal/zhwords"
 )
 
 // TestLayout: long captions in English and Chinese are broken into pages of at most three lines
@@ -233,4 +234,37 @@ func TestCaptionHighlightMoves(t *testing.T) {
 func isHighlight(img image.Image, x, y int) bool {
 	r, g, b, _ := img.At(x, y).RGBA()
 	return r>>8 > 200 && g>>8 > 160 && b>>8 < 110
+}
+
+// TestLayoutChineseWords: long Chinese captions (the ones the issue and a creator's run showed
+// broken as "流程一|旦", "比速|溶", "小细|节") break between words at the frames' widths: no line
+// ends inside a word of the dictionary (internal/zhwords), and none is an orphan of a third of the
+// width or less.
+func TestLayoutChineseWords(t *testing.T) {
+	t.Parallel()
+	captions := []string{
+		"第一个理由：它省时间，流程一旦固定下来，几乎不用多想。",
+		"为什么手冲咖啡比速溶咖啡更好喝？🤔",
+		"简单说：原因往往藏在几个小细节里，而且每一个都不难改。",
+		"三个理由让你爱上手冲咖啡，我们一条一条来看。☕️",
+		"宇航员在失重的太空里睡觉时，会把睡袋固定在墙上，以免飘来飘去撞到设备。",
+		"新鲜研磨的咖啡豆香气更浓郁，口感更干净，而且你可以根据自己的口味调整研磨度和水温。",
+	}
+	for _, f := range []Frame{{1080, 1920}, {1920, 1080}, {720, 1280}, {1080, 1080}} {
+		width := columns(f.W, fontSize(f))
+		for _, text := range captions {
+			inside := zhwords.Inside(text)
+			for _, page := range layout(text, width, 3) {
+				for _, l := range page {
+					line := text[l.from:l.to]
+					if l.to < len(text) && inside[l.to] {
+						t.Errorf("%v: %q breaks inside a word after %q", f, text, line)
+					}
+					if w := uniseg.StringWidth(line); len(page) > 1 && w <= width/3 {
+						t.Errorf("%v: %q has the orphan line %q (%d of %d columns)", f, text, line, w, width)
+					}
+				}
+			}
+		}
+	}
 }
