@@ -9,14 +9,14 @@ import (
 	"github.com/reelforge/reelforge/internal/zhwords"
 )
 
-// TestWords: the script's and the sentences are cut into the words a reader sees.
+// TestWords: the script's and the sentences are cut as jieba cuts them (without its HMM).
 func TestWords(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
-		"流程一旦固定下来几乎不用多想": "流程 一旦 固定 下来 几乎 不用 多 想",
+		"流程一旦固定下来几乎不用多想":  "流程 一旦 固定 下来 几乎 不用 多 想",
 		"三个理由让你爱上手冲咖啡":    "三个 理由 让 你 爱 上 手 冲 咖啡",
-		"为什么手冲咖啡比速溶咖啡更好喝":  "为什么 手 冲 咖啡 比 速溶 咖啡 更好 喝",
-		"宇航员在失重的太空里怎么睡觉":   "宇航员 在 失重 的 太空 里 怎么 睡觉",
+		"为什么手冲咖啡比速溶咖啡更好喝": "为什么 手 冲 咖啡 比 速溶 咖啡 更好 喝",
+		"宇航员在失重的太空里怎么睡觉":  "宇航员 在 失重 的 太空 里 怎么 睡觉",
 	}
 	for in, want := range tests {
 		t.Run(in, func(t *testing.T) {
