@@ -29,6 +29,7 @@ import (
 	"github.com/reelforge/reelforge/host/leader"
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/plugins"
+	"github.com/reelforge/reelforge/host/queue"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
@@ -86,6 +87,8 @@ type Host struct {
 	// host/runs is wired to both through launch.Runner and their RunEnded methods.
 	Tasks     *tasks.Service
 	Scheduler *scheduler.Scheduler
+	// Queue is the host's River client: its durable background jobs (queue.go, docs/queue.md).
+	Queue *queue.Queue
 }
 
 // New opens the store and builds the services; a database that cannot serve fails it.
@@ -135,6 +138,11 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool)
 	}
 	h.Life = h.HostID + "/" + randomHex(4)
 	h.leader = leader.New(st, leader.Name, log)
+	if err := h.newQueue(); err != nil {
+		h.unlock()
+		st.Close()
+		return nil, err
+	}
 	// Each service is built with what it uses, in dependency order; the runs service and its two
 	// consumers (tasks, scheduler) are joined by launch.Runner one way and OnFinish the other.
 	// One auth service: it signs the access tokens the API checks and the tool credentials runs and
@@ -389,17 +397,25 @@ func (h *Host) Run(ctx context.Context) error {
 		}
 	}
 	stopHolds := h.keepHolds(ctx)
+	if err := h.Queue.Start(ctx); err != nil {
+		stopHolds()
+		ln.Close()
+		h.Store.Close()
+		return err
+	}
 	stopReload := h.reloadOnHangup(ctx)
 	defer stopReload()
 	h.Runs.StartExecutor(ctx)
 	h.Runs.StartSweeper(ctx)
 	h.Log.Info("reelforge listening", "port", h.Config.Port, "database", h.Store.Name(), "version", h.Config.Version)
 	if err := h.Tasks.Start(ctx); err != nil {
+		h.stopQueue()
 		h.Store.Close()
 		return err
 	}
 	if err := h.Scheduler.Serve(ctx); err != nil {
 		h.Tasks.Stop()
+		h.stopQueue()
 		h.Store.Close()
 		return err
 	}
@@ -418,6 +434,7 @@ func (h *Host) Run(ctx context.Context) error {
 	h.Runs.StopSweeper()
 	h.Runs.DrainExecutor(time.Until(stopping.Add(h.Config.ShutdownTimeout)))
 	h.Runs.StopJobs()
+	h.stopQueue()
 	stopHolds()
 	if h.Plugins != nil {
 		h.Plugins.Stop()

@@ -14,8 +14,9 @@ const interruptedIngest = "interrupted: the host ingesting it stopped before it 
 
 // keepHolds takes back what this host's previous life held in the request path (documents being
 // ingested, Idempotency-Keys of requests it never answered), then, until the returned stop is
-// called, renews the leases of what this life holds and fails the ingests of hosts whose leases
-// ran out. Runs and jobs are the runs service's (runs.Service.TakeBack).
+// called, renews the leases of what this life holds. The ingests of other hosts whose leases ran
+// out are failed by the periodic ingest_recovery job (queue.go). Runs and jobs are the runs
+// service's (runs.Service.TakeBack).
 func (h *Host) keepHolds(ctx context.Context) (stop func()) {
 	if n, err := h.Store.FailAbandonedDocuments(ctx, h.HostID, interruptedIngest); err != nil {
 		h.Log.Warn("holds: fail the ingests of this host's previous life", "err", err)
@@ -42,15 +43,9 @@ func (h *Host) keepHolds(ctx context.Context) (stop func()) {
 				if ctx.Err() == nil {
 					retry.Failed(err)
 				}
-				// Settle no other host's ingests while this host's own leases are not renewed.
 				return true
 			}
 			retry.Succeeded()
-			if n, err := h.Store.FailAbandonedDocuments(ctx, "", interruptedIngest); err != nil && ctx.Err() == nil {
-				h.Log.Warn("holds: fail abandoned ingests", "err", err)
-			} else if n > 0 {
-				h.Log.Warn("holds: ingests whose host stopped failed as interrupted", "documents", n)
-			}
 			return true // a failed renewal is tried again at the next tick, before the lease runs out
 		})
 	}()

@@ -97,7 +97,11 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	limitPool(cfg, opt)
 	// The migrations may take long (an index built over every row): their calls get SlowTimeout.
 	mctx := store.WithCallTimeout(ctx, opt.SlowTimeout)
-	setup, err := pgxpool.NewWithConfig(mctx, cfg)
+	// Two connections at least: one holds the migration lock while River's migrations run on
+	// another (migrateRiver).
+	scfg := cfg.Copy()
+	scfg.MaxConns = max(scfg.MaxConns, 2)
+	setup, err := pgxpool.NewWithConfig(mctx, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", mapError(err))
 	}
@@ -210,6 +214,9 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 		_, err := tx.Exec(ctx, script)
 		return err
 	}); err != nil {
+		return false, err
+	}
+	if err := migrateRiver(ctx, pool, log); err != nil {
 		return false, err
 	}
 	if !opt.VectorSearch {

@@ -98,6 +98,15 @@ func (db *DB) Migrate(ctx context.Context, exec func(ctx context.Context, tx *DB
 			continue
 		}
 		err := db.WithTx(ctx, func(tx *DB) error {
+			// Read again under the transaction's lock: on SQLite, where BEGIN IMMEDIATE is the
+			// migration lock, another migrator may have applied it since the listing above.
+			var done int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, m.Version).Scan(&done); err != nil {
+				return fmt.Errorf("store: read migrations: %w", err)
+			}
+			if done > 0 {
+				return nil
+			}
 			if err := exec(ctx, tx, m.SQL); err != nil {
 				return fmt.Errorf("store: migration %s: %w", m.Name, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -79,11 +80,17 @@ func Open(ctx context.Context, path string, opt Options) (*Driver, error) {
 		sqlDB.Close()
 		return nil, err
 	}
-	// BEGIN IMMEDIATE (see _txlock) makes concurrent migrators take turns.
-	if err := d.DB.Migrate(store.WithCallTimeout(ctx, opt.SlowTimeout), func(ctx context.Context, tx *sqldb.DB, script string) error {
+	// BEGIN IMMEDIATE (see _txlock) makes concurrent migrators take turns. River's tables
+	// (host/queue) come after ours.
+	mctx := store.WithCallTimeout(ctx, opt.SlowTimeout)
+	if err := d.DB.Migrate(mctx, func(ctx context.Context, tx *sqldb.DB, script string) error {
 		_, err := tx.Exec(ctx, script)
 		return err
 	}); err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
+	if err := migrateRiver(mctx, sqlDB, slog.New(slog.DiscardHandler)); err != nil {
 		sqlDB.Close()
 		return nil, err
 	}
