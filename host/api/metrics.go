@@ -17,10 +17,10 @@ import (
 // series.
 const routeUnmatched = "unmatched"
 
-// defaultMetrics reads the store, the engine states, the knowledge base's vector cache and, when
+// defaultMetrics reads the store, the durable queue, the engine states, the knowledge base's vector cache and, when
 // Engines reports them, the engine restarts.
 func (s *Server) defaultMetrics() *metrics.Metrics {
-	src := metrics.Sources{Engines: s.Engines, Log: s.Log}.FromStore(s.Store)
+	src := metrics.Sources{Engines: s.Engines, Queue: s.Queue, Log: s.Log}.FromStore(s.Store)
 	if r, ok := s.Engines.(metrics.EngineRestarts); ok {
 		src.Restarts = r
 	}

@@ -78,6 +78,8 @@ type Server struct {
 	// Metrics is the Prometheus registry (GET /metrics); nil: App makes one reading the store and
 	// Engines (and engine restarts, when Engines also has EngineRestarts() map[string]int).
 	Metrics *metrics.Metrics
+	// Queue counts the durable queue's jobs by state for /metrics (host/queue); nil: not reported.
+	Queue   metrics.QueueCounter
 	Content *content.Service // inspiration, corpus, materials, strategy, chat
 	Runs    *runs.Service    // workflow runs, jobs and callbacks
 	KB      *kb.Service      // the knowledge base (/api/knowledge)

@@ -162,7 +162,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool)
 	forwardEnded(h.Runs, h.Scheduler.RunEnded, h.Tasks.RunEnded)
 	h.Server = &api.Server{Config: cfg, Store: st, Auth: authSvc, Log: log, Holder: h.Life,
 		Engines: engineStates{h}, KB: knowledge, Content: contentSvc, Runs: h.Runs, Tasks: h.Tasks, Scheduler: h.Scheduler,
-		Hub: h.Hub, Notifier: h.Hub, Notifications: h.Events, FileURLs: h.FileURLs}
+		Hub: h.Hub, Notifier: h.Hub, Notifications: h.Events, FileURLs: h.FileURLs, Queue: h.Queue}
 	return h, nil
 }
 

@@ -1,5 +1,5 @@
 // Package cli is the command line of bin/reelforge: serve (the default), migrate, user create,
-// token create/list/revoke, manifests check, plugins check and kb ingest. host/main.go only hands
+// token create/list/revoke, manifests check, plugins check, kb ingest and queue. host/main.go only hands
 // it the arguments and exits with its code.
 package cli
 
@@ -43,6 +43,9 @@ commands:
   kb ingest DIR --user EMAIL [--source NAME] [--project ID] [--visibility V] [--every N]
                                  ingest the supported files under DIR into a knowledge source;
                                  resumable: files the source already holds are skipped
+  queue [--state S] [--kind K] [--limit N]
+                                 the durable queue's jobs by state, then its most recent jobs
+                                 (River's: kind, state, attempts, last error)
 `
 
 // errUsage marks an error in the arguments (exit code 2).
@@ -115,6 +118,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.pluginsCheck(ctx, rest[1:])
 	case cmd == "kb" && sub == "ingest":
 		return e.kbIngest(ctx, rest[1:])
+	case cmd == "queue":
+		return e.queueList(ctx, rest)
 	case cmd == "help" || cmd == "-h" || cmd == "--help":
 		fmt.Fprint(e.stdout, usage)
 		return nil

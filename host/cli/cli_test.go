@@ -369,3 +369,17 @@ func TestKBIngestEndToEnd(t *testing.T) {
 		t.Errorf("%d documents, %d hashes, %d indexed; want 1000 of each", rows, len(hashes), indexed)
 	}
 }
+
+// queue prints the durable queue's counts by state and its recent jobs; an unknown state is a
+// usage error.
+func TestQueueList(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	code, out, errs := run(t, cfg, "", "queue")
+	if code != 0 || !strings.Contains(out, "available") || !strings.Contains(out, "discarded") || !strings.Contains(out, "KIND") {
+		t.Fatalf("queue: code %d out %q (stderr %s)", code, out, errs)
+	}
+	if code, _, _ := run(t, cfg, "", "queue", "--state", "lost"); code != ExitUsage {
+		t.Errorf("queue --state lost: code %d, want %d", code, ExitUsage)
+	}
+}

@@ -1,6 +1,7 @@
 // Package metrics is the host's Prometheus instrumentation: its own registry (never the global
 // default), HTTP request counters and latency histograms by route template, and collectors that
-// read gauges on scrape: runs, jobs and outbox events by state, engine states and restarts,
+// read gauges on scrape: runs, jobs and outbox events by state, the durable queue's jobs by state
+// (host/queue), engine states and restarts,
 // knowledge search and ask latency, the knowledge base's vector cache, and the database pool.
 //
 // Every source is optional: a nil source is simply not collected, so parts can be wired as they
@@ -29,6 +30,11 @@ const Namespace = "reelforge"
 // OpsCounter counts runs, jobs and outbox events by state (both store drivers implement it).
 type OpsCounter interface {
 	CountOps(ctx context.Context) (*store.OpsCounts, error)
+}
+
+// QueueCounter counts the durable queue's jobs by River state (host/queue's Queue).
+type QueueCounter interface {
+	Counts(ctx context.Context) (map[string]int, error)
 }
 
 // PoolStater reports database pool statistics (both store drivers implement it).
@@ -69,6 +75,7 @@ type VectorCacheStats struct {
 // Sources are what the collectors read on scrape. Every field is optional.
 type Sources struct {
 	Ops         OpsCounter
+	Queue       QueueCounter
 	Pool        PoolStater
 	Engines     EngineStates
 	Restarts    EngineRestarts
@@ -177,6 +184,9 @@ var (
 	descOutbox = prometheus.NewDesc(Namespace+"_outbox_events",
 		"Outbound events by status (failed: pending after a failed attempt; dead: given up).",
 		[]string{"status"}, nil)
+	descQueue = prometheus.NewDesc(Namespace+"_queue_jobs",
+		"Jobs of the durable queue (River) by state: scheduled, available, running, retryable, completed, cancelled, discarded.",
+		[]string{"state"}, nil)
 	descEngineState = prometheus.NewDesc(Namespace+"_engine_state",
 		"1 for the current state of each engine (ready, degraded, disabled), else 0.",
 		[]string{"engine", "state"}, nil)
@@ -222,7 +232,7 @@ const scrapeTimeout = 5 * time.Second
 type collector struct{ src Sources }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRuns, descJobs, descOutbox, descEngineState, descEngineRestarts,
+	for _, d := range []*prometheus.Desc{descRuns, descJobs, descOutbox, descQueue, descEngineState, descEngineRestarts,
 		descKB, descVecBytes, descVecBudget, descVecEntries, descVecHits, descVecMisses, descVecEvictions,
 		descPoolMax, descPoolConns, descPoolWaits, descPoolWaitSeconds, descScrapeErrors} {
 		ch <- d
@@ -258,6 +268,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				if !seen[st] {
 					gauge(descOutbox, 0, st)
 				}
+			}
+		}
+	}
+	if c.src.Queue != nil {
+		if n, err := c.src.Queue.Counts(ctx); err != nil {
+			failed("queue", err)
+		} else {
+			for state, v := range n {
+				gauge(descQueue, float64(v), state)
 			}
 		}
 	}

@@ -94,6 +94,12 @@ func (fakeVectorCache) VectorCacheStats() metrics.VectorCacheStats {
 	return metrics.VectorCacheStats{Bytes: 6200, BudgetBytes: 1 << 20, Entries: 1, Hits: 9, Misses: 2, Evictions: 1}
 }
 
+type fakeQueue struct{}
+
+func (fakeQueue) Counts(context.Context) (map[string]int, error) {
+	return map[string]int{"available": 2, "running": 1, "discarded": 0}, nil
+}
+
 type fakePool struct{}
 
 func (fakePool) PoolStats() store.PoolStats {
@@ -102,7 +108,7 @@ func (fakePool) PoolStats() store.PoolStats {
 
 func TestScrapeFakeSources(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(metrics.Sources{Ops: fakeOps{}, Engines: fakeEngines{}, Restarts: fakeEngines{},
+	m := metrics.New(metrics.Sources{Ops: fakeOps{}, Queue: fakeQueue{}, Engines: fakeEngines{}, Restarts: fakeEngines{},
 		Knowledge: fakeKB{}, VectorCache: fakeVectorCache{}, Pool: fakePool{}, Driver: "sqlite"})
 	m.ObserveRequest("GET", "/api/projects/:id", 200, 20*time.Millisecond)
 	m.ObserveRequest("GET", "/api/projects/:id", 200, 30*time.Millisecond)
@@ -120,6 +126,7 @@ func TestScrapeFakeSources(t *testing.T) {
 		"runs":   {"reelforge_runs", map[string]float64{"engine=node,status=completed": 7, "engine=graph,status=failed": 1}},
 		"jobs":   {"reelforge_jobs", map[string]float64{"status=timeout,type=music": 2}},
 		"outbox": {"reelforge_outbox_events", map[string]float64{"status=dead": 3, "status=pending": 0, "status=failed": 0}},
+		"queue":  {"reelforge_queue_jobs", map[string]float64{"state=available": 2, "state=running": 1, "state=discarded": 0}},
 		"engine state": {"reelforge_engine_state", map[string]float64{
 			"engine=graph,state=ready": 0, "engine=graph,state=degraded": 1, "engine=graph,state=disabled": 0}},
 		"restarts":               {"reelforge_engine_restarts_total", map[string]float64{"engine=graph": 4}},
