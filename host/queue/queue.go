@@ -41,6 +41,17 @@ func (r retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	return time.Now().UTC().Add(r.p.Wait(len(job.Errors) + 1))
 }
 
+// warnings passes on River's log records of level WARN and above: at INFO River logs its job
+// counts every five seconds.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(a []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(a)} }
+func (w warnings) WithGroup(n string) slog.Handler      { return warnings{w.Handler.WithGroup(n)} }
+
 // Params configure New.
 type Params struct {
 	// Store is the store the host opened: a *pgstore.Driver or a *sqlitestore.Driver (what they
@@ -105,7 +116,7 @@ func New(p Params) (*Queue, error) {
 	}
 	q := &Queue{workers: river.NewWorkers()}
 	cfg := &river.Config{
-		Logger:            log.With("component", "river"),
+		Logger:            slog.New(warnings{log.With("component", "river").Handler()}),
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmpOr(p.Workers, 10)}},
 		Workers:           q.workers,
 		RetryPolicy:       retryPolicy{Retries},
@@ -157,9 +168,11 @@ func AddWorker[T river.JobArgs](q *Queue, w river.Worker[T]) { river.AddWorker(q
 
 // AddPeriodic schedules a job made by newArgs every interval, the first at Start; before Start.
 // River inserts it on the host that leads (one of those sharing the database), and the job is
-// unique by period, so that a change of leader within a period adds no second one.
+// unique by period, so that a change of leader within a period adds no second one. A failed one
+// is discarded, not retried: the next period's job does its work.
 func (q *Queue) AddPeriodic(interval time.Duration, newArgs func() river.JobArgs) {
-	opts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: interval}}
+	// One attempt: the next period's job is the retry.
+	opts := &river.InsertOpts{MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByPeriod: interval}}
 	q.c.PeriodicJobs().Add(river.NewPeriodicJob(river.PeriodicInterval(interval),
 		func() (river.JobArgs, *river.InsertOpts) { return newArgs(), opts },
 		&river.PeriodicJobOpts{RunOnStart: true}))
