@@ -109,6 +109,8 @@ func (b brief) pool(sh shape) []line {
 	kind := poolOf[sh.noun]
 	switch {
 	case kind != "":
+	case sh.explain:
+		kind = "explain"
 	case sh.count > 0, sh.question == "how":
 		kind = "tips"
 	default:
@@ -143,6 +145,9 @@ func (b brief) answerLine(sh shape, mat []line) (line, int) {
 	}
 	if at >= 0 {
 		return mat[at], at
+	}
+	if sh.explain {
+		return line{explanations[sh.question][boolIndex(b.zh())], sourceTemplate}, -1
 	}
 	return line{answers[sh.question][boolIndex(b.zh())], sourceTemplate}, -1
 }
@@ -239,6 +244,14 @@ var answers = map[string][2]string{
 	"what": {"It depends on what you want from it, so start with your goal.", "这取决于你想要什么，所以先想清楚你的目标。"},
 }
 
+// explanations are the plain answers of a question that asks how or why something is: the
+// template knows no facts, so it says what the answer is made of, not what to do.
+var explanations = map[string][2]string{
+	"why":  {"A few things work together here, and each one is simple on its own.", "原因在于几个因素一起起作用，单看每一个都不复杂。"},
+	"how":  {"It works differently from what most people picture, and each part has a simple reason.", "它和大多数人想象的不太一样，而每一步都有简单的道理。"},
+	"what": {"It is simpler than it sounds, once you see what it is made of.", "把它拆开来看，其实比听起来简单。"},
+}
+
 // pools hold at least maxItems lines each, so a list of up to maxItems gets a beat per item.
 var pools = map[string][2][]string{
 	"reasons": {{
@@ -321,6 +334,35 @@ var pools = map[string][2][]string{
 		"一次改三个地方，结果不知道哪个起了作用。",
 		"在快要变轻松的时候放弃了。",
 		"一个人硬撑，其实找个朋友一起更容易坚持。",
+	}},
+	// explain: the beats of a question that asks how or why something is, with no facts of
+	// their own (those come from the brief, the material and the knowledge base).
+	"explain": {{
+		"Most people picture it one way, but the real answer starts with the conditions it happens in.",
+		"Start with the conditions — change them, and everything else changes too.",
+		"Then look at the process: what happens step by step, from start to finish.",
+		"The tools matter as well, and each one solves a problem you might not think of.",
+		"There is a human side too: how it feels, and what people do to make it easier.",
+		"The details that surprise people most are usually the small, practical ones.",
+		"People who do it every day describe it far more plainly than the myths do.",
+		"Once you see the reason behind each step, the whole thing makes sense.",
+		"Some of it has been measured and tested, and some of it is still being studied.",
+		"It has changed over time, as people learned what works and what does not.",
+		"A good way to check any answer is to ask what would happen if one step were skipped.",
+		"So next time you wonder about it, look at the conditions, the process and the tools.",
+	}, {
+		"很多人想象的是一种样子，真正的答案要从它所处的条件说起。",
+		"先看条件，条件一变，其他一切都跟着变。",
+		"再看过程，从开始到结束，每一步都有讲究。",
+		"工具也很重要，每一样都解决了一个你可能没想到的问题。",
+		"还有人的感受：过程中是什么体验，大家又是怎么让它更轻松的。",
+		"最让人意外的，往往是那些小而实际的细节。",
+		"每天都在做这件事的人，说得比传言朴素得多。",
+		"弄懂每一步背后的原因，整件事就说得通了。",
+		"其中一些已经被测量和验证，还有一些仍在研究。",
+		"它也在随着时间变化，人们一直在摸索什么有效、什么无效。",
+		"检验一个答案的好办法，是问问：如果少了这一步会怎样？",
+		"下次再好奇，就从条件、过程和工具这三点去看。",
 	}},
 	"general": {{
 		"Start with the one thing that matters most about %s.",

@@ -17,6 +17,10 @@ type shape struct {
 	// topic does not say; unit is the Chinese measure word of the numbered label (个, 招, 步).
 	noun, unit string
 	question   string // "why", "how" or "what" when the topic asks a question, else ""
+	// explain: the question asks how or why something is ("How do astronauts sleep?",
+	// "为什么面包会变硬？"), not what the viewer should do ("How do I start running?",
+	// "怎么开始跑步"): its beats explain rather than advise.
+	explain bool
 	// subject is the topic without its number phrase and question words: what knowledge must
 	// be about to be used ("pour-over coffee" for "3 reasons to love pour-over coffee").
 	subject string
@@ -65,6 +69,8 @@ var (
 	zhNounEnd = regexp.MustCompile(`[让使帮教的你我他她在和与从给把为就能会要可带，,、：:！!？?。]`)
 
 	enQuestion = regexp.MustCompile(`(?i)^(why|how|what|which|when|where|who|should|can|could|is|are|do|does|did|will|would)\b`)
+	zhHow      = regexp.MustCompile(`怎么|如何|怎样`)
+	zhAdvice   = regexp.MustCompile(`我|你|咱|该|应该|要不要|能不能`)
 	zhQuestion = regexp.MustCompile(`为什么|为何|怎么|如何|怎样|什么|哪|吗|呢|是否|要不要|该不该|能不能`)
 )
 
@@ -113,10 +119,15 @@ func (s *shape) readEN(t string) {
 		case "why", "how":
 			s.question = w
 		}
+		s.explain = s.count == 0 && !enAdvice.MatchString(t)
 	}
 	s.subject = strings.TrimSpace(strings.TrimRight(enQuestion.ReplaceAllString(s.subject, ""), "?!. "))
 	s.subject = strings.TrimSpace(enLead.ReplaceAllString(s.subject, ""))
 }
+
+// enAdvice matches a question about what the asker or the viewer should do ("How do I …",
+// "How to …", "What should you …", "Can we …"), which the template answers with advice.
+var enAdvice = regexp.MustCompile(`(?i)^\W*how\s+to\b|\b(i|you|we|my|your|our|me|us)\b|^\W*(should|can|could)\b`)
 
 // enLead is what joins a list's count to its subject: "to", "for", "about", "you should know about".
 var enLead = regexp.MustCompile(`(?i)^(?:(?:that\s+)?(?:you|we|i)\s+(?:should|must|need to|can)\s+(?:know\s+)?|to|for|about|on|of|in|with|when|that)\b\s*`)
@@ -158,10 +169,18 @@ func (s *shape) readZH(t string) {
 	switch {
 	case strings.Contains(t, "为什么"), strings.Contains(t, "为何"):
 		s.question = "why"
+		s.explain = true
 	case strings.Contains(t, "怎么"), strings.Contains(t, "如何"), strings.Contains(t, "怎样"):
 		s.question = "how"
+		// "宇航员怎么睡觉" asks how something is done, "怎么开始跑步" what to do: a subject
+		// before the question word, other than the asker or the viewer, makes it the first.
+		before := zhHow.Split(t, 2)[0]
+		s.explain = strings.IndexFunc(before, func(r rune) bool { return unicode.Is(unicode.Han, r) }) >= 0
 	case strings.HasSuffix(t, "？"), strings.HasSuffix(t, "?"), zhQuestion.MatchString(t):
 		s.question = "what"
+	}
+	if s.count > 0 || zhAdvice.MatchString(t) {
+		s.explain = false
 	}
 	s.subject = strings.TrimSpace(strings.TrimRight(zhQuestion.ReplaceAllString(s.subject, ""), "？?！!。 "))
 }

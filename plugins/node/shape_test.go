@@ -116,6 +116,12 @@ func TestTemplateAnswersTheQuestion(t *testing.T) {
 		"how without sources": {topic: "How do I start running?", wantHook: "How do I start running?",
 			wantAnswer: "The short answer: Start small", wantSource: "template"},
 		"怎么 without sources": {topic: "怎么开始跑步", wantHook: "怎么开始跑步？", wantAnswer: "简单说：从一小步开始", wantSource: "template"},
+		"how something is, without sources": {topic: "How do astronauts sleep? 🚀", wantHook: "How do astronauts sleep? 🚀",
+			wantAnswer: "The short answer: It works differently from what most people picture", wantSource: "template"},
+		"为什么 without sources": {topic: "为什么手冲咖啡比速溶咖啡更好喝？🤔", wantHook: "为什么手冲咖啡比速溶咖啡更好喝？🤔",
+			wantAnswer: "简单说：原因在于几个因素一起起作用", wantSource: "template"},
+		"宇航员怎么 without sources": {topic: "宇航员在太空怎么睡觉？", wantHook: "宇航员在太空怎么睡觉？",
+			wantAnswer: "简单说：它和大多数人想象的不太一样", wantSource: "template"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -131,6 +137,41 @@ func TestTemplateAnswersTheQuestion(t *testing.T) {
 			}
 			if !strings.Contains(fmt.Sprint(out["template"]), "question") {
 				t.Errorf("template = %v, want the question shape said", out["template"])
+			}
+		})
+	}
+}
+
+// TestTemplateExplainsRatherThanAdvises: a question about how or why something is ("How do
+// astronauts sleep?") gets no advice to the viewer in its beats ("Set it up the night before",
+// "一次只改一个地方", what a creator's 60 s videos said), a question about what to do keeps it.
+func TestTemplateExplainsRatherThanAdvises(t *testing.T) {
+	t.Parallel()
+	advice := []string{"Start small", "the night before", "one change at a time", "Change one thing", "一次只改一个地方", "从小处开始", "前一天晚上"}
+	tests := map[string]bool{ // topic: whether its script advises
+		"How do astronauts sleep?":     false,
+		"Why does bread go stale?":     false,
+		"What is a flat white?":        false,
+		"为什么手冲咖啡比速溶咖啡更好喝？":             false,
+		"宇航员在太空怎么睡觉？":                  false,
+		"How do I start running?":      true,
+		"How to brew pour-over coffee": true,
+		"怎么开始跑步":                       true,
+		"我该怎么开始跑步？":                    true,
+	}
+	for topic, advises := range tests {
+		t.Run(topic, func(t *testing.T) {
+			t.Parallel()
+			out, _ := writeScript(t, "voiceover", map[string]any{"topic": topic, "duration": 60}, nil)
+			script := fmt.Sprint(out["script"])
+			found := ""
+			for _, a := range advice {
+				if strings.Contains(script, a) {
+					found = a
+				}
+			}
+			if (found != "") != advises {
+				t.Errorf("script of %q = %q: advice %q, want advice %v", topic, script, found, advises)
 			}
 		})
 	}
