@@ -76,3 +76,23 @@ func BenchmarkRiver(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRescue prints how long River takes to work again the job of a host that died, with
+// RescueStuckJobsAfter at 5 s (docs/queue.md):
+// go test -run '^$' -bench Rescue -benchtime 1x ./bench/riverbench/
+func BenchmarkRescue(b *testing.B) {
+	for range b.N {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		lite, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "rescue.db"), sqlitestore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := riverbench.Rescue(ctx, lite.SQLDB(), 5*time.Second)
+		lite.Close()
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(d.Seconds(), "s_to_rework")
+	}
+}
