@@ -16,6 +16,7 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/internal/backoff"
 	"github.com/reelforge/reelforge/internal/lease"
+	"github.com/reelforge/reelforge/internal/tick"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -244,7 +245,7 @@ func (s *Service) yieldSlot(ctx context.Context, runID string) func() {
 // work claims runs while a slot is free (until ctx ends) and executes each in its own goroutine
 // (counted in l) under execCtx.
 func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
-	t := time.NewTicker(s.opts.Poll)
+	t := tick.NewTicker(s.opts.Poll) // out of phase with the host's other loops
 	defer t.Stop()
 	retry := backoff.Retry{Log: s.log, What: "runs: claim"}
 	for ctx.Err() == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/reelforge/reelforge/host/launch"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/internal/backoff"
+	"github.com/reelforge/reelforge/internal/tick"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -214,8 +215,8 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cancel, s.done = cancel, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		tick := time.NewTicker(s.opt.Poll)
-		defer tick.Stop()
+		poll := tick.NewTicker(s.opt.Poll) // out of phase with the host's other loops
+		defer poll.Stop()
 		retry := backoff.Retry{Log: s.opt.Log, What: "tasks: worker pass"}
 		for {
 			if err := s.Step(ctx); err != nil && ctx.Err() == nil {
@@ -229,7 +230,7 @@ func (s *Service) Start(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-poll.C:
 			case <-s.wake:
 			}
 		}

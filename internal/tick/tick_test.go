@@ -29,3 +29,22 @@ func TestEveryStopsWhenCtxEnds(t *testing.T) {
 		return true
 	})
 }
+
+// Tickers of one interval started together tick apart: their phases are random.
+func TestTickersStartedTogetherTickApart(t *testing.T) {
+	t.Parallel()
+	phases := map[time.Duration]bool{}
+	start := time.Now()
+	var ts []*tick.Ticker
+	for range 3 {
+		ts = append(ts, tick.NewTicker(time.Second))
+	}
+	for _, tk := range ts {
+		at := (<-tk.C).Sub(start)
+		tk.Stop()
+		phases[at.Round(time.Millisecond)] = true
+	}
+	if len(phases) < 2 {
+		t.Errorf("three tickers started together ticked at the same moment: %v", phases)
+	}
+}
