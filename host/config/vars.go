@@ -27,7 +27,7 @@ var Vars = []Var{
 	{Name: "DB_SLOW_TIMEOUT_MS", Default: "1800000", Meaning: "deadline of each call of the migrations at start"},
 	{Name: "DB_POOL_MAX", Default: "0", Meaning: "size of a host's PostgreSQL pool (0: the URL's `pool_max_conns`, else the larger of 4 and the CPUs); a host holds up to `DB_POOL_MAX` + 2 connections (its LISTEN and the leader's lock are apart), so keep hosts × (`DB_POOL_MAX` + 2) + your tools under the server's `max_connections`"},
 	{Name: "DB_POOL_MIN", Default: "0", Meaning: "PostgreSQL connections a host keeps open when idle"},
-	{Name: "DB_POOL_IDLE_MS", Default: "60000", Meaning: "a pool connection above `DB_POOL_MIN` unused for this long is closed (a host's background loops, polling every few seconds, keep up to about four in use even when idle)"},
+	{Name: "DB_POOL_IDLE_MS", Default: "60000", Meaning: "the pool closes its idle connections above `DB_POOL_MIN` and above the most it had in use at once over this long: an idle host keeps one (its polling loops take turns on it) besides LISTEN and the leader's lock"},
 	{Name: "KB_VECTOR_SEARCH", Default: "auto", Meaning: "`auto`: use pgvector when it can be created; `off`: always the in-memory vector path"},
 	{Name: "JWT_SECRET", Shown: "generated", Meaning: "HS256 secret of access tokens (generated into `DATA_DIR/jwt_secret`, 0600)"},
 	{Name: "FILE_URL_TTL", Default: "1h", Meaning: "lifetime of signed file URLs (a duration or seconds, 10 s to 168 h); their key is derived from `JWT_SECRET`"},

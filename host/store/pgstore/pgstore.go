@@ -35,7 +35,9 @@ type Driver struct {
 	df   *sqldb.TermCounts[float64] // document frequencies of the keyword leg
 	idx  *indexer                   // the vector indexer (indexer.go); nil with ManualIndexer
 	pw   *prewarmer                 // the prewarm of the server's caches (prewarm.go); nil with NoPrewarm
-	lazy *sqldb.DB                  // the pool, with transactions that commit without waiting for the WAL flush (AddDocuments)
+	// shrink closes the pool's idle connections (shrink.go); nil without PoolIdle.
+	shrink *shrinker
+	lazy   *sqldb.DB // the pool, with transactions that commit without waiting for the WAL flush (AddDocuments)
 	// batch sends pipelined batches (addNew): the pool; nil in a transaction's Driver (InTx).
 	batch batchSender
 }
@@ -66,11 +68,14 @@ type Options struct {
 	Timeout, SlowTimeout time.Duration
 	// PoolMax is the pool's size (DB_POOL_MAX; 0: the URL's pool_max_conns, else pgxpool's
 	// default, the larger of 4 and the CPUs); PoolMin the connections kept open (DB_POOL_MIN);
-	// PoolIdle how long an idle connection above PoolMin stays open (DB_POOL_IDLE_MS; 0: pgxpool's
-	// 30 minutes).
+	// PoolIdle how long the pool keeps connections above PoolMin that it did not need at once
+	// (DB_POOL_IDLE_MS; 0: pgxpool's rule, an idle connection closed after 30 minutes).
 	PoolMax, PoolMin int
 	PoolIdle         time.Duration
 }
+
+// application is the application_name of the host's connections, unless DATABASE_URL sets one.
+const application = "reelforge"
 
 // migrationLock is the advisory lock key under which hosts migrate one at a time.
 const migrationLock = 7_316_220_451
@@ -133,6 +138,10 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 		registerHalfArray(c.TypeMap())
 		return nil
 	}
+	if opt.PoolIdle > 0 {
+		d.shrink = &shrinker{min: cfg.MinConns}
+		cfg.ConnConfig.Tracer = tracer{d.shrink}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
@@ -158,6 +167,10 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 		d.startIndexer(log)
 	}
 	d.startPrewarmer()
+	if d.shrink != nil {
+		d.shrink.pool = pool
+		d.shrink.start(opt.PoolIdle)
+	}
 	return d, nil
 }
 
@@ -167,12 +180,12 @@ func limitPool(cfg *pgxpool.Config, opt Options) {
 	if opt.PoolMax > 0 {
 		cfg.MaxConns = int32(opt.PoolMax)
 	}
+	// Idle connections above MinConns are closed by the shrinker (shrink.go), not by pgxpool's
+	// MaxConnIdleTime, which a host's polling loops defeat.
 	cfg.MinConns = int32(min(opt.PoolMin, int(cfg.MaxConns)))
-	if opt.PoolIdle > 0 {
-		// Idle connections above MinConns close after PoolIdle, so an idle host gives the server
-		// its connections back; the pool looks at them every health check.
-		cfg.MaxConnIdleTime = opt.PoolIdle
-		cfg.HealthCheckPeriod = max(min(opt.PoolIdle/2, time.Minute), 500*time.Millisecond)
+	// The host's connections say whose they are in pg_stat_activity (unless the URL names them).
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
+		cfg.ConnConfig.RuntimeParams["application_name"] = application
 	}
 	if opt.Timeout > 0 && cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = opt.Timeout // the URL's connect_timeout wins
@@ -502,6 +515,7 @@ func (d *Driver) Ping(ctx context.Context) error {
 func (d *Driver) Close() error {
 	d.stopIndexer()
 	d.stopPrewarmer()
+	d.shrink.halt()
 	if d.pool != nil {
 		d.pool.Close()
 	}
