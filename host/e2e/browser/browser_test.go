@@ -125,6 +125,8 @@ func TestBrowser(t *testing.T) {
 		Size           []int
 		Cues           int
 		FirstCue       string
+		WordTimestamps int
+		CueWords       int
 		Cover          []int
 		Range          struct {
 			Status                                    int
@@ -159,6 +161,12 @@ func TestBrowser(t *testing.T) {
 	}
 	if got.CaptionsVTTURL == "" || got.Cues == 0 {
 		t.Errorf("captions %q: %d cues, want the WebVTT file's (captions_vtt_url)", got.CaptionsVTTURL, got.Cues)
+	}
+	// Every word but each cue's first has its time (docs/captions.md, the files): Chromium read
+	// the word cues as timestamps.
+	if got.WordTimestamps == 0 || got.WordTimestamps < got.CueWords-got.Cues {
+		t.Errorf("captions: %d word timestamps in Chromium's cues for %d words in %d cues, want one for each word after a cue's first",
+			got.WordTimestamps, got.CueWords, got.Cues)
 	}
 	r := got.Range
 	if r.Status != 206 || !strings.HasPrefix(r.ContentRange, "bytes 100-199/") || r.ContentLength != "100" || r.Bytes != 100 ||
