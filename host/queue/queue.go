@@ -41,17 +41,6 @@ func (r retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	return time.Now().UTC().Add(r.p.Wait(len(job.Errors) + 1))
 }
 
-// warnings passes on River's log records of level WARN and above: at INFO River logs its job
-// counts every five seconds.
-type warnings struct{ slog.Handler }
-
-func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
-}
-
-func (w warnings) WithAttrs(a []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(a)} }
-func (w warnings) WithGroup(n string) slog.Handler      { return warnings{w.Handler.WithGroup(n)} }
-
 // Params configure New.
 type Params struct {
 	// Store is the store the host opened: a *pgstore.Driver or a *sqlitestore.Driver (what they
@@ -116,7 +105,7 @@ func New(p Params) (*Queue, error) {
 	}
 	q := &Queue{workers: river.NewWorkers()}
 	cfg := &river.Config{
-		Logger:            slog.New(warnings{log.With("component", "river").Handler()}),
+		Logger:            slog.New(newRiverLog(log.With("component", "river").Handler())),
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmpOr(p.Workers, 10)}},
 		Workers:           q.workers,
 		RetryPolicy:       retryPolicy{Retries},
