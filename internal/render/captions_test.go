@@ -85,7 +85,7 @@ func TestSpokenUnits(t *testing.T) {
 	for _, u := range spokenUnits(text) {
 		got = append(got, unitText(text, u))
 	}
-	want := []string{"“Hello,", "world” ☕", "it's", "3", "手", "冲", "咖", "啡。"}
+	want := []string{"“Hello,", "world” ☕", "it's", "3", "手", "冲", "咖啡。"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("spokenUnits (-want +got):\n%s", diff)
 	}

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
+
+	"github.com/reelforge/reelforge/internal/zhwords"
 )
 
 // Word timing: when each word of a sentence is said, so the caption can highlight it.
@@ -22,7 +24,7 @@ import (
 // (103 ms) while costing one espeak-ng process per word.
 
 // Word is a spoken word of a caption and when it is said, in seconds. Its Text is the word as the
-// caption shows it (with the punctuation that follows it; a Han character is a word of its own).
+// caption shows it (with the punctuation that follows it; a Chinese word as internal/zhwords finds it).
 type Word struct {
 	Text  string  `json:"text"`
 	Start float64 `json:"start"`
@@ -34,10 +36,16 @@ type Word struct {
 type unit struct{ from, to int }
 
 // spokenUnits splits text into the words a voice says, by the Unicode word boundaries (UAX #29:
-// a Latin word whole, each Han character alone). Punctuation, symbols and emoji are not said: they
-// go with the word before them (or the first word, at the start).
+// a Latin word whole, each Han character alone), the Han characters of one Chinese word joined
+// (internal/zhwords: "咖啡" is highlighted and timed as one word, not "咖" then "啡").
+// Punctuation, symbols and emoji are not said: they go with the word before them (or the first
+// word, at the start).
 func spokenUnits(text string) []unit {
 	var out []unit
+	var inside map[int]bool // offsets inside Chinese words
+	if strings.ContainsFunc(text, func(r rune) bool { return unicode.Is(unicode.Han, r) }) {
+		inside = zhwords.Inside(text)
+	}
 	state, pos := -1, 0
 	rest := text
 	for len(rest) > 0 {
@@ -45,6 +53,8 @@ func spokenUnits(text string) []unit {
 		w, rest, state = uniseg.FirstWordInString(rest, state)
 		said := strings.ContainsFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) })
 		switch {
+		case said && inside[pos] && len(out) > 0 && out[len(out)-1].to == pos:
+			out[len(out)-1].to = pos + len(w) // the next character of the same Chinese word
 		case said:
 			out = append(out, unit{pos, pos + len(w)})
 		case len(out) > 0:
