@@ -28,8 +28,8 @@ import (
 // Chinese has no spaces: UAX #14 allows a break between any two Han characters, so a line could end
 // inside a word ("流程一|旦"). The words are found with a frequency dictionary (internal/zhwords):
 // a break inside one costs as much as a line of slack, so it happens only when no other break
-// fits; a break between two words costs about what a space does, and one after a character that
-// often ends a phrase (的, 了, 是, ...) a little less.
+// fits; a break between two words costs more than one at clause punctuation (a line is a clause
+// where it can be) and a break after a character that often ends a phrase (的, 了, 是, ...).
 
 // highlight is the colour of the word being said (the yellow of the short-video editors).
 var highlight = color.NRGBA{R: 255, G: 214, B: 10, A: 255}
@@ -92,9 +92,9 @@ func segments(text string, width int) []seg {
 }
 
 // breakCost is what a break after a costs, in squared columns of slack (the unit of balance):
-// nothing after clause punctuation, a little between words (a little less after a Chinese
-// character that often ends a phrase), a whole unit inside a Chinese word, where unit is the
-// page's or line's width.
+// nothing after clause punctuation, a little between Latin words or after a Chinese character
+// that often ends a phrase, more between other Chinese words, a whole unit inside a Chinese word,
+// where unit is the page's or line's width.
 func breakCost(text string, a, b seg, unit int) int {
 	last, _ := utf8.DecodeLastRuneInString(strings.TrimRightFunc(text[a.from:a.to], unicode.IsSpace))
 	next, _ := utf8.DecodeRuneInString(text[b.from:b.to])
@@ -106,9 +106,11 @@ func breakCost(text string, a, b seg, unit int) int {
 	case a.space > 0:
 		return (unit / 8) * (unit / 8)
 	case strings.ContainsRune(phraseEnds, last) && ideograph(next):
-		return (unit / 10) * (unit / 10)
+		return (unit / 6) * (unit / 6)
 	case ideograph(last) && ideograph(next):
-		return (unit / 7) * (unit / 7)
+		// Between two Chinese words, but not at clause punctuation: "关注我，|评论区告诉我你最认同
+		// 哪一条！" reads better than "关注我，评论区告诉|我你最认同哪一条！", however uneven.
+		return (unit / 2) * (unit / 2)
 	}
 	return (unit / 4) * (unit / 4)
 }
