@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 )
 
 // Bus carries frames between hosts that share a database (PostgreSQL LISTEN/NOTIFY). Publish
@@ -236,7 +237,8 @@ func (h *Hub) deliver(projectID, userID string, b []byte) int {
 }
 
 // Start runs the bus listener (when the hub has a bus) until ctx ends or Stop; it reconnects
-// after errors with a growing pause.
+// after errors with the loops' back-off (internal/backoff), logging a failure that repeats (the
+// database down) once per doubling of its count, not once per attempt.
 func (h *Hub) Start(ctx context.Context) error {
 	if h.bus == nil {
 		return nil
@@ -250,19 +252,24 @@ func (h *Hub) Start(ctx context.Context) error {
 	h.done = make(chan struct{})
 	go func(done chan struct{}) {
 		defer close(done)
-		pause := 100 * time.Millisecond
+		retry := backoff.Retry{Log: h.log, What: "events: frame listener stopped, reconnecting"}
 		for ctx.Err() == nil {
+			began := time.Now()
 			err := h.bus.Listen(ctx, h.fromBus)
 			if ctx.Err() != nil {
 				return
 			}
-			h.log.Warn("events: frame listener stopped, reconnecting", "err", errString(err), "pause", pause)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(pause):
+			// Listen says nothing when it has connected; one that lasted longer than the longest
+			// back-off had: this failure starts a new run of them.
+			if time.Since(began) > backoff.Loops.Max {
+				retry.Succeeded()
 			}
-			pause = min(pause*2, 10*time.Second)
+			if err == nil {
+				err = errors.New("closed")
+			}
+			if !backoff.Sleep(ctx, retry.Failed(err)) {
+				return
+			}
 		}
 	}(h.done)
 	return nil
@@ -293,13 +300,6 @@ func (h *Hub) fromBus(payload string) {
 		return
 	}
 	h.deliver(w.ProjectID, w.UserID, b)
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "closed"
-	}
-	return err.Error()
 }
 
 func add(m map[string]map[*Client]struct{}, key string, c *Client) {

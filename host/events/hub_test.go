@@ -1,15 +1,22 @@
 package events_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
+	"math/bits"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 func recvFrame(t *testing.T, c *events.Client, wait time.Duration) map[string]any {
@@ -172,4 +179,34 @@ func TestHubAcrossHostsPostgres(t *testing.T) {
 		hubs = append(hubs, h)
 	}
 	checkAcrossHosts(t, hubs[0], hubs[1])
+}
+
+// failingBus is a Bus whose Listen fails at once, as when the database is down.
+type failingBus struct{ listens atomic.Int32 }
+
+func (*failingBus) Publish(context.Context, string) error { return errors.New("down") }
+func (b *failingBus) Listen(context.Context, func(string)) error {
+	b.listens.Add(1)
+	return errors.New("failed to connect: connection refused")
+}
+
+// TestListenerBacksOffQuietly: a listener whose bus keeps failing tries again with a growing
+// back-off and logs once per doubling of the failures, not once per attempt.
+func TestListenerBacksOffQuietly(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	bus := &failingBus{}
+	h := events.NewHub(events.HubOptions{Bus: bus, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The back-off from 0.25 s: the 4th attempt comes after 1.5 to 2.6 s of waits in all.
+	testtool.Eventually(t, time.Minute, "four attempts to listen", func() bool { return bus.listens.Load() >= 4 })
+	h.Stop()
+	n := int(bus.listens.Load())
+	lines := strings.Count(logs.String(), "frame listener stopped")
+	// The last attempt may have been cut short by Stop before its failure was counted.
+	if most := bits.Len(uint(n)); lines < 2 || lines > most {
+		t.Errorf("%d attempts logged %d lines, want 2 to %d (at the 1st, 2nd, 4th... failure):\n%s", n, lines, most, logs.String())
+	}
 }
