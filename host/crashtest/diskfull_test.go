@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/reelforge/reelforge/internal/eventsink"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/internal/tmpfs"
 )
 
@@ -25,9 +25,9 @@ func TestDiskFullSQLite(t *testing.T) {
 	}
 	bin := build(t)
 	disk := tmpfs.Mount(t, 128<<20)
-	h := newHostIn(t, bin, "", filepath.Join(disk, "data"), eventsink.New(t), newEmail())
+	h := newHostIn(t, hostParams{bin: bin, dataDir: filepath.Join(disk, "data"), recv: eventsink.New(t), email: newEmail(), create: true})
 	w := h.load(t, 0)
-	waitFor(t, "acknowledged runs and documents", func() bool {
+	testtool.Eventually(t, time.Minute, "acknowledged runs and documents", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return len(w.runIDs) >= 6 && len(w.docs) >= 2
@@ -36,13 +36,14 @@ func TestDiskFullSQLite(t *testing.T) {
 	tmpfs.Fill(t, fill)
 	w.stop() // the requests in flight met the full disk; the runs under way go on meeting it
 
-	// Let the loops reach their back-off, then measure a window of the full disk.
+	// Let the loops reach their back-off, then measure a window of the full disk. Both are
+	// stretches of the clock the test measures over, not waits for a state: they stay sleeps.
 	const settleIn, window = 5 * time.Second, 30 * time.Second
 	time.Sleep(settleIn)
-	cpu0, lines0, at0 := cpuTicks(t, h.proc.Process.Pid), logLines(t, h.log.Name()), time.Now()
+	cpu0, lines0, at0 := h.CPU(), logLines(t, h.Log), time.Now()
 	time.Sleep(window)
-	cpu1, lines1, at1 := cpuTicks(t, h.proc.Process.Pid), logLines(t, h.log.Name()), time.Now()
-	share := float64(cpu1-cpu0) / 100 / at1.Sub(at0).Seconds() // USER_HZ is 100 on Linux
+	cpu1, lines1, at1 := h.CPU(), logLines(t, h.Log), time.Now()
+	share := (cpu1 - cpu0).Seconds() / at1.Sub(at0).Seconds()
 	perMinute := float64(lines1-lines0) * 60 / at1.Sub(at0).Seconds()
 	t.Logf("disk full: host CPU %.1f%% of a core, %.0f log lines a minute", share*100, perMinute)
 	if share > 0.05 {
@@ -50,7 +51,7 @@ func TestDiskFullSQLite(t *testing.T) {
 	}
 	if perMinute > 30 {
 		t.Errorf("the host wrote %.0f log lines a minute while the disk was full, want a few; by message:\n%s",
-			perMinute, byMessage(t, h.log.Name(), lines0, lines1))
+			perMinute, byMessage(t, h.Log, lines0, lines1))
 	}
 
 	if err := os.Remove(fill); err != nil {
@@ -59,7 +60,7 @@ func TestDiskFullSQLite(t *testing.T) {
 	c := h.settle(t, w)
 	t.Logf("after space was freed: %s", c)
 	if c.lost+c.duplicated+c.stuck > 0 {
-		b, _ := os.ReadFile(h.log.Name())
+		b, _ := os.ReadFile(h.Log)
 		var warn []string
 		for _, l := range strings.Split(string(b), "\n") {
 			if !strings.Contains(l, "level=INFO") {
@@ -69,32 +70,6 @@ func TestDiskFullSQLite(t *testing.T) {
 		t.Errorf("after space was freed: %s; want none lost, duplicated or stuck; the host's warnings (last 150):\n%s",
 			c, strings.Join(warn[max(0, len(warn)-150):], "\n"))
 	}
-}
-
-// waitFor waits until cond holds, failing the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within a minute", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// cpuTicks is the CPU time process pid used so far, user and system, in clock ticks.
-func cpuTicks(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // state ppid ... utime(11) stime(12)
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + k
 }
 
 // byMessage counts the log lines from..to (0-based, to excluded) of the log at path by message.

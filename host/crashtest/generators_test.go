@@ -101,7 +101,7 @@ func generatorsPlugin(hostPID int) (proc, bool) {
 // answers the run, the plugin and the processes of the plugin's family then.
 func (h *host) awaitRender(t *testing.T) (string, proc, []proc) {
 	t.Helper()
-	plugin, ok := generatorsPlugin(h.proc.Process.Pid)
+	plugin, ok := generatorsPlugin(h.PID())
 	if !ok {
 		t.Fatal("the host runs no generators plugin")
 	}
@@ -109,39 +109,36 @@ func (h *host) awaitRender(t *testing.T) (string, proc, []proc) {
 		RunID string `json:"run_id"`
 	}
 	// A long video, so that the render is still going when the test acts.
-	if st := h.call(t, "POST", "/api/workflow/start", map[string]any{"workflow": "voiceover_video",
+	if st := h.Call("POST", "/api/workflow/start", map[string]any{"workflow": "voiceover_video",
 		"inputs": map[string]any{"topic": "the harbour at dawn", "duration": 120}}, &out); st != 201 && st != 200 {
 		t.Fatalf("start voiceover_video = %d", st)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		fam := family(plugin.pid)
+	var fam []proc
+	testtool.Eventually(t, 2*time.Minute, fmt.Sprintf("run %s: an ffmpeg of the generators plugin (pid %d)", out.RunID, plugin.pid), func() bool {
+		fam = family(plugin.pid)
 		for _, p := range fam {
 			if p.comm == "ffmpeg" && !p.zombie {
-				return out.RunID, plugin, fam
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("run %s: no ffmpeg of the generators plugin (pid %d) within 2 minutes", out.RunID, plugin.pid)
-	return "", proc{}, nil
+		return false
+	})
+	return out.RunID, plugin, fam
 }
 
 // gone waits until none of ps runs any more and answers those still running after a minute.
 func gone(ps []proc) []proc {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var left []proc
+	var left []proc
+	testtool.Within(time.Minute, func() bool {
+		left = nil
 		for _, p := range ps {
 			if p.alive() {
 				left = append(left, p)
 			}
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(left) == 0
+	})
+	return left
 }
 
 // renderJob answers the status and error code of the run's videogen job and of its render step.
@@ -150,7 +147,7 @@ func (h *host) renderJob(t *testing.T, runID string) (jobStatus, stepStatus, cod
 	var st struct {
 		Jobs []struct{ Type, Status string } `json:"jobs"`
 	}
-	h.call(t, "GET", "/api/workflow/status/"+runID, nil, &st)
+	h.Call("GET", "/api/workflow/status/"+runID, nil, &st)
 	for _, j := range st.Jobs {
 		if j.Type == "videogen" {
 			jobStatus = j.Status
@@ -163,7 +160,7 @@ func (h *host) renderJob(t *testing.T, runID string) (jobStatus, stepStatus, cod
 			Error  *struct{ Code string }
 		} `json:"trace"`
 	}
-	h.call(t, "GET", "/api/workflow/trace/"+runID, nil, &tr)
+	h.Call("GET", "/api/workflow/trace/"+runID, nil, &tr)
 	for _, s := range tr.Trace {
 		if s.StepID == "render" {
 			stepStatus = s.Status
@@ -206,31 +203,29 @@ func TestGeneratorsPluginKilledDuringRender(t *testing.T) {
 			if err := syscall.Kill(plugin.pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			if st := h.call(t, "GET", "/health", nil, nil); st != 200 && st != 503 {
+			if st := h.Call("GET", "/health", nil, nil); st != 200 && st != 503 {
 				t.Errorf("GET /health after the kill = %d: the host does not answer", st)
 			}
 			if left := gone(fam); len(left) > 0 {
 				t.Errorf("processes of the killed plugin still run a minute later: %+v", left)
 			}
 			var job, step, code string
-			for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-				if job, step, code = h.renderJob(t, runID); job != "" && job != "running" && job != "pending" && step != "running" && step != "" {
-					break
-				}
-			}
+			testtool.WithinEvery(bound, poll, func() bool {
+				job, step, code = h.renderJob(t, runID)
+				return job != "" && job != "running" && job != "pending" && step != "running" && step != ""
+			})
 			if job != "failed" || code != "VIDEO_GEN_ERROR" {
 				t.Errorf("videogen job %q, render step %q with code %q; want the job failed and the step's code VIDEO_GEN_ERROR", job, step, code)
 			}
 			h.checkNoCutOffVideo(t)
-			restarted := false
-			for deadline := time.Now().Add(bound); time.Now().Before(deadline) && !restarted; time.Sleep(200 * time.Millisecond) {
+			restarted := testtool.WithinEvery(bound, poll, func() bool {
 				var health struct {
 					Details map[string]struct{ State string } `json:"engine_details"`
 				}
-				h.call(t, "GET", "/health", nil, &health)
-				p, ok := generatorsPlugin(h.proc.Process.Pid)
-				restarted = ok && p.pid != plugin.pid && health.Details["generators"].State == "ready"
-			}
+				h.Call("GET", "/health", nil, &health)
+				p, ok := generatorsPlugin(h.PID())
+				return ok && p.pid != plugin.pid && health.Details["generators"].State == "ready"
+			})
 			if !restarted {
 				t.Fatal("the generators plugin was not restarted (no new process with health ready)")
 			}
@@ -243,9 +238,9 @@ func TestGeneratorsPluginKilledDuringRender(t *testing.T) {
 				t.Errorf("after the restart: videogen job %q (%s), want completed", job, code)
 			}
 			// The next start of the host removes the partial file the killed render left.
-			h.stop()
+			h.Stop()
 			h.start(t)
-			if left, _ := filepath.Glob(filepath.Join(h.dataDir, "assets", "*", "video", "*.partial.mp4")); len(left) > 0 {
+			if left, _ := filepath.Glob(filepath.Join(h.DataDir, "assets", "*", "video", "*.partial.mp4")); len(left) > 0 {
 				t.Errorf("partial files still there after the host's restart: %v", left)
 			}
 		})
@@ -256,15 +251,15 @@ func TestGeneratorsPluginKilledDuringRender(t *testing.T) {
 // its final one).
 func (h *host) awaitVideoBytes(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		videos, _ := filepath.Glob(filepath.Join(h.dataDir, "assets", "*", "video", "*.mp4"))
+	testtool.Eventually(t, 2*time.Minute, "a video file written to", func() bool {
+		videos, _ := filepath.Glob(filepath.Join(h.DataDir, "assets", "*", "video", "*.mp4"))
 		for _, v := range videos {
 			if st, err := os.Stat(v); err == nil && st.Size() > 0 {
-				return
+				return true
 			}
 		}
-	}
-	t.Fatal("no video file written to within 2 minutes")
+		return false
+	})
 }
 
 // checkNoCutOffVideo checks what a render killed with its plugin left: no video at a final name
@@ -272,21 +267,21 @@ func (h *host) awaitVideoBytes(t *testing.T) {
 // any, neither listed nor served.
 func (h *host) checkNoCutOffVideo(t *testing.T) {
 	t.Helper()
-	videos, _ := filepath.Glob(filepath.Join(h.dataDir, "assets", "*", "video", "*.mp4"))
+	videos, _ := filepath.Glob(filepath.Join(h.DataDir, "assets", "*", "video", "*.mp4"))
 	for _, v := range videos {
 		if !strings.HasSuffix(v, ".partial.mp4") {
 			t.Errorf("the killed render left %s at its final name", v)
 			continue
 		}
-		rel, _ := filepath.Rel(filepath.Join(h.dataDir, "assets"), v)
-		if st := h.call(t, "GET", "/api/assets/files/"+filepath.ToSlash(rel), nil, nil); st != 404 {
+		rel, _ := filepath.Rel(filepath.Join(h.DataDir, "assets"), v)
+		if st := h.Call("GET", "/api/assets/files/"+filepath.ToSlash(rel), nil, nil); st != 404 {
 			t.Errorf("GET the partial file %s = %d, want 404", rel, st)
 		}
 	}
 	var list struct {
 		Data json.RawMessage `json:"data"`
 	}
-	h.call(t, "GET", "/api/materials", nil, &list)
+	h.Call("GET", "/api/materials", nil, &list)
 	if strings.Contains(string(list.Data), ".partial.") {
 		t.Errorf("the asset listing names a partial file: %s", list.Data)
 	}
@@ -306,13 +301,13 @@ func TestCancelKillsRender(t *testing.T) {
 			ffmpeg = append(ffmpeg, p)
 		}
 	}
-	if st := h.call(t, "POST", "/api/workflow/cancel/"+runID, nil, nil); st != 200 {
+	if st := h.Call("POST", "/api/workflow/cancel/"+runID, nil, nil); st != 200 {
 		t.Fatalf("cancel = %d", st)
 	}
 	if left := gone(ffmpeg); len(left) > 0 {
 		t.Fatalf("ffmpeg still runs after the cancel: %+v", left)
 	}
-	if matches, _ := filepath.Glob(filepath.Join(h.dataDir, "assets", "*", "video", "*.mp4")); len(matches) > 0 {
+	if matches, _ := filepath.Glob(filepath.Join(h.DataDir, "assets", "*", "video", "*.mp4")); len(matches) > 0 {
 		t.Errorf("the cancelled render left %v: it was not stopped", matches)
 	}
 	if job, _, _ := h.renderJob(t, runID); job != "failed" {
@@ -323,13 +318,8 @@ func TestCancelKillsRender(t *testing.T) {
 // waitRun waits for a run to end.
 func (h *host) waitRun(t *testing.T, runID string) error {
 	t.Helper()
-	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		var st struct{ Status string }
-		h.call(t, "GET", "/api/workflow/status/"+runID, nil, &st)
-		switch st.Status {
-		case "completed", "failed", "cancelled":
-			return nil
-		}
+	if o := h.SettleRuns([]string{runID}, bound); len(o.Stuck) > 0 || len(o.Lost) > 0 {
+		return fmt.Errorf("run %s did not end within %s (%+v)", runID, bound, o)
 	}
-	return fmt.Errorf("run %s did not end within %s", runID, bound)
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reelforge/reelforge/internal/eventsink"
 	"github.com/reelforge/reelforge/internal/pgcluster"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // TestStartBeforeDatabase: a host started while its PostgreSQL is down, then out of connections,
@@ -40,9 +41,9 @@ func TestStartBeforeDatabase(t *testing.T) {
 
 	// It comes back with connections free: the host comes up by itself.
 	c.Restart(t)
-	h.waitHealth(t, 200, time.Minute)
+	h.WaitHealth(t, 200, time.Minute)
 	h.login(t, "start@example.com", true)
-	if st, _ := h.call("GET", "/api/projects", nil, nil); st != 200 {
+	if st := h.Call("GET", "/api/projects", nil, nil); st != 200 {
 		t.Fatalf("after the database came: GET /api/projects = %d", st)
 	}
 	if n := h.logLines(); n > 60 {
@@ -53,16 +54,12 @@ func TestStartBeforeDatabase(t *testing.T) {
 // waitCause waits, a minute at most, until h's /health answers 503 naming cause.
 func waitCause(t *testing.T, h *host, cause string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		body := h.waitHealth(t, 503, time.Minute)
-		if dbCause(body) == cause {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/health never named %q: %v", cause, body)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var body map[string]any
+	if !testtool.WithinEvery(time.Minute, poll, func() bool {
+		body = h.WaitHealth(t, 503, time.Minute)
+		return dbCause(body) == cause
+	}) {
+		t.Fatalf("/health never named %q: %v", cause, body)
 	}
 }
 
@@ -79,7 +76,7 @@ func checkUnready(t *testing.T, h *host) {
 		Success bool
 		Error   struct{ Code string }
 	}
-	st, _ := h.call("GET", "/api/projects", nil, &out)
+	st := h.Call("GET", "/api/projects", nil, &out)
 	if st != 503 || out.Success || out.Error.Code != "RESOURCE_EXHAUSTED" {
 		t.Errorf("GET /api/projects while waiting: %d %+v, want 503 RESOURCE_EXHAUSTED", st, out)
 	}
@@ -147,7 +144,7 @@ func TestFaultRounds(t *testing.T) {
 	url := fmt.Sprintf("postgres://app@127.0.0.1:%d/reelforge?sslmode=disable", c.Port)
 	m, r := newModel(t), eventsink.New(t)
 	email := "fault@example.com"
-	create := exec.Command(build(t), "user", "create", "--email", email, "--password", "fault-test-password", "--role", "admin")
+	create := exec.Command(build(t).Host, "user", "create", "--email", email, "--password", "fault-test-password", "--role", "admin")
 	create.Env = append(os.Environ(), "DATABASE_URL="+url, "DATA_DIR="+t.TempDir())
 	if out, err := create.CombinedOutput(); err != nil {
 		t.Fatalf("user create: %v\n%s", err, out)
@@ -156,7 +153,7 @@ func TestFaultRounds(t *testing.T) {
 		"AUTOMATION_EVENT_WEBHOOK_URL=" + r.URL, "AUTOMATION_WEBHOOK_SECRET=fault", "AUTOMATION_BATCH_INTERVAL=200"}
 	hosts := []*host{startHost(t, "host1", url, env...), startHost(t, "host2", url, env...)}
 	for _, h := range hosts {
-		h.waitHealth(t, 200, time.Minute)
+		h.WaitHealth(t, 200, time.Minute)
 		h.login(t, email, false)
 	}
 	var project struct {
@@ -164,7 +161,7 @@ func TestFaultRounds(t *testing.T) {
 			Project struct{ ID string } `json:"project"`
 		} `json:"data"`
 	}
-	if st, _ := hosts[0].call("POST", "/api/projects", map[string]any{"name": "fault"}, &project); st != 201 || project.Data.Project.ID == "" {
+	if st := hosts[0].Call("POST", "/api/projects", map[string]any{"name": "fault"}, &project); st != 201 || project.Data.Project.ID == "" {
 		t.Fatalf("create project: %d", st)
 	}
 	var release func(*testing.T)
@@ -178,7 +175,12 @@ func TestFaultRounds(t *testing.T) {
 		for _, f := range faults {
 			t.Run(fmt.Sprintf("round %d %s", i+1, f.name), func(t *testing.T) {
 				w := load(hosts, project.Data.Project.ID)
-				time.Sleep(2 * time.Second) // work in flight when the fault comes
+				// Work in flight when the fault comes: the acknowledged runs still under way.
+				testtool.Eventually(t, time.Minute, "acknowledged runs", func() bool {
+					w.mu.Lock()
+					defer w.mu.Unlock()
+					return len(w.runs) >= 4 && len(w.tasks) >= 2 && len(w.docs) >= 2
+				})
 				cpu0, lines0 := usage(hosts)
 				w.mark(true)
 				start := time.Now()
@@ -191,12 +193,13 @@ func TestFaultRounds(t *testing.T) {
 				health := newAnswers()
 				for time.Since(start) < d {
 					for _, h := range hosts {
-						st, took := h.call("GET", "/health", nil, nil)
+						st, took := h.TimedCall("GET", "/health", nil, nil)
 						health.add("health", st, took)
 						if took > 2*time.Second+500*time.Millisecond {
-							t.Errorf("%s: /health took %s during the fault", h.name, took)
+							t.Errorf("%s: /health took %s during the fault", h.Name, took)
 						}
 					}
+					// The subject: /health asked through the fault's length, every half second.
 					time.Sleep(500 * time.Millisecond)
 				}
 				f.end(t)
@@ -205,7 +208,7 @@ func TestFaultRounds(t *testing.T) {
 				w.mark(false)
 				// Recovered: both hosts healthy and writing again.
 				for _, h := range hosts {
-					h.waitHealth(t, 200, time.Minute)
+					h.WaitHealth(t, 200, time.Minute)
 				}
 				recovered := time.Since(ended)
 				w.stop()
@@ -241,7 +244,7 @@ func usage(hosts []*host) (time.Duration, int) {
 	var cpu time.Duration
 	var lines int
 	for _, h := range hosts {
-		cpu += h.cpu()
+		cpu += h.CPU()
 		lines += h.logLines()
 	}
 	return cpu, lines

@@ -10,22 +10,20 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/reelforge/reelforge/internal/eventsink"
+	"github.com/reelforge/reelforge/internal/testhost"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // dbTimeout is the hosts' DB_TIMEOUT_MS; answerBound how long any answer may take during a fault:
@@ -37,144 +35,30 @@ const (
 	// settleBound is how long acknowledged work may take to end after the fault before it counts
 	// as stuck.
 	settleBound = 3 * time.Minute
+	// poll is how often a wait on a host's API asks again.
+	poll = 200 * time.Millisecond
 )
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-	binDir    string
-)
+func TestMain(m *testing.M) { testhost.Main(m) }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "faulttest-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// build builds the host once for the package's tests.
-func build(t *testing.T) string {
+// build builds the host once for the package's tests; the engines run in the host.
+func build(t *testing.T) testhost.Binaries {
 	t.Helper()
-	buildOnce.Do(func() {
-		builtBin = filepath.Join(binDir, "reelforge")
-		cmd := exec.Command("go", "build", "-o", builtBin, "../../host")
-		cmd.Env = append(os.Environ(), "GOFLAGS=-tags=sqlite_fts5")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, b)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
+	return testhost.Build(t)
 }
 
 // host is one host process.
-type host struct {
-	name, bin, dataDir string
-	port               int
-	env                []string
-	proc               *exec.Cmd
-	log                *os.File
-	token              string
-}
+type host struct{ *testhost.Host }
 
 // startHost starts a host on dbURL ("" for SQLite in its DATA_DIR); extra are more environment
-// settings (they win). It does not wait for it: see waitHealth.
+// settings (they win). It does not wait for it: see WaitHealth.
 func startHost(t *testing.T, name, dbURL string, extra ...string) *host {
 	t.Helper()
-	h := &host{name: name, bin: build(t), dataDir: t.TempDir(), port: freePort(t)}
-	h.env = append(os.Environ(), "PORT="+strconv.Itoa(h.port), "DATA_DIR="+h.dataDir, "DATABASE_URL="+dbURL,
-		"PLUGINS_ENABLED=false", "MANIFEST_DIR=../../manifests", "LOG_FORMAT=text", "LEASE_MS=3000",
-		"RATE_LIMIT_PER_MINUTE=1000000", "DB_TIMEOUT_MS="+strconv.Itoa(int(dbTimeout.Milliseconds())), "DB_POOL_MAX=4",
-		"JWT_SECRET=fault-test-jwt-secret-fault-test-jwt-secret", "CALLBACK_SECRET=fault-test-callback-secret-0123456789")
-	h.env = append(h.env, extra...)
-	log, err := os.Create(filepath.Join(h.dataDir, "host.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.log = log
-	t.Cleanup(func() {
-		h.stop()
-		log.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(log.Name())
-			t.Logf("%s log (last 4 KB):\n%s", h.name, b[max(0, len(b)-4096):])
-		}
-	})
-	h.start(t)
+	env := append([]string{"DATABASE_URL=" + dbURL, "PLUGINS_ENABLED=false",
+		"DB_TIMEOUT_MS=" + strconv.Itoa(int(dbTimeout.Milliseconds())), "DB_POOL_MAX=4"}, extra...)
+	h := &host{testhost.New(t, testhost.Options{Name: name, Bin: build(t), Env: env})}
+	h.Start(t)
 	return h
-}
-
-func (h *host) start(t *testing.T) {
-	t.Helper()
-	cmd := exec.Command(h.bin)
-	cmd.Env = h.env
-	cmd.Stdout, cmd.Stderr = h.log, h.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h.proc = cmd
-}
-
-func (h *host) stop() {
-	if h.proc != nil {
-		_ = h.proc.Process.Signal(syscall.SIGTERM)
-		_ = h.proc.Wait()
-		h.proc = nil
-	}
-}
-
-// waitHealth waits until /health answers want, and returns its body.
-func (h *host) waitHealth(t *testing.T, want int, within time.Duration) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		var body map[string]any
-		st, _ := h.call("GET", "/health", nil, &body)
-		if st == want {
-			return body
-		}
-		if h.proc != nil && h.proc.ProcessState != nil {
-			t.Fatalf("%s exited", h.name)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: /health did not answer %d within %s (last %d %v)", h.name, want, within, st, body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// call sends a JSON request with the host's token and decodes the answer into out: the status (0
-// when there was no answer) and how long the answer took.
-func (h *host) call(method, path string, body, out any) (int, time.Duration) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, fmt.Sprintf("http://127.0.0.1:%d%s", h.port, path), rd)
-	req.Header.Set("Content-Type", "application/json")
-	if h.token != "" {
-		req.Header.Set("Authorization", "Bearer "+h.token)
-	}
-	start := time.Now()
-	res, err := (&http.Client{Timeout: time.Minute}).Do(req)
-	took := time.Since(start)
-	if err != nil {
-		return 0, took
-	}
-	defer res.Body.Close()
-	if out != nil {
-		_ = json.NewDecoder(res.Body).Decode(out)
-	}
-	return res.StatusCode, took
 }
 
 // login registers (first host) or logs in the test's user, and keeps its token.
@@ -187,46 +71,17 @@ func (h *host) login(t *testing.T, email string, register bool) {
 	if register {
 		path, want = "/api/auth/register", 201
 	}
-	if st, _ := h.call("POST", path, map[string]any{"email": email, "password": "fault-test-password", "username": "fault"}, &out); st != want {
-		t.Fatalf("%s %s: %d", h.name, path, st)
+	if st := h.Call("POST", path, map[string]any{"email": email, "password": "fault-test-password", "username": "fault"}, &out); st != want {
+		t.Fatalf("%s %s: %d", h.Name, path, st)
 	}
-	h.token = out.Data.Token
+	h.Token = out.Data.Token
 }
 
 // logLines counts the lines of the host's log so far, but for the access log's (one a request,
 // whatever the database does).
 func (h *host) logLines() int {
-	b, _ := os.ReadFile(h.log.Name())
+	b, _ := os.ReadFile(h.Log)
 	return bytes.Count(b, []byte("\n")) - bytes.Count(b, []byte(" msg=request "))
-}
-
-// cpu is the CPU time the host process has used so far.
-func (h *host) cpu() time.Duration {
-	if h.proc == nil {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.proc.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.Atoi(f[11])
-	st, _ := strconv.Atoi(f[12])
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // model is an OpenAI-compatible chat server that records each call: the run it serves (the run's
@@ -251,7 +106,7 @@ func newModel(t *testing.T) *model {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
 		body, _ := io.ReadAll(req.Body)
-		time.Sleep(150 * time.Millisecond) // a model takes a while
+		time.Sleep(150 * time.Millisecond) // the subject: a model takes a while, so executions overlap
 		sum := sha256.Sum256(body)
 		m.mu.Lock()
 		m.calls = append(m.calls, modelCall{tag: runTag.FindString(string(body)), digest: hex.EncodeToString(sum[:8]), start: start, end: time.Now()})
@@ -369,7 +224,7 @@ func load(hosts []*host, project string) *work {
 					var out struct {
 						RunID string `json:"run_id"`
 					}
-					st, took := h.call("POST", "/api/workflow/start", map[string]any{"workflow": "content_plan_workflow",
+					st, took := h.TimedCall("POST", "/api/workflow/start", map[string]any{"workflow": "content_plan_workflow",
 						"inputs": map[string]any{"topic": "quokka lanterns " + tag}}, &out)
 					w.record("start run", st, took)
 					if (st == 200 || st == 201) && out.RunID != "" {
@@ -377,9 +232,11 @@ func load(hosts []*host, project string) *work {
 						w.runs[out.RunID] = tag
 						w.mu.Unlock()
 					}
-					st, took = h.call("GET", "/api/projects", nil, nil)
+					st, took = h.TimedCall("GET", "/api/projects", nil, nil)
 					w.record("list projects", st, took)
-					time.Sleep(100 * time.Millisecond)
+					if !testhost.Pace(ctx, 100*time.Millisecond) {
+						return
+					}
 				}
 			}()
 		}
@@ -393,7 +250,7 @@ func load(hosts []*host, project string) *work {
 						Task struct{ ID string } `json:"task"`
 					} `json:"data"`
 				}
-				st, took := h.call("POST", "/api/tasks", map[string]any{"projectId": project, "type": "content_plan_workflow",
+				st, took := h.TimedCall("POST", "/api/tasks", map[string]any{"projectId": project, "type": "content_plan_workflow",
 					"inputParams": map[string]any{"topic": "quokka lanterns " + tag}}, &out)
 				w.record("create task", st, took)
 				if st == 201 && out.Data.Task.ID != "" {
@@ -401,27 +258,31 @@ func load(hosts []*host, project string) *work {
 					w.tasks[out.Data.Task.ID] = tag
 					w.mu.Unlock()
 				}
-				time.Sleep(300 * time.Millisecond)
+				if !testhost.Pace(ctx, 300*time.Millisecond) {
+					return
+				}
 			}
 		}()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for n := 0; ctx.Err() == nil; n++ {
-				text := strings.Repeat(fmt.Sprintf("Host %d document %d speaks of quokka lanterns at dusk. ", h.port, n), 50)
+				text := strings.Repeat(fmt.Sprintf("Host %d document %d speaks of quokka lanterns at dusk. ", h.Port, n), 50)
 				var out struct {
 					Data struct {
 						Document struct{ ID string } `json:"document"`
 					} `json:"data"`
 				}
-				st, took := h.call("POST", "/api/knowledge/text", map[string]any{"text": text, "source_name": "fault"}, &out)
+				st, took := h.TimedCall("POST", "/api/knowledge/text", map[string]any{"text": text, "source_name": "fault"}, &out)
 				w.record("ingest", st, took)
 				if (st == 200 || st == 201) && out.Data.Document.ID != "" {
 					w.mu.Lock()
 					w.docs[out.Data.Document.ID] = true
 					w.mu.Unlock()
 				}
-				time.Sleep(200 * time.Millisecond)
+				if !testhost.Pace(ctx, 200*time.Millisecond) {
+					return
+				}
 			}
 		}()
 	}
@@ -470,70 +331,56 @@ func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome
 	w.mu.Unlock()
 	o.runs, o.tasks, o.docs = len(runs), len(tasks), len(docs)
 	deadline := time.Now().Add(settleBound)
-	pending := map[string]bool{}
 	tags := map[string]bool{}
+	ids := make([]string, 0, len(runs))
 	for id, tag := range runs {
-		pending[id] = true
+		ids = append(ids, id)
 		tags[tag] = true
 	}
-	for len(pending) > 0 && time.Now().Before(deadline) {
-		for id := range pending {
-			var out struct {
-				Status string `json:"status"`
-			}
-			st, _ := h.call("GET", "/api/workflow/status/"+id, nil, &out)
-			switch {
-			case st == 404:
-				o.lost++
-				t.Logf("lost run %s", id)
-				delete(pending, id)
-			case out.Status == "completed":
-				delete(pending, id)
-			case out.Status == "failed" || out.Status == "cancelled":
-				o.failedRuns++
-				delete(pending, id)
-			}
-		}
-		time.Sleep(250 * time.Millisecond)
+	ro := h.SettleRuns(ids, settleBound)
+	o.lost += len(ro.Lost)
+	o.failedRuns += ro.Failed
+	o.stuck += len(ro.Stuck)
+	for _, id := range ro.Lost {
+		t.Logf("lost run %s", id)
 	}
-	o.stuck += len(pending)
-	for id := range pending {
+	for _, id := range ro.Stuck {
 		t.Logf("stuck run %s", id)
 	}
 	// Tasks end (success or failed) by the same bound; their runs call the model too.
 	ended := map[string]string{} // task id -> its status
 	for id, tag := range tasks {
 		tags[tag] = true
-		for {
+		var st int
+		var s string
+		testtool.WithinEvery(time.Until(deadline), poll, func() bool {
 			var out struct {
 				Data struct {
 					Task struct{ Status string } `json:"task"`
 				} `json:"data"`
 			}
-			st, _ := h.call("GET", "/api/tasks/"+id, nil, &out)
-			s := out.Data.Task.Status
-			if st == 404 {
-				o.lost++
-				t.Logf("lost task %s", id)
-				break
+			st = h.Call("GET", "/api/tasks/"+id, nil, &out)
+			s = out.Data.Task.Status
+			return st == 404 || s == "success" || s == "failed" || s == "cancelled"
+		})
+		switch {
+		case st == 404:
+			o.lost++
+			t.Logf("lost task %s", id)
+		case s == "success" || s == "failed" || s == "cancelled":
+			if s != "success" {
+				o.failedRuns++
 			}
-			if s == "success" || s == "failed" || s == "cancelled" {
-				if s != "success" {
-					o.failedRuns++
-				}
-				ended[id] = s
-				break
-			}
-			if time.Now().After(deadline) {
-				o.stuck++
-				t.Logf("stuck task %s (%d %s)", id, st, s)
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
+			ended[id] = s
+		default:
+			o.stuck++
+			t.Logf("stuck task %s (%d %s)", id, st, s)
 		}
 	}
 	for id := range docs {
-		for {
+		var st int
+		var ps string
+		testtool.WithinEvery(time.Until(deadline), poll, func() bool {
 			var out struct {
 				Data struct {
 					Document struct {
@@ -541,43 +388,24 @@ func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome
 					} `json:"document"`
 				} `json:"data"`
 			}
-			st, _ := h.call("GET", "/api/knowledge/documents/"+id, nil, &out)
-			ps := out.Data.Document.ParseStatus
-			if st == 404 {
-				o.lost++
-				t.Logf("lost document %s", id)
-				break
-			}
-			if ps == "indexed" || ps == "failed" {
-				if ps == "failed" {
-					o.failedDocs++
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				o.stuck++
-				t.Logf("stuck document %s (%d %s)", id, st, ps)
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
+			st = h.Call("GET", "/api/knowledge/documents/"+id, nil, &out)
+			ps = out.Data.Document.ParseStatus
+			return st == 404 || ps == "indexed" || ps == "failed"
+		})
+		switch {
+		case st == 404:
+			o.lost++
+			t.Logf("lost document %s", id)
+		case ps == "failed":
+			o.failedDocs++
+		case ps != "indexed":
+			o.stuck++
+			t.Logf("stuck document %s (%d %s)", id, st, ps)
 		}
 	}
-	for {
-		var st struct {
-			Data struct{ Pending int } `json:"data"`
-		}
-		if code, _ := h.call("GET", "/api/webhooks/notification-status", nil, &st); code != 200 {
-			t.Fatalf("%s notification-status: %d", h.name, code)
-		}
-		if st.Data.Pending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			o.stuck += st.Data.Pending
-			t.Logf("%d events still pending", st.Data.Pending)
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
+	if n := h.SettleEvents(t, time.Until(deadline)); n > 0 {
+		o.stuck += n
+		t.Logf("%d events still pending", n)
 	}
 	// Every acknowledged task was announced to the receiver: its creation (job.status.changed,
 	// committed with the task) and, once it ended, its end (task.completed or job.failed).
@@ -608,7 +436,7 @@ func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome
 
 // lastLines is the tail of a host's log, for a failure message.
 func lastLines(h *host, n int) string {
-	f, err := os.Open(h.log.Name())
+	f, err := os.Open(h.Log)
 	if err != nil {
 		return ""
 	}

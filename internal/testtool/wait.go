@@ -22,9 +22,15 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // Within reports whether cond holds within timeout, looking every Poll; for a test that goes on
 // either way.
 func Within(timeout time.Duration, cond func() bool) bool {
+	return WithinEvery(timeout, Poll, cond)
+}
+
+// WithinEvery is Within looking every every: for a condition that costs something to look at
+// (requests to a host process, a query per item).
+func WithinEvery(timeout, every time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(Poll)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		if cond() {
