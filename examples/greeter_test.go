@@ -29,6 +29,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 func TestGreeterEngine(t *testing.T) {
@@ -271,13 +272,7 @@ func pluginPID(t *testing.T, parent int, name string, not int) int {
 // waitUntil polls cond until it holds; it gives up after a minute, which no step here comes near.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testtool.Eventually(t, time.Minute, what, cond)
 }
 
 type hostProc struct {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/plugins/node"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
@@ -120,19 +122,15 @@ func (e *env) send(req *http.Request) (int, map[string]any) {
 
 func (e *env) wait(u user, runID string, states ...string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, body := e.do(u, "GET", "/api/workflow/status/"+runID, nil)
-		for _, s := range states {
-			if body["status"] == s {
-				return body
-			}
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("run %s: want %v, last %v", runID, states, body)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var body map[string]any
+	if !testtool.Within(20*time.Second, func() bool {
+		_, body = e.do(u, "GET", "/api/workflow/status/"+runID, nil)
+		s, _ := body["status"].(string)
+		return slices.Contains(states, s)
+	}) {
+		e.t.Fatalf("run %s: want %v, last %v", runID, states, body)
 	}
+	return body
 }
 
 // firstOf is the first element of xs, nil when there is none.

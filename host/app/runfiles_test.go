@@ -239,9 +239,6 @@ func (hh *hostHarness) completedRun(start map[string]any) string {
 // runOf waits for the run a start path made to complete and returns its id (and its task's).
 func (hh *hostHarness) runOf(how string, body map[string]any) (runID, taskID string) {
 	hh.t.Helper()
-	// A guard against a run that never ends, not a speed target (make bench has those): a 1080p
-	// render on a machine busy with the rest of the suite takes a good part of a minute.
-	deadline := time.Now().Add(5 * time.Minute)
 	if d, ok := body["data"].(map[string]any); ok {
 		if task, ok := d["task"].(map[string]any); ok {
 			taskID = task["id"].(string)
@@ -252,7 +249,9 @@ func (hh *hostHarness) runOf(how string, body map[string]any) (runID, taskID str
 	if runID == "" && taskID == "" {
 		runID, _ = body["run_id"].(string)
 	}
-	for time.Now().Before(deadline) {
+	// 5 minutes: a guard against a run that never ends, not a speed target (make bench has those):
+	// a 1080p render on a machine busy with the rest of the suite takes a good part of a minute.
+	testtool.Eventually(hh.t, 5*time.Minute, how+": the run's completion", func() bool {
 		if taskID != "" {
 			_, tb, _, _ := hh.call("GET", "/api/tasks/"+taskID, nil)
 			task := tb["data"].(map[string]any)["task"].(map[string]any)
@@ -260,22 +259,18 @@ func (hh *hostHarness) runOf(how string, body map[string]any) (runID, taskID str
 				hh.t.Fatalf("%s: task %v", how, task)
 			}
 			if task["status"] != store.TaskSuccess {
-				time.Sleep(50 * time.Millisecond)
-				continue
+				return false
 			}
 			runID = task["run_id"].(string)
 		}
 		_, rb, _, raw := hh.call("GET", "/api/workflow/status/"+runID, nil)
 		switch rb["status"] {
-		case "completed":
-			return runID, taskID
 		case "failed", "cancelled":
 			hh.t.Fatalf("%s: run %s", how, raw)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	hh.t.Fatalf("%s: the run did not complete within 5 min", how)
-	return "", ""
+		return rb["status"] == "completed"
+	})
+	return runID, taskID
 }
 
 // TestNonsenseRefused: on every start path an unknown workflow or task type is refused (404

@@ -129,7 +129,13 @@ func checkAcrossHosts(t *testing.T, h1, h2 *events.Hub) {
 	c1, c2 := h1.Register("u"), h2.Register("u")
 	h1.Subscribe(c1, "p")
 	h2.Subscribe(c2, "p")
-	time.Sleep(200 * time.Millisecond) // listeners up
+	// The hubs listen to the bus: a probe frame sent through h1 reaches a client of h2's.
+	probe := h2.Register("u")
+	h2.Subscribe(probe, "probe")
+	testtool.Eventually(t, 10*time.Second, "the hubs' listeners", func() bool {
+		h1.Notify(context.Background(), events.Frame{ProjectID: "probe", Type: events.FrameTaskStatus, Data: map[string]any{"taskId": "probe"}})
+		return recvFrame(t, probe, 100*time.Millisecond) != nil
+	})
 	h1.Notify(context.Background(), events.Frame{ProjectID: "p", Type: events.FrameTaskStatus, Data: map[string]any{"taskId": "t", "status": "running"}})
 	if f := recvFrame(t, c1, 5*time.Second); f == nil || f["type"] != events.FrameTaskStatus {
 		t.Errorf("client on the sending host got %v", f)

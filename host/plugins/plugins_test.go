@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/enginetest"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -49,13 +50,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testtool.Eventually(t, within, what, cond)
 }
 
 func TestSupervisorRestartsKilledPlugin(t *testing.T) {
@@ -175,7 +170,7 @@ func pdeathsigHelper(dir string) int {
 		return 1
 	}
 	fmt.Println(c.PID())
-	time.Sleep(time.Minute)
+	time.Sleep(time.Minute) // the subject: a helper process that stays alive until the test kills it
 	return 0
 }
 

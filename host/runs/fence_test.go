@@ -22,6 +22,7 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/internal/pgcluster"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -150,24 +151,13 @@ func TestPausedPostgresRunsOnce(t *testing.T) {
 		defer s.StopExecutor()
 	}
 	// Pause once runs are under way on both hosts, for two leases.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testtool.Eventually(t, 30*time.Second, "6 model calls", func() bool {
 		model.mu.Lock()
-		n := len(model.calls)
-		model.mu.Unlock()
-		if n >= 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d model calls after 30 s", n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer model.mu.Unlock()
+		return len(model.calls) >= 6
+	})
 	cl.Pause(t)
-	paused := time.Now()
-	for time.Since(paused) < 2*lease {
-		time.Sleep(100 * time.Millisecond)
-	}
+	time.Sleep(2 * lease) // the subject: the leases run out by the clock while the database sleeps
 	cl.Resume(t)
 
 	for _, id := range ids {

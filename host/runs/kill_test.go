@@ -3,10 +3,12 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -88,13 +91,9 @@ func killUnderLoad(t *testing.T, st store.Driver, dir string) {
 	user := newUser(t, st)
 	var ids []string
 	for kill := range 50 {
-		deadline := time.Now().Add(timeout)
-		for sup.State() != plugins.StateReady || sup.PID() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("kill %d: the plugin did not come back within %s", kill, timeout)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		testtool.Eventually(t, timeout, fmt.Sprintf("kill %d: the plugin back", kill), func() bool {
+			return sup.State() == plugins.StateReady && sup.PID() != 0
+		})
 		for range 4 {
 			r, err := s.Start(ctx, runs.StartParams{Workflow: "echo_wf", User: user, Inputs: map[string]any{"sleep_ms": 50.0}})
 			if err != nil {
@@ -102,7 +101,8 @@ func killUnderLoad(t *testing.T, st store.Driver, dir string) {
 			}
 			ids = append(ids, r.ID)
 		}
-		time.Sleep(20 * time.Millisecond) // let some of them reach the plugin
+		// The subject: a kill at a moment some of them reached the plugin, not at a state.
+		time.Sleep(20 * time.Millisecond)
 		if pid := sup.PID(); pid != 0 {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -132,20 +132,15 @@ func killUnderLoad(t *testing.T, st store.Driver, dir string) {
 // waitStatusWithin waits until run id reaches one of want, failing the test after within.
 func waitStatusWithin(t *testing.T, st store.Driver, id string, within time.Duration, want ...string) *store.Run {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		r, err := st.GetRun(context.Background(), id)
-		if err != nil {
+	var r *store.Run
+	if !testtool.Within(within, func() bool {
+		var err error
+		if r, err = st.GetRun(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range want {
-			if r.Status == w {
-				return r
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is still %s after %s, want %v", id, r.Status, within, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return slices.Contains(want, r.Status)
+	}) {
+		t.Fatalf("run %s is still %s after %s, want %v", id, r.Status, within, want)
 	}
+	return r
 }

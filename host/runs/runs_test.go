@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/plugins/node"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -114,22 +116,17 @@ func newUser(t *testing.T, st store.Driver) *auth.Principal {
 
 func waitStatus(t *testing.T, st store.Driver, id string, want ...string) *store.Run {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		r, err := st.GetRun(context.Background(), id)
-		if err != nil {
+	var r *store.Run
+	if !testtool.Within(15*time.Second, func() bool {
+		var err error
+		if r, err = st.GetRun(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range want {
-			if r.Status == w {
-				return r
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is %s, want %v", id, r.Status, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return slices.Contains(want, r.Status)
+	}) {
+		t.Fatalf("run %s is %s, want %v", id, r.Status, want)
 	}
+	return r
 }
 
 // A run left running by a dead host (lease expired) is claimed again and finishes, reusing the
@@ -155,7 +152,7 @@ func TestRestartPicksUpExpiredLease(t *testing.T) {
 	if err := st.UpsertTraceStep(ctx, &store.TraceStep{RunID: r.ID, StepID: "research", Status: "completed", Step: done}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the subject: the dead host's lease of 1 ms runs out by the clock
 
 	s := newService(t, runs.Deps{Store: st, Manifests: reg}, runs.Options{})
 	var finished atomic.Int32
@@ -170,7 +167,7 @@ func TestRestartPicksUpExpiredLease(t *testing.T) {
 	if len(steps) < 2 || string(steps[0].Step) != string(done) {
 		t.Errorf("trace after recovery = %d steps, first %s; want the completed step kept as it was", len(steps), steps[0].Step)
 	}
-	time.Sleep(50 * time.Millisecond)
+	testtool.Eventually(t, 10*time.Second, "OnFinish", func() bool { return finished.Load() >= 1 })
 	if n := finished.Load(); n != 1 {
 		t.Errorf("OnFinish called %d times, want 1", n)
 	}
@@ -244,14 +241,10 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 			t.Logf("log:\n%s", logs.String())
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testtool.Within(10*time.Second, func() bool {
 		cur, _ := st.GetRun(ctx, r.ID)
-		if cur.Terminal() || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return cur.Terminal()
+	})
 	if cur, _ := st.GetRun(ctx, r.ID); !cur.Terminal() {
 		jobs, _ := st.ListRunJobs(ctx, r.ID)
 		for _, j := range jobs {
@@ -308,12 +301,10 @@ func TestCancelReachesEngineAndJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, st, r.ID, store.RunRunning)
-	for {
-		if js, _ := st.ListRunJobs(ctx, r.ID); len(js) > 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testtool.Eventually(t, time.Minute, "the run's job", func() bool {
+		js, _ := st.ListRunJobs(ctx, r.ID)
+		return len(js) > 0
+	})
 	if _, err := s.Cancel(ctx, p, r.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +416,7 @@ func TestTooManyRecoveriesFails(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(3 * time.Millisecond)
+		time.Sleep(3 * time.Millisecond) // the subject: this claim's lease of 1 ms runs out by the clock
 	}
 	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest())}, runs.Options{})
 	s.StartExecutor(ctx)

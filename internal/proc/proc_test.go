@@ -5,6 +5,7 @@ package proc
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // alive reports whether pid is a live process (a zombie awaiting its parent's wait counts as dead).
@@ -28,13 +31,7 @@ func alive(pid int) bool {
 
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still alive", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testtool.Eventually(t, 10*time.Second, fmt.Sprintf("process %d to end", pid), func() bool { return !alive(pid) })
 }
 
 // A child's own children go with it when its context ends: the whole group is killed.
@@ -68,7 +65,7 @@ func TestChildDiesWithItsParent(t *testing.T) {
 			os.Exit(2)
 		}
 		os.Stdout.WriteString(strconv.Itoa(cmd.Process.Pid) + "\n")
-		time.Sleep(5 * time.Minute)
+		time.Sleep(5 * time.Minute) // the subject: a child that lives on until its group is killed
 		return
 	}
 	t.Parallel()

@@ -169,14 +169,12 @@ func TestRenderCutOffLeavesNoFile(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- cut.Render(ctx) }()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if st, err := os.Stat(partialName(cut.Out)); err == nil && st.Size() > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("ffmpeg wrote nothing to %s within a minute (render: %v)", partialName(cut.Out), <-done)
-		}
+	if !testtool.Within(time.Minute, func() bool {
+		st, err := os.Stat(partialName(cut.Out))
+		return err == nil && st.Size() > 0
+	}) {
+		cancel()
+		t.Fatalf("ffmpeg wrote nothing to %s within a minute (render: %v)", partialName(cut.Out), <-done)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {

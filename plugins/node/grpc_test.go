@@ -46,7 +46,7 @@ func TestVideoThroughGRPC(t *testing.T) {
 					t.Errorf("ResolveJob(%s) = %v", j.JobID, err)
 				}
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // a responder's pace: host.Jobs offers no channel to wait on
 		}
 	}()
 

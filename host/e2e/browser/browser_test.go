@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 //go:embed page.html
@@ -254,30 +256,29 @@ func startHost(t *testing.T, root, binary, origin string) string {
 		}
 	})
 	base := "http://127.0.0.1:" + port
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	up := testtool.WithinEvery(2*time.Minute, 200*time.Millisecond, func() bool {
 		select {
 		case err := <-exited:
 			tail(t, logs.Name())
 			t.Fatalf("the host exited: %v", err)
 		default:
 		}
-		if res, err := http.Get(base + "/health"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				db := "SQLite in a temporary DATA_DIR"
-				if os.Getenv("E2E_DATABASE_URL") != "" {
-					db = "PostgreSQL (E2E_DATABASE_URL)"
-				}
-				t.Logf("host %s on %s", base, db)
-				return base
-			}
+		res, err := http.Get(base + "/health")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the host did not answer /health within 2 minutes")
-		}
-		time.Sleep(200 * time.Millisecond) // polling the host's readiness, not timing an assertion
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
+	if !up {
+		t.Fatalf("the host did not answer /health within 2 minutes")
 	}
+	db := "SQLite in a temporary DATA_DIR"
+	if os.Getenv("E2E_DATABASE_URL") != "" {
+		db = "PostgreSQL (E2E_DATABASE_URL)"
+	}
+	t.Logf("host %s on %s", base, db)
+	return base
 }
 
 func freePort(t *testing.T) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // openSchema opens the driver on schema (made by the first open, dropped at the end of the test)
@@ -112,13 +113,7 @@ func TestIndexerDrains(t *testing.T) {
 	d := openSchema(t, storetest.SchemaName(), pgstore.Options{})
 	user := storetest.NewUser(t, d, "")
 	addChunks(t, d, user.ID, "lighting for a night shoot", "a hook in the first three seconds")
-	deadline := time.Now().Add(30 * time.Second)
-	for pending(t, d) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d rows still pending after 30 s", pending(t, d))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitPending(t, d, func(n int64) bool { return n == 0 }, "every row indexed")
 	wantVectorHits(t, d, user.ID, 2)
 }
 
@@ -166,14 +161,14 @@ func TestIndexerDefersWhileWriting(t *testing.T) {
 	}
 	start := time.Now()
 	addChunks(t, d, user.ID, texts(30, 1)...)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the subject is an absence: no batch indexed while writing
 	if n := pending(t, d); n != 30 {
 		t.Fatalf("pending under the bound while writing = %d, want all 30", n)
 	}
 	addChunks(t, d, user.ID, texts(20, 2)...) // 50: over the bound by 10, one batch brings it under
 	waitPending(t, d, func(n int64) bool { return n == 50-batch }, "one batch indexed")
 	if time.Since(start) < settle {
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // the subject is an absence: no batch while writes go on
 		if n := pending(t, d); n != 50-batch && time.Since(start) < settle {
 			t.Fatalf("pending under the bound, writes not paused = %d, want %d", n, 50-batch)
 		}
@@ -201,7 +196,7 @@ func TestIndexerRestsPastBacklog(t *testing.T) {
 	addChunks(t, d, user.ID, texts[:written]...) // over the bound by 10: a batch, then rests
 	waitPending(t, d, func(n int64) bool { return n <= int64(written-batch) }, "a first batch indexed")
 	for _, text := range texts[written:] {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // the subject: writes spaced by the clock
 		start := time.Now()
 		addChunks(t, d, user.ID, text)
 		written++
@@ -244,7 +239,7 @@ func TestIndexerNoRestPastLimit(t *testing.T) {
 		if last = n; n <= want {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // reads within the measured window; its end is the subject
 	}
 	if last < 0 {
 		t.Skipf("the write took longer than %v: a loaded machine", settle)
@@ -259,12 +254,9 @@ func TestIndexerNoRestPastLimit(t *testing.T) {
 // waitPending waits up to 30 s for ok(pending rows).
 func waitPending(t *testing.T, d *pgstore.Driver, ok func(int64) bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for n := pending(t, d); !ok(n); n = pending(t, d) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: pending %d after 30 s", what, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var n int64
+	if !testtool.Within(30*time.Second, func() bool { n = pending(t, d); return ok(n) }) {
+		t.Fatalf("%s: pending %d after 30 s", what, n)
 	}
 }
 
@@ -443,13 +435,9 @@ func TestIndexerRefreshesKeywordStatistics(t *testing.T) {
 			}
 			wait := func(n, half int, what string) {
 				t.Helper()
-				deadline := time.Now().Add(15 * time.Second)
-				st := stats()
-				for ; !near(st, n, half); st = stats() {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: TermStats %d chunks, df %v after 15 s; want %d chunks, common %d, half %d", what, st.Docs, st.DF, n, n, half)
-					}
-					time.Sleep(50 * time.Millisecond)
+				var st store.TermStats
+				if !testtool.Within(15*time.Second, func() bool { st = stats(); return near(st, n, half) }) {
+					t.Fatalf("%s: TermStats %d chunks, df %v after 15 s; want %d chunks, common %d, half %d", what, st.Docs, st.DF, n, n, half)
 				}
 			}
 			write(6000, func(i int) bool { return i%2 == 0 })
@@ -466,7 +454,7 @@ func TestIndexerRefreshesKeywordStatistics(t *testing.T) {
 			wait(6000, 3000, "the 3000 deleted")
 			// 100 chunks: under 50 + 2% of 6000, so no ANALYZE at the pause.
 			write(100, func(int) bool { return true })
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond) // the subject is an absence: no ANALYZE at the pause
 			if st := stats(); !near(st, 6000, 3000) {
 				t.Errorf("100 chunks more, under the threshold: TermStats %d chunks, df %v; want the statistics unchanged (6000, half 3000)", st.Docs, st.DF)
 			}

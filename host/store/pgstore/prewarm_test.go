@@ -12,22 +12,20 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/pgstore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // waitPrewarm waits for d's prewarm to settle (done, failed or unavailable) and returns its state.
 func waitPrewarm(t *testing.T, d *pgstore.Driver) store.PrewarmStatus {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := d.PrewarmStatus()
-		if st.State != "running" && st.State != "waiting" {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prewarm still %s after 20 s", st.State)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var st store.PrewarmStatus
+	if !testtool.Within(20*time.Second, func() bool {
+		st = d.PrewarmStatus()
+		return st.State != "running" && st.State != "waiting"
+	}) {
+		t.Fatalf("prewarm still %s after 20 s", st.State)
 	}
+	return st
 }
 
 // TestPrewarm: the driver prewarms when it opens, reading the HNSW index, the keyword leg's GIN
@@ -47,7 +45,7 @@ func TestPrewarm(t *testing.T) {
 	// New connections (as after a restart) without a new start of the server: nothing again.
 	pgstore.Nudge(d)
 	pgstore.Nudge(d)
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // the subject is an absence: no prewarm starts; nothing to wait on
 	if n := pgstore.PrewarmRuns(d); n != 1 {
 		t.Fatalf("prewarms after new connections of the same server = %d, want 1", n)
 	}
@@ -62,10 +60,8 @@ func TestPrewarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgstore.ForgetServerStart(d) // as after a restart
-	deadline := time.Now().Add(20 * time.Second)
-	for pgstore.PrewarmRuns(d) < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The count is checked below: a missing second prewarm fails there, with the state.
+	testtool.Within(20*time.Second, func() bool { return pgstore.PrewarmRuns(d) >= 2 })
 	st := waitPrewarm(t, d)
 	if n := pgstore.PrewarmRuns(d); n != 2 || st.State != "done" {
 		t.Fatalf("after a new server start: %d prewarms, state %s (%s); want 2, done", n, st.State, st.Reason)
@@ -114,7 +110,7 @@ func TestPrewarmUnavailable(t *testing.T) {
 	addChunks(t, d, user.ID, "lighting for a night shoot", "night lighting with one lamp")
 	wantVectorHits(t, d, user.ID, 2)
 	pgstore.Nudge(d)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the subject is an absence: no second prewarm; nothing to wait on
 	if n := pgstore.PrewarmRuns(d); n != 1 {
 		t.Errorf("prewarm attempts = %d, want 1 (once per start of the server)", n)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/internal/tmpfs"
 )
 
@@ -100,12 +101,8 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("claimed %s, want the oldest run %s", r.ID, runs[0])
 	}
 	// The checkpoint runs in the background after the first successful write: wait for it.
-	deadline := time.Now().Add(30 * time.Second)
-	for walSize() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the WAL still holds %d bytes after space was freed", walSize())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testtool.Within(30*time.Second, func() bool { return walSize() == 0 }) {
+		t.Fatalf("the WAL still holds %d bytes after space was freed", walSize())
 	}
 	if err := d.CreateRun(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "after", UserID: u.ID, Inputs: big}); err != nil {
 		t.Errorf("a write after the WAL was cut back: %v", err)
