@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reelforge/reelforge/internal/pgcluster"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // TestIdleHostsGiveConnectionsBack: two hosts on a PostgreSQL cluster of the test's own are busy
@@ -31,7 +32,7 @@ func TestIdleHostsGiveConnectionsBack(t *testing.T) {
 			fmt.Sprintf("DB_POOL_IDLE_MS=%d", idle.Milliseconds())))
 	}
 	for i, h := range hosts {
-		h.waitHealth(t, 200, time.Minute)
+		h.WaitHealth(t, 200, time.Minute)
 		h.login(t, "pool@example.com", i == 0)
 	}
 	// Busy: more concurrent requests than connections make each pool open all it may.
@@ -42,7 +43,7 @@ func TestIdleHostsGiveConnectionsBack(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range 10 {
-					h.call("GET", "/api/projects", nil, nil)
+					h.Call("GET", "/api/projects", nil, nil)
 				}
 			}()
 		}
@@ -60,16 +61,11 @@ func TestIdleHostsGiveConnectionsBack(t *testing.T) {
 	const want = 3 + 2
 	var n map[string]int
 	idleSince := time.Now()
-	deadline := idleSince.Add(30 * idle)
-	for {
+	if !testtool.WithinEvery(30*idle, idle/4, func() bool {
 		n = connections(t, c)
-		if n["host1"] <= want && n["host2"] <= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("idle hosts still hold %v connections %s after the burst (%v), want at most %d each", n, 30*idle, c0, want)
-		}
-		time.Sleep(idle / 4)
+		return n["host1"] <= want && n["host2"] <= want
+	}) {
+		t.Fatalf("idle hosts still hold %v connections %s after the burst (%v), want at most %d each", n, 30*idle, c0, want)
 	}
 	t.Logf("idle: %v within %s (DB_POOL_IDLE_MS %s)", n, time.Since(idleSince).Round(100*time.Millisecond), idle)
 }
