@@ -146,8 +146,8 @@ func fillCount(segs []seg, width int) int {
 
 // balance splits segs into exactly n groups of at most width columns each, as even as the breaks'
 // costs allow: the least sum of every group's squared slack (the last group's too: no orphan) and
-// of its breaks' costs. It returns the groups' ends (nil when they cannot fit).
-func balance(text string, segs []seg, n, width int) []int {
+// of its breaks' costs. It returns the groups' ends (nil when they cannot fit) and their cost.
+func balance(text string, segs []seg, n, width int) ([]int, int) {
 	const inf = math.MaxInt / 4
 	s := len(segs)
 	// best[k][j]: the least cost of segs[:j] in k groups; from[k][j] where the last group starts.
@@ -184,14 +184,14 @@ func balance(text string, segs []seg, n, width int) []int {
 		}
 	}
 	if best[n][s] == inf {
-		return nil
+		return nil, inf
 	}
 	ends := make([]int, n)
 	for k, j := n, s; k > 0; k-- {
 		ends[k-1] = j
 		j = from[k][j]
 	}
-	return ends
+	return ends, best[n][s]
 }
 
 // hardInside: a mandatory break falls inside segs[i:j] (not after its last).
@@ -207,17 +207,22 @@ func hardInside(segs []seg, i, j int) bool {
 // span is a byte range of a text.
 type span struct{ from, to int }
 
-// breakLines breaks text into the fewest lines of width columns, balanced: the byte range of each
-// line (its trailing spaces and line break left out).
-func breakLines(text string, segs []seg, width int) []span {
+// breakLines breaks text into the fewest lines of width columns, balanced, or into one line more
+// (at most most lines; 0: no limit) when that costs less: when the fewest lines can only break
+// inside a Chinese word ("过程中是什么体|验，"). It returns the byte range of each line (its
+// trailing spaces and line break left out).
+func breakLines(text string, segs []seg, width, most int) []span {
 	if len(segs) == 0 {
 		return nil
 	}
 	n := fillCount(segs, width)
-	ends := balance(text, segs, n, width)
+	ends, cost := balance(text, segs, n, width)
 	for ends == nil { // cannot happen: greedy's count fits; one more line is always safe
 		n++
-		ends = balance(text, segs, n, width)
+		ends, cost = balance(text, segs, n, width)
+	}
+	if more, c := balance(text, segs, n+1, width); more != nil && c < cost && (most == 0 || n+1 <= most) {
+		ends = more
 	}
 	var out []span
 	start := 0
@@ -236,12 +241,12 @@ func layout(text string, width, lines int) [][]span {
 		return nil
 	}
 	if fillCount(segs, width) <= lines {
-		return [][]span{breakLines(text, segs, width)}
+		return [][]span{breakLines(text, segs, width, lines)}
 	}
 	pageCols := width * lines
 	total := groupWidth(segs, 0, len(segs))
 	for n := max((total+pageCols-1)/pageCols, 2); n <= len(segs); n++ {
-		ends := balance(text, segs, n, pageCols)
+		ends, _ := balance(text, segs, n, pageCols)
 		if ends == nil {
 			continue
 		}
@@ -253,14 +258,14 @@ func layout(text string, width, lines int) [][]span {
 				fits = false
 				break
 			}
-			pages = append(pages, breakLines(text, page, width))
+			pages = append(pages, breakLines(text, page, width, lines))
 			start = e
 		}
 		if fits {
 			return pages
 		}
 	}
-	return [][]span{breakLines(text, segs, width)} // one segment a page could not fit: never here
+	return [][]span{breakLines(text, segs, width, 0)} // one segment a page could not fit: never here
 }
 
 // Wrap breaks s into balanced lines of about width columns (a wide character counts two) by the
@@ -268,7 +273,7 @@ func layout(text string, width, lines int) [][]span {
 // with an ellipsis; 0: no limit).
 func Wrap(s string, width, maxLines int) string {
 	var lines []string
-	for _, l := range breakLines(s, segments(s, width), width) {
+	for _, l := range breakLines(s, segments(s, width), width, maxLines) {
 		lines = append(lines, strings.TrimSpace(s[l.from:l.to]))
 	}
 	if maxLines > 0 && len(lines) > maxLines {
