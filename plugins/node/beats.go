@@ -248,7 +248,7 @@ var answers = map[string][2]string{
 // template knows no facts, so it says what the answer is made of, not what to do.
 var explanations = map[string][2]string{
 	"why":  {"A few things work together here, and each one is simple on its own.", "原因在于几个因素一起起作用，单看每一个都不复杂。"},
-	"how":  {"It works differently from what most people picture, and each part has a simple reason.", "它和大多数人想象的不太一样，而每一步都有简单的道理。"},
+	"how":  {"It is less strange than it sounds, and each part has a simple reason.", "它没有听起来那么神秘，每一步都有简单的道理。"},
 	"what": {"It is simpler than it sounds, once you see what it is made of.", "把它拆开来看，其实比听起来简单。"},
 }
 
@@ -338,7 +338,7 @@ var pools = map[string][2][]string{
 	// explain: the beats of a question that asks how or why something is, with no facts of
 	// their own (those come from the brief, the material and the knowledge base).
 	"explain": {{
-		"Most people picture it one way, but the real answer starts with the conditions it happens in.",
+		"Most people picture it one way, but the real answer is more practical.",
 		"Start with the conditions — change them, and everything else changes too.",
 		"Then look at the process: what happens step by step, from start to finish.",
 		"The tools matter as well, and each one solves a problem you might not think of.",
@@ -351,7 +351,7 @@ var pools = map[string][2][]string{
 		"A good way to check any answer is to ask what would happen if one step were skipped.",
 		"So next time you wonder about it, look at the conditions, the process and the tools.",
 	}, {
-		"很多人想象的是一种样子，真正的答案要从它所处的条件说起。",
+		"很多人想象的是一种样子，真正的答案要实际得多。",
 		"先看条件，条件一变，其他一切都跟着变。",
 		"再看过程，从开始到结束，每一步都有讲究。",
 		"工具也很重要，每一样都解决了一个你可能没想到的问题。",

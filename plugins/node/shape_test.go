@@ -117,11 +117,11 @@ func TestTemplateAnswersTheQuestion(t *testing.T) {
 			wantAnswer: "The short answer: Start small", wantSource: "template"},
 		"怎么 without sources": {topic: "怎么开始跑步", wantHook: "怎么开始跑步？", wantAnswer: "简单说：从一小步开始", wantSource: "template"},
 		"how something is, without sources": {topic: "How do astronauts sleep? 🚀", wantHook: "How do astronauts sleep? 🚀",
-			wantAnswer: "The short answer: It works differently from what most people picture", wantSource: "template"},
+			wantAnswer: "The short answer: It is less strange than it sounds", wantSource: "template"},
 		"为什么 without sources": {topic: "为什么手冲咖啡比速溶咖啡更好喝？🤔", wantHook: "为什么手冲咖啡比速溶咖啡更好喝？🤔",
 			wantAnswer: "简单说：原因在于几个因素一起起作用", wantSource: "template"},
 		"宇航员怎么 without sources": {topic: "宇航员在太空怎么睡觉？", wantHook: "宇航员在太空怎么睡觉？",
-			wantAnswer: "简单说：它和大多数人想象的不太一样", wantSource: "template"},
+			wantAnswer: "简单说：它没有听起来那么神秘", wantSource: "template"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -262,6 +262,40 @@ func TestTemplateSaysAFailedSearch(t *testing.T) {
 	res := run(t, newEngine(), h, req)
 	if res.Status != engine.StatusCompleted || !strings.Contains(fmt.Sprint(res.Outputs["knowledge_search"]), "not searched (connection refused)") {
 		t.Errorf("Run() = %s %v, want a script that says the search failed", res.Status, res.Outputs["knowledge_search"])
+	}
+}
+
+// TestTemplateTopicEmojiEndsTheSentence: a topic's closing emoji ("pour-over coffee ☕") is never
+// said in the middle of a sentence (a creator's plan read "Are you making this pour-over coffee ☕
+// mistake?"); a hook that names the topic ends with it.
+func TestTemplateTopicEmojiEndsTheSentence(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		format, topic, platform string
+		wantHook                string // "" when the format has no hook of its own
+	}{
+		"plan":            {format: "plan", topic: "pour-over coffee ☕"},
+		"plan zh":         {format: "plan", topic: "手冲咖啡☕️"},
+		"plain voiceover": {format: "voiceover", topic: "pour-over coffee ☕", platform: "douyin", wantHook: "Let's talk about pour-over coffee. ☕"},
+		"plain zh":        {format: "voiceover", topic: "手冲咖啡☕️", platform: "xiaohongshu", wantHook: "今天聊聊手冲咖啡。☕️"},
+		"drama":           {format: "drama", topic: "pour-over coffee ☕"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, _ := writeScript(t, tt.format, map[string]any{"topic": tt.topic, "days": 7, "platform": tt.platform}, nil)
+			script := fmt.Sprint(out["script"])
+			for _, l := range strings.Split(script, "\n") {
+				for _, e := range []string{"☕ ", "☕️，", "☕，", "☕ mistake", "☕️心得", "☕?"} {
+					if strings.Contains(l, e) {
+						t.Errorf("line %q says the emoji mid-sentence (%q)", l, e)
+					}
+				}
+			}
+			if tt.wantHook != "" && out["hook"] != tt.wantHook {
+				t.Errorf("hook = %q, want %q", out["hook"], tt.wantHook)
+			}
+		})
 	}
 }
 

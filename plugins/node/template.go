@@ -409,16 +409,8 @@ var hooks = map[string][2]string{
 func (b brief) hook(sh shape) string {
 	zh := b.zh()
 	// Emoji that end the topic end the hook, after its punctuation: "为什么要学手冲咖啡？☕",
-	// "Here are 3 reasons to brew pour-over. ☕".
-	core := strings.TrimRightFunc(b.topic, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.Is(unicode.So, r) || r == 0xFE0F || r == 0x200D
-	})
-	tail := b.topic[len(core):]
-	if strings.TrimSpace(tail) == "" {
-		tail = ""
-	} else if !zh && !strings.HasPrefix(tail, " ") {
-		tail = " " + tail
-	}
+	// "Here are 3 reasons to brew pour-over. ☕", "Let's talk about pour-over coffee. ☕".
+	core, tail := b.topicParts()
 	topic := strings.TrimRight(core, ".。!！ ")
 	var h string
 	switch {
@@ -450,21 +442,40 @@ func (b brief) hook(sh shape) string {
 	if !ok {
 		f = hooks["video"]
 	}
-	t := b.topic
+	t := core
 	if !zh {
 		t = midSentence(t)
 	}
-	return b.stylePrefix() + fmt.Sprintf(f[boolIndex(zh)], t, b.duration)
+	return b.stylePrefix() + fmt.Sprintf(f[boolIndex(zh)], t, b.duration) + tail
+}
+
+// topicParts splits the topic into its words and the emoji that end it ("pour-over coffee" and
+// " ☕"), so a sentence that names the topic in its middle leaves the emoji out ("Are you making
+// this pour-over coffee mistake?", not "… coffee ☕ mistake?") and a hook puts them at its end.
+// The tail is "" when the topic ends in no emoji; in English it starts with a space.
+func (b brief) topicParts() (core, tail string) {
+	core = strings.TrimRightFunc(b.topic, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.Is(unicode.So, r) || unicode.Is(unicode.Sk, r) || r == 0xFE0F || r == 0x200D
+	})
+	if core == "" {
+		return b.topic, ""
+	}
+	tail = strings.TrimSpace(b.topic[len(core):])
+	if tail != "" && !b.zh() {
+		tail = " " + tail
+	}
+	return core, tail
 }
 
 // listFirst matches a topic that starts with its count, so "Here are …" reads as a sentence.
 var listFirst = regexp.MustCompile(`(?i)^(top\s+)?(\d|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)`)
 
 func (b brief) cliffhanger() string {
+	topic, _ := b.topicParts()
 	if b.zh() {
-		return fmt.Sprintf("等等，关于%s，最关键的那件事你还不知道？", b.topic)
+		return fmt.Sprintf("等等，关于%s，最关键的那件事你还不知道？", topic)
 	}
-	return fmt.Sprintf("Wait. Nobody told you the last part about %s?", b.topic)
+	return fmt.Sprintf("Wait. Nobody told you the last part about %s?", topic)
 }
 
 // cast is the drama's characters: the names of the `characters` input (split at commas, 、 and
@@ -500,8 +511,9 @@ var (
 func (b brief) cta(sh shape) string {
 	p := strings.ToLower(b.platform)
 	list, question := sh.count > 0, sh.question != ""
+	core, _ := b.topicParts()
 	if b.zh() {
-		named := !list && !question && utf8.RuneCountInString(b.topic) <= 8 && !zhNounEnd.MatchString(b.topic)
+		named := !list && !question && utf8.RuneCountInString(core) <= 8 && !zhNounEnd.MatchString(core)
 		switch {
 		case p == "bilibili":
 			return "一键三连，我们下期见！"
@@ -510,7 +522,7 @@ func (b brief) cta(sh shape) string {
 		case p == "xiaohongshu" && list:
 			return "收藏这篇笔记，你最认同哪一条？评论区告诉我！"
 		case p == "xiaohongshu" && named:
-			return "收藏这篇笔记，评论区分享你的" + b.topic + "心得！"
+			return "收藏这篇笔记，评论区分享你的" + core + "心得！"
 		case p == "xiaohongshu":
 			return "收藏这篇笔记，评论区聊聊你的看法！"
 		case list:
@@ -518,11 +530,11 @@ func (b brief) cta(sh shape) string {
 		case question:
 			return "关注我，评论区说说你的答案！"
 		case named:
-			return "关注我，评论区告诉我你怎么看" + b.topic + "！"
+			return "关注我，评论区告诉我你怎么看" + core + "！"
 		}
 		return "关注我，评论区告诉我你的看法！"
 	}
-	topic := midSentence(strings.TrimRight(b.topic, ".!? "))
+	topic := midSentence(strings.TrimRight(core, ".!? "))
 	switch {
 	case p == "bilibili":
 		return "Like, coin and follow if this helped, and see you in the next one!"
@@ -616,7 +628,7 @@ var planAngles = []planAngle{
 func (b brief) planTemplate() map[string]any {
 	zh := b.zh()
 	lang := boolIndex(zh)
-	topic := b.topic
+	topic, _ := b.topicParts()
 	if !zh {
 		topic = midSentence(topic)
 	}
