@@ -60,6 +60,7 @@ type (
 	pgPool  interface{ Pool() *pgxpool.Pool }
 	sqlPool interface{ SQLDB() *sql.DB }
 	pgTx    interface{ PgxTx() pgx.Tx }
+	schemed interface{ Schema() string }
 	sqlTx   interface{ SQLTx() *sql.Tx }
 )
 
@@ -67,6 +68,7 @@ type (
 type Queue struct {
 	workers *river.Workers
 	c       client
+	schema  string // River's tables' schema ("": the search path's)
 }
 
 // client is what Queue uses of a river.Client[TTx], whichever TTx its driver has.
@@ -113,6 +115,11 @@ func New(p Params) (*Queue, error) {
 	}
 	// River's least wait between fetches (100 ms by default) may not exceed the poll.
 	cfg.FetchCooldown = min(cfg.FetchPollInterval, 100*time.Millisecond)
+	if st, ok := p.Store.(schemed); ok {
+		// A PostgreSQL schema of its own (tests): River's tables are there, not in public.
+		cfg.Schema = st.Schema()
+	}
+	q.schema = cfg.Schema
 	var err error
 	switch st := p.Store.(type) {
 	case pgPool:
@@ -206,7 +213,7 @@ var States = []rivertype.JobState{
 // Counts counts the jobs in each of River's states (every state of States, zero included), by
 // the state's name.
 func (q *Queue) Counts(ctx context.Context) (map[string]int, error) {
-	got, err := q.c.executor().JobCountByAllStates(ctx, &riverdriver.JobCountByAllStatesParams{})
+	got, err := q.c.executor().JobCountByAllStates(ctx, &riverdriver.JobCountByAllStatesParams{Schema: q.schema})
 	if err != nil {
 		return nil, fmt.Errorf("queue: count jobs: %w", err)
 	}

@@ -38,6 +38,7 @@ type Driver struct {
 	// shrink closes the pool's idle connections (shrink.go); nil without PoolIdle.
 	shrink *shrinker
 	lazy   *sqldb.DB // the pool, with transactions that commit without waiting for the WAL flush (AddDocuments)
+	schema string    // Options.Schema
 	// batch sends pipelined batches (addNew): the pool; nil in a transaction's Driver (InTx).
 	batch batchSender
 }
@@ -115,7 +116,7 @@ func Open(ctx context.Context, url string, opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{vector: vector, half: vector, df: newTermCounts()}
+	d := &Driver{vector: vector, half: vector, df: newTermCounts(), schema: opt.Schema}
 	if !opt.NoPrewarm {
 		// Made before the pool, whose connections tell it of themselves (AfterConnect); it starts
 		// once the driver is open.
@@ -229,7 +230,7 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, opt Options, log *slog.Log
 	}); err != nil {
 		return false, err
 	}
-	if err := migrateRiver(ctx, pool, log); err != nil {
+	if err := migrateRiver(ctx, pool, opt.Schema, log); err != nil {
 		return false, err
 	}
 	if !opt.VectorSearch {
