@@ -370,7 +370,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 		e := &engine.RunError{Code: string(errcode.WorkflowStepFailed), StepID: "recovery", Message: fmt.Sprintf(
 			"the run was taken over %d times (its host stopped, or nothing was driving it); giving up", r.Recoveries)}
 		now := s.st.Now()
-		if err := s.ReportStep(ctx, r.ID, engine.TraceStep{StepID: "recovery", StepName: "recovery", Agent: "host",
+		if err := s.reportStep(ctx, r.ID, owner, engine.TraceStep{StepID: "recovery", StepName: "recovery", Agent: "host",
 			Status: engine.StepFailed, StartedAt: &now, CompletedAt: &now, Error: &engine.StepError{Code: e.Code, Message: e.Message}}); err != nil {
 			// The run fails below all the same; its error says why.
 			s.log.Warn("runs: the recovery step not stored", "run_id", r.ID, "err", err)
@@ -399,8 +399,11 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 	r = started
 
 	// cancel (Cancel, the lease keeper below) ends the run's work; the workflow's time-out is a
-	// child of it, so cancel reaches the work either way and both are released here.
-	runCtx, cancel := context.WithCancel(ctx)
+	// child of it, so cancel reaches the work either way and both are released here. The lease
+	// keeper gives errClaimLost as the cause: a model call in flight then goes on a little
+	// (runHost.callContext).
+	runCtx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
 	if wf.Timeout > 0 {
 		var stopTimer context.CancelFunc
@@ -444,10 +447,10 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 			s.log.Warn("runs: the run's lease could not be renewed: stopping its work before another host takes it",
 				"run_id", r.ID, "owner", owner, "err", err)
 		}
-		cancel()
+		cancelCause(fmt.Errorf("%w: %w", errClaimLost, err))
 	}()
 	h := s.hostFor(name, r)
-	h.owner, h.live = owner, runCtx
+	h.owner, h.live, h.stopping = owner, runCtx, ctx
 
 	req, err := s.runRequest(ctx, r, wf, degraded)
 	if err != nil {
@@ -466,7 +469,8 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 		// the in-process node engine, from the steps it completed.
 		reason := fmt.Sprintf("engine %s failed (%s): degraded to the in-process node engine", m.Engine, errcode.As(err).Message())
 		s.log.Warn("runs: engine failed, degrading", "run_id", r.ID, "err", err)
-		s.failJobs(ctx, r.ID, false, &engine.RunError{Code: string(errcode.Of(err)), Message: "the run degraded to the node engine"})
+		s.failJobs(ctx, jobFailure{RunID: r.ID, Owner: owner, Err: &engine.RunError{Code: string(errcode.Of(err)),
+			Message: "the run degraded to the node engine"}})
 		if req2, rerr := s.runRequest(ctx, r, wf, reason); rerr == nil {
 			if _, err := s.st.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunRunning}, Status: store.RunRunning,
 				Owner: owner, Engine: "node", Degraded: &reason}); err != nil {
@@ -474,7 +478,7 @@ func (s *Service) execute(ctx context.Context, r *store.Run, owner string, since
 				s.log.Warn("runs: record the degradation", "run_id", r.ID, "err", err)
 			}
 			h2 := s.hostFor("node", r)
-			h2.owner, h2.live = owner, runCtx
+			h2.owner, h2.live, h2.stopping = owner, runCtx, ctx
 			res, err = s.inProcess["node"].Run(runCtx, h2, req2)
 		}
 	}
@@ -631,20 +635,44 @@ func (s *Service) outage(name string, err error) bool {
 	return code == errcode.ExternalService
 }
 
-// failJobs fails the unresolved jobs of a run; without generators, it leaves generator jobs in
-// flight (a step executed again awaits the job it ordered before).
-func (s *Service) failJobs(ctx context.Context, runID string, generators bool, e *engine.RunError) []string {
-	jobs, err := s.st.ListRunJobs(ctx, runID)
+// jobFailure is what failJobs fails: the unresolved jobs of run RunID, with Err; generator jobs
+// too only with Generators. Owner, when set, is the claim of the execution failing them: each job
+// is failed in a transaction that checks the run is still claimed by it (FenceRun), so an
+// execution that lost its run cannot fail the jobs of the step its new owner executes.
+type jobFailure struct {
+	RunID, Owner string
+	Generators   bool
+	Err          *engine.RunError
+}
+
+// failJobs fails the jobs f names and lists them; without Generators, it leaves generator jobs
+// in flight (a step executed again awaits the job it ordered before).
+func (s *Service) failJobs(ctx context.Context, f jobFailure) []string {
+	jobs, err := s.st.ListRunJobs(ctx, f.RunID)
 	if err != nil {
 		return nil
 	}
 	var ids []string
 	for _, j := range jobs {
-		if j.Resolved() || (!generators && engine.IsGeneratorJob(j.Type)) {
+		if j.Resolved() || (!f.Generators && engine.IsGeneratorJob(j.Type)) {
 			continue
 		}
-		ids = append(ids, j.ID)
-		s.resolve(ctx, j.ID, engine.JobFailed, nil, e)
+		if f.Owner == "" {
+			ids = append(ids, j.ID)
+			s.resolve(ctx, j.ID, engine.JobFailed, nil, f.Err)
+			continue
+		}
+		_, err := s.resolveWith(ctx, j.ID, engine.JobFailed, nil, f.Err, func(tx Store, errObj json.RawMessage) (*store.Job, error) {
+			if err := tx.FenceRun(ctx, f.RunID, f.Owner); err != nil {
+				return nil, err
+			}
+			return tx.ResolveJob(ctx, j.ID, engine.JobFailed, nil, errObj)
+		})
+		if err == nil {
+			ids = append(ids, j.ID)
+		} else if !errors.Is(err, store.ErrStale) {
+			s.log.Warn("runs: fail job", "job_id", j.ID, "err", err)
+		}
 	}
 	return ids
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
+	"github.com/reelforge/reelforge/internal/lease"
 	"github.com/reelforge/reelforge/sdk/engine"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
@@ -35,6 +37,9 @@ type runHost struct {
 	// and a call after that is refused, a model call under way cut short.
 	owner string
 	live  context.Context
+	// stopping ends when the host stops its executions (StopExecutor): it cuts short even the
+	// model call an execution that lost its claim lets finish (callContext).
+	stopping context.Context
 	// attempt is the run's attempt, and calls counts this execution's model calls by request
 	// digest: together they key the model's answers kept for a re-execution (see Generate).
 	attempt int
@@ -150,11 +155,25 @@ func (h *runHost) Search(ctx context.Context, req *engine.SearchRequest) ([]engi
 	return h.s.Search(ctx, &r)
 }
 
-// Generate implements engine.Host: a model call only while the execution holds its run, cut short
-// when it stops holding it. An executor's call is answered once per run attempt: the model's
-// answer is recorded before the engine gets it, and the same call of a later execution of the
-// attempt (a step executed again because the database refused its outcome, or the run taken over)
-// reads it back instead of calling the model again (issue 38).
+// errClaimLost is the cause with which an execution's work is stopped when it no longer holds its
+// run: taken over (store.ErrStale), or its lease could not be renewed for a whole lease.
+var errClaimLost = errors.New("the execution lost its claim of the run")
+
+// Generate implements engine.Host: a model call only while the execution holds its run. An
+// executor's call is asked once per run attempt, however many executions of the attempt make it
+// (a step executed again because the database refused its outcome, or the run taken over): before
+// the model is asked the call is recorded as in progress under the claim (BeginModelCall, which
+// checks the claim in the store: it may have been taken over since the lease's last renewal), and
+// the model's answer is recorded before the engine gets it. A later execution reads the answer
+// back, or waits for it while the call is still held (issue 38).
+//
+// Why a wait and not a second call: an execution that loses its claim while the model is answering
+// (its renewals failed for a whole lease: a database that stalled, a host cut off from it) lets the
+// call finish and records the answer (callContext), and the store holds the call a lease beyond
+// the claim (store.ModelCallHold), so the next executor, which can take the run over only once the
+// claim's lease has run out, finds the call still held and waits for that answer instead of paying
+// for the call twice. A host that died holds the step back for that lease at most; an answer that
+// comes later than that (or is never recorded) is asked for again: the calls are at least once.
 func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*engine.GenerateResult, error) {
 	if err := h.fenced("Generate"); err != nil {
 		return nil, err
@@ -164,30 +183,92 @@ func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*e
 		defer cancel()
 		return h.s.Generate(ctx, req)
 	}
-	key := store.ModelCallKey{RunID: h.runID, Attempt: h.attempt, Key: h.callKey(req)}
-	if b, err := h.s.st.GetModelCall(ctx, key); err == nil {
-		var res engine.GenerateResult
-		if json.Unmarshal(b, &res) == nil {
-			return &res, nil
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return nil, err
+	c := store.ModelCall{ModelCallKey: store.ModelCallKey{RunID: h.runID, Attempt: h.attempt, Key: h.callKey(req)}, Owner: h.owner}
+	if res, err := h.begin(ctx, c); res != nil || err != nil {
+		return res, err
 	}
-	// Checked in the store too: the claim may have been taken over since the lease's last
-	// renewal (a host restarted with the same HOST_ID takes back its previous life's runs).
-	if err := h.s.st.FenceRun(ctx, h.runID, h.owner); errors.Is(err, store.ErrStale) {
-		return nil, errcode.New(errcode.WorkflowInvalidState, fmt.Sprintf("Generate: this execution of run %s no longer holds it", h.runID))
-	} else if err != nil {
-		return nil, err
-	}
-	bctx, cancel := h.bound(ctx)
-	res, err := h.s.Generate(bctx, req)
+	cctx, cancel := h.callContext(ctx)
+	res, err := h.s.Generate(cctx, req)
 	cancel()
 	if err != nil || res == nil || !res.OK {
-		return res, err // nothing the model said: no answer to keep
+		// Nothing the model said to keep: the next execution of the step asks at once (a hold
+		// not released runs out by itself).
+		if rerr := h.s.st.ReleaseModelCall(context.WithoutCancel(ctx), c); rerr != nil {
+			h.s.log.Warn("runs: release a model call that has no answer", "run_id", h.runID, "err", rerr)
+		}
+		return res, err
 	}
-	h.s.keepModelCall(context.WithoutCancel(ctx), key, res)
+	h.s.keepModelCall(context.WithoutCancel(ctx), c.ModelCallKey, res)
+	if err := h.fenced("Generate"); err != nil {
+		return nil, err // the answer is kept for the run's next executor
+	}
 	return res, nil
+}
+
+// waitAnswer is how often an execution looks again for the answer of a model call in progress
+// under another claim: briskly, since the wait is for one answer to be recorded.
+var waitAnswer = backoff.Policy{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond}
+
+// begin records that the execution is about to ask the model call c (store BeginModelCall). It
+// answers the call's recorded answer when there is one; nil, nil when the execution is to ask the
+// model itself. While another claim holds the call in progress it waits, polling, for its answer
+// or for its hold to run out (ModelCallHold: a lease at most past the claim that made it), or for
+// this execution to stop.
+func (h *runHost) begin(ctx context.Context, c store.ModelCall) (*engine.GenerateResult, error) {
+	for n := 1; ; n++ {
+		st, err := h.s.st.BeginModelCall(ctx, c, h.s.opts.Lease)
+		if errors.Is(err, store.ErrStale) {
+			return nil, errcode.New(errcode.WorkflowInvalidState, fmt.Sprintf("Generate: this execution of run %s no longer holds it", h.runID))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(st.Answer) > 0 {
+			var res engine.GenerateResult
+			if json.Unmarshal(st.Answer, &res) != nil {
+				return nil, nil // not an answer this host can read: asked again
+			}
+			return &res, nil
+		}
+		if st.HeldBy == "" {
+			return nil, nil
+		}
+		if n == 1 {
+			h.s.log.Info("runs: waiting for the answer of a model call in progress under an earlier claim",
+				"run_id", h.runID, "claim", st.HeldBy)
+		}
+		if !backoff.Sleep(ctx, waitAnswer.Wait(n)) {
+			if err := h.fenced("Generate"); err != nil {
+				return nil, err
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// callContext is the context of a model call the execution makes under ctx: it ends with ctx, but
+// for one case. When the execution lost its claim (errClaimLost) while the model is answering, the
+// call goes on for lease.Safe(lease) more, within the hold the store keeps for it a lease past the
+// claim's last renewal (store.ModelCallHold), so that its answer is recorded for the next executor,
+// which waits for it. The host stopping cuts it short all the same.
+func (h *runHost) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopCtx := context.AfterFunc(ctx, func() {
+		if h.live != nil && errors.Is(context.Cause(h.live), errClaimLost) {
+			time.AfterFunc(lease.Safe(h.s.opts.Lease), cancel)
+			return
+		}
+		cancel()
+	})
+	stopStopping := func() bool { return false }
+	if h.stopping != nil {
+		stopStopping = context.AfterFunc(h.stopping, cancel)
+	}
+	return cctx, func() {
+		stopCtx()
+		stopStopping()
+		cancel()
+	}
 }
 
 // callKey is the key of req's answer: a digest of the request and how many calls of this

@@ -127,8 +127,9 @@ type Store interface {
 	TakeBackRuns(ctx context.Context, hostID string) (int64, error)
 	UpsertTraceStep(ctx context.Context, s *store.TraceStep) error
 	ListTraceSteps(ctx context.Context, runID string) ([]store.TraceStep, error)
-	GetModelCall(ctx context.Context, k store.ModelCallKey) (json.RawMessage, error)
+	BeginModelCall(ctx context.Context, c store.ModelCall, lease time.Duration) (store.ModelCallState, error)
 	PutModelCall(ctx context.Context, k store.ModelCallKey, result json.RawMessage) error
+	ReleaseModelCall(ctx context.Context, c store.ModelCall) error
 
 	CreateJob(ctx context.Context, j *store.Job) error
 	GetJob(ctx context.Context, id string) (*store.Job, error)
@@ -534,7 +535,7 @@ func (s *Service) CancelRun(ctx context.Context, id string) (*store.Run, error) 
 	if ex != nil {
 		ex.cancel()
 	}
-	jobIDs := s.failJobs(ctx, id, true, &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"})
+	jobIDs := s.failJobs(ctx, jobFailure{RunID: id, Generators: true, Err: &engine.RunError{Code: string(errcode.WorkflowCancelled), Message: "run cancelled"}})
 	if jc, ok := s.dispatcher.(jobCanceller); ok {
 		for _, jid := range jobIDs {
 			jc.CancelJob(jid) // its render stops now, not when it would have ended

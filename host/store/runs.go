@@ -132,6 +132,28 @@ type TraceStep struct {
 	Owner string `json:"-"`
 }
 
+// ModelCall is one model call of a run's execution, made under the claim Owner (the execution's
+// fencing token).
+type ModelCall struct {
+	ModelCallKey
+	Owner string
+}
+
+// ModelCallState is what BeginModelCall found of a call: its recorded Answer, or the claim that
+// HeldBy holds it in progress; neither when the call is now the asker's.
+type ModelCallState struct {
+	Answer json.RawMessage
+	HeldBy string
+}
+
+// ModelCallHold is how long a model call in progress is held, from its start and from each renewal
+// of its claim's lease: a lease beyond the claim. A claim is taken over only once its lease has run
+// out, so the next executor of the step still finds the call held for up to a lease and waits that
+// long for the answer of an executor that lost its claim while the model was answering (a
+// database that stalled, a host cut off from it for less than a lease); a host that died holds the
+// step back for that lease at most. Beyond it the step asks the model again: at least once.
+func ModelCallHold(lease time.Duration) time.Duration { return 2 * lease }
+
 // Job is an external asynchronous task linked to a run. Its Status is one of the plugin protocol's
 // job states, engine.JobPending, JobRunning, JobCompleted, JobFailed or JobTimeout (SPEC.md Job).
 type Job struct {
@@ -205,7 +227,8 @@ type Runs interface {
 	// whose lease expired (its host died, or it was handed back for re-execution). ErrNotFound when
 	// there is none.
 	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*Run, error)
-	// RenewLease extends p.Owner's lease of a running run; ErrStale when p.Owner no longer holds it.
+	// RenewLease extends p.Owner's lease of a running run, and the holds of p.Owner's model calls
+	// in progress to ModelCallHold(p.Lease) from now; ErrStale when p.Owner no longer holds the run.
 	RenewLease(ctx context.Context, p RunLeaseParams) error
 	// FenceRun answers ErrStale unless run id is claimed by owner (ErrNotFound: no such run): the
 	// check of a claim's fencing token before a side effect of its execution. In a transaction
@@ -215,6 +238,7 @@ type Runs interface {
 	// TakeBackRuns ends at once the leases of the pending and running runs claimed by host's
 	// executors (claims named host + "/..."), so the next ClaimRun takes them over as recoveries. A
 	// host calls it at start, before it claims anything: those claims are its previous life's.
+	// Their model calls in progress are released too (ReleaseModelCall): nobody will answer them.
 	TakeBackRuns(ctx context.Context, host string) (int64, error)
 	// UpdateRun moves the run from one of u.From to u.Status in one guarded UPDATE and returns it.
 	UpdateRun(ctx context.Context, id string, u RunUpdate) (*Run, error)
@@ -236,12 +260,22 @@ type Runs interface {
 	ListTraceSteps(ctx context.Context, runID string) ([]TraceStep, error)
 
 	// GetModelCall answers the model's recorded answer to call k (ErrNotFound when there is
-	// none): a step executed again after its outcome could not be recorded reads it back instead
-	// of calling the model again.
+	// none, or the call is still in progress).
 	GetModelCall(ctx context.Context, k ModelCallKey) (json.RawMessage, error)
-	// PutModelCall records the model's answer to call k; a call recorded already keeps its first
-	// answer.
+	// BeginModelCall is asked by an execution before it calls the model: it answers the recorded
+	// answer of c's call when there is one (a step executed again reads it back instead of asking
+	// again), or the claim holding the call when another execution's call of it is in progress
+	// (its hold not run out by the database's clock: wait for its answer), or neither, and then
+	// the call is c.Owner's, held for ModelCallHold(lease). ErrStale when the run is no longer
+	// claimed by c.Owner.
+	BeginModelCall(ctx context.Context, c ModelCall, lease time.Duration) (ModelCallState, error)
+	// PutModelCall records the model's answer to call k, whoever holds the call (the answer is a
+	// fact about the run, and a late one saves the next execution a call); a call answered
+	// already keeps its first answer.
 	PutModelCall(ctx context.Context, k ModelCallKey, result json.RawMessage) error
+	// ReleaseModelCall ends c.Owner's hold of a call it could not answer (the model failed, or the
+	// call was cut short): the next execution of the step asks at once.
+	ReleaseModelCall(ctx context.Context, c ModelCall) error
 
 	CreateJob(ctx context.Context, j *Job) error
 	GetJob(ctx context.Context, id string) (*Job, error)

@@ -162,19 +162,26 @@ func (db *DB) leaseNow(a *Args) string {
 	return a.Add(db.T(db.Now()))
 }
 
-// RenewLease implements store.Runs.
+// RenewLease implements store.Runs: the run's lease and the holds of the claim's model calls in
+// progress, in one transaction.
 func (db *DB) RenewLease(ctx context.Context, p store.RunLeaseParams) error {
-	a := Args{List: []any{p.ID, p.Owner}}
-	_, until := db.leaseClock(&a, p.Lease)
-	n, err := db.Exec(ctx, `UPDATE runs SET lease_until = `+until+` WHERE run_id = $1 AND claimed_by = $2
-		AND status = 'running' AND lease_until IS NOT NULL`, a.List...)
-	if err != nil {
+	return db.WithTx(ctx, func(tx *DB) error {
+		a := Args{List: []any{p.ID, p.Owner}}
+		_, until := tx.leaseClock(&a, p.Lease)
+		n, err := tx.Exec(ctx, `UPDATE runs SET lease_until = `+until+` WHERE run_id = $1 AND claimed_by = $2
+			AND status = 'running' AND lease_until IS NOT NULL`, a.List...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return store.ErrStale
+		}
+		h := Args{List: []any{p.ID, p.Owner}}
+		_, held := tx.leaseClock(&h, store.ModelCallHold(p.Lease))
+		_, err = tx.Exec(ctx, `UPDATE run_model_calls SET held_until = `+held+`
+			WHERE run_id = $1 AND owner = $2 AND result IS NULL`, h.List...)
 		return err
-	}
-	if n == 0 {
-		return store.ErrStale
-	}
-	return nil
+	})
 }
 
 // FenceRun implements store.Runs.
@@ -207,8 +214,17 @@ func (db *DB) TakeBackRuns(ctx context.Context, host string) (int64, error) {
 	prefix := host + "/"
 	a := Args{List: []any{prefix, len(prefix)}}
 	_, ended := db.leaseClock(&a, -time.Millisecond) // run out by the clock leases are read by
-	return db.Exec(ctx, `UPDATE runs SET lease_until = `+ended+` WHERE claimed_by <> '' AND substr(claimed_by, 1, $2) = $1
-		AND status IN ('pending', 'running') AND lease_until IS NOT NULL`, a.List...)
+	var n int64
+	err := db.WithTx(ctx, func(tx *DB) error {
+		var err error
+		if n, err = tx.Exec(ctx, `UPDATE runs SET lease_until = `+ended+` WHERE claimed_by <> '' AND substr(claimed_by, 1, $2) = $1
+			AND status IN ('pending', 'running') AND lease_until IS NOT NULL`, a.List...); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM run_model_calls WHERE result IS NULL AND substr(owner, 1, $2) = $1`, prefix, len(prefix))
+		return err
+	})
+	return n, err
 }
 
 // UpdateRun implements store.Runs.
@@ -552,15 +568,69 @@ func (db *DB) TimeOutJob(ctx context.Context, id string, now time.Time, errObj j
 // GetModelCall implements store.Runs.
 func (db *DB) GetModelCall(ctx context.Context, k store.ModelCallKey) (json.RawMessage, error) {
 	var res json.RawMessage
-	err := db.QueryRow(ctx, `SELECT result FROM run_model_calls WHERE run_id = $1 AND attempt = $2 AND call_key = $3`,
-		k.RunID, k.Attempt, k.Key).Scan(JSON(&res))
+	err := db.QueryRow(ctx, `SELECT result FROM run_model_calls WHERE run_id = $1 AND attempt = $2 AND call_key = $3
+		AND result IS NOT NULL`, k.RunID, k.Attempt, k.Key).Scan(JSON(&res))
 	return res, err
+}
+
+// BeginModelCall implements store.Runs. The claim is checked holding the run's row (PostgreSQL), so
+// the begins of one run take turns with each other and with a claim of the run; the call's row is
+// inserted held by c.Owner, or, when it exists, read (locked) and taken over only once its hold has
+// run out by the clock leases are read by.
+func (db *DB) BeginModelCall(ctx context.Context, c store.ModelCall, lease time.Duration) (store.ModelCallState, error) {
+	var st store.ModelCallState
+	err := db.WithTx(ctx, func(tx *DB) error {
+		st = store.ModelCallState{}
+		if err := tx.fenceRun(ctx, c.RunID, c.Owner, lockNoKeyUpdate); err != nil {
+			return err
+		}
+		a := Args{List: []any{c.RunID, c.Attempt, c.Key, c.Owner, tx.T(tx.Now())}}
+		_, until := tx.leaseClock(&a, store.ModelCallHold(lease))
+		n, err := tx.Exec(ctx, `INSERT INTO run_model_calls (run_id, attempt, call_key, owner, created_at, held_until)
+			VALUES ($1, $2, $3, $4, $5, `+until+`) ON CONFLICT (run_id, attempt, call_key) DO NOTHING`, a.List...)
+		if err != nil || n == 1 {
+			return err
+		}
+		r := Args{List: []any{c.RunID, c.Attempt, c.Key}}
+		now := tx.leaseNow(&r)
+		var lapsed int
+		if err := tx.QueryRow(ctx, `SELECT result, owner, CASE WHEN held_until IS NULL OR held_until < `+now+` THEN 1 ELSE 0 END
+			FROM run_model_calls WHERE run_id = $1 AND attempt = $2 AND call_key = $3`+tx.rowLock(lockUpdate), r.List...).
+			Scan(JSON(&st.Answer), &st.HeldBy, &lapsed); err != nil {
+			return err
+		}
+		if len(st.Answer) > 0 {
+			st.HeldBy = ""
+			return nil
+		}
+		if st.HeldBy != c.Owner && lapsed == 0 {
+			return nil
+		}
+		st.HeldBy = ""
+		u := Args{List: []any{c.RunID, c.Attempt, c.Key, c.Owner}}
+		_, until = tx.leaseClock(&u, store.ModelCallHold(lease))
+		_, err = tx.Exec(ctx, `UPDATE run_model_calls SET owner = $4, held_until = `+until+`
+			WHERE run_id = $1 AND attempt = $2 AND call_key = $3`, u.List...)
+		return err
+	})
+	if err != nil {
+		return store.ModelCallState{}, err
+	}
+	return st, nil
 }
 
 // PutModelCall implements store.Runs.
 func (db *DB) PutModelCall(ctx context.Context, k store.ModelCallKey, result json.RawMessage) error {
 	_, err := db.Exec(ctx, `INSERT INTO run_model_calls (run_id, attempt, call_key, result, created_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, attempt, call_key) DO NOTHING`,
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, attempt, call_key)
+		DO UPDATE SET result = excluded.result, owner = '', held_until = NULL WHERE run_model_calls.result IS NULL`,
 		k.RunID, k.Attempt, k.Key, JOr(result, "{}"), db.T(db.Now()))
+	return err
+}
+
+// ReleaseModelCall implements store.Runs.
+func (db *DB) ReleaseModelCall(ctx context.Context, c store.ModelCall) error {
+	_, err := db.Exec(ctx, `DELETE FROM run_model_calls WHERE run_id = $1 AND attempt = $2 AND call_key = $3
+		AND owner = $4 AND result IS NULL`, c.RunID, c.Attempt, c.Key, c.Owner)
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -762,5 +763,92 @@ func testRunModelCalls(t *testing.T, open Opener) {
 	}
 	if _, err := d.GetModelCall(ctx, store.ModelCallKey{RunID: r.ID, Attempt: 1, Key: "k#1"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetModelCall after DeleteRun = %v, want ErrNotFound", err)
+	}
+}
+
+// testRunModelCallsInProgress: a model call begun under a claim is held by it: another claim of
+// the run (after a takeover) finds it held, then reads its answer once recorded; a call whose hold
+// ran out by the clock is taken over; a released one is free at once; only the run's claim may
+// begin a call; a host's previous life's calls go with TakeBackRuns.
+func testRunModelCallsInProgress(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	u := NewUser(t, d, "")
+	r := newRun(t, d, u.ID, "content_plan_workflow")
+	const lease = 3 * time.Second
+	// takeOver hands the run to claim owner, as a ClaimRun after the previous claim's lease ran out.
+	takeOver := func(owner string) {
+		t.Helper()
+		past := d.Now().Add(-time.Minute)
+		if _, err := d.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunPending, Lease: &past}); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := d.ClaimRun(ctx, owner, lease); err != nil || c.ID != r.ID {
+			t.Fatalf("ClaimRun(%s) = %+v, %v", owner, c, err)
+		}
+	}
+	call := func(owner, key string) store.ModelCall {
+		return store.ModelCall{ModelCallKey: store.ModelCallKey{RunID: r.ID, Attempt: 1, Key: key}, Owner: owner}
+	}
+	begin := func(c store.ModelCall, l time.Duration) store.ModelCallState {
+		t.Helper()
+		st, err := d.BeginModelCall(ctx, c, l)
+		if err != nil {
+			t.Fatalf("BeginModelCall(%s, %s) = %v", c.Owner, c.Key, err)
+		}
+		return st
+	}
+	takeOver("ha/1")
+	if st := begin(call("ha/1", "k#1"), lease); st.HeldBy != "" || st.Answer != nil {
+		t.Fatalf("first BeginModelCall = %+v, want the call the asker's", st)
+	}
+	if _, err := d.BeginModelCall(ctx, call("hb/1", "k#1"), lease); !errors.Is(err, store.ErrStale) {
+		t.Errorf("BeginModelCall of a claim not the run's = %v, want ErrStale", err)
+	}
+	if _, err := d.GetModelCall(ctx, call("", "k#1").ModelCallKey); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetModelCall of a call in progress = %v, want ErrNotFound", err)
+	}
+	takeOver("hb/1")
+	if st := begin(call("hb/1", "k#1"), lease); st.HeldBy != "ha/1" {
+		t.Errorf("BeginModelCall after the takeover = %+v, want the call held by ha/1", st)
+	}
+	if err := d.PutModelCall(ctx, call("", "k#1").ModelCallKey, json.RawMessage(`{"text":"ha's"}`)); err != nil {
+		t.Fatalf("PutModelCall: %v", err)
+	}
+	if st := begin(call("hb/1", "k#1"), lease); !strings.Contains(string(st.Answer), "ha's") || st.HeldBy != "" {
+		t.Errorf("BeginModelCall once answered = %+v, want ha's answer", st)
+	}
+
+	// A release by another claim frees nothing; the holder's frees the call at once.
+	begin(call("hb/1", "k#2"), lease)
+	takeOver("hc/1")
+	if err := d.ReleaseModelCall(ctx, call("hc/1", "k#2")); err != nil {
+		t.Fatal(err)
+	}
+	if st := begin(call("hc/1", "k#2"), lease); st.HeldBy != "hb/1" {
+		t.Errorf("BeginModelCall after another's release = %+v, want held by hb/1", st)
+	}
+	if err := d.ReleaseModelCall(ctx, call("hb/1", "k#2")); err != nil {
+		t.Fatal(err)
+	}
+	if st := begin(call("hc/1", "k#2"), lease); st.HeldBy != "" || st.Answer != nil {
+		t.Errorf("BeginModelCall after the holder's release = %+v, want the call the asker's", st)
+	}
+
+	// A hold runs out by the clock (a short lease here) and the call is taken over.
+	begin(call("hc/1", "k#3"), 50*time.Millisecond)
+	takeOver("hd/1")
+	testtool.Eventually(t, time.Minute, "the hold of hc/1's call runs out", func() bool {
+		return begin(call("hd/1", "k#3"), lease).HeldBy == ""
+	})
+
+	// A host's restart takes back its previous life's calls with its runs.
+	begin(call("hd/1", "k#4"), lease)
+	if _, err := d.TakeBackRuns(ctx, "hd"); err != nil {
+		t.Fatal(err)
+	}
+	takeOver("he/1")
+	if st := begin(call("he/1", "k#4"), lease); st.HeldBy != "" || st.Answer != nil {
+		t.Errorf("BeginModelCall after TakeBackRuns = %+v, want the call the asker's", st)
 	}
 }

@@ -45,6 +45,7 @@ var suites = []struct {
 	{"runs_take_back", testRunsTakeBack},
 	{"trace_concurrent_steps", testTraceConcurrentSteps},
 	{"run_model_calls", testRunModelCalls},
+	{"run_model_calls_in_progress", testRunModelCallsInProgress},
 	{"jobs", testJobs},
 	{"job_deadline", testJobDeadline},
 	{"knowledge_sources", testKnowledgeSources},
