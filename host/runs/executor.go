@@ -296,8 +296,18 @@ func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 			}
 			continue
 		}
-		// A database that fails (down, full disk): wait out the back-off, not woken by new runs.
-		backoff.Sleep(ctx, retry.Failed(err))
+		// A database that fails (down, full disk): wait out the back-off, unless a run is stored
+		// meanwhile. A kick comes only after a write committed (a run started, resumed or
+		// retried), so the database takes writes again: claim at once rather than keep the run
+		// waiting up to half a minute. While the database fails nothing commits, so nothing
+		// wakes the loop early.
+		wait := time.NewTimer(retry.Failed(err))
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-wait.C:
+		}
+		wait.Stop()
 	}
 }
 
