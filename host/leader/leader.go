@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/internal/backoff"
@@ -29,7 +30,8 @@ type Leader struct {
 
 	mu    sync.Mutex
 	lock  store.LeaderLock // nil while another host leads
-	retry backoff.Retry    // rations the log of failed attempts at the lock (under mu)
+	retry backoff.Retry    // the back-off of failed attempts at the lock, and their log (under mu)
+	next  time.Time        // no attempt before this, after a failed one (under mu)
 }
 
 // New returns the Leader of lock name over st (log nil: discarded). It takes the lock at its
@@ -54,11 +56,16 @@ func (l *Leader) IsLeader(ctx context.Context) bool {
 		l.lock = nil
 		l.log.Warn("leader: lock lost", "lock", l.name)
 	}
-	// The callers' loops (the scheduler's tick, the sweeper, the time-driven events) back off
-	// on their own errors; a failed attempt here is only logged, once per back-off step.
+	// The callers' loops (the scheduler's tick, the sweeper every second, the time-driven events)
+	// see only "not the leader", so they do not back off: the attempts back off here. Each opens
+	// a connection, which a server out of connections would have to refuse once a second per
+	// host (PostgreSQL killed for 60 s: 62 attempts).
+	if time.Now().Before(l.next) {
+		return false
+	}
 	lock, ok, err := l.st.TryLeaderLock(ctx, l.name)
 	if err != nil {
-		l.retry.Failed(err, "lock", l.name)
+		l.next = time.Now().Add(l.retry.Failed(err, "lock", l.name))
 		return false
 	}
 	l.retry.Succeeded()
