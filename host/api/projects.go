@@ -1,35 +1,31 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/access"
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/host/store"
-	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-func (s *Server) projectRoutes(r fiber.Router) {
-	r.Get("/projects", s.listProjects)
-	r.Post("/projects", s.createProject)
-	r.Get("/projects/:id", s.getProject)
-	r.Put("/projects/:id", s.updateProject)
-	r.Delete("/projects/:id", s.deleteProject)
-	r.Get("/projects/:id/tasks", s.projectTasks)
-}
-
-// Field sizes of a project.
-const (
-	maxNameLen        = 200
-	maxDescriptionLen = 5000
-)
-
-// pathProject loads the project named by the :id path parameter through the ownership guard.
-func (s *Server) pathProject(c *fiber.Ctx) (*store.Project, error) {
-	return access.Project(s.ctx(c), s.Store, principal(c), c.Params("id"), access.InPath)
+// projectOperations declares the Projects family (typed: operations.go).
+func (s *Server) projectOperations(api huma.API) {
+	const tag = "Projects"
+	register(api, op{Method: "GET", Path: "/api/projects", Tag: tag, Summary: "List the caller's projects"}, s.listProjects)
+	register(api, op{Method: "POST", Path: "/api/projects", Tag: tag, Summary: "Create a project", Status: 201}, s.createProject)
+	register(api, op{Method: "GET", Path: "/api/projects/{id}", Tag: tag, Summary: "A project with its tasks",
+		Errors: []int{403, 404}}, s.getProject)
+	register(api, op{Method: "PUT", Path: "/api/projects/{id}", Tag: tag, Summary: "Update a project",
+		Errors: []int{403, 404}}, s.updateProject)
+	register(api, op{Method: "DELETE", Path: "/api/projects/{id}", Tag: tag, Summary: "Delete a project (soft)",
+		Errors: []int{403, 404}}, s.deleteProject)
+	register(api, op{Method: "GET", Path: "/api/projects/{id}/tasks", Tag: tag, Summary: "Tasks of a project",
+		Errors: []int{403, 404}}, s.projectTasks)
 }
 
 // bodyProject loads a project named in a body or query through the ownership guard; empty is nil.
@@ -40,89 +36,60 @@ func (s *Server) bodyProject(c *fiber.Ctx, id string) (*store.Project, error) {
 	return access.Project(s.ctx(c), s.Store, principal(c), id, access.InBody)
 }
 
-func (s *Server) listProjects(c *fiber.Ctx) error {
-	page, limit, offset, err := paging(c)
-	if err != nil {
-		return err
-	}
-	status := c.Query("status")
-	if status != "" && status != store.ProjectActive && status != store.ProjectArchived {
-		return errcode.Invalid("status", "must be active or archived")
-	}
-	items, total, err := s.Store.ListProjects(s.ctx(c), store.ListProjectsParams{
-		UserID: principal(c).UserID, Status: status, Limit: limit, Offset: offset})
-	if err != nil {
-		return err
-	}
-	if items == nil {
-		items = []store.Project{} // an empty page is [], not null
-	}
-	return listing(c, items, total, page, limit)
+type listProjectsInput struct {
+	Paging
+	Status string `query:"status" enum:"active,archived" doc:"without it: every project not deleted"`
 }
 
-type projectInput struct {
-	Name             *string         `json:"name"`
-	Description      *string         `json:"description"`
-	Status           *string         `json:"status"`
-	WorkflowPresetID *string         `json:"workflow_preset_id"`
-	Blueprint        json.RawMessage `json:"blueprint"`
-}
-
-func (in *projectInput) validate(create bool) error {
-	if create || in.Name != nil {
-		name := ""
-		if in.Name != nil {
-			name = *in.Name
-		}
-		if err := fieldLen("name", name, true, maxNameLen); err != nil {
-			return err
-		}
-	}
-	if in.Description != nil {
-		if err := fieldLen("description", *in.Description, false, maxDescriptionLen); err != nil {
-			return err
-		}
-	}
-	if in.Status != nil && *in.Status != store.ProjectActive && *in.Status != store.ProjectArchived {
-		return errcode.Invalid("status", "must be active or archived")
-	}
-	if in.WorkflowPresetID != nil {
-		if err := fieldLen("workflow_preset_id", *in.WorkflowPresetID, false, 100); err != nil {
-			return err
-		}
-	}
-	if len(in.Blueprint) > 0 && string(in.Blueprint) != "null" && in.Blueprint[0] != '{' {
-		return errcode.Invalid("blueprint", "must be an object")
-	}
-	return nil
-}
-
-func (s *Server) createProject(c *fiber.Ctx) error {
-	var in projectInput
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	if err := in.validate(true); err != nil {
-		return err
-	}
-	p := &store.Project{ID: uuid.NewString(), UserID: principal(c).UserID, Name: *in.Name, Status: store.ProjectActive}
-	if in.Description != nil {
-		p.Description = *in.Description
-	}
-	if in.Status != nil {
-		p.Status = *in.Status
-	}
-	if in.WorkflowPresetID != nil {
-		p.WorkflowPresetID = *in.WorkflowPresetID
-	}
-	if len(in.Blueprint) > 0 && string(in.Blueprint) != "null" {
-		p.Blueprint = in.Blueprint
-	}
-	err := s.saveProject(c, p.ID, p.Blueprint, func(tx Store) error { return tx.CreateProject(s.ctx(c), p) })
+func (s *Server) listProjects(ctx context.Context, in *listProjectsInput) (*List[store.Project], error) {
+	items, total, err := s.Store.ListProjects(ctx, store.ListProjectsParams{
+		UserID: caller(ctx).UserID, Status: in.Status, Limit: in.Limit, Offset: in.offset()})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusCreated, fiber.Map{"project": p})
+	return answerList(items, total, in.Paging)
+}
+
+// ProjectFields are the fields a project is created and updated with, but its name (required on
+// create only); nil: not given. Exported: huma reads the fields of exported embedded structs only.
+type ProjectFields struct {
+	Description      *string    `json:"description,omitempty" maxLength:"5000"`
+	Status           *string    `json:"status,omitempty" enum:"active,archived"`
+	WorkflowPresetID *string    `json:"workflow_preset_id,omitempty" maxLength:"100"`
+	Blueprint        jsonObject `json:"blueprint,omitempty" doc:"a 30-day plan: its days become the project's strategy tasks"`
+}
+
+type createProjectInput struct {
+	Body struct {
+		Name string `json:"name" minLength:"1" maxLength:"200"`
+		ProjectFields
+	}
+}
+
+type updateProjectInput struct {
+	ID   string    `path:"id"`
+	Body *struct { // optional: no body changes nothing
+		Name *string `json:"name,omitempty" minLength:"1" maxLength:"200"`
+		ProjectFields
+	}
+}
+
+type projectAnswer struct {
+	Project *store.Project `json:"project"`
+}
+
+func (s *Server) createProject(ctx context.Context, in *createProjectInput) (*Data[projectAnswer], error) {
+	b := in.Body
+	p := &store.Project{ID: uuid.NewString(), UserID: caller(ctx).UserID, Name: b.Name, Status: store.ProjectActive,
+		Description: deref(b.Description), WorkflowPresetID: deref(b.WorkflowPresetID), Blueprint: b.Blueprint.value()}
+	if b.Status != nil {
+		p.Status = *b.Status
+	}
+	err := s.saveProject(ctx, p.ID, p.Blueprint, func(tx Store) error { return tx.CreateProject(ctx, p) })
+	if err != nil {
+		return nil, err
+	}
+	return answerData(projectAnswer{p})
 }
 
 // saveProject runs save (a create or an update of project id) and, when a blueprint is given,
@@ -130,80 +97,103 @@ func (s *Server) createProject(c *fiber.Ctx) error {
 // together or not at all, and a second save of the project (a double submit) waits for the
 // first's commit on the project row, so the blueprint kept and the tasks scheduled are the same
 // save's.
-func (s *Server) saveProject(c *fiber.Ctx, id string, blueprint json.RawMessage, save func(tx Store) error) error {
-	return store.InTx(s.ctx(c), s.Store, func(tx Store) error {
+func (s *Server) saveProject(ctx context.Context, id string, blueprint json.RawMessage, save func(tx Store) error) error {
+	return store.InTx(ctx, s.Store, func(tx Store) error {
 		if err := save(tx); err != nil {
 			return err
 		}
 		if blueprint != nil {
-			return scheduler.SyncBlueprint(s.ctx(c), tx, id, blueprint)
+			return scheduler.SyncBlueprint(ctx, tx, id, blueprint)
 		}
 		return nil
 	})
 }
 
-// pathProjectTasks is the project the path names, with its strategy tasks.
-func (s *Server) pathProjectTasks(c *fiber.Ctx) (*store.Project, []store.Task, error) {
-	p, err := s.pathProject(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	tasks, err := s.Store.ListProjectTasks(s.ctx(c), p.ID)
-	return p, tasks, err
+type projectPath struct {
+	ID string `path:"id"`
 }
 
-func (s *Server) getProject(c *fiber.Ctx) error {
-	p, tasks, err := s.pathProjectTasks(c)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"project": p, "tasks": tasks})
+// project is the caller's project id names in a /api/projects/{id} path (404 when there is
+// none, 403 when it is not theirs).
+func (s *Server) project(ctx context.Context, id string) (*store.Project, error) {
+	return access.Project(ctx, s.Store, caller(ctx), id, access.InPath)
 }
 
-func (s *Server) updateProject(c *fiber.Ctx) error {
-	p, err := s.pathProject(c)
+type projectTasksAnswer struct {
+	Project *store.Project `json:"project"`
+	Tasks   []store.Task   `json:"tasks"`
+}
+
+func (s *Server) getProject(ctx context.Context, in *projectPath) (*Data[projectTasksAnswer], error) {
+	p, err := s.project(ctx, in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var in projectInput
-	if err := decode(c, &in); err != nil {
-		return err
+	tasks, err := s.Store.ListProjectTasks(ctx, p.ID)
+	if err != nil {
+		return nil, err
 	}
-	if err := in.validate(false); err != nil {
-		return err
+	return answerData(projectTasksAnswer{p, tasks})
+}
+
+func (s *Server) updateProject(ctx context.Context, in *updateProjectInput) (*Data[projectAnswer], error) {
+	p, err := s.project(ctx, in.ID)
+	if err != nil {
+		return nil, err
 	}
-	up := store.UpdateProjectParams{ID: p.ID, Name: in.Name, Description: in.Description, Status: in.Status,
-		WorkflowPresetID: in.WorkflowPresetID}
-	if len(in.Blueprint) > 0 {
-		up.Blueprint = in.Blueprint
+	up := store.UpdateProjectParams{ID: p.ID}
+	if b := in.Body; b != nil {
+		up = store.UpdateProjectParams{ID: p.ID, Name: b.Name, Description: b.Description, Status: b.Status,
+			WorkflowPresetID: b.WorkflowPresetID, Blueprint: json.RawMessage(b.Blueprint)}
 	}
 	var got *store.Project
-	err = s.saveProject(c, p.ID, up.Blueprint, func(tx Store) error {
+	err = s.saveProject(ctx, p.ID, up.Blueprint, func(tx Store) error {
 		var err error
-		got, err = tx.UpdateProject(s.ctx(c), up)
+		got, err = tx.UpdateProject(ctx, up)
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"project": got})
+	return answerData(projectAnswer{got})
 }
 
-func (s *Server) deleteProject(c *fiber.Ctx) error {
-	p, err := s.pathProject(c)
-	if err != nil {
-		return err
-	}
-	if err := s.Store.SoftDeleteProject(s.ctx(c), p.ID); err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"deleted": true, "id": p.ID})
+type deletedAnswer struct {
+	Deleted bool   `json:"deleted"`
+	ID      string `json:"id"`
 }
 
-func (s *Server) projectTasks(c *fiber.Ctx) error {
-	_, tasks, err := s.pathProjectTasks(c)
+func (s *Server) deleteProject(ctx context.Context, in *projectPath) (*Data[deletedAnswer], error) {
+	p, err := s.project(ctx, in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"tasks": tasks})
+	if err := s.Store.SoftDeleteProject(ctx, p.ID); err != nil {
+		return nil, err
+	}
+	return answerData(deletedAnswer{true, p.ID})
+}
+
+type tasksAnswer struct {
+	Tasks []store.Task `json:"tasks"`
+}
+
+func (s *Server) projectTasks(ctx context.Context, in *projectPath) (*Data[tasksAnswer], error) {
+	p, err := s.project(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := s.Store.ListProjectTasks(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(tasksAnswer{tasks})
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -5,13 +5,130 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/danielgtaylor/huma/v2"
+	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
+
+// The success envelopes of shared/spec/DECISIONS.md, for typed operations (operations.go): an
+// operation's output type is one of Data, Top and List of its fields' type, which says both
+// what it writes and what the OpenAPI document says of it. The hand-written routes answer the
+// same shapes with ok, okTop and listing below.
+
+// Data is the answer {success: true, data: {...}} with data's keys repeated at the top level
+// (the named shapes {project}, {project, tasks}, ...). T is a struct whose JSON is an object.
+type Data[T any] struct{ Body dataBody[T] }
+
+// Top is the answer {success: true, ...T's fields} (the workflow routes).
+type Top[T any] struct{ Body topBody[T] }
+
+// List is the answer {success: true, data: [items], total, page, limit}.
+type List[T any] struct{ Body listBody[T] }
+
+// answerData and answerList build the answers of typed handlers (a Top is &Top[T]{Body: topBody[T]{v}},
+// once a workflow route is typed).
+func answerData[T any](v T) (*Data[T], error) { return &Data[T]{Body: dataBody[T]{v}}, nil }
+
+func answerList[T any](items []T, total int, pq Paging) (*List[T], error) {
+	if items == nil {
+		items = []T{} // an empty page is [], not null
+	}
+	return &List[T]{Body: listBody[T]{Data: items, Limit: pq.Limit, Page: pq.Page, Success: true, Total: total}}, nil
+}
+
+type dataBody[T any] struct{ v T }
+
+type topBody[T any] struct{ v T }
+
+// listBody's fields are in the order of their names: it writes the bytes a map of them would.
+type listBody[T any] struct {
+	Data    []T  `json:"data"`
+	Limit   int  `json:"limit"`
+	Page    int  `json:"page"`
+	Success bool `json:"success" enum:"true"`
+	Total   int  `json:"total" doc:"matching records"`
+}
+
+// MarshalJSON writes {"success":true,"data":{...},...data's members}: the object is marshalled
+// once and its members written twice.
+func (b dataBody[T]) MarshalJSON() ([]byte, error) {
+	obj, err := objectJSON(b.v)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(`{"success":true,"data":`), obj...)
+	if members := obj[1 : len(obj)-1]; len(bytes.TrimSpace(members)) > 0 {
+		out = append(append(out, ','), members...)
+	}
+	return append(out, '}'), nil
+}
+
+// MarshalJSON writes {"success":true,...v's members}.
+func (b topBody[T]) MarshalJSON() ([]byte, error) {
+	obj, err := objectJSON(b.v)
+	if err != nil {
+		return nil, err
+	}
+	out := []byte(`{"success":true`)
+	if members := obj[1 : len(obj)-1]; len(bytes.TrimSpace(members)) > 0 {
+		out = append(append(out, ','), members...)
+	}
+	return append(out, '}'), nil
+}
+
+func objectJSON(v any) ([]byte, error) {
+	obj, err := gojson.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(obj) < 2 || obj[0] != '{' {
+		return nil, fmt.Errorf("api: an answer's fields must be a JSON object, got %.20s", obj)
+	}
+	return obj, nil
+}
+
+// Schema documents Data: success, data (T's schema) and T's properties at the top level.
+func (dataBody[T]) Schema(r huma.Registry) *huma.Schema {
+	fields := huma.SchemaFromType(r, reflect.TypeFor[T]())
+	s := envelopeSchema(fields, "success", "data")
+	s.Properties["data"] = fields
+	s.Description = "`{success: true, data: {...}}`; the keys of data are repeated at the top level"
+	return s
+}
+
+// Schema documents Top: success and T's properties.
+func (topBody[T]) Schema(r huma.Registry) *huma.Schema {
+	return envelopeSchema(huma.SchemaFromType(r, reflect.TypeFor[T]()), "success")
+}
+
+// envelopeSchema is an object of fields' properties plus success (true), requiring required and
+// fields' required properties.
+func envelopeSchema(fields *huma.Schema, required ...string) *huma.Schema {
+	s := &huma.Schema{Type: huma.TypeObject, Properties: map[string]*huma.Schema{
+		"success": {Type: huma.TypeBoolean, Enum: []any{true}},
+	}}
+	for k, v := range fields.Properties {
+		s.Properties[k] = v
+	}
+	s.Required = append(required, fields.Required...)
+	return s
+}
+
+// Paging is the page and limit of a listing's query; an input type embeds it (exported: huma
+// reads the fields of exported embedded structs only). Page's maximum is maxPage.
+type Paging struct {
+	Page  int `query:"page" minimum:"1" maximum:"1000000" default:"1"`
+	Limit int `query:"limit" minimum:"1" maximum:"100" default:"20"`
+}
+
+// offset is the number of records before the page.
+func (pq Paging) offset() int { return (pq.Page - 1) * pq.Limit }
 
 // ok answers {success: true, data: {...}} and repeats the data's keys at the top level, as
 // DECISIONS.md asks for named shapes ({token, user}, {project}, ...).

@@ -161,7 +161,7 @@ func (s *Server) App() *fiber.App {
 	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.uploadForm, s.idempotency)
 	api.Get("/auth/me", s.me)
 	api.Get("/workflow/metrics", s.workflowMetrics)
-	s.projectRoutes(api)
+	s.typedOperations(newTypedAPI(api, "/api"))
 	s.contentRoutes(api)
 	s.namedRoutes(api)
 	s.workflowRoutes(api)

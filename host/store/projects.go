@@ -12,15 +12,16 @@ const (
 	ProjectArchived = "archived"
 )
 
-// Project is a user's content project.
+// Project is a user's content project. It is also the API's answer: its tags say how it is
+// written (json) and documented in /api/openapi.json (format, enum, doc: huma, host/api).
 type Project struct {
-	ID               string          `json:"id"`
-	UserID           string          `json:"user_id"`
+	ID               string          `json:"id" format:"uuid"`
+	UserID           string          `json:"user_id" format:"uuid"`
 	Name             string          `json:"name"`
 	Description      string          `json:"description"`
-	Status           string          `json:"status"`
+	Status           string          `json:"status" enum:"active,archived,deleted"`
 	WorkflowPresetID string          `json:"workflow_preset_id"`
-	Blueprint        json.RawMessage `json:"blueprint"`
+	Blueprint        json.RawMessage `json:"blueprint" doc:"a 30-day plan, or null"`
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
 	IsDeleted        bool            `json:"is_deleted"`

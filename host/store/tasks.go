@@ -16,19 +16,19 @@ const (
 	TaskCancelled = "cancelled"
 )
 
-// Task is a row of the project task table.
+// Task is a row of the project task table, and the API's answer (its tags: see Project).
 type Task struct {
-	ID            string          `json:"id"`
-	ProjectID     string          `json:"project_id"`
+	ID            string          `json:"id" format:"uuid"`
+	ProjectID     string          `json:"project_id" format:"uuid"`
 	UserID        string          `json:"user_id"`
-	Type          string          `json:"type"`
-	Status        string          `json:"status"`
+	Type          string          `json:"type" doc:"e.g. a generation type"`
+	Status        string          `json:"status" enum:"pending,queued,running,success,failed,cancelled"`
 	InputParams   json.RawMessage `json:"input_params"`
 	OutputData    json.RawMessage `json:"output_data"`
 	ErrorMessage  string          `json:"error_message"`
 	RetryCount    int             `json:"retry_count"`
 	MaxRetries    int             `json:"max_retries"`
-	RunID         string          `json:"run_id,omitempty"`
+	RunID         string          `json:"run_id,omitempty" doc:"the run executing it, once dispatched"`
 	NextAttemptAt *time.Time      `json:"next_attempt_at,omitempty"`
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`

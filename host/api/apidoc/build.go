@@ -1,7 +1,6 @@
 package apidoc
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -28,8 +27,10 @@ var paramPattern = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
 // OpenAPIPath turns a Fiber path (/api/projects/:id) into an OpenAPI one (/api/projects/{id}).
 func OpenAPIPath(p string) string { return paramPattern.ReplaceAllString(p, "{$1}") }
 
-// Build returns the OpenAPI 3.1 document as indented JSON.
-func Build() ([]byte, error) {
+// Build returns the OpenAPI 3.1 document of the operations of Ops, with the components every
+// operation refers to (error responses, headers, security schemes). host/api adds the typed
+// operations huma documents to it and serves the whole.
+func Build() (M, error) {
 	paths := M{}
 	for _, op := range Ops() {
 		p := OpenAPIPath(op.Path)
@@ -62,16 +63,12 @@ func Build() ([]byte, error) {
 			"securitySchemes": securitySchemes(),
 		},
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("apidoc: %w", err)
-	}
-	return append(b, '\n'), nil
+	return doc, nil
 }
 
 func operation(op Op) M {
 	o := M{
-		"operationId": operationID(op),
+		"operationId": OperationID(op.Method, op.Path),
 		"tags":        []any{op.Tag},
 		"summary":     op.Summary,
 	}
@@ -106,8 +103,8 @@ func operation(op Op) M {
 		}
 		params = append(params, q)
 	}
-	if op.Method == http.MethodPost && op.Sec == Bearer {
-		params = append(params, M{"$ref": "#/components/parameters/IdempotencyKey"})
+	if TakesIdempotencyKey(op.Method, op.Sec) {
+		params = append(params, M{"$ref": IdempotencyKeyRef})
 	}
 	if len(params) > 0 {
 		o["parameters"] = params
@@ -119,8 +116,9 @@ func operation(op Op) M {
 		o["requestBody"] = M{"required": true, "content": M{"multipart/form-data": M{"schema": op.Form}}}
 	}
 	responses := M{strconv.Itoa(op.Status): success(op)}
-	for _, st := range errorStatuses(op) {
-		responses[strconv.Itoa(st)] = M{"$ref": "#/components/responses/" + errorName(st)}
+	for _, st := range ErrorStatuses(ErrorsOf{Method: op.Method, Path: op.Path, Sec: op.Sec,
+		HasBody: op.Body != nil || op.Form != nil, Extra: op.Errors}) {
+		responses[strconv.Itoa(st)] = M{"$ref": ErrorResponseRef(st)}
 	}
 	for st, body := range op.Alt {
 		responses[strconv.Itoa(st)] = M{"description": http.StatusText(st), "content": M{"application/json": M{"schema": body}}}
@@ -129,15 +127,33 @@ func operation(op Op) M {
 	return o
 }
 
-func operationID(op Op) string {
-	s := strings.NewReplacer("/", "_", ":", "", "-", "_", ".", "_").Replace(strings.Trim(op.Path, "/"))
-	return strings.ToLower(op.Method) + "_" + s
+// OperationID names an operation by its method and path (Fiber or OpenAPI syntax): get_api_projects_id.
+func OperationID(method, path string) string {
+	s := strings.NewReplacer("/", "_", ":", "", "{", "", "}", "", "-", "_", ".", "_").Replace(strings.Trim(path, "/"))
+	return strings.ToLower(method) + "_" + s
+}
+
+// IdempotencyKeyRef is the Idempotency-Key header parameter.
+const IdempotencyKeyRef = "#/components/parameters/IdempotencyKey"
+
+// TakesIdempotencyKey reports whether an operation accepts an Idempotency-Key: every
+// authenticated POST does.
+func TakesIdempotencyKey(method string, sec Security) bool {
+	return method == http.MethodPost && sec == Bearer
+}
+
+// ErrorResponseRef is the error response of an HTTP status.
+func ErrorResponseRef(status int) string { return "#/components/responses/" + errorName(status) }
+
+// SuccessHeaders are the headers of every success answer.
+func SuccessHeaders() M {
+	return M{"X-Request-Id": M{"$ref": "#/components/headers/X-Request-Id"}, "X-API-Version": M{"$ref": "#/components/headers/X-API-Version"}}
 }
 
 var okTrue = M{"const": true}
 
 func success(op Op) M {
-	headers := M{"X-Request-Id": M{"$ref": "#/components/headers/X-Request-Id"}, "X-API-Version": M{"$ref": "#/components/headers/X-API-Version"}}
+	headers := SuccessHeaders()
 	desc := http.StatusText(op.Status)
 	var body M
 	media := "application/json"
@@ -181,8 +197,16 @@ func success(op Op) M {
 	return M{"description": desc, "headers": headers, "content": M{media: M{"schema": body}}}
 }
 
-// errorStatuses are the error answers of op: its security's usual ones plus its own.
-func errorStatuses(op Op) []int {
+// ErrorsOf is what decides an operation's error answers.
+type ErrorsOf struct {
+	Method, Path string
+	Sec          Security
+	HasBody      bool  // a JSON or form request body
+	Extra        []int // the operation's own
+}
+
+// ErrorStatuses are the error answers of an operation: its security's usual ones plus its own.
+func ErrorStatuses(op ErrorsOf) []int {
 	var st []int
 	switch op.Sec {
 	case Bearer:
@@ -200,7 +224,7 @@ func errorStatuses(op Op) []int {
 	if op.Sec == Bearer && op.Method == http.MethodPost {
 		st = append(st, 409) // an Idempotency-Key reused with another request
 	}
-	if (op.Body != nil || op.Form != nil) && strings.HasPrefix(op.Path, "/api/") {
+	if op.HasBody && strings.HasPrefix(op.Path, "/api/") {
 		st = append(st, 413) // BODY_LIMIT_BYTES, UPLOAD_LIMIT_BYTES
 	}
 	// The database's state (host/api/errors.go): 503 when it cannot be reached, has no connection
@@ -209,7 +233,7 @@ func errorStatuses(op Op) []int {
 	if op.Method != http.MethodGet {
 		st = append(st, 507)
 	}
-	st = append(st, op.Errors...)
+	st = append(st, op.Extra...)
 	slices.Sort(st)
 	return slices.Compact(st)
 }

@@ -145,22 +145,6 @@ func Ops() []Op {
 			Desc: "The refresh token used is revoked; reusing a revoked one revokes its whole family."},
 		{Method: "GET", Path: "/api/auth/me", Tag: "Auth", Summary: "The caller", Sec: Bearer, Status: 200, Kind: Data, Resp: obj("user!", ref("User"))},
 
-		// Projects
-		{Method: "GET", Path: "/api/projects", Tag: "Projects", Summary: "List the caller's projects", Sec: Bearer, Status: 200, Kind: List,
-			Query: listQ(q("status", "without it: every project not deleted", enum("active", "archived"))), Resp: ref("Project")},
-		{Method: "POST", Path: "/api/projects", Tag: "Projects", Summary: "Create a project", Sec: Bearer, Status: 201, Kind: Data,
-			Body: obj("name!", str(""), "description", str(""), "status", enum("active", "archived"), "workflow_preset_id", str(""),
-				"blueprint", anyObj("a 30-day plan: its days become the project's strategy tasks")), Resp: obj("project!", ref("Project"))},
-		{Method: "GET", Path: "/api/projects/:id", Tag: "Projects", Summary: "A project with its tasks", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("project!", ref("Project"), "tasks!", arr(ref("Task"))), Errors: []int{403, 404}},
-		{Method: "PUT", Path: "/api/projects/:id", Tag: "Projects", Summary: "Update a project", Sec: Bearer, Status: 200, Kind: Data,
-			Body: obj("name", str(""), "description", str(""), "status", enum("active", "archived"), "workflow_preset_id", str(""), "blueprint", anyObj("")),
-			Resp: obj("project!", ref("Project")), Errors: []int{403, 404}},
-		{Method: "DELETE", Path: "/api/projects/:id", Tag: "Projects", Summary: "Delete a project (soft)", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("deleted", boolean("")), Errors: []int{403, 404}},
-		{Method: "GET", Path: "/api/projects/:id/tasks", Tag: "Projects", Summary: "Tasks of a project", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("tasks!", arr(ref("Task"))), Errors: []int{403, 404}},
-
 		// Tasks
 		{Method: "POST", Path: "/api/tasks", Tag: "Tasks", Summary: "Create a task (PENDING)", Sec: Bearer, Status: 201, Kind: Data,
 			Body: obj("projectId!", uuid, "type!", str(""), "inputParams", anyObj("default {}"), "input_params", anyObj("alias of inputParams")),

@@ -1,10 +1,14 @@
-// Package apidoc builds the OpenAPI 3.1 document of the host's HTTP API: every route with its
-// request, its success answer in the envelope of shared/spec/DECISIONS.md, its error answers (the
-// codes and statuses come from sdk/errcode's catalogue) and its security. `go generate ./host/api`
-// writes it to host/api/openapi.json, which the host embeds and serves at GET /api/openapi.json;
-// a test keeps the file, this package and the routes the host registers in step.
+// Package apidoc documents, in a table (routes.go), the operations of the host's HTTP API that are
+// not declared as typed operations yet (host/api/operations.go, where a route's types are its
+// documentation): each with its request, its success answer in the envelope of
+// shared/spec/DECISIONS.md, its error answers (the codes and statuses come from sdk/errcode's
+// catalogue) and its security. It also holds what every operation of the document refers to: the
+// error responses, the standard headers and the security schemes. host/api adds the typed
+// operations to Build's document and serves the whole at GET /api/openapi.json; a test keeps the
+// document and the routes the host registers in step.
 //
-// To document a new route, add an Op to the table in routes.go and run `go generate ./host/api`.
+// A new route is declared as a typed operation, not added here; this table shrinks as the
+// families move (docs/api.md).
 package apidoc
 
 import "github.com/reelforge/reelforge/host/capability"
@@ -68,14 +72,6 @@ func schemas() M {
 		"FieldError": obj("field!", str(""), "problem!", str("")),
 		"User": obj("id!", uuid, "email!", strFmt("email"), "username!", str(""),
 			"role!", enum("admin", "user", "free_user"), "avatar_url", str(""), "created_at", when, "updated_at", when),
-		"Project": obj("id!", uuid, "user_id!", uuid, "name!", str(""), "description", str(""),
-			"status!", enum("active", "archived", "deleted"), "workflow_preset_id", str(""),
-			"blueprint", nullable(anyObj("a 30-day plan")), "created_at", when, "updated_at", when, "is_deleted", boolean("")),
-		"Task": obj("id!", uuid, "project_id!", uuid, "user_id", uuid, "type!", str("e.g. a generation type"), "max_retries", integer(""),
-			"run_id", str("the run executing it, once dispatched"), "next_attempt_at", when,
-			"status!", enum("pending", "queued", "running", "success", "failed", "cancelled"),
-			"input_params!", anyObj(""), "output_data", nullable(anyObj("")), "error_message", str(""),
-			"retry_count", integer(""), "created_at", when, "updated_at", when, "completed_at", nullable(when)),
 		"Warning": obj("step_id", str("an optional step that was skipped"), "input", str("an input the workflow does not declare, ignored"),
 			"code!", str("an error code of the catalogue"), "message!", str("")),
 		"RunError": obj("code!", str("an error code of the catalogue"), "message!", str(""), "step_id", str(""), "details", M{}),
