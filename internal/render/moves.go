@@ -39,8 +39,9 @@ type move struct {
 }
 
 // moves are the variations of a picture, in the order a picture shown again takes them: the
-// direction of the pan and how tight the crop is (a tighter crop is a closer view). Margins stay
-// small enough (12-30%) that a focal point in the crop stays in the frame all along.
+// direction of the pan and how tight the crop is (a tighter crop is a closer view). A pan alone
+// could take a focal point near the picture's edge out of the frame (a face at the top of a
+// portrait, while the frame pans from the bottom upwards): imageMove shortens it (keep).
 var moves = []struct {
 	margin         float64
 	x0, y0, x1, y1 float64
@@ -53,11 +54,33 @@ var moves = []struct {
 	{1.30, 1, 1, 0, 0},     // closer, diagonal up
 }
 
-// imageMove is variation variant of a picture in frame f.
-func imageMove(f Frame, variant int) move {
+// imageMove is variation variant of a picture in frame f, its pan kept to the positions where the
+// picture's focal point (when set) is at least a fifth of the frame from its edges.
+func imageMove(f Frame, variant int, focus Focus) move {
 	m := moves[(variant%len(moves)+len(moves))%len(moves)]
-	return move{W: even(float64(f.W) * m.margin), H: even(float64(f.H) * m.margin),
+	mv := move{W: even(float64(f.W) * m.margin), H: even(float64(f.H) * m.margin),
 		X0: m.x0, Y0: m.y0, X1: m.x1, Y1: m.y1}
+	if focus.Set {
+		// The picture is cropped to W x H with the focal point at the same fraction of the crop
+		// as of the picture (render's first crop), so it is at focus.x()*W, focus.y()*H.
+		mv.X0, mv.X1 = keep(mv.X0, focus.x(), mv.W, f.W), keep(mv.X1, focus.x(), mv.W, f.W)
+		mv.Y0, mv.Y1 = keep(mv.Y0, focus.y(), mv.H, f.H), keep(mv.Y1, focus.y(), mv.H, f.H)
+	}
+	return mv
+}
+
+// keep clamps a pan's position a (a fraction of the margin size-frame) so that a point at
+// fraction p of size is at least a fifth of frame from the frame's edges, or as near as the
+// picture allows (a point at its very edge stays at the frame's edge).
+func keep(a, p float64, size, frame int) float64 {
+	margin := float64(size - frame)
+	if margin <= 0 {
+		return a
+	}
+	pad := float64(frame) / 5
+	lo := (p*float64(size) + pad - float64(frame)) / margin
+	hi := (p*float64(size) - pad) / margin
+	return min(max(a, lo, 0), max(hi, 0), 1)
 }
 
 // X is the crop's x expression over frames frames; with whip the shot enters with a quick

@@ -172,7 +172,7 @@ func (v *Video) Render(ctx context.Context) error {
 			// Scaled and cropped once (the image is one frame) to the move's size around the focal
 			// point, repeated, then moved: a pan is a moving crop (cheap at 1080p, where zoompan's
 			// scaling of every frame would cost more than the encoding).
-			m := imageMove(v.Frame, s.Move)
+			m := imageMove(v.Frame, s.Move, s.Focus)
 			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='(iw-ow)*%s':y='(ih-oh)*%s',setsar=1,format=yuv420p,"+
 				"loop=loop=%d:size=1:start=0,setpts=N/(%d*TB),crop=%d:%d:x='%s':y='%s'%s%s",
 				in, m.W, m.H, m.W, m.H, ff(s.Focus.x()), ff(s.Focus.y()), frames-1, FPS, W, H,
