@@ -18,9 +18,9 @@ import (
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
-// NoBasisAnswer is the answer of an ask without hits (SPEC.md rule 7).
-const NoBasisAnswer = "No citable basis was found in the knowledge base for this question, so any answer would be uncertain. " +
-	"知识库中没有找到可引用的依据，答案不确定。"
+// NoBasisAnswer is the answer of an ask without hits (SPEC.md rule 7): extract.NoBasis, the one
+// wording of the refusal on every answer path.
+const NoBasisAnswer = extract.NoBasis
 
 // Citation is a cited fragment (SPEC.md: chunk_id, source, document, excerpt).
 type Citation struct {

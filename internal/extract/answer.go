@@ -14,6 +14,13 @@ import (
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
+// NoBasis is the answer when no passage grounds one (SPEC.md, Knowledge rule 7): no citable basis,
+// so any answer would be uncertain. It is in English and Chinese, the languages of the knowledge
+// base's users, and it is the one wording of the refusal: /api/knowledge/ask, the workflows' answer
+// step and the chatflow fallback all refuse with it, whatever language the question is in.
+const NoBasis = "No citable basis was found in the knowledge base for this question, so any answer would be uncertain. " +
+	"知识库中没有找到可引用的依据，答案不确定。"
+
 // Extractive answers without a model: it picks whole sentences of the fragments (never cut inside
 // a number, an address or an abbreviation) that share the most informative question terms (weighted
 // by rarity across the fragments), preferring a sentence that holds the kind of answer asked for

@@ -17,8 +17,9 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// NoBasis is the answer when the knowledge base holds nothing citable for the question.
-const NoBasis = "No citable basis was found in the knowledge base for this question, so any answer would be uncertain."
+// NoBasis is the answer when the knowledge base holds nothing citable for the question: the
+// refusal of /api/knowledge/ask (extract.NoBasis), word for word.
+const NoBasis = extract.NoBasis
 
 // SearchFunc asks the knowledge base with the caller's visibility (the host's search, or
 // engine.Host.Search bound to the run's user and project).

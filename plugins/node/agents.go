@@ -561,16 +561,27 @@ func lookup(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 // ---------------------------------------------------------------- answer
 
 func answerInputs(sc *stepCtx) map[string]any {
-	return map[string]any{
+	in := map[string]any{
 		"question": sc.input("question", "query", "message", "topic", "summary"),
 		"hits":     len(sc.hits()),
 	}
+	if sid := sc.input("session_id"); sid != "" {
+		in["session_id"] = sid
+	}
+	return in
 }
 
-// noBasis is the answer when the knowledge base holds nothing citable (SPEC.md, Knowledge rule 7).
-const noBasis = "No citable basis was found in the knowledge base for this question, so any answer would be uncertain."
-
 func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
+	res, err := answerOf(ctx, sc, in)
+	// The conversation goes on through a fallback answer: the chatflow tool's answer carries its
+	// session_id, and so does this one, for the next turn to send it again.
+	if sid := asString(in["session_id"]); err == nil && sid != "" {
+		res.outputs["session_id"] = sid
+	}
+	return res, err
+}
+
+func answerOf(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error) {
 	question := asString(in["question"])
 	if question == "" {
 		return nil, errcode.New(errcode.Validation, "question is required")
@@ -580,7 +591,7 @@ func answer(ctx context.Context, sc *stepCtx, in map[string]any) (*result, error
 		return nil, err
 	}
 	if len(hits) == 0 {
-		return &result{outputs: map[string]any{"answer": noBasis, "citations": []any{}, "source": "template",
+		return &result{outputs: map[string]any{"answer": extract.NoBasis, "citations": []any{}, "source": "template",
 			"note": "no citable basis in the knowledge base"}}, nil
 	}
 	citations := make([]any, len(hits))
