@@ -2,7 +2,8 @@
 // automation tool through its webhook and completes the run from the tool's automation-callback.
 //
 // Run creates an automation job through engine.Host (the engine posts it itself), posts `{job_id,
-// run_id, workflow_name, inputs, callback_url}` to `{AUTOMATION_WEBHOOK_URL}/<settings.webhook_path>`
+// run_id, workflow_name, inputs, callback_url, reelforge_url, reelforge_token}` (the last two: the
+// host's address and the run's tool credential) to `{AUTOMATION_WEBHOOK_URL}/<settings.webhook_path>`
 // and answers StatusWaiting. A tool that is down or answers non-2xx gives AUTOMATION_WEBHOOK_FAILED,
 // so the host can retry or fall back. Callback turns `{job_id, workflow_name, status, result,
 // error?}` into completed (outputs = result plus workflow_name) or failed, and reports the engine's
@@ -126,6 +127,13 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 		return nil, err
 	}
 	body["job_id"] = job.JobID
+	// The host's address and the run's tool credential, for a workflow that reads the owner's
+	// knowledge (POST {reelforge_url}/api/knowledge/context, Authorization: Bearer
+	// {reelforge_token}); added after the job's request is stored: the credential is a secret.
+	body["reelforge_url"] = strings.TrimRight(base, "/")
+	if req.Credential != "" {
+		body["reelforge_token"] = req.Credential
+	}
 
 	now := e.opts.Now().UTC()
 	step := engine.TraceStep{StepID: StepID, StepName: "Automation workflow " + set.WorkflowName, Agent: "automation_tool",

@@ -60,6 +60,7 @@ func request() *engine.RunRequest {
 		User:        engine.UserContext{UserID: "u-1"},
 		Attempt:     1,
 		CallbackURL: "http://host.test/",
+		Credential:  "rft_test-credential",
 	}
 }
 
@@ -89,9 +90,14 @@ func TestRunTriggersWebhook(t *testing.T) {
 	b := bodies[0]
 	want := map[string]any{"job_id": jobs[0].JobID, "run_id": "run-1", "workflow_name": "music", "workflow_id": "music",
 		"inputs": map[string]any{"topic": "rain"}, "callback_url": "http://host.test/api/webhooks/automation-callback",
-		"user_context": map[string]any{"user_id": "u-1"}, "project_context": map[string]any{}}
+		"user_context": map[string]any{"user_id": "u-1"}, "project_context": map[string]any{},
+		"reelforge_url": "http://host.test", "reelforge_token": "rft_test-credential"}
 	if diff := cmp.Diff(want, b); diff != "" {
 		t.Errorf("webhook body mismatch (-want +got):\n%s", diff)
+	}
+	// The credential is a secret: the job's stored request does not hold it.
+	if strings.Contains(string(jobs[0].Request), "rft_") {
+		t.Errorf("the job's request holds the credential: %s", jobs[0].Request)
 	}
 }
 
