@@ -614,6 +614,16 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 		// Stays running until a callback or the job's time-out; no lease: nothing executes it now.
 		_, err := s.st.UpdateRun(ctx, runID, store.RunUpdate{From: from, Status: store.RunRunning, Owner: owner, Release: true})
 		s.log.Debug("runs: waiting", "run_id", runID, "err", err)
+	case engine.StatusContinue:
+		// The external work is done (a callback said so): handed to the executor again at once,
+		// as a timed-out engine job's run is, for the engine's Run to finish it.
+		now := s.st.Now()
+		_, err := s.st.UpdateRun(ctx, runID, store.RunUpdate{From: from, Status: store.RunRunning, Owner: owner, Lease: &now, Unclaim: true})
+		if err != nil {
+			s.log.Warn("runs: hand a run back to finish it", "run_id", runID, "err", err)
+			return
+		}
+		s.kick()
 	default:
 		s.fail(ctx, runID, owner, res.Error)
 	}

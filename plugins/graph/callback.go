@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -103,6 +104,12 @@ func (e *Engine) Callback(ctx context.Context, h engine.Host, req *engine.Callba
 			res.Outputs = map[string]any{}
 		}
 		summary.Status = engine.StepCompleted
+		var jr jobRequest
+		if json.Unmarshal(req.Job.Request, &jr) == nil && jr.MediaAfter {
+			// The media steps are left: the next Run makes them from the graph's outputs.
+			summary.Outputs[graphOutputsKey] = res.Outputs
+			res.Status, res.Outputs = engine.StatusContinue, nil
+		}
 	case "paused", "awaiting_input", "interrupted":
 		stepID := pending
 		if stepID == "" {

@@ -2,8 +2,9 @@
 // runner's graph-callback into the run's trace and result.
 //
 // Run creates a graph job through engine.Host (the engine posts it itself: no host dispatch), posts
-// `{run_id, job_id, workflow_id, graph_id, inputs, callback_url, user_context, project_context}` to
-// `{RUNNER_URL}/run` and answers StatusWaiting: the run stays running until the runner calls back at
+// `{run_id, job_id, workflow_id, graph_id, inputs, callback_url, user_context, project_context,
+// attempt, reelforge_url, reelforge_token}` to `{RUNNER_URL}/run` (the last two: the host's address
+// and the run's tool credential, to read the owner's knowledge) and answers StatusWaiting: the run stays running until the runner calls back at
 // `<callback base>/api/webhooks/graph-callback`. A runner that is down or answers non-2xx gives a
 // GRAPH_RUNNER_ERROR, so the host can retry or run the workflow on its fallback engine. A resume
 // (RunRequest.ResumeInput) posts /run again with the input merged into the inputs. `attempt` counts
@@ -17,7 +18,11 @@
 // engine's own summary step `graph_runner` with the run's totals (metadata.total_tokens,
 // total_cost_usd, duration_ms), and answers completed (the callback's outputs), failed (the
 // callback's error code, else AGENT_EXECUTION_FAILED) or paused (awaiting the pending human step, or
-// `graph_review`, with outputs.prompt). A `running` callback only reports progress.
+// `graph_review`, with outputs.prompt). A `running` callback only reports progress. When the
+// workflow has generator steps after the graph (short_drama's render), a completed callback
+// answers StatusContinue instead, the graph's outputs kept on the summary step: the host executes
+// the run again and Run makes the media from them (media.go), as the LangGraph protocol does, so
+// a short drama written by either runner ends with its video.
 //
 // With Options.Protocol ProtocolLangGraph (RUNNER_PROTOCOL=langgraph) the runner is a stock
 // LangGraph server instead, driven through its own API and followed by the engine until the graph
@@ -33,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/reelforge/reelforge/internal/outbound"
@@ -139,6 +145,40 @@ type runBody struct {
 	ProjectContext engine.ProjectContext `json:"project_context"`
 	ResumeInput    map[string]any        `json:"resume_input,omitempty"`
 	Attempt        int                   `json:"attempt,omitempty"`
+	// HostURL and Token let the graph read the owner's knowledge (POST {HostURL}/api/knowledge/context
+	// with Authorization: Bearer {Token}) while the run lasts. Set after the job's request is
+	// stored: the credential is a secret and never kept in the database.
+	HostURL string `json:"reelforge_url,omitempty"`
+	Token   string `json:"reelforge_token,omitempty"`
+}
+
+// jobRequest is a graph job's stored request: what was posted where, and whether the workflow has
+// steps after the graph (MediaAfter: its generator steps), which the completed callback leaves to
+// the next Run.
+type jobRequest struct {
+	URL        string  `json:"url"`
+	Method     string  `json:"method"`
+	Payload    runBody `json:"payload"`
+	MediaAfter bool    `json:"media_after,omitempty"`
+}
+
+// graphOutputsKey holds, in the outputs of a completed summary step, the graph's outputs when the
+// workflow's media steps are still to run after it (Callback, then Run: graphDone).
+const graphOutputsKey = "graph_outputs"
+
+// graphDone is the graph's outputs when req's trace holds the summary step completed with them:
+// the runner finished and only the steps after the graph are left.
+func graphDone(req *engine.RunRequest) (map[string]any, bool) {
+	raw, ok := req.Completed[SummaryStepID]
+	if !ok {
+		return nil, false
+	}
+	var sum map[string]json.RawMessage
+	var out map[string]any
+	if json.Unmarshal(raw, &sum) != nil || json.Unmarshal(sum[graphOutputsKey], &out) != nil || out == nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // Run posts the run to the runner and answers StatusWaiting. See the package documentation.
@@ -155,6 +195,11 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	}
 	switch e.opts.Protocol {
 	case ProtocolReelforge:
+		if out, done := graphDone(req); done {
+			// The runner's completed callback handed the run back (StatusContinue): the graph's
+			// part is done, the media steps are left.
+			return e.withMedia(ctx, h, req, out)
+		}
 	case ProtocolLangGraph:
 		res, err := e.runLangGraph(ctx, h, req, set)
 		if err != nil || res.Status != engine.StatusCompleted {
@@ -176,7 +221,8 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 		ResumeInput: req.ResumeInput,
 	}
 	url := e.opts.URL + "/run"
-	jobReq, err := json.Marshal(map[string]any{"url": url, "method": http.MethodPost, "payload": body})
+	jobReq, err := json.Marshal(jobRequest{URL: url, Method: http.MethodPost, Payload: body,
+		MediaAfter: len(afterGraph(req.Workflow.Steps)) > 0})
 	if err != nil {
 		return nil, errcode.E("graph.Run", errcode.Unknown, "", err)
 	}
@@ -187,11 +233,18 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 	// attempt counts the postings of this graph: a job created again after a time-out carries the
 	// retry count on, and a run retried by hand has a higher attempt of its own.
 	body.JobID, body.Attempt = job.JobID, max(req.Attempt, job.RetryCount+1)
+	body.HostURL, body.Token = strings.TrimRight(base, "/"), req.Credential
 
 	now := e.opts.Now().UTC()
 	step := engine.TraceStep{StepID: SummaryStepID, StepName: "Agent graph runner", Agent: "graph_runner",
 		Status: engine.StepRunning, Engine: Name, StartedAt: &now,
 		Inputs: map[string]any{"graph_id": set.GraphID, "job_id": job.JobID, "inputs": inputs}}
+	// The step and the progress are reported before the post: a quick runner's callback may come
+	// before PostJSON returns, and what it reports must not be overwritten by "running".
+	e.report(ctx, h, req.RunID, step)
+	if err := h.ReportProgress(ctx, req.RunID, 10, SummaryStepID); err != nil {
+		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
+	}
 	ans, err := outbound.PostJSON(ctx, e.opts.HTTPClient, url, body, e.opts.Timeout)
 	if err == nil && !ans.OK() {
 		err = fmt.Errorf("runner answered %s", ans.Brief())
@@ -206,10 +259,6 @@ func (e *Engine) Run(ctx context.Context, h engine.Host, req *engine.RunRequest)
 		step.Error = &engine.StepError{Code: string(errcode.GraphRunner), Message: "the agent graph runner did not accept the run"}
 		e.report(ctx, h, req.RunID, step)
 		return nil, errcode.E("graph.Run", errcode.GraphRunner, "the agent graph runner did not accept the run", err)
-	}
-	e.report(ctx, h, req.RunID, step)
-	if err := h.ReportProgress(ctx, req.RunID, 10, SummaryStepID); err != nil {
-		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
 	}
 	return &engine.RunResult{Status: engine.StatusWaiting}, nil
 }

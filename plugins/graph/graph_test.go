@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -72,6 +73,7 @@ func request() *engine.RunRequest {
 		Project:     engine.ProjectContext{ProjectID: "p-1"},
 		Attempt:     1,
 		CallbackURL: "http://host.test",
+		Credential:  "rft_test-credential",
 	}
 }
 
@@ -103,10 +105,14 @@ func TestRunPostsToRunner(t *testing.T) {
 		"run_id": "run-1", "job_id": jobs[0].JobID, "workflow_id": "live", "graph_id": "live_script",
 		"inputs": map[string]any{"topic": "coffee"}, "callback_url": "http://host.test/api/webhooks/graph-callback",
 		"user_context": map[string]any{"user_id": "u-1", "username": "ada"}, "project_context": map[string]any{"project_id": "p-1"},
-		"attempt": float64(1),
+		"attempt": float64(1), "reelforge_url": "http://host.test", "reelforge_token": "rft_test-credential",
 	}
 	if diff := cmp.Diff(want, posts[0].Body); diff != "" || posts[0].Path != "/run" {
 		t.Errorf("POST %s body mismatch (-want +got):\n%s", posts[0].Path, diff)
+	}
+	// The credential is a secret: the job's stored request does not hold it.
+	if strings.Contains(string(jobs[0].Request), "rft_") {
+		t.Errorf("the job's request holds the credential: %s", jobs[0].Request)
 	}
 	steps := host.Steps()
 	if len(steps) != 1 || steps[0].StepID != graph.SummaryStepID || steps[0].Status != engine.StepRunning {

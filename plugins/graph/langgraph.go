@@ -7,6 +7,7 @@ package graph
 //   - POST /threads {thread_id, if_exists: do_nothing, metadata}: one thread a Reelforge run, its id
 //     derived from the run's id (threadID), so a resume, a recovery after a host restart and Cancel
 //     find it again without the engine keeping anything;
+//   - GET /threads/{id}/runs?limit=100: the graph runs already on the thread (begin);
 //   - POST /threads/{id}/runs {assistant_id, input | command: {resume}, stream_mode: [updates],
 //     stream_resumable: true, config.configurable, metadata}: the run's inputs are the graph's
 //     input state; a resume sends the run's resume input as command.resume (what the graph's
@@ -24,9 +25,13 @@ package graph
 // Why the engine waits on the run itself instead of a webhook: the server's webhook is sent only
 // when a run ends, unsigned, and says nothing while a long graph works (the host would time the job
 // out); the stream tells each node as it ends and needs no route on the host. The Run call holds
-// its executor slot while the graph works; the workflow's timeout bounds it. A run the host takes
-// up again (its host stopped) joins the graph run still in flight on its thread instead of
-// starting a second one.
+// its executor slot while the graph works; the workflow's timeout bounds it. Each execution first
+// looks at the graph runs already on its thread (begin): a run taken up again (its host stopped)
+// joins the graph run still in flight or takes the outcome of the one that ended, a retry goes on
+// from the thread's last checkpoint, so no graph run is started while another may still run.
+//
+// The graph gets the host's address and the run's tool credential in config.configurable
+// (ConfigHostURL, ConfigToken) to read the owner's knowledge; never in metadata or the input.
 
 import (
 	"bufio"
@@ -36,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -69,8 +75,9 @@ func ThreadID(runID string) string {
 
 // lgRun is the part of a LangGraph Run object the engine reads.
 type lgRun struct {
-	RunID  string `json:"run_id"`
-	Status string `json:"status"` // pending, running, error, success, timeout, interrupted
+	RunID     string `json:"run_id"`
+	Status    string `json:"status"` // pending, running, error, success, timeout, interrupted
+	CreatedAt string `json:"created_at"`
 }
 
 // lgState is the part of a thread state (GET /threads/{id}/state) the engine reads.
@@ -117,40 +124,36 @@ func (e *Engine) runLangGraph(ctx context.Context, h engine.Host, req *engine.Ru
 	if err := e.lgCall(ctx, http.MethodPost, "/threads", map[string]any{"thread_id": tid, "if_exists": "do_nothing", "metadata": meta}, nil); err != nil {
 		return refused("create the thread", err)
 	}
-	var run lgRun
-	if req.ResumeInput == nil {
-		// A run taken up again after its host stopped: join the graph run still in flight.
-		var inflight []lgRun
-		if err := e.lgCall(ctx, http.MethodGet, "/threads/"+tid+"/runs?limit=5", nil, &inflight); err != nil {
-			return refused("list the thread's runs", err)
-		}
-		for _, r := range inflight {
-			if r.Status == "pending" || r.Status == "running" {
-				run = r
-				break
-			}
-		}
+	run, how, err := e.begin(ctx, tid, req)
+	if err != nil {
+		return refused("prepare the run", err)
 	}
-	if run.RunID == "" {
+	if how != lgAdopt && how != lgJoin {
 		body := map[string]any{"assistant_id": assistant, "stream_mode": []string{"updates"}, "stream_resumable": true,
-			"multitask_strategy": "reject", "metadata": meta,
-			"config": map[string]any{"configurable": meta}}
-		if req.ResumeInput != nil {
+			"multitask_strategy": "reject", "metadata": meta, "config": map[string]any{"configurable": e.configurable(req, meta)}}
+		switch how {
+		case lgResume:
 			body["command"] = map[string]any{"resume": req.ResumeInput}
-		} else {
+		case lgContinue:
+			body["input"] = nil // from the thread's last checkpoint: the failed node again, the others kept
+		default:
 			body["input"] = req.MergedInputs()
 		}
 		if err := e.lgCall(ctx, http.MethodPost, "/threads/"+tid+"/runs", body, &run); err != nil {
 			return refused("start the run", err)
 		}
 	}
+	summary.Inputs["start"] = how
 	summary.Inputs["langgraph_run_id"] = run.RunID
 	e.report(ctx, h, req.RunID, summary)
 	if err := h.ReportProgress(ctx, req.RunID, 10, SummaryStepID); err != nil {
 		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
 	}
 
-	streamErr, err := e.follow(ctx, h, req.RunID, tid, run.RunID)
+	streamErr := ""
+	if how != lgAdopt {
+		streamErr, err = e.follow(ctx, h, req.RunID, tid, run.RunID)
+	}
 	if ctx.Err() != nil {
 		e.lgCancel(tid, run.RunID)
 		return nil, errcode.E("graph.langgraph", errcode.WorkflowCancelled, "the run was cancelled", ctx.Err())
@@ -199,6 +202,83 @@ func (e *Engine) runLangGraph(ctx context.Context, h engine.Host, req *engine.Ru
 		return &engine.RunResult{Status: engine.StatusFailed, Error: &engine.RunError{Code: string(errcode.AgentExecutionFailed), Message: msg, StepID: SummaryStepID}}, nil
 	}
 }
+
+// How an execution of a Reelforge run meets the graph runs already on its thread (begin).
+const (
+	lgStart    = "start"    // none yet: a new graph run with the run's inputs
+	lgJoin     = "join"     // one is in flight (the host that started it stopped): follow it
+	lgAdopt    = "adopt"    // the latest one already did this execution's work: take its outcome
+	lgResume   = "resume"   // the graph awaits a person: a new graph run with command.resume
+	lgContinue = "continue" // the latest one failed (a retry): a new graph run from its last checkpoint
+)
+
+// begin decides how this execution of req goes on the thread tid, from the graph runs already on
+// it, so that an execution never starts a graph run while another may still run (the server
+// would refuse it: multitask_strategy reject) and never does the graph's work twice:
+//
+//   - a run pending or running is joined, whoever started it;
+//   - none at all: start;
+//   - a resume whose interrupt is still pending: resume;
+//   - the latest succeeded: adopt it (a recovery after the graph ended, a resume already sent, a
+//     retry of a run whose media steps failed after the graph);
+//   - the latest failed, timed out or was cancelled (a retry): continue from the thread's last
+//     checkpoint when nodes are left to run, else start again.
+func (e *Engine) begin(ctx context.Context, tid string, req *engine.RunRequest) (lgRun, string, error) {
+	var runs []lgRun
+	if err := e.lgCall(ctx, http.MethodGet, "/threads/"+tid+"/runs?limit=100", nil, &runs); err != nil {
+		return lgRun{}, "", err
+	}
+	var latest lgRun
+	for _, r := range runs {
+		if r.Status == "pending" || r.Status == "running" {
+			return r, lgJoin, nil
+		}
+		if latest.RunID == "" || r.CreatedAt > latest.CreatedAt { // RFC 3339 in UTC: ordered as text
+			latest = r
+		}
+	}
+	if latest.RunID == "" {
+		return lgRun{}, lgStart, nil
+	}
+	var st lgState
+	if err := e.lgCall(ctx, http.MethodGet, "/threads/"+tid+"/state", nil, &st); err != nil {
+		return lgRun{}, "", err
+	}
+	switch {
+	case req.ResumeInput != nil && interrupted(st) != nil:
+		return lgRun{}, lgResume, nil
+	case latest.Status == "success":
+		return latest, lgAdopt, nil
+	case len(st.Next) > 0:
+		return lgRun{}, lgContinue, nil
+	}
+	return lgRun{}, lgStart, nil
+}
+
+// configurable is the graph run's config.configurable: the run's metadata, and the host's
+// address and the run's tool credential for a graph that reads the owner's knowledge
+// (docs/langgraph.md). The credential's key starts with "__": LangGraph keeps such keys out of
+// checkpoint metadata, LangSmith traces and streamed events.
+func (e *Engine) configurable(req *engine.RunRequest, meta map[string]any) map[string]any {
+	c := maps.Clone(meta)
+	base := req.CallbackURL
+	if base == "" {
+		base = e.opts.CallbackBaseURL
+	}
+	if base != "" {
+		c[ConfigHostURL] = strings.TrimRight(base, "/")
+	}
+	if req.Credential != "" {
+		c[ConfigToken] = req.Credential
+	}
+	return c
+}
+
+// Keys of config.configurable a graph reads to call the host back as the run's owner.
+const (
+	ConfigHostURL = "reelforge_url"
+	ConfigToken   = "__reelforge_token"
+)
 
 // interrupted is what a thread paused by interrupt() awaits: the first task with interrupts, its
 // node the step, its value's prompt (or the value itself, when a string) the prompt.
@@ -353,7 +433,7 @@ func (e *Engine) lgCancel(tid, lgRunID string) {
 func (e *Engine) cancelLangGraph(ctx context.Context, runID string) {
 	tid := ThreadID(runID)
 	var runs []lgRun
-	if err := e.lgCall(ctx, http.MethodGet, "/threads/"+tid+"/runs?limit=5", nil, &runs); err != nil {
+	if err := e.lgCall(ctx, http.MethodGet, "/threads/"+tid+"/runs?limit=100", nil, &runs); err != nil {
 		e.opts.Logger.Info("langgraph cancel: list the thread's runs", "run_id", runID, "error", err)
 		return
 	}

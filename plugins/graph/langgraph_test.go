@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -40,7 +41,42 @@ type lgScenario struct {
 func lgRequest(runID, workflow, assistant string, inputs map[string]any) *engine.RunRequest {
 	set, _ := json.Marshal(map[string]string{"graph_id": workflow, "assistant_id": assistant})
 	return &engine.RunRequest{RunID: runID, Workflow: engine.Workflow{ID: workflow, Engine: "graph", Settings: set, Timeout: time.Minute},
-		Inputs: inputs, User: engine.UserContext{UserID: "u-1"}, Project: engine.ProjectContext{ProjectID: "p-1"}, Attempt: 1}
+		Inputs: inputs, User: engine.UserContext{UserID: "u-1"}, Project: engine.ProjectContext{ProjectID: "p-1"}, Attempt: 1,
+		Credential: lgCredential}
+}
+
+// lgCredential is the tool credential the scenarios' runs hand the graph; lgNote is what the
+// owner's knowledge (lgHost) answers it. The graph live_script reads it in its research node.
+const (
+	lgCredential = "rft_replay-credential"
+	lgNote       = "Grind medium-fine and pour in three slow circles."
+)
+
+// lgHost stands for the Reelforge host a graph calls back while the scenarios are recorded:
+// POST /api/knowledge/context with the run's credential answers lgNote, anything else 401.
+func lgHost(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/knowledge/context" || r.Header.Get("Authorization") != "Bearer "+lgCredential {
+			http.Error(w, `{"error":{"code":"AUTHENTICATION_ERROR"}}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "data": map[string]any{
+			"context": "[#1] " + lgNote, "hits": []map[string]any{{"chunk_id": "c-1", "chunk_text": lgNote}}}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// postedRun is the body of the scenario's POST /threads/{id}/runs (nil when none was posted).
+func postedRun(reqs []lgreplay.Exchange) map[string]any {
+	var run map[string]any
+	for _, r := range reqs {
+		if r.Method == "POST" && r.Path == "/threads/"+lgreplay.ThreadToken+"/runs" {
+			_ = json.Unmarshal(r.Request, &run)
+		}
+	}
+	return run
 }
 
 var lgScenarios = []lgScenario{{
@@ -62,14 +98,21 @@ var lgScenarios = []lgScenario{{
 		if reqs == nil {
 			return // recording
 		}
-		var run map[string]any
-		for _, r := range reqs {
-			if r.Method == "POST" && r.Path == "/threads/"+lgreplay.ThreadToken+"/runs" {
-				_ = json.Unmarshal(r.Request, &run)
-			}
-		}
+		run := postedRun(reqs)
 		if in, _ := run["input"].(map[string]any); run["assistant_id"] != "live_script" || in["topic"] != "pour-over coffee" || run["command"] != nil {
 			t.Errorf("run created with %v; want assistant live_script, the inputs as input, no command", run)
+		}
+		// The credential is in config.configurable under the key LangGraph keeps out of
+		// checkpoints and traces, with the host's address; nowhere else in the request.
+		cfg, _ := run["config"].(map[string]any)
+		conf, _ := cfg["configurable"].(map[string]any)
+		if conf[graph.ConfigToken] != lgCredential || conf[graph.ConfigHostURL] == nil || conf["reelforge_run_id"] != "run-lg-live" {
+			t.Errorf("config.configurable = %v; want the run's metadata, %s and %s", conf, graph.ConfigHostURL, graph.ConfigToken)
+		}
+		for _, part := range []string{"input", "metadata"} {
+			if b, _ := json.Marshal(run[part]); strings.Contains(string(b), lgCredential) {
+				t.Errorf("the run's %s holds the credential: %s", part, b)
+			}
 		}
 	},
 }, {
@@ -84,15 +127,13 @@ var lgScenarios = []lgScenario{{
 		if err != nil || res.Status != engine.StatusCompleted || !strings.Contains(script, "mention the bloom") {
 			t.Fatalf("resumed Run() = %+v, %v; want completed with the feedback in the script", res, err)
 		}
+		if !strings.Contains(script, lgNote) || res.Outputs["notes_from"] != "knowledge base" {
+			t.Errorf("script = %q (notes from %v); want the owner's note the graph read with the credential", script, res.Outputs["notes_from"])
+		}
 		if reqs == nil {
 			return // recording
 		}
-		var run map[string]any
-		for _, r := range reqs {
-			if r.Method == "POST" && r.Path == "/threads/"+lgreplay.ThreadToken+"/runs" {
-				_ = json.Unmarshal(r.Request, &run)
-			}
-		}
+		run := postedRun(reqs)
 		cmd, _ := run["command"].(map[string]any)
 		if resume, _ := cmd["resume"].(map[string]any); resume["feedback"] != "mention the bloom" || run["input"] != nil {
 			t.Errorf("resume posted %v; want command.resume with the resume input and no input", run)
@@ -124,6 +165,30 @@ var lgScenarios = []lgScenario{{
 		}
 		if s, _ := res.Outputs["script"].(string); !strings.Contains(s, "a lost letter") {
 			t.Errorf("script = %q; want the graph's", s)
+		}
+	},
+}, {
+	// The short drama's run again, as a host that took it up after the graph ended would: the
+	// graph run on its thread did the work, so its outcome is adopted, no graph run is started,
+	// and the render is made from its script.
+	name: "short_drama_adopted",
+	req: func() *engine.RunRequest {
+		r := lgRequest("run-lg-drama", "short_drama", "short_drama", map[string]any{"topic": "a lost letter", "characters": "Lin, Chen"})
+		r.Workflow.Steps = dramaSteps
+		return r
+	},
+	check: func(t *testing.T, res *engine.RunResult, err error, h *enginetest.RecordingHost, reqs []lgreplay.Exchange) {
+		if err != nil || res.Status != engine.StatusCompleted {
+			t.Fatalf("Run() = %+v, %v; want completed", res, err)
+		}
+		if s, _ := res.Outputs["script"].(string); !strings.Contains(s, "a lost letter") {
+			t.Errorf("script = %q; want the graph's", s)
+		}
+		if jobs := h.Jobs(); len(jobs) != 1 || jobs[0].Type != engine.JobVideogen {
+			t.Errorf("jobs = %+v; want the render after the adopted graph run", jobs)
+		}
+		if reqs != nil && postedRun(reqs) != nil {
+			t.Errorf("a graph run was posted: %v; want the ended one adopted", postedRun(reqs))
 		}
 	},
 }, {
@@ -173,7 +238,9 @@ func runScenario(t *testing.T, url string, sc lgScenario) (*engine.RunResult, *e
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	go renderJobs(ctx, h)
-	res, err := eng.Run(ctx, nil, sc.req())
+	req := sc.req()
+	req.CallbackURL = lgHost(t)
+	res, err := eng.Run(ctx, nil, req)
 	return res, h, err
 }
 

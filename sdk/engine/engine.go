@@ -51,6 +51,11 @@ const (
 	StatusFailed    = "failed"
 	StatusPaused    = "paused"  // waiting for human input (Awaiting says what)
 	StatusWaiting   = "waiting" // waiting for an external job's callback; the run stays running
+	// StatusContinue, from Callback: the external work is done and the rest of the run is the
+	// host's to execute: the run is handed to the executor again, and the engine's next Run
+	// finishes it from the steps its trace holds as completed (the graph engine renders a short
+	// drama after its runner's callback so).
+	StatusContinue = "continue"
 )
 
 // Step statuses of a TraceStep.
@@ -125,7 +130,7 @@ type RunRequest struct {
 
 // RunResult is what a run came to.
 type RunResult struct {
-	Status   string         `json:"status"` // StatusCompleted, StatusFailed, StatusPaused, StatusWaiting
+	Status   string         `json:"status"` // StatusCompleted, StatusFailed, StatusPaused, StatusWaiting, StatusContinue
 	Outputs  map[string]any `json:"outputs,omitempty"`
 	Error    *RunError      `json:"error,omitempty"`
 	Awaiting *Awaiting      `json:"awaiting,omitempty"`
