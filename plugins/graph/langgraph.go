@@ -192,7 +192,7 @@ func (e *Engine) runLangGraph(ctx context.Context, h engine.Host, req *engine.Ru
 		}
 		for _, t := range st.Tasks {
 			if t.Error != "" {
-				msg = fmt.Sprintf("the LangGraph run ended %s at node %s: %s", run.Status, t.Name, t.Error)
+				msg = fmt.Sprintf("the LangGraph run ended %s at node %s: %s", run.Status, t.Name, taskError(t.Error))
 				break
 			}
 		}
@@ -279,6 +279,22 @@ const (
 	ConfigHostURL = "reelforge_url"
 	ConfigToken   = "__reelforge_token"
 )
+
+// taskError is a failed task's error as a person reads it: the LangGraph.js server gives the
+// thrown error as JSON ({"message": "...", "name": "Error"}), the Python one as a string.
+func taskError(s string) string {
+	var e struct {
+		Name    string `json:"name"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal([]byte(s), &e) != nil || e.Message == "" {
+		return s
+	}
+	if e.Name != "" && e.Name != "Error" {
+		return e.Name + ": " + e.Message
+	}
+	return e.Message
+}
 
 // interrupted is what a thread paused by interrupt() awaits: the first task with interrupts, its
 // node the step, its value's prompt (or the value itself, when a string) the prompt.
