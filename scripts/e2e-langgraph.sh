@@ -7,9 +7,15 @@
 # through the host's API:
 #   - live, with review: true: every graph node takes LANGGRAPH_E2E_STEP_SECONDS, so the graph runs
 #     longer than the graph job timeout of a copy of the manifests (graph.yaml's timeout lowered to
-#     LANGGRAPH_E2E_JOB_TIMEOUT); the run pauses at the graph's interrupt() (human_review), is
-#     resumed with feedback, completes once (one LangGraph run a posting: two on the thread), and
-#     the feedback is in its script;
+#     LANGGRAPH_E2E_JOB_TIMEOUT); the graph reads the owner's note with the run's tool credential
+#     (config.configurable); the run pauses at the graph's interrupt() (human_review), is resumed
+#     with feedback, completes once (one LangGraph run a posting: two on the thread), and the note
+#     and the feedback are in its script;
+#   - cancel: a live run cancelled while its graph works cancels the LangGraph run;
+#   - a graph that throws (a failing graph served beside the project's): the run fails with the
+#     graph's own message;
+#   - takeover: the host is killed (SIGKILL) while a live graph works and started again; the run
+#     completes on the one LangGraph run it had (joined or adopted, never started twice);
 #   - short_drama: the graph writes the episode, the host's generators render it; the run completes
 #     with a video_url, fetched and checked with ffprobe (a video stream, a duration).
 # Prints "PASS e2e-langgraph" at the end; exits non-zero on any failure.
@@ -74,9 +80,27 @@ trap cleanup EXIT
 mkdir -p "$WORK/graphs"
 cp "$ROOT/integrations/langgraph/langgraph.json" "$ROOT/integrations/langgraph/graphs.mjs" "$WORK/graphs/"
 echo '{"type":"module","private":true}' >"$WORK/graphs/package.json"
+# Two graphs of the checks, served beside the project's: one that throws, and one whose single node
+# outlasts a host's restart (the takeover joins it while it runs).
+cat >"$WORK/graphs/checks.mjs" <<'EOF'
+import { Annotation, StateGraph, START, END } from "@langchain/langgraph";
+const State = Annotation.Root({ topic: Annotation({ reducer: (_, b) => b, default: () => "" }),
+  script: Annotation({ reducer: (_, b) => b, default: () => "" }) });
+export const failing = new StateGraph(State)
+  .addNode("fire_kiln", async () => { throw new Error("the kiln is cold"); })
+  .addEdge(START, "fire_kiln").addEdge("fire_kiln", END).compile();
+export const slow = new StateGraph(State)
+  .addNode("research", async () => ({}))
+  .addNode("write_rundown", async (s) => {
+    await new Promise((r) => setTimeout(r, Number(process.env.SLOW_SECONDS || "30") * 1000));
+    return { script: `A slow rundown about ${s.topic}.` };
+  })
+  .addEdge(START, "research").addEdge("research", "write_rundown").addEdge("write_rundown", END).compile();
+EOF
+node -e 'const f=process.argv[1]; const j=JSON.parse(require("fs").readFileSync(f)); Object.assign(j.graphs, {failing: "./checks.mjs:failing", slow: "./checks.mjs:slow"}); require("fs").writeFileSync(f, JSON.stringify(j))' "$WORK/graphs/langgraph.json"
 ln -s "$APP_DIR/node_modules" "$WORK/graphs/node_modules"
 LG_URL="http://127.0.0.1:$PORT"
-(cd "$WORK/graphs" && exec env STEP_SECONDS="$STEP_SECONDS" LANGSMITH_TRACING=false \
+(cd "$WORK/graphs" && exec env STEP_SECONDS="$STEP_SECONDS" SLOW_SECONDS=30 LANGSMITH_TRACING=false \
   node "$CLI" dev --port "$PORT" --host 127.0.0.1 --no-browser --no-reload) >"$WORK/server.log" 2>&1 &
 LG_PID=$!
 for _ in $(seq 1 120); do curl -fsS -o /dev/null "$LG_URL/ok" 2>/dev/null && break; sleep 0.5; done
@@ -89,17 +113,26 @@ log "building the Reelforge host and plugins"
 cp -r "$ROOT/manifests" "$WORK/manifests"
 sed -i -E "s/^(  graph: \{.*timeout: )[0-9]+[a-z]+/\1$JOB_TIMEOUT/" "$WORK/manifests/engines/graph.yaml"
 grep -q "timeout: $JOB_TIMEOUT" "$WORK/manifests/engines/graph.yaml" || fail "could not lower the graph job timeout"
+# live_failing and live_slow: live on those graphs, without a fallback (a graph's failure is not an outage).
+for g in failing slow; do
+  sed -E -e "s/^id: live\$/id: live_$g/" -e "s/^(  assistant_id: ).*/\1$g/" -e '/^fallback:/d' \
+    "$WORK/manifests/live.yaml" >"$WORK/manifests/live_$g.yaml"
+done
 HOST_PORT=$(( PORT + 1 ))
 HOST_URL="http://127.0.0.1:$HOST_PORT"
 mkdir -p "$WORK/rf"
+# LEASE_MS: a host started again takes up the runs of the killed one within seconds.
 RF=(env -u DATABASE_URL DATA_DIR="$WORK/rf" PORT="$HOST_PORT" CALLBACK_SECRET="e2e-langgraph-secret"
-  CALLBACK_BASE_URL="$HOST_URL" RUNNER_URL="$LG_URL" RUNNER_PROTOCOL=langgraph
+  CALLBACK_BASE_URL="$HOST_URL" RUNNER_URL="$LG_URL" RUNNER_PROTOCOL=langgraph LEASE_MS=3000
   PLUGIN_DIR="$ROOT/bin/plugins" MANIFEST_DIR="$WORK/manifests" LOG_FORMAT=json "$ROOT/bin/reelforge")
 "${RF[@]}" user create --email ann@e2e.test --password password-ann --role user >/dev/null 2>&1 || fail "user create"
-"${RF[@]}" serve >"$WORK/host.log" 2>&1 &
-HOST_PID=$!
-for _ in $(seq 1 60); do curl -fsS -o /dev/null "$HOST_URL/health" 2>/dev/null && break; sleep 0.5; done
-curl -fsS -o /dev/null "$HOST_URL/health" || { tail -n 40 "$WORK/host.log" >&2; fail "the Reelforge host did not start"; }
+start_host() {
+  "${RF[@]}" serve >>"$WORK/host.log" 2>&1 &
+  HOST_PID=$!
+  for _ in $(seq 1 60); do curl -fsS -o /dev/null "$HOST_URL/health" 2>/dev/null && break; sleep 0.5; done
+  curl -fsS -o /dev/null "$HOST_URL/health" || { tail -n 40 "$WORK/host.log" >&2; fail "the Reelforge host did not start"; }
+}
+start_host
 json() { node -e 'const a=process.argv[1]; const j=JSON.parse(require("fs").existsSync(a)?require("fs").readFileSync(a,"utf8"):a); const v=eval(process.argv[2]); process.stdout.write(typeof v==="string"?v:JSON.stringify(v))' "$1" "$2"; }
 TOKEN="$(json "$(curl -fsS "$HOST_URL/api/auth/login" -H 'Content-Type: application/json' \
   -d '{"email":"ann@e2e.test","password":"password-ann"}')" 'j.data.token')"
@@ -122,7 +155,33 @@ await() {
   echo "$st"
 }
 
-# 4. live: longer than its job timeout, paused by the graph's interrupt(), resumed.
+# thread_of RUN: the LangGraph thread of a Reelforge run, found by its metadata as a LangGraph user would.
+thread_of() {
+  local t
+  t="$(json "$(curl -fsS "$LG_URL/threads/search" -H 'Content-Type: application/json' \
+    -d '{"metadata":{"reelforge_run_id":"'"$1"'"}}')" 'j.map(t=>t.thread_id).join(" ")')"
+  [[ "$t" =~ ^[0-9a-f-]{36}$ ]] || fail "no single LangGraph thread for run $1: '$t'"
+  echo "$t"
+}
+# lg_runs THREAD: the statuses of the LangGraph runs on the thread, oldest first.
+lg_runs() { json "$(curl -fsS "$LG_URL/threads/$1/runs?limit=100")" 'j.sort((a,b)=>a.created_at<b.created_at?-1:1).map(r=>r.status).join(" ")'; }
+# start_run BODY: starts a run, prints its id.
+start_run() { json "$(curl -fsS "$HOST_URL/api/workflow/start" "${AUTH[@]}" -H 'Content-Type: application/json' -d "$1")" 'j.run_id'; }
+# graph_working RUN: waits until the run's graph has reported its first node (it is working).
+graph_working() {
+  for _ in $(seq 1 120); do
+    curl -fsS "$HOST_URL/api/workflow/trace/$1" "${AUTH[@]}" 2>/dev/null | grep -q '"research"' && return
+    sleep 0.25
+  done
+  fail "run $1: the graph reported no node"
+}
+
+# The owner's note the live graph reads with the run's tool credential.
+NOTE="Pour-over coffee needs a thirty second bloom with twice the coffee's weight in water."
+curl -fsS -o /dev/null "$HOST_URL/api/knowledge/text" "${AUTH[@]}" -H 'Content-Type: application/json' \
+  -d "{\"title\":\"Brewing notes\",\"text\":\"$NOTE\"}" || fail "ingest the note"
+
+# 4. live: longer than its job timeout, reads the owner's note, paused by the graph's interrupt(), resumed.
 rid="$(json "$(curl -fsS "$HOST_URL/api/workflow/start" "${AUTH[@]}" -H 'Content-Type: application/json' \
   -d '{"workflow":"live","inputs":{"topic":"pour-over coffee","platform":"douyin","review":true}}')" 'j.run_id')"
 st="$(await "$rid" paused)"
@@ -136,18 +195,58 @@ st="$(await "$rid" completed)"
 [[ "$st" == completed ]] || { cat "$WORK/$rid.json" >&2; tail -n 30 "$WORK/host.log" >&2; fail "live did not complete after resume: $st"; }
 curl -fsS "$HOST_URL/api/workflow/result/$rid" "${AUTH[@]}" >"$WORK/live.result.json"
 grep -q "mention the bloom" "$WORK/live.result.json" || { cat "$WORK/live.result.json" >&2; fail "the reviewer's feedback is not in live's script"; }
+grep -q "thirty second bloom" "$WORK/live.result.json" || { cat "$WORK/live.result.json" >&2; fail "the owner's note (read by the graph with the run's tool credential) is not in live's script"; }
+grep -q "rft_" "$WORK/live.result.json" && fail "the run's tool credential is in live's result"
 engine="$(json "$WORK/$rid.json" 'j.engine+" "+(j.degraded||"")')"
 [[ "$engine" == "graph " ]] || fail "live ran on '$engine', not the graph engine"
 # The run's thread (found by its metadata, as a LangGraph user would) holds two graph runs: the
 # start and the resume; none was posted twice although the graph outlived its job timeout.
-tid="$(json "$(curl -fsS "$LG_URL/threads/search" -H 'Content-Type: application/json' \
-  -d '{"metadata":{"reelforge_run_id":"'"$rid"'"}}')" 'j.map(t=>t.thread_id).join(" ")')"
-[[ "$tid" =~ ^[0-9a-f-]{36}$ ]] || fail "no single LangGraph thread for run $rid: '$tid'"
-n="$(json "$(curl -fsS "$LG_URL/threads/$tid/runs")" 'String(j.length)')"
-[[ "$n" == 2 ]] || fail "the live thread has $n LangGraph runs, want 2 (the start and the resume)"
-log "live $rid: resumed and completed on the graph engine; the feedback is in the script"
+tid="$(thread_of "$rid")"
+runs="$(lg_runs "$tid")"
+[[ "$runs" == "success success" ]] || fail "the live thread's LangGraph runs are '$runs', want 'success success' (the start and the resume)"
+# The credential reached the graph in config.configurable under a key LangGraph keeps out of
+# checkpoint metadata: the thread's history does not hold it.
+curl -fsS "$LG_URL/threads/$tid/history" -H 'Content-Type: application/json' -d '{"limit":50}' | grep -q "rft_" &&
+  fail "the run's tool credential is in the LangGraph thread's checkpoint history"
+log "live $rid: read the owner's note, resumed and completed on the graph engine; the feedback is in the script"
 
-# 5. short_drama: the graph writes, the host renders.
+# 5. cancel: the Reelforge run cancelled while its graph works cancels the LangGraph run.
+rid="$(start_run '{"workflow":"live","inputs":{"topic":"cold brew"}}')"
+graph_working "$rid"
+curl -fsS -o /dev/null -X POST "$HOST_URL/api/workflow/cancel/$rid" "${AUTH[@]}" || fail "cancel live"
+st="$(await "$rid" cancelled)"
+[[ "$st" == cancelled ]] || { cat "$WORK/$rid.json" >&2; fail "the cancelled live run is $st"; }
+tid="$(thread_of "$rid")"
+for _ in $(seq 1 40); do runs="$(lg_runs "$tid")"; [[ "$runs" == pending || "$runs" == running ]] || break; sleep 0.25; done
+[[ "$runs" == interrupted ]] || fail "the cancelled run's LangGraph runs are '$runs', want 'interrupted' (cancelled)"
+log "cancel $rid: the LangGraph run was cancelled ($runs)"
+
+# 6. A graph that throws: the run fails with the graph's own message, not degraded to node.
+rid="$(start_run '{"workflow":"live_failing","inputs":{"topic":"stoneware"}}')"
+st="$(await "$rid" failed)"
+[[ "$st" == failed ]] || { cat "$WORK/$rid.json" >&2; fail "live_failing is $st, want failed"; }
+grep -q "the kiln is cold" "$WORK/$rid.json" || { cat "$WORK/$rid.json" >&2; fail "the failed run does not say the graph's error"; }
+grep -q "AGENT_EXECUTION_FAILED" "$WORK/$rid.json" || { cat "$WORK/$rid.json" >&2; fail "the failed run's code is not AGENT_EXECUTION_FAILED"; }
+log "failing graph $rid: failed with $(json "$WORK/$rid.json" 'JSON.stringify(j.error)')"
+
+# 7. takeover: the host dies (SIGKILL) while the graph works (live_slow's node takes 30 s); started
+# again, it takes the run up and joins the LangGraph run still in flight on its thread.
+rid="$(start_run '{"workflow":"live_slow","inputs":{"topic":"espresso"}}')"
+graph_working "$rid"
+kill -9 "$HOST_PID"; wait "$HOST_PID" 2>/dev/null || true
+log "takeover $rid: host killed while the graph works; starting it again"
+start_host
+st="$(await "$rid" completed)"
+[[ "$st" == completed ]] || { cat "$WORK/$rid.json" >&2; tail -n 30 "$WORK/host.log" >&2; fail "the taken-over live run is $st"; }
+runs="$(lg_runs "$(thread_of "$rid")")"
+[[ "$runs" == success ]] || fail "the taken-over run's LangGraph runs are '$runs', want one 'success' (never started twice)"
+how="$(json "$(curl -fsS "$HOST_URL/api/workflow/trace/$rid" "${AUTH[@]}")" '(function f(o){if(!o||typeof o!=="object")return "";if(o.step_id==="graph_runner"&&o.inputs&&o.inputs.start)return o.inputs.start;for(const k in o){const v=f(o[k]);if(v)return v}return ""})(j)')"
+[[ "$how" == join ]] || fail "the new host's execution of $rid was '$how', want 'join' (the graph was still running)"
+curl -fsS "$HOST_URL/api/workflow/result/$rid" "${AUTH[@]}" | grep -q "A slow rundown about espresso" ||
+  fail "the taken-over run's result is not the graph's script"
+log "takeover $rid: the new host joined the LangGraph run in flight and completed with its script"
+
+# 8. short_drama: the graph writes, the host renders.
 rid="$(json "$(curl -fsS "$HOST_URL/api/workflow/start" "${AUTH[@]}" -H 'Content-Type: application/json' \
   -d '{"workflow":"short_drama","inputs":{"topic":"a lost letter","characters":"Lin, Chen","duration":8}}')" 'j.run_id')"
 st="$(await "$rid" completed)"

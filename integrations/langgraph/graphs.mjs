@@ -4,8 +4,9 @@
 // with the run's inputs as the input state and reads their final state as the run's outputs; the
 // host renders short_drama's video after the graph (the workflow's generator step).
 //
-// No language model is called: the text is written from templates over the inputs, and every
-// output says so (source: "template", note). A graph of yours would call its model here.
+// No language model is called: the text is written from templates over the inputs (and, for
+// live_script, the run owner's notes read with the run's tool credential), and every output says
+// so (source, note). A graph of yours would call its model here.
 //
 // STEP_SECONDS (environment) makes each node take that long, so that a graph can run longer than
 // the graph engine's job timeout (scripts/e2e-langgraph.sh sets it).
@@ -24,6 +25,7 @@ const State = Annotation.Root({
   characters: Annotation({ reducer: last, default: () => "" }),
   review: Annotation({ reducer: last, default: () => false }),
   notes: Annotation({ reducer: last, default: () => [] }),
+  notes_from: Annotation({ reducer: last, default: () => "" }), // "knowledge base" or "template"
   feedback: Annotation({ reducer: last, default: () => "" }),
   title: Annotation({ reducer: last, default: () => "" }),
   script: Annotation({ reducer: last, default: () => "" }),
@@ -33,10 +35,31 @@ const State = Annotation.Root({
 
 const subject = (s) => (s.topic || s.summary || s.prompt || "today's topic").trim();
 
-async function research(s) {
+// research takes its segments from the run owner's notes on the subject when Reelforge hands the
+// graph its tool credential (config.configurable: reelforge_url and __reelforge_token, a key
+// LangGraph keeps out of checkpoints and traces), from a template otherwise.
+async function research(s, config) {
   await pause();
   const about = subject(s);
-  return { notes: [`What viewers ask most about ${about}`, `One mistake people make with ${about}`, `A quick demo of ${about}`] };
+  const known = await ownerNotes(about, config);
+  if (known.length) return { notes: known, notes_from: "knowledge base" };
+  return { notes_from: "template", notes: [`What viewers ask most about ${about}`, `One mistake people make with ${about}`, `A quick demo of ${about}`] };
+}
+
+// ownerNotes: the passages of the run owner's knowledge base about query (at most 3), read with
+// the run's tool credential; none without one. The credential reads that owner's knowledge only,
+// and only while the run lasts.
+async function ownerNotes(query, config) {
+  const { reelforge_url: url, __reelforge_token: token } = config?.configurable ?? {};
+  if (!url || !token) return [];
+  const res = await fetch(`${url}/api/knowledge/context`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, top_k: 3 }),
+  });
+  if (!res.ok) throw new Error(`Reelforge's /api/knowledge/context answered ${res.status}: ${await res.text()}`);
+  const { data } = await res.json();
+  return (data?.hits ?? []).map((h) => h.chunk_text.replace(/\s+/g, " ").trim()).filter(Boolean);
 }
 
 async function writeRundown(s) {
@@ -48,7 +71,7 @@ async function writeRundown(s) {
     `Call to action: follow for the next live, and ask your questions about ${about} in the chat.`,
   ];
   return { title: `Live: ${about}`, script: lines.join("\n"),
-    note: "written from a template (this graph calls no language model)" };
+    note: `written from a template over ${s.notes_from === "knowledge base" ? "the owner's notes" : "the topic"} (this graph calls no language model)` };
 }
 
 // review pauses the run for a person when the input asks for it (review: true); the value given
