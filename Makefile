@@ -43,7 +43,7 @@ tools-test:
 crash-test: ## SIGKILL the host in CRASH_ROUNDS rounds (default 20) on SQLite and TEST_DATABASE_URL; counts lost, duplicated, stuck, orphaned work
 	CRASH_ROUNDS=$${CRASH_ROUNDS:-20} $(GO) test -count=1 -timeout 3h -v -run 'TestCrash|TestTwoHosts' ./host/crashtest
 
-fault-test: ## break the database under two host processes in FAULT_ROUNDS rounds (default 3): a PostgreSQL cluster of its own paused, killed, run out of connections; counts answers, lost, duplicated, overlapping, stuck work
+fault-test: ## break the database under two host processes in FAULT_ROUNDS rounds (default 3): a PostgreSQL cluster of its own paused, killed, run out of connections, claims landing late, a host cut off; counts answers, lost, duplicated, overlapping, stuck work
 	FAULT_ROUNDS=$${FAULT_ROUNDS:-3} $(GO) test -count=1 -timeout 1h -v -run 'TestFault|TestStart' ./host/faulttest
 
 test-short: ## quick tests: no plugin processes, no race detector

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,13 +87,17 @@ func (h *host) logLines() int {
 
 // model is an OpenAI-compatible chat server that records each call: the run it serves (the run's
 // tag, which the load puts in each run's topic), a digest of the request, and when it began and
-// ended. Each call takes a little while, so that two executions of one run at the same time
-// overlap in its record.
+// ended. Each call takes a while (delay, which a scenario may change), so that two executions of
+// one run at the same time overlap in its record.
 type model struct {
 	url   string
+	delay atomic.Int64 // a time.Duration
 	mu    sync.Mutex
 	calls []modelCall
 }
+
+// setDelay sets how long the model takes to answer from now on.
+func (m *model) setDelay(d time.Duration) { m.delay.Store(int64(d)) }
 
 type modelCall struct {
 	tag, digest string
@@ -101,12 +106,13 @@ type modelCall struct {
 
 var runTag = regexp.MustCompile(`ftag-[0-9a-f]{16}`)
 
-func newModel(t *testing.T) *model {
+func newModel(t *testing.T, delay time.Duration) *model {
 	m := &model{}
+	m.setDelay(delay)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
 		body, _ := io.ReadAll(req.Body)
-		time.Sleep(150 * time.Millisecond) // the subject: a model takes a while, so executions overlap
+		time.Sleep(time.Duration(m.delay.Load())) // the subject: a model takes a while, so executions overlap
 		sum := sha256.Sum256(body)
 		m.mu.Lock()
 		m.calls = append(m.calls, modelCall{tag: runTag.FindString(string(body)), digest: hex.EncodeToString(sum[:8]), start: start, end: time.Now()})
@@ -220,19 +226,8 @@ func load(hosts []*host, project string) *work {
 			go func() {
 				defer wg.Done()
 				for ctx.Err() == nil {
-					tag := fmt.Sprintf("ftag-%016x", rand.Uint64())
-					var out struct {
-						RunID string `json:"run_id"`
-					}
-					st, took := h.TimedCall("POST", "/api/workflow/start", map[string]any{"workflow": "content_plan_workflow",
-						"inputs": map[string]any{"topic": "quokka lanterns " + tag}}, &out)
-					w.record("start run", st, took)
-					if (st == 200 || st == 201) && out.RunID != "" {
-						w.mu.Lock()
-						w.runs[out.RunID] = tag
-						w.mu.Unlock()
-					}
-					st, took = h.TimedCall("GET", "/api/projects", nil, nil)
+					w.startRun(h)
+					st, took := h.TimedCall("GET", "/api/projects", nil, nil)
 					w.record("list projects", st, took)
 					if !testhost.Pace(ctx, 100*time.Millisecond) {
 						return
@@ -287,6 +282,22 @@ func load(hosts []*host, project string) *work {
 		}()
 	}
 	return w
+}
+
+// startRun starts a run on h, and keeps it when h acknowledges it.
+func (w *work) startRun(h *host) {
+	tag := fmt.Sprintf("ftag-%016x", rand.Uint64())
+	var out struct {
+		RunID string `json:"run_id"`
+	}
+	st, took := h.TimedCall("POST", "/api/workflow/start", map[string]any{"workflow": "content_plan_workflow",
+		"inputs": map[string]any{"topic": "quokka lanterns " + tag}}, &out)
+	w.record("start run", st, took)
+	if (st == 200 || st == 201) && out.RunID != "" {
+		w.mu.Lock()
+		w.runs[out.RunID] = tag
+		w.mu.Unlock()
+	}
 }
 
 // mark starts (on) or ends the window whose answers count as during the fault.
