@@ -48,7 +48,7 @@ func TestPoolShrinksUnderAPoller(t *testing.T) {
 			defer close(polled)
 			for ctx.Err() == nil {
 				_, _ = pool.Exec(ctx, `SELECT 1`)
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond) // the subject: a poller's rhythm, not a wait
 			}
 		}()
 		want := int32(max(1, min))
