@@ -99,6 +99,9 @@ func breakCost(text string, a, b seg, unit int) int {
 	last, _ := utf8.DecodeLastRuneInString(strings.TrimRightFunc(text[a.from:a.to], unicode.IsSpace))
 	next, _ := utf8.DecodeRuneInString(text[b.from:b.to])
 	switch {
+	case next == '—' || next == '–':
+		// A dash belongs to the clause before it: a line that opens with one reads as a list.
+		return (unit / 2) * (unit / 2)
 	case strings.ContainsRune(clausePunct, last):
 		return 0
 	case a.inWord:

@@ -78,6 +78,28 @@ func TestLayout(t *testing.T) {
 	}
 }
 
+// TestLayoutKeepsTheDashWithItsClause: no line opens with a dash (UAX #14 allows a break before
+// one; a creator's video showed "— change them, and" as a line of its own start).
+func TestLayoutKeepsTheDashWithItsClause(t *testing.T) {
+	t.Parallel()
+	texts := []string{
+		"Start with the conditions — change them, and everything else changes too.",
+		"Reason 1: It saves time — once the routine is set, it runs almost on its own.",
+		"Doing everything at once — pick one change and make it stick first.",
+	}
+	for _, width := range []int{22, 31, 40} {
+		for _, text := range texts {
+			for _, page := range layout(text, width, 3) {
+				for _, l := range page {
+					if line := text[l.from:l.to]; strings.HasPrefix(line, "—") {
+						t.Errorf("layout(%q, %d): the line %q opens with a dash", text, width, line)
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestSpokenUnits(t *testing.T) {
 	t.Parallel()
 	text := "“Hello, world” ☕ it's 3 手冲咖啡。"
