@@ -89,6 +89,9 @@ type Host struct {
 	Scheduler *scheduler.Scheduler
 	// Queue is the host's River client: its durable background jobs (queue.go, docs/queue.md).
 	Queue *queue.Queue
+	// queueStarting gives up a start of the queue still waiting for the database (startQueue);
+	// nil when the queue started at once.
+	queueStarting func()
 }
 
 // New opens the store and builds the services; a database that cannot serve fails it.
@@ -397,7 +400,7 @@ func (h *Host) Run(ctx context.Context) error {
 		}
 	}
 	stopHolds := h.keepHolds(ctx)
-	if err := h.Queue.Start(ctx); err != nil {
+	if err := h.startQueue(ctx); err != nil {
 		stopHolds()
 		ln.Close()
 		h.Store.Close()

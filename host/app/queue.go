@@ -7,6 +7,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/reelforge/reelforge/host/queue"
+	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/backoff"
 )
 
 // newQueue builds the host's River client (host/queue) with the workers of the host's durable
@@ -22,9 +24,52 @@ func (h *Host) newQueue() error {
 	return nil
 }
 
+// startQueue starts the job queue. River opens connections of its own at start, which a database
+// that is down or out of connections refuses even though the store opened a moment before (a host
+// started with two connections free exited with rc 1): then the queue is started in the
+// background with the start's back-off (startWait) while the host serves, its jobs waiting in their
+// table. Any other error ends the start.
+func (h *Host) startQueue(ctx context.Context) error {
+	err := h.Queue.Start(ctx)
+	if err == nil || h.faultOf(err) == nil {
+		return err
+	}
+	wait, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	h.queueStarting = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		retry := backoff.Retry{Policy: startWait, Log: h.Log, What: "queue: start: waiting for the database"}
+		for backoff.Sleep(wait, retry.Failed(err, "cause", h.faultOf(err).Cause)) {
+			if err = h.Queue.Start(ctx); err == nil {
+				retry.Succeeded()
+				return
+			}
+			if h.faultOf(err) == nil {
+				h.Log.Error("queue: start: its jobs are not worked on this host", "err", err)
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// faultOf is the database's state in err (nil: err is about something else), as the store
+// driver reads it.
+func (h *Host) faultOf(err error) *store.Fault {
+	if d, ok := h.Store.(interface{ AsFault(error) *store.Fault }); ok {
+		return d.AsFault(err)
+	}
+	return store.FaultOf(err)
+}
+
 // stopQueue stops working jobs, giving those in flight a few seconds: a job cut off is worked
-// again (River rescues it), and each of the host's jobs may be done twice.
+// again (River rescues it), and each of the host's jobs may be done twice. A start still waiting
+// for the database is given up first.
 func (h *Host) stopQueue() {
+	if h.queueStarting != nil {
+		h.queueStarting()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := h.Queue.Stop(ctx); err != nil {

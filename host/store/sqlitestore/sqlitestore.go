@@ -146,6 +146,11 @@ var dialect = &sqldb.Dialect{
 	TimeArg:  func(t time.Time) any { return t.UTC().Format(sqldb.SQLiteTimeFormat) },
 }
 
+// AsFault is the database's state (a store.Fault: unreachable, out of connections, full...) in
+// an error another library met on this driver's database (the job queue's, host/queue), or nil
+// when err is about something else.
+func (d *Driver) AsFault(err error) *store.Fault { return store.FaultOf(mapError(err)) }
+
 func mapError(err error) error {
 	if err == nil {
 		return nil
