@@ -17,6 +17,7 @@ import (
 // OpenAPI documents them from the same declarations.
 func (s *Server) typedOperations(api huma.API) {
 	s.projectOperations(api)
+	s.taskOperations(api)
 }
 
 var openAPIDoc struct {

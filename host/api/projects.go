@@ -28,6 +28,15 @@ func (s *Server) projectOperations(api huma.API) {
 		Errors: []int{403, 404}}, s.projectTasks)
 }
 
+// namedProject is the caller's project id names in a typed operation's body or query (403 when
+// there is none or it is not theirs); empty is nil.
+func (s *Server) namedProject(ctx context.Context, id string) (*store.Project, error) {
+	if id == "" {
+		return nil, nil
+	}
+	return access.Project(ctx, s.Store, caller(ctx), id, access.InBody)
+}
+
 // bodyProject loads a project named in a body or query through the ownership guard; empty is nil.
 func (s *Server) bodyProject(c *fiber.Ctx, id string) (*store.Project, error) {
 	if id == "" {

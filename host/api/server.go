@@ -167,7 +167,6 @@ func (s *Server) App() *fiber.App {
 	s.workflowRoutes(api)
 	s.knowledgeRoutes(api)
 	s.notificationRoutes(api)
-	s.taskRoutes(api)
 	s.schedulerRoutes(api)
 	s.apiKeyRoutes(api)
 

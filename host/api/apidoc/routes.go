@@ -145,17 +145,6 @@ func Ops() []Op {
 			Desc: "The refresh token used is revoked; reusing a revoked one revokes its whole family."},
 		{Method: "GET", Path: "/api/auth/me", Tag: "Auth", Summary: "The caller", Sec: Bearer, Status: 200, Kind: Data, Resp: obj("user!", ref("User"))},
 
-		// Tasks
-		{Method: "POST", Path: "/api/tasks", Tag: "Tasks", Summary: "Create a task (PENDING)", Sec: Bearer, Status: 201, Kind: Data,
-			Body: obj("projectId!", uuid, "type!", str(""), "inputParams", anyObj("default {}"), "input_params", anyObj("alias of inputParams")),
-			Resp: obj("task!", ref("Task")), Errors: []int{403}},
-		{Method: "POST", Path: "/api/project/dispatch-task", Tag: "Tasks", Summary: "Dispatch a task (whitepaper form of POST /api/tasks)", Sec: Bearer, Status: 201, Kind: Data,
-			Body: obj("projectId!", uuid, "type!", str(""), "inputParams!", anyObj("")), Resp: obj("task!", ref("Task")), Errors: []int{403, 409}},
-		{Method: "GET", Path: "/api/tasks/:id", Tag: "Tasks", Summary: "A task", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("task!", ref("Task")), Errors: []int{403, 404}},
-		{Method: "POST", Path: "/api/tasks/:id/cancel", Tag: "Tasks", Summary: "Cancel a task", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("task!", ref("Task")), Errors: []int{403, 404, 409}, OptionalBody: true},
-
 		// Workflow
 		{Method: "POST", Path: "/api/workflow/start", Tag: "Workflow", Summary: "Start a run", Sec: Bearer, Status: 200, Kind: Top,
 			Body: obj("workflow!", str("manifest id"), "workflow_id", str("alias of workflow"), "project_id", uuid, "strategy_task_id", str(""), "inputs", anyObj("")),
