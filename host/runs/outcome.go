@@ -51,7 +51,7 @@ func (s *Service) judge(ctx context.Context, runID string, out map[string]any) (
 		}
 	}
 	if m != nil {
-		warnings = append(warnings, IgnoredInputs(m, r.Inputs)...)
+		warnings = append(warnings, IgnoredInputs(m, r.Inputs, r.ResumeInput)...)
 	}
 	if len(warnings) > 0 {
 		out["warnings"] = warnings
@@ -60,15 +60,18 @@ func (s *Service) judge(ctx context.Context, runID string, out map[string]any) (
 }
 
 // IgnoredInputs warns of each input of a run that its workflow m does not declare: it is not an
-// error (the scheduler and automation tools send fields of their own), but nothing uses it.
-func IgnoredInputs(m *manifest.Manifest, inputs json.RawMessage) []Warning {
-	var in map[string]any
+// error (the scheduler and automation tools send fields of their own), but nothing uses it. The
+// keys of resumed, the input a paused run was resumed with (merged into its inputs), are not
+// warned of: they answer the step that asked (a human step, a graph's interrupt), which used them.
+func IgnoredInputs(m *manifest.Manifest, inputs, resumed json.RawMessage) []Warning {
+	var in, answer map[string]any
 	if json.Unmarshal(inputs, &in) != nil {
 		return nil
 	}
+	_ = json.Unmarshal(resumed, &answer) // none (nil or not an object): every key is the run's own
 	var names []string
 	for k := range in {
-		if !m.Declares(k) {
+		if _, given := answer[k]; !given && !m.Declares(k) {
 			names = append(names, k)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/events"
+	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/sdk/engine"
@@ -126,5 +127,17 @@ func TestCompletedRunWarns(t *testing.T) {
 		if f.Type == events.FrameTaskStatus && f.Data["runId"] == r.ID && f.Data["status"] == store.RunCompleted && f.Data["warnings"] == nil {
 			t.Errorf("completed task:status frame %v carries no warnings", f.Data)
 		}
+	}
+}
+
+// The input a paused run was resumed with answers the step that asked (a human step, a graph's
+// interrupt): its keys are used, so they are not warned of as ignored inputs; a key the workflow
+// does not declare and no resume gave still is.
+func TestResumeInputIsNotAnIgnoredInput(t *testing.T) {
+	t.Parallel()
+	m := &manifest.Manifest{ID: "live", Inputs: []manifest.Field{{Name: "topic", Type: manifest.TypeString}}}
+	got := runs.IgnoredInputs(m, json.RawMessage(`{"topic":"matcha","colour":"red","approver":"Mia"}`), json.RawMessage(`{"approver":"Mia"}`))
+	if len(got) != 1 || got[0].Input != "colour" {
+		t.Errorf("IgnoredInputs = %+v; want colour only (approver answered the run's pause)", got)
 	}
 }
