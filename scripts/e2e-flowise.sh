@@ -12,6 +12,7 @@
 #   - runs kb_chat: completes on the chatflow engine, not degraded, its answer quotes the note;
 #   - asks /api/ai/chat twice in one session: both answers quote the note, the second is turn 2
 #     of the same conversation and sees the first question;
+#   - runs kb_chat with that session_id: the third turn of the conversation;
 # Prints "PASS e2e-flowise" at the end; exits non-zero on any failure.
 #
 #   scripts/e2e-flowise.sh
@@ -182,7 +183,23 @@ reply="$(json "$WORK/chat2.json" 'j.data.response')"
 [[ "$reply" == *"cools overnight"* ]] || { cat "$WORK/chat2.json" >&2; fail "turn 2 does not quote the note"; }
 log "/api/ai/chat: two turns in session $sid; the second sees the first"
 
-# 8. Recording: a few refusals, as Flowise answers them (no API key, an unknown chatflow, an id
+# 8. A kb_chat run in that session (session_id, a declared input of kb_chat) is its third turn.
+rid="$(json "$(curl -fsS "$HOST_URL/api/workflow/start" "${AUTH[@]}" \
+  -d "{\"workflow\":\"kb_chat\",\"inputs\":{\"question\":\"At what temperature does the kiln fire?\",\"session_id\":\"$sid\"}}")" 'j.run_id')"
+for _ in $(seq 1 120); do
+  curl -fsS "$HOST_URL/api/workflow/status/$rid" "${AUTH[@]}" >"$WORK/kb_chat3.status.json" || true
+  st="$(json "$WORK/kb_chat3.status.json" 'j.status')"
+  [[ "$st" == completed || "$st" == failed ]] && break
+  sleep 0.5
+done
+curl -fsS "$HOST_URL/api/workflow/result/$rid" "${AUTH[@]}" >"$WORK/kb_chat3.result.json"
+[[ "$st" == completed ]] || { cat "$WORK/kb_chat3.result.json" >&2; fail "kb_chat in session $sid did not complete: $st"; }
+grep -q "Turn 3 of conversation $sid" "$WORK/kb_chat3.result.json" || { cat "$WORK/kb_chat3.result.json" >&2; fail "kb_chat in session $sid is not its third turn"; }
+[[ "$(json "$WORK/kb_chat3.result.json" '(j.outputs||{}).session_id||""')" == "$sid" ]] || { cat "$WORK/kb_chat3.result.json" >&2; fail "kb_chat's outputs lack its session_id"; }
+grep -q '"input":"session_id"' "$WORK/kb_chat3.result.json" && { cat "$WORK/kb_chat3.result.json" >&2; fail "kb_chat warns that session_id is not its input"; }
+log "kb_chat $rid: the third turn of session $sid"
+
+# 9. Recording: a few refusals, as Flowise answers them (no API key, an unknown chatflow, an id
 # that is not one, its web UI where the API is not).
 if [[ -n "${FLOWISE_E2E_RECORD:-}" ]]; then
   for id in "$FLOW_ID" 00000000-0000-4000-8000-000000000000 kb-chat; do
