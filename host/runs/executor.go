@@ -686,7 +686,7 @@ func (s *Service) failJobs(ctx context.Context, f jobFailure) []string {
 			if err := tx.FenceRun(ctx, f.RunID, f.Owner); err != nil {
 				return nil, err
 			}
-			return tx.ResolveJob(ctx, j.ID, engine.JobFailed, nil, errObj)
+			return tx.ResolveJob(ctx, store.ResolveJobParams{ID: j.ID, Status: engine.JobFailed, Error: errObj})
 		})
 		if err == nil {
 			ids = append(ids, j.ID)

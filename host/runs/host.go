@@ -210,7 +210,7 @@ func (s *Service) dispatch(ctx context.Context, j *store.Job) {
 	if s.dispatcher.Local(j.Type) {
 		holder = s.life
 	}
-	if err := s.st.MarkJobDispatched(ctx, j.ID, holder, s.opts.Lease); err != nil {
+	if err := s.st.MarkJobDispatched(ctx, store.DispatchJobParams{ID: j.ID, Holder: holder, Lease: s.opts.Lease}); err != nil {
 		s.log.Warn("runs: mark job dispatched", "job_id", j.ID, "err", err)
 	}
 	if err := s.dispatcher.Dispatch(ctx, toEngineJob(j), s.opts.CallbackBaseURL+s.callbackPath(j.Type)); err != nil {
@@ -241,7 +241,7 @@ func (s *Service) resolve(ctx context.Context, jobID, status string, result json
 // their back-off).
 func (s *Service) resolveErr(ctx context.Context, jobID, status string, result json.RawMessage, e *engine.RunError) (*store.Job, error) {
 	return s.resolveWith(ctx, jobID, status, result, e, func(tx Store, errObj json.RawMessage) (*store.Job, error) {
-		return tx.ResolveJob(ctx, jobID, status, result, errObj)
+		return tx.ResolveJob(ctx, store.ResolveJobParams{ID: jobID, Status: status, Result: result, Error: errObj})
 	})
 }
 
@@ -249,7 +249,7 @@ func (s *Service) resolveErr(ctx context.Context, jobID, status string, result j
 // resolved meanwhile, or its executor called back and moved the deadline (ExtendJob).
 func (s *Service) expire(ctx context.Context, jobID string, now time.Time, e *engine.RunError) (*store.Job, error) {
 	return s.resolveWith(ctx, jobID, engine.JobTimeout, nil, e, func(tx Store, errObj json.RawMessage) (*store.Job, error) {
-		return tx.TimeOutJob(ctx, jobID, now, errObj)
+		return tx.TimeOutJob(ctx, store.TimeOutJobParams{ID: jobID, Now: now, Error: errObj})
 	})
 }
 

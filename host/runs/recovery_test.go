@@ -85,7 +85,7 @@ func TestRestartTakesBackItsOwnWorkAtOnce(t *testing.T) {
 	if err := st.CreateJob(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.MarkJobDispatched(ctx, old.ID, "h1/previous-life", time.Hour); err != nil {
+	if err := st.MarkJobDispatched(ctx, store.DispatchJobParams{ID: old.ID, Holder: "h1/previous-life", Lease: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -134,13 +134,13 @@ type Store interface {
 	CreateJob(ctx context.Context, j *store.Job) error
 	GetJob(ctx context.Context, id string) (*store.Job, error)
 	ListRunJobs(ctx context.Context, runID string) ([]store.Job, error)
-	ResolveJob(ctx context.Context, id, status string, result, errObj json.RawMessage) (*store.Job, error)
+	ResolveJob(ctx context.Context, p store.ResolveJobParams) (*store.Job, error)
 	RetryJob(ctx context.Context, id string, timeoutAt time.Time) (*store.Job, error)
-	MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error
+	MarkJobDispatched(ctx context.Context, p store.DispatchJobParams) error
 	RenewJobLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
 	ListDueJobs(ctx context.Context, now time.Time, limit int) ([]store.Job, error)
 	ExtendJob(ctx context.Context, id string, timeoutAt time.Time) (*store.Job, error)
-	TimeOutJob(ctx context.Context, id string, now time.Time, errObj json.RawMessage) (*store.Job, error)
+	TimeOutJob(ctx context.Context, p store.TimeOutJobParams) (*store.Job, error)
 	ListAbandonedJobs(ctx context.Context, now time.Time, limit int) ([]store.Job, error)
 	TakeBackJobs(ctx context.Context, hostID string) (int64, error)
 }

@@ -118,6 +118,26 @@ type ModelCallKey struct {
 	Key     string
 }
 
+// ResolveJobParams end job ID with Status (completed, failed, timeout) and its Result or Error.
+type ResolveJobParams struct {
+	ID, Status    string
+	Result, Error json.RawMessage // nil: none
+}
+
+// DispatchJobParams set job ID running (MarkJobDispatched): Holder, when not "", does its work
+// itself and holds it for Lease.
+type DispatchJobParams struct {
+	ID, Holder string
+	Lease      time.Duration
+}
+
+// TimeOutJobParams time out job ID when its timeout_at is at or before Now, with Error.
+type TimeOutJobParams struct {
+	ID    string
+	Now   time.Time
+	Error json.RawMessage
+}
+
 // TraceStep is one stored step of a run's trace; Step is the TraceStep JSON of SPEC.md.
 type TraceStep struct {
 	RunID     string          `json:"run_id"`
@@ -280,13 +300,13 @@ type Runs interface {
 	CreateJob(ctx context.Context, j *Job) error
 	GetJob(ctx context.Context, id string) (*Job, error)
 	ListRunJobs(ctx context.Context, runID string) ([]Job, error)
-	// ResolveJob moves a pending or running job to status (completed, failed, timeout) with its
+	// ResolveJob moves a pending or running job to p.Status (completed, failed, timeout) with its
 	// result or error; ErrStale when it was resolved already.
-	ResolveJob(ctx context.Context, id, status string, result, errObj json.RawMessage) (*Job, error)
-	// MarkJobDispatched sets a pending job running. A holder other than "" does the job's work
-	// itself and holds it until now+lease, by the database's clock on PostgreSQL (renewed with
+	ResolveJob(ctx context.Context, p ResolveJobParams) (*Job, error)
+	// MarkJobDispatched sets a pending job running. A p.Holder other than "" does the job's work
+	// itself and holds it until now+p.Lease, by the database's clock on PostgreSQL (renewed with
 	// RenewJobLeases).
-	MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error
+	MarkJobDispatched(ctx context.Context, p DispatchJobParams) error
 	// RenewJobLeases extends the leases of the unresolved jobs holder holds.
 	RenewJobLeases(ctx context.Context, holder string, lease time.Duration) (int64, error)
 	// TakeBackJobs ends at once the leases of the unresolved jobs held by host's lives (holders
@@ -304,8 +324,8 @@ type Runs interface {
 	// still at work, so the job times out only after a silence longer than its timeout. ErrStale
 	// when the job was resolved (timed out included), ErrNotFound when there is no such job.
 	ExtendJob(ctx context.Context, id string, timeoutAt time.Time) (*Job, error)
-	// TimeOutJob resolves an unresolved job whose timeout_at is at or before now as timed out,
-	// with errObj. ErrStale when it was resolved or its deadline moved past now (ExtendJob won the
-	// race): then it is not timed out.
-	TimeOutJob(ctx context.Context, id string, now time.Time, errObj json.RawMessage) (*Job, error)
+	// TimeOutJob resolves an unresolved job whose timeout_at is at or before p.Now as timed out,
+	// with p.Error. ErrStale when it was resolved or its deadline moved past p.Now (ExtendJob won
+	// the race): then it is not timed out.
+	TimeOutJob(ctx context.Context, p TimeOutJobParams) (*Job, error)
 }

@@ -724,7 +724,7 @@ func TestJobLeasesByDatabaseClock(t *testing.T) {
 		}
 		return len(jobs) == 1 && jobs[0].ID == j.ID
 	}
-	if err := late.MarkJobDispatched(ctx, j.ID, "late/life", time.Minute); err != nil {
+	if err := late.MarkJobDispatched(ctx, store.DispatchJobParams{ID: j.ID, Holder: "late/life", Lease: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if abandoned() {

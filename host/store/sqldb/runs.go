@@ -454,12 +454,12 @@ func (db *DB) ListRunJobs(ctx context.Context, runID string) ([]store.Job, error
 }
 
 // ResolveJob implements store.Runs.
-func (db *DB) ResolveJob(ctx context.Context, id, status string, result, errObj json.RawMessage) (*store.Job, error) {
+func (db *DB) ResolveJob(ctx context.Context, p store.ResolveJobParams) (*store.Job, error) {
 	now := db.Now()
 	j, err := scanJob(db.QueryRow(ctx, `UPDATE jobs SET status = $2, result = $3, error = $4, resolved_at = $5, updated_at = $5
-		WHERE job_id = $1 AND status IN ('pending', 'running') RETURNING `+jobCols, id, status, J(result), J(errObj), db.T(now)))
+		WHERE job_id = $1 AND status IN ('pending', 'running') RETURNING `+jobCols, p.ID, p.Status, J(p.Result), J(p.Error), db.T(now)))
 	if errors.Is(err, store.ErrNotFound) {
-		if _, gerr := db.GetJob(ctx, id); gerr != nil {
+		if _, gerr := db.GetJob(ctx, p.ID); gerr != nil {
 			return nil, gerr
 		}
 		return nil, store.ErrStale
@@ -470,12 +470,12 @@ func (db *DB) ResolveJob(ctx context.Context, id, status string, result, errObj 
 // MarkJobDispatched implements store.Runs. A held job's lease is set by the clock run leases are
 // (leaseClock): hosts whose clocks disagree agree on when it runs out, and a statement that waited
 // out a stall does not land it already expired.
-func (db *DB) MarkJobDispatched(ctx context.Context, id, holder string, lease time.Duration) error {
+func (db *DB) MarkJobDispatched(ctx context.Context, p store.DispatchJobParams) error {
 	now := db.Now()
-	a := Args{List: []any{id, db.T(now), holder}}
+	a := Args{List: []any{p.ID, db.T(now), p.Holder}}
 	until := "NULL"
-	if holder != "" {
-		_, until = db.leaseClock(&a, lease)
+	if p.Holder != "" {
+		_, until = db.leaseClock(&a, p.Lease)
 	}
 	_, err := db.Exec(ctx, `UPDATE jobs SET status = 'running', dispatched_at = $2, updated_at = $2, held_by = $3, lease_until = `+until+`
 		WHERE job_id = $1 AND status IN ('pending', 'running')`, a.List...)
@@ -551,13 +551,13 @@ func (db *DB) ExtendJob(ctx context.Context, id string, timeoutAt time.Time) (*s
 }
 
 // TimeOutJob implements store.Runs.
-func (db *DB) TimeOutJob(ctx context.Context, id string, now time.Time, errObj json.RawMessage) (*store.Job, error) {
+func (db *DB) TimeOutJob(ctx context.Context, p store.TimeOutJobParams) (*store.Job, error) {
 	at := db.Now()
 	j, err := scanJob(db.QueryRow(ctx, `UPDATE jobs SET status = 'timeout', error = $3, resolved_at = $4, updated_at = $4
 		WHERE job_id = $1 AND status IN ('pending', 'running') AND timeout_at <= $2 RETURNING `+jobCols,
-		id, db.T(now), J(errObj), db.T(at)))
+		p.ID, db.T(p.Now), J(p.Error), db.T(at)))
 	if errors.Is(err, store.ErrNotFound) {
-		if _, gerr := db.GetJob(ctx, id); gerr != nil {
+		if _, gerr := db.GetJob(ctx, p.ID); gerr != nil {
 			return nil, gerr
 		}
 		return nil, store.ErrStale

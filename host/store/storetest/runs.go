@@ -321,7 +321,7 @@ func testJobs(t *testing.T, open Opener) {
 	if err := d.CreateJob(ctx, j); err != nil {
 		t.Fatalf("CreateJob: %v", err)
 	}
-	if err := d.MarkJobDispatched(ctx, j.ID, "", 0); err != nil {
+	if err := d.MarkJobDispatched(ctx, store.DispatchJobParams{ID: j.ID}); err != nil {
 		t.Fatalf("MarkJobDispatched: %v", err)
 	}
 	due, err := d.ListDueJobs(ctx, d.Now(), 10)
@@ -338,14 +338,14 @@ func testJobs(t *testing.T, open Opener) {
 	if due, _ := d.ListDueJobs(ctx, d.Now(), 10); len(due) != 0 {
 		t.Errorf("ListDueJobs after retry = %d, want 0", len(due))
 	}
-	res, err := d.ResolveJob(ctx, j.ID, engine.JobCompleted, json.RawMessage(`{"ok":1}`), nil)
+	res, err := d.ResolveJob(ctx, store.ResolveJobParams{ID: j.ID, Status: engine.JobCompleted, Result: json.RawMessage(`{"ok":1}`)})
 	if err != nil || res.Status != engine.JobCompleted || res.ResolvedAt == nil || string(res.Result) == "" {
 		t.Fatalf("ResolveJob = %+v, %v", res, err)
 	}
-	if _, err := d.ResolveJob(ctx, j.ID, engine.JobFailed, nil, json.RawMessage(`{}`)); !errors.Is(err, store.ErrStale) {
+	if _, err := d.ResolveJob(ctx, store.ResolveJobParams{ID: j.ID, Status: engine.JobFailed, Error: json.RawMessage(`{}`)}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("second ResolveJob = %v, want ErrStale (duplicate)", err)
 	}
-	if _, err := d.ResolveJob(ctx, uuid.NewString(), engine.JobFailed, nil, nil); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.ResolveJob(ctx, store.ResolveJobParams{ID: uuid.NewString(), Status: engine.JobFailed}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ResolveJob(unknown) = %v, want ErrNotFound", err)
 	}
 	got, _ := d.GetJob(ctx, j.ID)
@@ -381,7 +381,7 @@ func testJobDeadline(t *testing.T, open Opener) {
 		t.Fatalf("ExtendJob = %+v, %v; want the job pending until %v", ext, err, later)
 	}
 	errObj := json.RawMessage(`{"code":"WORKFLOW_TIMEOUT","message":"silent"}`)
-	if _, err := d.TimeOutJob(ctx, j.ID, listed, errObj); !errors.Is(err, store.ErrStale) {
+	if _, err := d.TimeOutJob(ctx, store.TimeOutJobParams{ID: j.ID, Now: listed, Error: errObj}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("TimeOutJob of an extended job = %v, want ErrStale", err)
 	}
 	if due, _ := d.ListDueJobs(ctx, d.Now(), 10); len(due) != 0 {
@@ -389,11 +389,11 @@ func testJobDeadline(t *testing.T, open Opener) {
 	}
 	// Silent past its new deadline: timed out once, and no longer extended.
 	past := later.Add(time.Second)
-	got, err := d.TimeOutJob(ctx, j.ID, past, errObj)
+	got, err := d.TimeOutJob(ctx, store.TimeOutJobParams{ID: j.ID, Now: past, Error: errObj})
 	if err != nil || got.Status != engine.JobTimeout || got.ResolvedAt == nil || !strings.Contains(string(got.Error), "silent") {
 		t.Fatalf("TimeOutJob = %+v, %v; want the job timed out with the error", got, err)
 	}
-	if _, err := d.TimeOutJob(ctx, j.ID, past, errObj); !errors.Is(err, store.ErrStale) {
+	if _, err := d.TimeOutJob(ctx, store.TimeOutJobParams{ID: j.ID, Now: past, Error: errObj}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("second TimeOutJob = %v, want ErrStale", err)
 	}
 	if _, err := d.ExtendJob(ctx, j.ID, past.Add(time.Hour)); !errors.Is(err, store.ErrStale) {
@@ -402,7 +402,7 @@ func testJobDeadline(t *testing.T, open Opener) {
 	if _, err := d.ExtendJob(ctx, uuid.NewString(), later); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ExtendJob(unknown) = %v, want ErrNotFound", err)
 	}
-	if _, err := d.TimeOutJob(ctx, uuid.NewString(), past, errObj); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.TimeOutJob(ctx, store.TimeOutJobParams{ID: uuid.NewString(), Now: past, Error: errObj}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("TimeOutJob(unknown) = %v, want ErrNotFound", err)
 	}
 }
@@ -462,7 +462,7 @@ func testRunsOrphanClaim(t *testing.T, open Opener) {
 	if _, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: w.ID, Before: d.Now().Add(time.Second), Holder: "orphan"}); !errors.Is(err, store.ErrStale) {
 		t.Errorf("ClaimOrphanRun of a run waiting for a job = %v, want ErrStale", err)
 	}
-	if _, err := d.ResolveJob(ctx, j.ID, engine.JobCompleted, json.RawMessage(`{}`), nil); err != nil {
+	if _, err := d.ResolveJob(ctx, store.ResolveJobParams{ID: j.ID, Status: engine.JobCompleted, Result: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.ClaimOrphanRun(ctx, store.ClaimOrphanRunParams{ID: w.ID, Before: d.Now().Add(-time.Minute), Holder: "orphan"}); !errors.Is(err, store.ErrStale) {
@@ -648,7 +648,7 @@ func testRunsTakeBack(t *testing.T, open Opener) {
 		if err := d.CreateJob(ctx, j); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.MarkJobDispatched(ctx, j.ID, holder, lease); err != nil {
+		if err := d.MarkJobDispatched(ctx, store.DispatchJobParams{ID: j.ID, Holder: holder, Lease: lease}); err != nil {
 			t.Fatal(err)
 		}
 		return j
