@@ -68,9 +68,12 @@ func (q Quality) encoder() []string {
 const AudioRate = 48000
 
 // encodeArgs are the output options of a video render: H.264 in the quality's settings, AAC at
-// 48 kHz, the index at the front (faststart) so a player starts before the whole file is loaded.
+// 48 kHz (ffmpeg's fast AAC coder), the index at the front (faststart) so a player starts before the whole file is loaded.
 func (v *Video) encodeArgs() []string {
 	args := append([]string{"-r", strconv.Itoa(FPS)}, v.Quality.encoder()...)
-	return append(args, "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "160k", "-ar", strconv.Itoa(AudioRate), "-ac", "2",
+	// AAC by ffmpeg's fast coder: its default (twoloop) spent 1.85 s of CPU on a 30 s video's
+	// sound, the fast one 1.05 s (of a render's 17 s), at 160 kbit/s where the two are alike to
+	// the ear.
+	return append(args, "-pix_fmt", "yuv420p", "-c:a", "aac", "-aac_coder", "fast", "-b:a", "160k", "-ar", strconv.Itoa(AudioRate), "-ac", "2",
 		"-movflags", "+faststart")
 }
