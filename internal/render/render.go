@@ -179,9 +179,13 @@ func (v *Video) Render(ctx context.Context) error {
 				m.X(frames, v.Transition == TransitionSlide && !first), m.Y(frames), v.transition(d, first, last), label))
 		case ShotClip:
 			args = append(args, "-stream_loop", "-1", "-ss", ff(s.Offset), "-t", ds, "-i", s.Path)
+			// The part of the clip the frame shows (the frame's size in a picture of the clip scaled
+			// to cover the move's size) is cut out first and then scaled to the frame: scaling the
+			// whole picture and cropping after scaled every frame of a 1280x720 clip to 3413x1920
+			// (a third more CPU for the clip's shots).
 			m := clipMove(v.Frame, s.Move)
-			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='(iw-ow)*%s':y='(ih-oh)*%s',setsar=1,fps=%d,"+
-				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, m.W, m.H, W, H, ff(s.Focus.x()), ff(s.Focus.y()), FPS, ds,
+			graph = append(graph, fmt.Sprintf("[%d:v]crop=w='%d*min(iw/%d,ih/%d)':h='%d*min(iw/%d,ih/%d)':x='(iw-ow)*%s':y='(ih-oh)*%s',scale=%d:%d,setsar=1,fps=%d,"+
+				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, W, m.W, m.H, H, m.W, m.H, ff(s.Focus.x()), ff(s.Focus.y()), W, H, FPS, ds,
 				v.transition(d, first, last), label))
 		default: // title card
 			color := s.Color
