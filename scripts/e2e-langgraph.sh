@@ -13,7 +13,7 @@
 #     and the feedback are in its script;
 #   - cancel: a live run cancelled while its graph works cancels the LangGraph run;
 #   - a graph that throws (a failing graph served beside the project's): the run fails with the
-#     graph's own message;
+#     graph's own message; one that fails once: the run, retried, goes on from the failed node;
 #   - takeover: the host is killed (SIGKILL) while a live graph works and started again; the run
 #     completes on the one LangGraph run it had (joined or adopted, never started twice);
 #   - short_drama: the graph writes the episode, the host's generators render it; the run completes
@@ -89,6 +89,14 @@ const State = Annotation.Root({ topic: Annotation({ reducer: (_, b) => b, defaul
 export const failing = new StateGraph(State)
   .addNode("fire_kiln", async () => { throw new Error("the kiln is cold"); })
   .addEdge(START, "fire_kiln").addEdge("fire_kiln", END).compile();
+let brewed = 0; // flaky's second node fails the first time only: a retry goes on from it
+export const flaky = new StateGraph(State)
+  .addNode("research", async () => ({ script: "Notes." }))
+  .addNode("write_rundown", async (s) => {
+    if (++brewed === 1) throw new Error("the grinder jammed");
+    return { script: `${s.script} A rundown about ${s.topic}, written once.` };
+  })
+  .addEdge(START, "research").addEdge("research", "write_rundown").addEdge("write_rundown", END).compile();
 export const slow = new StateGraph(State)
   .addNode("research", async () => ({}))
   .addNode("write_rundown", async (s) => {
@@ -97,7 +105,7 @@ export const slow = new StateGraph(State)
   })
   .addEdge(START, "research").addEdge("research", "write_rundown").addEdge("write_rundown", END).compile();
 EOF
-node -e 'const f=process.argv[1]; const j=JSON.parse(require("fs").readFileSync(f)); Object.assign(j.graphs, {failing: "./checks.mjs:failing", slow: "./checks.mjs:slow"}); require("fs").writeFileSync(f, JSON.stringify(j))' "$WORK/graphs/langgraph.json"
+node -e 'const f=process.argv[1]; const j=JSON.parse(require("fs").readFileSync(f)); Object.assign(j.graphs, {failing: "./checks.mjs:failing", flaky: "./checks.mjs:flaky", slow: "./checks.mjs:slow"}); require("fs").writeFileSync(f, JSON.stringify(j))' "$WORK/graphs/langgraph.json"
 ln -s "$APP_DIR/node_modules" "$WORK/graphs/node_modules"
 LG_URL="http://127.0.0.1:$PORT"
 (cd "$WORK/graphs" && exec env STEP_SECONDS="$STEP_SECONDS" SLOW_SECONDS=30 LANGSMITH_TRACING=false \
@@ -114,7 +122,7 @@ cp -r "$ROOT/manifests" "$WORK/manifests"
 sed -i -E "s/^(  graph: \{.*timeout: )[0-9]+[a-z]+/\1$JOB_TIMEOUT/" "$WORK/manifests/engines/graph.yaml"
 grep -q "timeout: $JOB_TIMEOUT" "$WORK/manifests/engines/graph.yaml" || fail "could not lower the graph job timeout"
 # live_failing and live_slow: live on those graphs, without a fallback (a graph's failure is not an outage).
-for g in failing slow; do
+for g in failing flaky slow; do
   sed -E -e "s/^id: live\$/id: live_$g/" -e "s/^(  assistant_id: ).*/\1$g/" -e '/^fallback:/d' \
     "$WORK/manifests/live.yaml" >"$WORK/manifests/live_$g.yaml"
 done
@@ -228,6 +236,20 @@ st="$(await "$rid" failed)"
 grep -q "the kiln is cold" "$WORK/$rid.json" || { cat "$WORK/$rid.json" >&2; fail "the failed run does not say the graph's error"; }
 grep -q "AGENT_EXECUTION_FAILED" "$WORK/$rid.json" || { cat "$WORK/$rid.json" >&2; fail "the failed run's code is not AGENT_EXECUTION_FAILED"; }
 log "failing graph $rid: failed with $(json "$WORK/$rid.json" 'JSON.stringify(j.error)')"
+
+# 6b. retry: a graph whose node fails once; the Reelforge run, retried, goes on from the thread's
+# last checkpoint (the failed node again, the one before it kept): runs 'error success' on the thread.
+rid="$(start_run '{"workflow":"live_flaky","inputs":{"topic":"latte art"}}')"
+st="$(await "$rid" failed)"
+[[ "$st" == failed ]] || { cat "$WORK/$rid.json" >&2; fail "live_flaky's first try is $st, want failed"; }
+curl -fsS -o /dev/null -X POST "$HOST_URL/api/workflow/retry/$rid" "${AUTH[@]}" || fail "retry live_flaky"
+st="$(await "$rid" completed)"
+[[ "$st" == completed ]] || { cat "$WORK/$rid.json" >&2; fail "the retried live_flaky is $st"; }
+runs="$(lg_runs "$(thread_of "$rid")")"
+[[ "$runs" == "error success" ]] || fail "the retried run's LangGraph runs are '$runs', want 'error success'"
+curl -fsS "$HOST_URL/api/workflow/result/$rid" "${AUTH[@]}" | grep -q "Notes. A rundown about latte art, written once." ||
+  fail "the retried run's script is not the graph's, continued from its checkpoint"
+log "retry $rid: continued from the failed node on the same thread ($runs)"
 
 # 7. takeover: the host dies (SIGKILL) while the graph works (live_slow's node takes 30 s); started
 # again, it takes the run up and joins the LangGraph run still in flight on its thread.
