@@ -18,6 +18,7 @@ import (
 func (s *Server) typedOperations(api huma.API) {
 	s.projectOperations(api)
 	s.taskOperations(api)
+	s.schedulerOperations(api)
 }
 
 var openAPIDoc struct {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -95,7 +97,7 @@ func objectJSON(v any) ([]byte, error) {
 
 // Schema documents Data: success, data (T's schema) and T's properties at the top level.
 func (dataBody[T]) Schema(r huma.Registry) *huma.Schema {
-	fields := huma.SchemaFromType(r, reflect.TypeFor[T]())
+	fields := nullStructs[T](huma.SchemaFromType(r, reflect.TypeFor[T]()))
 	s := envelopeSchema(fields, "success", "data")
 	s.Properties["data"] = fields
 	s.Description = "`{success: true, data: {...}}`; the keys of data are repeated at the top level"
@@ -104,7 +106,24 @@ func (dataBody[T]) Schema(r huma.Registry) *huma.Schema {
 
 // Schema documents Top: success and T's properties.
 func (topBody[T]) Schema(r huma.Registry) *huma.Schema {
-	return envelopeSchema(huma.SchemaFromType(r, reflect.TypeFor[T]()), "success")
+	return envelopeSchema(nullStructs[T](huma.SchemaFromType(r, reflect.TypeFor[T]())), "success")
+}
+
+// nullStructs says of T's fields that point to a struct (the scheduler's last_tick) that they are
+// null when nil: huma documents them as the struct alone (it leaves nullable objects out).
+func nullStructs[T any](s *huma.Schema) *huma.Schema {
+	t := reflect.TypeFor[T]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct || f.Type.Elem() == reflect.TypeFor[time.Time]() {
+			continue
+		}
+		if p := s.Properties[name]; p != nil {
+			s.Properties[name] = &huma.Schema{AnyOf: []*huma.Schema{p, {Type: "null"}}}
+		}
+	}
+	return s
 }
 
 // envelopeSchema is an object of fields' properties plus success (true), requiring required and

@@ -1,19 +1,25 @@
 package api
 
 import (
-	"strconv"
+	"context"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
+	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/reelforge/reelforge/host/scheduler"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-func (s *Server) schedulerRoutes(r fiber.Router) {
-	r.Get("/scheduler/pending-tasks", s.pendingTasks)
-	r.Post("/scheduler/trigger", s.triggerTask)
-	r.Get("/scheduler/status", s.schedulerStatus)
+// schedulerOperations declares the Scheduler family (typed: operations.go).
+func (s *Server) schedulerOperations(api huma.API) {
+	const tag = "Scheduler"
+	register(api, op{Method: "GET", Path: "/api/scheduler/pending-tasks", Tag: tag, Summary: "Strategy tasks due"}, s.pendingTasks)
+	register(api, op{Method: "POST", Path: "/api/scheduler/trigger", Tag: tag, Summary: "Trigger a strategy task's workflow",
+		Errors: []int{403, 404, 409}}, s.triggerTask)
+	register(api, op{Method: "GET", Path: "/api/scheduler/status", Tag: tag, Summary: "Scheduler mode and limits",
+		Desc: "last_tick is this host's last timer tick: due tasks over their owner's quota are listed in skipped " +
+			"(and emitted as scheduler.task.skipped) and stay due. Admins and automation keys see the whole tick; " +
+			"anyone else only the part of their own projects."}, s.schedulerStatus)
 }
 
 func (s *Server) schedulerService() (*scheduler.Scheduler, error) {
@@ -23,73 +29,63 @@ func (s *Server) schedulerService() (*scheduler.Scheduler, error) {
 	return s.Scheduler, nil
 }
 
+type pendingTasksInput struct {
+	Limit int `query:"limit" minimum:"1" maximum:"100" default:"10"`
+}
+
+type pendingTasksAnswer struct {
+	Tasks     []scheduler.PendingTask `json:"tasks"`
+	Count     int                     `json:"count"`
+	FetchedAt time.Time               `json:"fetched_at"`
+}
+
 // pendingTasks serves GET /api/scheduler/pending-tasks?limit (default 10, 1 to 100).
-func (s *Server) pendingTasks(c *fiber.Ctx) error {
+func (s *Server) pendingTasks(ctx context.Context, in *pendingTasksInput) (*Data[pendingTasksAnswer], error) {
 	sch, err := s.schedulerService()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	limit := 10
-	if v := c.Query("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 100 {
-			return errcode.Invalid("limit", "must be a whole number from 1 to 100")
-		}
-	}
-	items, err := sch.PendingTasks(s.ctx(c), principal(c), limit)
+	items, err := sch.PendingTasks(ctx, caller(ctx), in.Limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.JSON(fiber.Map{"success": true, "data": fiber.Map{"tasks": items, "count": len(items),
-		"fetched_at": time.Now().UTC().Format(time.RFC3339Nano)}})
+	return answerData(pendingTasksAnswer{Tasks: items, Count: len(items), FetchedAt: time.Now().UTC()})
 }
 
 type triggerInput struct {
-	WorkflowID     string         `json:"workflow_id"`
-	ProjectID      string         `json:"project_id"`
-	StrategyTaskID string         `json:"strategy_task_id"`
-	Inputs         map[string]any `json:"inputs"`
-	TriggerSource  string         `json:"trigger_source"`
+	Body struct {
+		WorkflowID     string         `json:"workflow_id" minLength:"1" maxLength:"100" doc:"voiceover, graphic, music, video, live, short_drama, ..."`
+		ProjectID      string         `json:"project_id" minLength:"1" maxLength:"100"`
+		StrategyTaskID string         `json:"strategy_task_id,omitempty" maxLength:"200"`
+		Inputs         map[string]any `json:"inputs,omitempty" doc:"summary, platform, ..."`
+		TriggerSource  string         `json:"trigger_source,omitempty" maxLength:"100"`
+	}
 }
 
 // triggerTask serves POST /api/scheduler/trigger.
-func (s *Server) triggerTask(c *fiber.Ctx) error {
+func (s *Server) triggerTask(ctx context.Context, in *triggerInput) (*Data[scheduler.Triggered], error) {
 	sch, err := s.schedulerService()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var in triggerInput
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	if err := fieldLen("workflow_id", in.WorkflowID, true, 100); err != nil {
-		return err
-	}
-	if err := fieldLen("project_id", in.ProjectID, true, 100); err != nil {
-		return err
-	}
-	if err := fieldLen("strategy_task_id", in.StrategyTaskID, false, 200); err != nil {
-		return err
-	}
-	if err := fieldLen("trigger_source", in.TriggerSource, false, 100); err != nil {
-		return err
-	}
-	p, err := s.bodyProject(c, in.ProjectID)
+	b := in.Body
+	p, err := s.namedProject(ctx, b.ProjectID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	res, err := sch.Trigger(s.ctx(c), scheduler.TriggerParams{WorkflowID: in.WorkflowID, ProjectID: p.ID,
-		StrategyTaskID: in.StrategyTaskID, Inputs: in.Inputs, Source: in.TriggerSource, User: principal(c)})
+	res, err := sch.Trigger(ctx, scheduler.TriggerParams{WorkflowID: b.WorkflowID, ProjectID: p.ID,
+		StrategyTaskID: b.StrategyTaskID, Inputs: b.Inputs, Source: b.TriggerSource, User: caller(ctx)})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.JSON(fiber.Map{"success": true, "data": res})
+	return answerData(*res)
 }
 
 // schedulerStatus serves GET /api/scheduler/status.
-func (s *Server) schedulerStatus(c *fiber.Ctx) error {
+func (s *Server) schedulerStatus(ctx context.Context, _ *struct{}) (*Data[scheduler.Status], error) {
 	sch, err := s.schedulerService()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.JSON(fiber.Map{"success": true, "data": sch.Status(s.ctx(c), principal(c))})
+	return answerData(sch.Status(ctx, caller(ctx)))
 }

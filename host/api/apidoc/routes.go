@@ -214,23 +214,6 @@ func Ops() []Op {
 			Body: obj("job_id!", uuid, "type", str(""), "status!", str(""), "result", obj("audio_url", str(""), "cover_url", str(""))),
 			Resp: callbackAck(), Errors: []int{410}, Desc: callbackDesc},
 
-		// Scheduler
-		{Method: "GET", Path: "/api/scheduler/pending-tasks", Tag: "Scheduler", Summary: "Strategy tasks due", Sec: Bearer, Status: 200, Kind: Data,
-			Query: []Param{q("limit", "", M{"type": "integer", "minimum": 1, "maximum": 100})},
-			Resp:  obj("tasks!", arr(ref("PendingTask")), "fetched_at!", when, "count!", integer(""))},
-		{Method: "POST", Path: "/api/scheduler/trigger", Tag: "Scheduler", Summary: "Trigger a strategy task's workflow", Sec: Bearer, Status: 200, Kind: Data,
-			Body: obj("workflow_id!", enum("voiceover", "graphic", "music", "video", "live", "short_drama"), "project_id!", uuid, "strategy_task_id", str(""),
-				"inputs", obj("summary", str(""), "platform", str("")), "trigger_source", str("")),
-			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "project_id!", uuid, "strategy_task_id", str(""), "status!", enum("running"), "triggered_at!", when), Errors: []int{403, 404, 409}},
-		{Method: "GET", Path: "/api/scheduler/status", Tag: "Scheduler", Summary: "Scheduler mode and limits", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("mode!", enum("automation_managed", "cron"), "description", str(""), "interval_ms", integer(""), "interval_minutes", num(""),
-				"max_projects_per_tick", integer(""), "max_runs_per_project", integer(""), "valid_workflows", arr(str("")), "timestamp", when,
-				"fallback_active", boolean(""), "last_automation_call", nullable(when),
-				"last_tick", nullable(obj("at", when, "due", integer(""), "started", arr(uuid), "projects", integer(""), "failed", integer(""),
-					"skipped", arr(obj("project_id", uuid, "strategy_task_id", str(""), "workflow_id", str(""), "user_id", uuid,
-						"code", str(""), "reason", str(""), "retry_after_seconds", integer("")))))),
-			Desc: "last_tick is this host's last timer tick: due tasks over their owner's quota are listed in skipped (and emitted as scheduler.task.skipped) and stay due. Admins and automation keys see the whole tick; anyone else only the part of their own projects."},
-
 		// Service credentials
 		{Method: "POST", Path: "/api/admin/api-keys", Tag: "Admin", Summary: "Issue an API key (shown once)", Sec: Bearer, Status: 201, Kind: Data,
 			Body: obj("name!", M{"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}, "scope!", enum("automation", "admin")),
