@@ -19,6 +19,7 @@ func (s *Server) typedOperations(api huma.API) {
 	s.projectOperations(api)
 	s.taskOperations(api)
 	s.schedulerOperations(api)
+	s.apiKeyOperations(api)
 }
 
 var openAPIDoc struct {

@@ -110,6 +110,9 @@ type op struct {
 	Desc         string
 	Status       int   // the success status; 0: 200
 	Errors       []int // error statuses beyond those every operation of its kind has (apidoc.ErrorStatuses)
+	// Before are Fiber handlers of this route alone that run before its input is read (an admin
+	// check, a mark for the Idempotency-Key middleware).
+	Before []fiber.Handler
 }
 
 // register declares one operation whose handler takes its validated input and returns its answer.
@@ -125,7 +128,7 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 		// Documented by documentOperations (openapi.go); huma's own error responses (RFC 9457
 		// problem+json) are not the contract's.
 		Responses: map[string]*huma.Response{},
-		Metadata:  map[string]any{metaErrors: o.Errors},
+		Metadata:  map[string]any{metaErrors: o.Errors, metaBefore: o.Before},
 	}
 	if hop.DefaultStatus == 0 {
 		hop.DefaultStatus = http.StatusOK
@@ -139,7 +142,10 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 	})
 }
 
-const metaErrors = "reelforge-errors"
+const (
+	metaErrors = "reelforge-errors"
+	metaBefore = "reelforge-before"
+)
 
 // ---------------------------------------------------------------------------------------------
 // Errors: huma's become the contract's.
@@ -165,6 +171,8 @@ func init() {
 	validation.MsgExpectedMinLength = "must be at least %d characters"
 	validation.MsgExpectedMaxLength = "must be at most %d characters"
 	validation.MsgExpectedOneOf = "must be one of %s"
+	validation.MsgExpectedBePattern = "must be %s" // with the tag patternDescription
+	validation.MsgExpectedMatchPattern = "must match %s"
 	validation.MsgExpectedMinimumNumber = "must be at least %v"
 	validation.MsgExpectedMaximumNumber = "must be at most %v"
 	validation.MsgExpectedString = "must be of type string"
@@ -286,12 +294,13 @@ func (a *fiberAdapter) Handle(op *huma.Operation, handler func(huma.Context)) {
 	if !ok {
 		panic(fmt.Sprintf("api: operation %s %s is not under %s", op.Method, op.Path, a.prefix))
 	}
-	a.router.Add(op.Method, path, func(c *fiber.Ctx) error {
+	before, _ := op.Metadata[metaBefore].([]fiber.Handler)
+	a.router.Add(op.Method, path, append(before, func(c *fiber.Ctx) error {
 		fc := &fiberContext{op: op, c: c, status: http.StatusOK}
 		fc.ctx = context.WithValue(c.UserContext(), fiberContextKey{}, fc)
 		handler(fc)
 		return fc.err
-	})
+	})...)
 }
 
 // ServeHTTP is huma's test hook (humatest); the host's tests go through Fiber's app.Test.

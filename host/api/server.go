@@ -167,7 +167,6 @@ func (s *Server) App() *fiber.App {
 	s.workflowRoutes(api)
 	s.knowledgeRoutes(api)
 	s.notificationRoutes(api)
-	s.apiKeyRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	s.routes, s.groups = map[string]bool{}, map[string]bool{}

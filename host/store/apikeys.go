@@ -14,11 +14,11 @@ const (
 // APIKey is a stored service credential. KeyHash is the hex SHA-256 of the key; the key itself
 // is never stored. Prefix is the key's first characters, shown in listings to tell keys apart.
 type APIKey struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	Scope      string     `json:"scope"`
+	ID         string     `json:"id" format:"uuid"`
+	Name       string     `json:"name" doc:"triggered_by of the runs the key starts"`
+	Scope      string     `json:"scope" enum:"automation,admin"`
 	KeyHash    string     `json:"-"`
-	Prefix     string     `json:"prefix"`
+	Prefix     string     `json:"prefix" doc:"the key's first characters"`
 	UserID     string     `json:"user_id,omitempty"` // the admin an admin-scope key acts as
 	CreatedBy  string     `json:"created_by"`
 	CreatedAt  time.Time  `json:"created_at"`

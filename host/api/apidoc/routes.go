@@ -214,16 +214,6 @@ func Ops() []Op {
 			Body: obj("job_id!", uuid, "type", str(""), "status!", str(""), "result", obj("audio_url", str(""), "cover_url", str(""))),
 			Resp: callbackAck(), Errors: []int{410}, Desc: callbackDesc},
 
-		// Service credentials
-		{Method: "POST", Path: "/api/admin/api-keys", Tag: "Admin", Summary: "Issue an API key (shown once)", Sec: Bearer, Status: 201, Kind: Data,
-			Body: obj("name!", M{"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}, "scope!", enum("automation", "admin")),
-			Resp: obj("key!", str("rfk_...: send as Authorization: Bearer; shown only in this answer"), "api_key!", ref("APIKey")), Errors: []int{403, 409},
-			Desc: "Admins only. An automation key reaches the scheduler API, the orchestrator and the notification routes; runs it starts belong to the project's owner (trigger scheduler, triggered_by the key's name). An admin key acts as the admin who issued it. With an Idempotency-Key the answer is not kept: a repeat answers 409 (the key was already issued) and issues none."},
-		{Method: "GET", Path: "/api/admin/api-keys", Tag: "Admin", Summary: "Every API key with its last use", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("api_keys!", arr(ref("APIKey")), "total!", integer("")), Errors: []int{403}},
-		{Method: "DELETE", Path: "/api/admin/api-keys/:id", Tag: "Admin", Summary: "Revoke an API key (by id or name)", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("api_key!", ref("APIKey")), Errors: []int{403, 404}},
-
 		// Knowledge
 		{Method: "POST", Path: "/api/knowledge/upload", Tag: "Knowledge", Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)", Sec: Bearer, Status: 201, Kind: Data,
 			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "title", str(""),
