@@ -20,6 +20,7 @@ func (s *Server) typedOperations(api huma.API) {
 	s.taskOperations(api)
 	s.schedulerOperations(api)
 	s.apiKeyOperations(api)
+	s.notificationOperations(api)
 }
 
 var openAPIDoc struct {

@@ -166,7 +166,6 @@ func (s *Server) App() *fiber.App {
 	s.namedRoutes(api)
 	s.workflowRoutes(api)
 	s.knowledgeRoutes(api)
-	s.notificationRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	s.routes, s.groups = map[string]bool{}, map[string]bool{}

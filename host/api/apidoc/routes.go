@@ -344,15 +344,6 @@ func Ops() []Op {
 			Body: obj("content!", str(""), "style", str("")), Resp: obj("rewrittenScript!", str(""), "style", str(""), "source", str("model or template"))},
 
 		// Events
-		{Method: "POST", Path: "/api/webhooks/test-notification", Tag: "Events", Summary: "Send a test event to the configured webhook", Sec: Bearer, Status: 200, Kind: Data,
-			Body: obj("event", str("")), OptionalBody: true,
-			Resp:   obj("delivered!", boolean(""), "status_code", integer(""), "latency_ms", num(""), "event", str(""), "event_id", uuid, "error", str("")),
-			Errors: []int{403}, Desc: "Admins and automation keys only. The event carries the given name with data.test = true, so a receiver can tell it from a real one."},
-		{Method: "GET", Path: "/api/webhooks/notification-status", Tag: "Events", Summary: "Outbound event queue status", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("enabled!", boolean(""), "target", str(""), "pending!", integer(""), "delivered!", integer(""), "failed!", integer(""), "dead!", integer(""),
-				"skipped", integer(""), "last_error", nullable(str("")), "last_error_at", nullable(when), "batch_size", integer(""),
-				"batch_interval_ms", integer(""), "timeout_ms", integer(""), "enabled_events", arr(str(""))),
-			Errors: []int{403}, Desc: "Admins and automation keys only. target shows the receiver's scheme, host, port and path (never its user info or query)."},
 		{Method: "GET", Path: "/ws", Tag: "Events", Summary: "WebSocket: task:status, task:progress, asset:sync; subscribe:project", Sec: Socket, Status: 101, Kind: Upgrade,
 			Query: []Param{q("token", "access token, when no Authorization header can be sent", str(""))}, Errors: []int{401},
 			Desc: "Frames are JSON {type, data}. Send {type: \"subscribe:project\", data: {projectId}}; a project not the caller's answers a frame of type error with the 403 message."},
