@@ -246,6 +246,10 @@ func fieldProblem(location, message string) (field, problem string) {
 		}
 		return "", message
 	}
+	if message == fmt.Sprintf(validation.MsgExpectedMinLength, 1) {
+		// An empty text where one is needed: said as the hand validation said it.
+		return field, "is required"
+	}
 	if message == "invalid integer" || message == "invalid float" { // a query value that is no number
 		return field, "must be of type " + strings.TrimPrefix(message, "invalid ")
 	}

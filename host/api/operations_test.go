@@ -21,7 +21,7 @@ func TestTypedValidation(t *testing.T) {
 		message            string
 	}{
 		{"missing name", "POST", "/api/projects", map[string]any{"description": "d"}, 400, "name: is required"},
-		{"empty name", "POST", "/api/projects", map[string]any{"name": ""}, 400, "name: must be at least 1 characters"},
+		{"empty name", "POST", "/api/projects", map[string]any{"name": ""}, 400, "name: is required"},
 		{"long name", "POST", "/api/projects", map[string]any{"name": strings.Repeat("名", 201)}, 400, "name: must be at most 200 characters"},
 		{"name of wrong type", "POST", "/api/projects", map[string]any{"name": 5}, 400, "name: must be of type string"},
 		{"status not in the enum", "PUT", "/api/projects/" + pid, map[string]any{"status": "gone"}, 400, "status: must be one of active, archived"},
