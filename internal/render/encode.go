@@ -67,13 +67,19 @@ func (q Quality) encoder() []string {
 // AudioRate is the sample rate of rendered audio (AAC at 48 kHz, what the platforms deliver).
 const AudioRate = 48000
 
-// encodeArgs are the output options of a video render: H.264 in the quality's settings, AAC at
-// 48 kHz (ffmpeg's fast AAC coder), the index at the front (faststart) so a player starts before the whole file is loaded.
-func (v *Video) encodeArgs() []string {
+// videoArgs are the output options of a video's picture: H.264 in the quality's settings at FPS.
+func (v *Video) videoArgs() []string {
 	args := append([]string{"-r", strconv.Itoa(FPS)}, v.Quality.encoder()...)
-	// AAC by ffmpeg's fast coder: its default (twoloop) spent 1.85 s of CPU on a 30 s video's
-	// sound, the fast one 1.05 s (of a render's 17 s), at 160 kbit/s where the two are alike to
-	// the ear.
-	return append(args, "-pix_fmt", "yuv420p", "-c:a", "aac", "-aac_coder", "fast", "-b:a", "160k", "-ar", strconv.Itoa(AudioRate), "-ac", "2",
-		"-movflags", "+faststart")
+	return append(args, "-pix_fmt", "yuv420p")
 }
+
+// audioArgs are the output options of a video's sound: AAC at 48 kHz, stereo.
+//
+// ffmpeg's fast AAC coder: its default (twoloop) spent 1.85 s of CPU on a 30 s video's sound, the
+// fast one 1.05 s (of a render's 17 s), at 160 kbit/s where the two are alike to the ear.
+func audioArgs() []string {
+	return []string{"-c:a", "aac", "-aac_coder", "fast", "-b:a", "160k", "-ar", strconv.Itoa(AudioRate), "-ac", "2"}
+}
+
+// faststart puts an MP4's index at the front, so a player starts before the whole file is loaded.
+var faststart = []string{"-movflags", "+faststart"}

@@ -3,11 +3,11 @@
 // A Video is a timeline the caller has planned: shots (an image with a slow pan or zoom, a clip
 // trimmed to its time, or a title card when there is no material), captions timed to the spoken
 // sentences, a narration and a background music track mixed under it, in the frame of the target
-// platform. Render turns it into one ffmpeg run (H.264 High profile, AAC at 48 kHz, in an MP4 that
-// starts playing before it is loaded: encode.go), after a short one that mixes and measures the
-// sound (audio.go). Still renders a still (a
-// cover) of an aspect ratio. FontFor picks a font that draws every character of the text, so a
-// caption is refused rather than drawn as boxes.
+// platform. Render turns it into an ffmpeg run of the picture (H.264 High profile) and one of the
+// sound (AAC at 48 kHz) side by side, put together in an MP4 that starts playing before it is
+// loaded (encode.go), after a short one that mixes and measures the sound (audio.go). Still renders
+// a still (a cover) of an aspect ratio. FontFor picks a font that draws every character of the
+// text, so a caption is refused rather than drawn as boxes.
 //
 // The package knows nothing of jobs, users or storage: it takes local files and writes one. Plan
 // (plan.go) turns a script, sentence timings and material into a Video.
@@ -138,7 +138,7 @@ type Video struct {
 	Sound Sound
 }
 
-// Render writes v.Out with one ffmpeg run (through its partial name: publish).
+// Render writes v.Out (through its partial name: publish).
 func (v *Video) Render(ctx context.Context) error {
 	if len(v.Shots) == 0 || v.Duration <= 0 || v.Frame.W <= 0 || v.Frame.H <= 0 {
 		return errors.New("render: a video needs shots, a duration and a frame")
@@ -255,19 +255,43 @@ func (v *Video) Render(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	audio := ""
-	if sound == "" {
-		args = append(args, "-f", "lavfi", "-t", dur, "-i", fmt.Sprintf("anullsrc=r=%d:cl=stereo", AudioRate))
-		audio = fmt.Sprintf("%d:a", in)
-	} else {
-		args = append(args, "-i", sound)
-		graph = append(graph, fmt.Sprintf("[%d:a]%s[a]", in, normalize))
-		audio = "[a]"
-	}
 	// The shots' chains are independent: filter them on every core (about a third faster on two).
-	args = append(args, "-filter_complex_threads", strconv.Itoa(runtime.NumCPU()), "-filter_complex", strings.Join(graph, ";"), "-map", video, "-map", audio, "-t", dur)
-	args = append(args, v.encodeArgs()...)
-	return publish(v.Out, func(tmp string) error { return v.Tools.Run(ctx, "ffmpeg", append(args, tmp)...) })
+	args = append(args, "-filter_complex_threads", strconv.Itoa(runtime.NumCPU()))
+	if sound == "" {
+		args = append(args, "-f", "lavfi", "-t", dur, "-i", fmt.Sprintf("anullsrc=r=%d:cl=stereo", AudioRate),
+			"-filter_complex", strings.Join(graph, ";"), "-map", video, "-map", fmt.Sprintf("%d:a", in), "-t", dur)
+		args = append(append(append(args, v.videoArgs()...), audioArgs()...), faststart...)
+		return publish(v.Out, func(tmp string) error { return v.Tools.Run(ctx, "ffmpeg", append(args, tmp)...) })
+	}
+	// The sound is normalised and encoded by a run of its own, beside the picture's, and the two
+	// are put together without encoding again: ffmpeg 5.1 filters and encodes sound on the thread
+	// that runs the picture's filter graph, where loudnorm (at 192 kHz) and AAC took about 1.8 s
+	// of a 30 s video; in a process of their own they run on the other core.
+	picture, audio := filepath.Join(work, "picture.mp4"), filepath.Join(work, "sound.m4a")
+	args = append(args, "-filter_complex", strings.Join(graph, ";"), "-map", video, "-an", "-t", dur)
+	args = append(append(args, v.videoArgs()...), picture)
+	soundCtx, stopSound := context.WithCancel(ctx) // no use going on once the picture failed
+	defer stopSound()
+	soundDone := make(chan error, 1)
+	go func() {
+		soundArgs := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", sound, "-af", normalize, "-t", dur}
+		soundDone <- v.Tools.Run(soundCtx, "ffmpeg", append(append(soundArgs, audioArgs()...), audio)...)
+	}()
+	err = v.Tools.Run(ctx, "ffmpeg", args...)
+	if err != nil {
+		stopSound()
+	}
+	if serr := <-soundDone; err == nil {
+		err = serr
+	}
+	if err != nil {
+		return err
+	}
+	return publish(v.Out, func(tmp string) error {
+		mux := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", picture, "-i", audio,
+			"-map", "0:v", "-map", "1:a", "-c", "copy", "-t", dur}
+		return v.Tools.Run(ctx, "ffmpeg", append(append(mux, faststart...), tmp)...)
+	})
 }
 
 // columns is how many columns of Wrap (a Latin letter one, a Han character two) fit in 90% of a
