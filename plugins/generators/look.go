@@ -58,7 +58,7 @@ func soundNotes(v *render.Video) map[string]any {
 	} else {
 		out["loudness_lufs"] = round(s.TargetLUFS)
 		out["loudness_measured_lufs"] = round(s.MeasuredLUFS)
-		out["loudness"] = fmt.Sprintf("normalised from %.1f to %.0f LUFS integrated, true peak at most %.0f dBTP (EBU R128, two-pass loudnorm)",
+		out["loudness"] = fmt.Sprintf("normalised from %.1f to %.0f LUFS integrated, true peak at most %.0f dBTP (EBU R128: measured by ebur128, then a gain and a peak limiter)",
 			s.MeasuredLUFS, s.TargetLUFS, render.TruePeakCeiling)
 	}
 	if s.Music != "" {

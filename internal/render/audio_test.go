@@ -1,0 +1,105 @@
+package render
+
+import (
+	"fmt"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/reelforge/reelforge/internal/testtool"
+)
+
+// TestSoundLoudness: a narrated video lands at TargetLUFS within half a decibel, its true peak at
+// most TruePeakCeiling, in English and in Chinese (espeak-ng's Chinese peaks at 0 dBTP while
+// averaging -20 LUFS: loudnorm's dynamic mode left it at -14.8 to -15.0), with music and a clip's
+// own sound kept, ducked or muted; and a video of music alone. The picture is a small frame: the
+// sound is what is checked.
+func TestSoundLoudness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng and ffmpeg")
+	}
+	testtool.Need(t, "espeak-ng", "ffmpeg", "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	ffmpeg := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ffmpeg", append([]string{"-y", "-loglevel", "error"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ffmpeg %v: %v %s", args, err, out)
+		}
+	}
+	// Music as a mastered track is: chords and a pink-noise beat at about -13 LUFS, peaks 10 dB
+	// over that. A clip of someone speaking over a brown-noise street, its peaks 15 dB over its
+	// loudness.
+	music, clip := filepath.Join(dir, "music.wav"), filepath.Join(dir, "clip.mp4")
+	ffmpeg("-f", "lavfi", "-i", "aevalsrc='0.25*sin(2*PI*220*t)+0.2*sin(2*PI*277*t)+0.2*sin(2*PI*330*t)*(0.6+0.4*sin(PI*t))':d=20:s=48000",
+		"-f", "lavfi", "-i", "anoisesrc=color=pink:a=0.9:d=20:r=48000",
+		"-filter_complex", "[1:a]volume='if(lt(mod(t,0.5),0.06),1,0.02)':eval=frame[beat];[0:a][beat]amix=inputs=2:normalize=0", "-ac", "2", music)
+	street := &Speech{Out: filepath.Join(dir, "street.wav"), Voice: "en", Script: "Over here, the market opens at six and the bread is still warm."}
+	if _, err := street.Speak(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ffmpeg("-f", "lavfi", "-i", "color=c=0x10b010:s=320x180:r=25:d=4", "-i", street.Out, "-f", "lavfi", "-i", "anoisesrc=color=brown:a=0.05:d=4",
+		"-filter_complex", "[1:a]aresample=48000[s];[s][2:a]amix=inputs=2:normalize=0:duration=longest[a]", "-map", "0:v", "-map", "[a]",
+		"-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-t", "4", clip)
+
+	scripts := map[string]struct{ voice, script string }{
+		"en": {"en", "The harbour wakes before the town does, and the boats slip out one by one.\nThe light turns gold on the water, and then it is day."},
+		"zh": {"cmn", "爱上手冲咖啡的三个理由。第一，它的味道干净明亮。\n第二，你可以掌控每一个步骤。第三，它让清晨变得从容。"},
+	}
+	for lang, s := range scripts {
+		font, err := FontFor(s.script)
+		if err != nil {
+			testtool.Missing(t, err.Error())
+		}
+		sp := &Speech{Out: filepath.Join(dir, lang+".wav"), Voice: s.voice, Script: s.script}
+		spoken, err := sp.Speak(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, clips := range []ClipAudio{ClipKeep, ClipDuck, ClipMute} {
+			name := fmt.Sprintf("%s clip %s", lang, clips)
+			p := Plan{Script: s.script, Sentences: spoken.Sentences, Narration: sp.Out, NarrationSecs: spoken.Duration, Frame: Frame{320, 180},
+				Music: music, Font: font, Material: []Material{{Path: clip, Kind: ShotClip, Duration: 4, Sound: true}}}
+			v := p.Video(filepath.Join(dir, lang+"-"+string(clips)+".mp4"))
+			v.ClipAudio, v.Transition = clips, TransitionCut
+			checkLoudness(t, name, v)
+		}
+	}
+	v := (&Plan{Script: "Morning piano.", Target: 8, Frame: Frame{320, 180}, Music: music, Uncaptioned: true}).Video(filepath.Join(dir, "music.mp4"))
+	checkLoudness(t, "music alone", v)
+}
+
+// checkLoudness renders v and checks its loudness and true peak.
+func checkLoudness(t *testing.T, name string, v *Video) {
+	t.Helper()
+	if err := v.Render(t.Context()); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	integrated, peak := ebur128(t, v.Out)
+	t.Logf("%s: %.1f LUFS, true peak %.1f dBTP (the mix: %.1f LUFS, %.1f dBTP)", name, integrated, peak, v.Sound.MeasuredLUFS, v.Sound.MeasuredPeak)
+	if math.Abs(integrated-TargetLUFS) > 0.5 || peak > TruePeakCeiling {
+		t.Errorf("%s: %.1f LUFS, true peak %.1f dBTP; want %.0f±0.5 LUFS and at most %.0f dBTP (%+v)",
+			name, integrated, peak, TargetLUFS, TruePeakCeiling, v.Sound)
+	}
+}
+
+// TestParseEBUR128: the last summary counts (ffmpeg's first filter graph may print an empty one
+// when it is freed), and silence reads as -70 LUFS and -inf.
+func TestParseEBUR128(t *testing.T) {
+	t.Parallel()
+	summary := func(i, peak string) string {
+		return "[Parsed_ebur128_0 @ 0x1] Summary:\n\n  Integrated loudness:\n    I:         " + i + " LUFS\n    Threshold: -30.4 LUFS\n\n" +
+			"  Loudness range:\n    LRA:         1.7 LU\n    Threshold: -40.5 LUFS\n\n  True peak:\n    Peak:       " + peak + " dBFS\n"
+	}
+	m, err := parseEBUR128("frame lines\n" + summary("-70.0", "-inf") + "more\n" + summary("-19.9", "-9.1"))
+	if err != nil || m.I != -19.9 || m.TP != -9.1 {
+		t.Errorf("parseEBUR128 = %+v, %v; want -19.9 LUFS, -9.1 dBTP", m, err)
+	}
+	if m, err := parseEBUR128(summary("-70.0", "-inf")); err != nil || m.I != -70 || !math.IsInf(m.TP, -1) {
+		t.Errorf("parseEBUR128 of silence = %+v, %v", m, err)
+	}
+	if _, err := parseEBUR128("no summary"); err == nil {
+		t.Error("parseEBUR128 without a summary: no error")
+	}
+}
