@@ -151,6 +151,10 @@ func (v *Video) Render(ctx context.Context) error {
 		return fmt.Errorf("render: working folder: %w", err)
 	}
 	defer os.RemoveAll(work)
+	// The sound needs nothing of the picture: it is mixed, measured and encoded from the start,
+	// beside the drawing of the captions and the picture's run (soundRun).
+	sound := v.startSound(ctx, work)
+	defer sound.stop() // before the working folder goes: the sound's runs write in it
 	emoji, err := v.emoji()
 	if err != nil {
 		return err
@@ -251,47 +255,78 @@ func (v *Video) Render(ctx context.Context) error {
 		video = out
 	}
 	dur := ff(v.Duration)
-	sound, normalize, err := v.mixAudio(ctx, work)
-	if err != nil {
-		return err
-	}
 	// The shots' chains are independent: filter them on every core (about a third faster on two).
-	args = append(args, "-filter_complex_threads", strconv.Itoa(runtime.NumCPU()))
-	if sound == "" {
-		args = append(args, "-f", "lavfi", "-t", dur, "-i", fmt.Sprintf("anullsrc=r=%d:cl=stereo", AudioRate),
-			"-filter_complex", strings.Join(graph, ";"), "-map", video, "-map", fmt.Sprintf("%d:a", in), "-t", dur)
-		args = append(append(append(args, v.videoArgs()...), audioArgs()...), faststart...)
-		return publish(v.Out, func(tmp string) error { return v.Tools.Run(ctx, "ffmpeg", append(args, tmp)...) })
+	picture := filepath.Join(work, "picture.mp4")
+	args = append(args, "-filter_complex_threads", strconv.Itoa(runtime.NumCPU()),
+		"-filter_complex", strings.Join(graph, ";"), "-map", video, "-an", "-t", dur)
+	if err := v.Tools.Run(ctx, "ffmpeg", append(append(args, v.videoArgs()...), picture)...); err != nil {
+		return err
 	}
-	// The sound is normalised and encoded by a run of its own, beside the picture's, and the two
-	// are put together without encoding again: ffmpeg 5.1 filters and encodes sound on the thread
-	// that runs the picture's filter graph, where loudnorm (at 192 kHz) and AAC took about 1.8 s
-	// of a 30 s video; in a process of their own they run on the other core.
-	picture, audio := filepath.Join(work, "picture.mp4"), filepath.Join(work, "sound.m4a")
-	args = append(args, "-filter_complex", strings.Join(graph, ";"), "-map", video, "-an", "-t", dur)
-	args = append(append(args, v.videoArgs()...), picture)
-	soundCtx, stopSound := context.WithCancel(ctx) // no use going on once the picture failed
-	defer stopSound()
-	soundDone := make(chan error, 1)
-	go func() {
-		soundArgs := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", sound, "-af", normalize, "-t", dur}
-		soundDone <- v.Tools.Run(soundCtx, "ffmpeg", append(append(soundArgs, audioArgs()...), audio)...)
-	}()
-	err = v.Tools.Run(ctx, "ffmpeg", args...)
-	if err != nil {
-		stopSound()
-	}
-	if serr := <-soundDone; err == nil {
-		err = serr
-	}
+	audio, err := sound.wait()
 	if err != nil {
 		return err
+	}
+	// The picture and the sound are put together without encoding the picture again; a silent
+	// video gets a silent track (players and platforms expect one).
+	mux := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", picture}
+	if audio == "" {
+		mux = append(mux, "-f", "lavfi", "-t", dur, "-i", fmt.Sprintf("anullsrc=r=%d:cl=stereo", AudioRate), "-map", "0:v", "-map", "1:a", "-c:v", "copy")
+		mux = append(mux, audioArgs()...)
+	} else {
+		mux = append(mux, "-i", audio, "-map", "0:v", "-map", "1:a", "-c", "copy")
 	}
 	return publish(v.Out, func(tmp string) error {
-		mux := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", picture, "-i", audio,
-			"-map", "0:v", "-map", "1:a", "-c", "copy", "-t", dur}
-		return v.Tools.Run(ctx, "ffmpeg", append(append(mux, faststart...), tmp)...)
+		return v.Tools.Run(ctx, "ffmpeg", append(append(mux, "-t", dur), append(faststart, tmp)...)...)
 	})
+}
+
+// soundRun is a video's sound being made beside its picture: mixed and measured (mixAudio), then
+// normalised and encoded to AAC by a run of its own. ffmpeg 5.1 filters and encodes sound on the
+// thread that runs the picture's filter graph, where the sound's work held the picture back; in
+// processes of their own, started before the picture's, they run on the other core.
+type soundRun struct {
+	stop func() // cancels the runs and waits for them
+	done chan soundResult
+	res  *soundResult
+}
+
+type soundResult struct {
+	file string // the encoded sound, "" for a silent video
+	err  error
+}
+
+// startSound starts making v's sound in work.
+func (v *Video) startSound(ctx context.Context, work string) *soundRun {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &soundRun{done: make(chan soundResult, 1)}
+	go func() {
+		mix, normalize, err := v.mixAudio(ctx, work)
+		if err != nil || mix == "" {
+			r.done <- soundResult{err: err}
+			return
+		}
+		out := filepath.Join(work, "sound.m4a")
+		args := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", mix, "-af", normalize, "-t", ff(v.Duration)}
+		if err := v.Tools.Run(ctx, "ffmpeg", append(append(args, audioArgs()...), out)...); err != nil {
+			r.done <- soundResult{err: err}
+			return
+		}
+		r.done <- soundResult{file: out}
+	}()
+	r.stop = func() {
+		cancel()
+		r.wait()
+	}
+	return r
+}
+
+// wait is the encoded sound ("" for a silent video) once it is made.
+func (r *soundRun) wait() (string, error) {
+	if r.res == nil {
+		res := <-r.done
+		r.res = &res
+	}
+	return r.res.file, r.res.err
 }
 
 // columns is how many columns of Wrap (a Latin letter one, a Han character two) fit in 90% of a
