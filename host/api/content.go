@@ -38,7 +38,6 @@ func (s *Server) contentRoutes(r fiber.Router) {
 	r.Get("/materials/:id", s.getMaterial)
 	r.Patch("/materials/:id", s.updateMaterial)
 
-	s.strategyRoutes(r)
 	s.chatRoutes(r)
 }
 

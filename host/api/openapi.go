@@ -21,6 +21,7 @@ func (s *Server) typedOperations(api huma.API) {
 	s.schedulerOperations(api)
 	s.apiKeyOperations(api)
 	s.notificationOperations(api)
+	s.strategyOperations(api)
 }
 
 var openAPIDoc struct {

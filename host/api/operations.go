@@ -37,6 +37,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/host/auth"
+	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
@@ -47,7 +48,7 @@ func newTypedAPI(r fiber.Router, prefix string) huma.API {
 		OpenAPI: &huma.OpenAPI{
 			OpenAPI:    "3.1.0",
 			Info:       &huma.Info{Title: "Reelforge API", Version: "v1"},
-			Components: &huma.Components{Schemas: huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)},
+			Components: &huma.Components{Schemas: huma.NewMapRegistry("#/components/schemas/", schemaName)},
 		},
 		// JSON both ways, as the hand-written routes: goccy/go-json writes what encoding/json
 		// writes (HTML-escaped), as Fiber's encoder does for them.
@@ -68,6 +69,22 @@ func newTypedAPI(r fiber.Router, prefix string) huma.API {
 	cfg.AllowAdditionalPropertiesByDefault = true
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[json.RawMessage](), reflect.TypeFor[anyJSON]())
 	return jsonBodies{huma.NewAPI(cfg, &fiberAdapter{router: r, prefix: prefix})}
+}
+
+// schemaName names a type's schema in the document: its Go name (huma's default), but for the
+// types whose Go name another package's type has already.
+func schemaName(t reflect.Type, hint string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if name, ok := renamedSchemas[t]; ok {
+		return name
+	}
+	return huma.DefaultSchemaNamer(t, hint)
+}
+
+var renamedSchemas = map[reflect.Type]string{
+	reflect.TypeFor[content.Report](): "DiagnosisReport", // scheduler.Report is Report
 }
 
 // jsonBodies reads every request body as JSON whatever its Content-Type says, as decode does for
@@ -182,6 +199,7 @@ func init() {
 	validation.MsgExpectedArray = "must be of type array"
 	validation.MsgExpectedObject = "must be of type object"
 	validation.MsgExpectedRFC4122UUID = "must be a UUID (%v)"
+	validation.MsgExpectedMatchExactlyOneSchema = "must be one of the forms the document gives"
 }
 
 const requiredSuffix = " is required"

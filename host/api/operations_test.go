@@ -31,6 +31,10 @@ func TestTypedValidation(t *testing.T) {
 		{"limit over 100", "GET", "/api/projects?limit=101", nil, 400, "limit: must be at most 100"},
 		{"page not a number", "GET", "/api/projects?page=x", nil, 400, "page: must be of type integer"},
 		{"status query not in the enum", "GET", "/api/projects?status=weird", nil, 400, "status: must be one of active, archived"},
+		{"diagnosis without answers", "POST", "/api/strategy/diagnosis", map[string]any{}, 400, "answers: is required"},
+		{"an answer neither text nor object", "POST", "/api/strategy/diagnosis", map[string]any{"answers": []any{"a", 5}}, 400,
+			"answers[1]: must be one of the forms the document gives"},
+		{"rewrite without content", "POST", "/api/strategy/rewrite", map[string]any{"style": "humorous"}, 400, "content: is required"},
 	}
 	for _, c := range cases {
 		r := b.do(c.method, c.path, tok, c.body)

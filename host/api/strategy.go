@@ -1,118 +1,129 @@
 package api
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 
-	"github.com/gofiber/fiber/v2"
+	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/reelforge/reelforge/host/access"
 	"github.com/reelforge/reelforge/host/content"
-	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-func (s *Server) strategyRoutes(r fiber.Router) {
-	r.Post("/strategy/diagnosis", s.diagnosis)
-	r.Get("/strategy/blueprint/:projectId", s.blueprint)
-	r.Post("/strategy/rewrite", s.rewrite)
+// strategyOperations declares the Strategy family (typed: operations.go): a creator's answers
+// diagnosed into a report and a 30-day blueprint, the blueprint's calendar, and script rewrites.
+func (s *Server) strategyOperations(api huma.API) {
+	const tag = "Strategy"
+	register(api, op{Method: "POST", Path: "/api/strategy/diagnosis", Tag: tag,
+		Summary: "Diagnose answers into a report and a blueprint", Errors: []int{403},
+		Desc: "With a project the blueprint is stored on it, and its days become the project's strategy tasks."}, s.diagnosis)
+	register(api, op{Method: "GET", Path: "/api/strategy/blueprint/{projectId}", Tag: tag,
+		Summary: "A project's blueprint and calendar", Errors: []int{403, 404}}, s.blueprint)
+	register(api, op{Method: "POST", Path: "/api/strategy/rewrite", Tag: tag, Summary: "Rewrite a script in a style"}, s.rewrite)
 }
 
-// diagnosisAnswers reads answers given as strings or {question, answer} objects (DECISIONS.md).
-func diagnosisAnswers(raw json.RawMessage) ([]content.Answer, error) {
-	bad := errcode.Invalid("answers", "must be an array of strings or of {question, answer} objects")
-	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
-		return nil, errcode.Invalid("answers", "is required")
+type diagnosisInput struct {
+	Body struct {
+		Answers    []givenAnswer `json:"answers"`
+		ProjectID  string        `json:"project_id,omitempty" doc:"the project the blueprint is stored on"`
+		ProjectID2 string        `json:"projectId,omitempty" doc:"alias of project_id"`
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, bad
-	}
-	out := make([]content.Answer, 0, len(items))
-	for _, it := range items {
-		var str string
-		if err := json.Unmarshal(it, &str); err == nil {
-			out = append(out, content.Answer{Answer: str})
-			continue
-		}
-		var obj struct {
-			Question string `json:"question"`
-			Answer   any    `json:"answer"`
-		}
-		if err := json.Unmarshal(it, &obj); err != nil {
-			return nil, bad
-		}
-		a := content.Answer{Question: obj.Question}
-		switch v := obj.Answer.(type) {
-		case string:
-			a.Answer = v
-		case nil:
-		default:
-			b, _ := json.Marshal(v) // v was decoded from JSON: it encodes
-			a.Answer = string(b)
-		}
-		out = append(out, a)
-	}
-	return out, nil
 }
 
-func (s *Server) diagnosis(c *fiber.Ctx) error {
-	var in struct {
-		projectRef
-		Answers json.RawMessage `json:"answers"`
+// givenAnswer is one diagnosis answer as a client gives it: a string, or a {question, answer}
+// object (DECISIONS.md, Shapes) whose answer, when not a string, is kept as its JSON text.
+type givenAnswer content.Answer
+
+func (a *givenAnswer) UnmarshalJSON(b []byte) error {
+	var text string
+	if err := json.Unmarshal(b, &text); err == nil {
+		*a = givenAnswer{Answer: text}
+		return nil
 	}
-	if err := decode(c, &in); err != nil {
+	var obj struct {
+		Question string          `json:"question"`
+		Answer   json.RawMessage `json:"answer"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil {
 		return err
 	}
-	answers, err := diagnosisAnswers(in.Answers)
+	*a = givenAnswer{Question: obj.Question}
+	if err := json.Unmarshal(obj.Answer, &a.Answer); err != nil && string(obj.Answer) != "null" {
+		a.Answer = string(obj.Answer)
+	}
+	return nil
+}
+
+// Schema: a string or a {question, answer} object.
+func (givenAnswer) Schema(r huma.Registry) *huma.Schema {
+	return &huma.Schema{OneOf: []*huma.Schema{
+		{Type: huma.TypeString, Description: "an answer without its question"},
+		{Type: huma.TypeObject, AdditionalProperties: true, Properties: map[string]*huma.Schema{
+			"question": {Type: huma.TypeString},
+			"answer":   {Description: "the answer's text (any other JSON value is kept as its JSON text)", AnyOf: []*huma.Schema{{}, {Type: "null"}}},
+		}},
+	}}
+}
+
+type diagnosisAnswer struct {
+	Report    content.Report    `json:"report"`
+	Blueprint content.Blueprint `json:"blueprint" doc:"a 30-day plan"`
+	ProjectID string            `json:"project_id,omitempty"`
+}
+
+// diagnosis serves POST /api/strategy/diagnosis {answers, project_id?}.
+func (s *Server) diagnosis(ctx context.Context, in *diagnosisInput) (*Data[diagnosisAnswer], error) {
+	answers := make([]content.Answer, len(in.Body.Answers))
+	for i, a := range in.Body.Answers {
+		answers[i] = content.Answer(a)
+	}
+	proj, err := s.namedProject(ctx, firstSet(in.Body.ProjectID, in.Body.ProjectID2))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	proj, err := s.bodyProject(c, in.id())
+	rep, bp, err := s.Content.Diagnose(ctx, answers, proj)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rep, bp, err := s.Content.Diagnose(s.ctx(c), answers, proj)
-	if err != nil {
-		return err
-	}
-	data := fiber.Map{"report": rep, "blueprint": bp}
+	out := diagnosisAnswer{Report: *rep, Blueprint: *bp}
 	if proj != nil {
-		data["project_id"] = proj.ID
+		out.ProjectID = proj.ID
 	}
-	return ok(c, fiber.StatusOK, data)
+	return answerData(out)
 }
 
-func (s *Server) blueprint(c *fiber.Ctx) error {
-	p, err := access.Project(s.ctx(c), s.Store, principal(c), c.Params("projectId"), access.InPath)
-	if err != nil {
-		return err
-	}
-	var bp any
-	if len(p.Blueprint) > 0 && string(p.Blueprint) != "null" {
-		bp = json.RawMessage(p.Blueprint)
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"project_id": p.ID, "blueprint": bp, "calendar": content.Calendar(p.Blueprint)})
+type blueprintInput struct {
+	ProjectID string `path:"projectId"`
 }
 
-func (s *Server) rewrite(c *fiber.Ctx) error {
-	var in struct {
-		Content string `json:"content"`
-		Script  string `json:"script"`
-		Style   string `json:"style"`
-	}
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	if in.Content == "" {
-		in.Content = in.Script
-	}
-	out, style, source, err := s.Content.Rewrite(s.ctx(c), in.Content, in.Style)
+type blueprintAnswer struct {
+	ProjectID string                `json:"project_id"`
+	Blueprint jsonObject            `json:"blueprint" doc:"as stored on the project; null before a diagnosis"`
+	Calendar  []content.CalendarDay `json:"calendar" doc:"the blueprint's days by date"`
+}
+
+// blueprint serves GET /api/strategy/blueprint/{projectId}.
+func (s *Server) blueprint(ctx context.Context, in *blueprintInput) (*Data[blueprintAnswer], error) {
+	p, err := access.Project(ctx, s.Store, caller(ctx), in.ProjectID, access.InPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	res := fiber.Map{"rewrittenScript": out, "style": style, "source": source}
-	if source == "template" {
-		res["note"] = content.RewriteNote(style)
+	return answerData(blueprintAnswer{ProjectID: p.ID, Blueprint: jsonObject(p.Blueprint), Calendar: content.Calendar(p.Blueprint)})
+}
+
+type rewriteInput struct {
+	Body struct {
+		Content string `json:"content,omitempty" doc:"the script (required, here or as script)"`
+		Script  string `json:"script,omitempty" doc:"alias of content"`
+		Style   string `json:"style,omitempty" doc:"humorous, professional (the default), emotional, concise, casual or storytelling, or an alias of one"`
 	}
-	return ok(c, fiber.StatusOK, res)
+}
+
+// rewrite serves POST /api/strategy/rewrite {content, style?}.
+func (s *Server) rewrite(ctx context.Context, in *rewriteInput) (*Data[content.Rewritten], error) {
+	rw, err := s.Content.Rewrite(ctx, firstSet(in.Body.Content, in.Body.Script), in.Body.Style)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(*rw)
 }

@@ -72,9 +72,9 @@ func TestDiagnosisAndRewriteAskTheModel(t *testing.T) {
 
 	c, prompts = chatModel(t, 200, "Rewritten with jokes.")
 	s = New(Config{LLM: c, Model: "m"})
-	out, _, source, err := s.Rewrite(context.Background(), "Press the tofu for ten minutes.", "humorous")
-	if err != nil || out != "Rewritten with jokes." || source != "model" {
-		t.Errorf("Rewrite = %q %q %v", out, source, err)
+	rw, err := s.Rewrite(context.Background(), "Press the tofu for ten minutes.", "humorous")
+	if err != nil || rw.Script != "Rewritten with jokes." || rw.Source != "model" {
+		t.Errorf("Rewrite = %+v %v", rw, err)
 	}
 	if p := strings.Join(prompts(), "\n"); !strings.Contains(p, "Press the tofu for ten minutes.") || !strings.Contains(p, "humorous") {
 		t.Errorf("rewrite prompt lacks the script or the style:\n%s", p)
@@ -82,7 +82,7 @@ func TestDiagnosisAndRewriteAskTheModel(t *testing.T) {
 
 	c, _ = chatModel(t, 200, "I'm sorry, but I can't help with that.")
 	s = New(Config{LLM: c, Model: "m"})
-	if out, _, source, err := s.Rewrite(context.Background(), "Press the tofu for ten minutes.", "humorous"); err != nil || source != "template" {
-		t.Errorf("Rewrite with a refusing model = %q %q %v, want the template", out, source, err)
+	if rw, err := s.Rewrite(context.Background(), "Press the tofu for ten minutes.", "humorous"); err != nil || rw.Source != "template" {
+		t.Errorf("Rewrite with a refusing model = %+v %v, want the template", rw, err)
 	}
 }

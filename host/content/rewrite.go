@@ -42,18 +42,27 @@ func NormalizeStyle(style string) (string, error) {
 	return "", errcode.Invalid("style", "must be one of "+strings.Join(Styles, ", "))
 }
 
+// Rewritten is a rewritten script (POST /api/strategy/rewrite's answer).
+type Rewritten struct {
+	Script string `json:"rewrittenScript"`
+	Style  string `json:"style" doc:"the style used (an alias given is named by its style)"`
+	Source string `json:"source" enum:"model,template"`
+	Note   string `json:"note,omitempty" doc:"why the script is a template's, when it is"`
+}
+
 // Rewrite rewrites a script in a style: through the language model when configured, else by
-// template rules. source is "model" or "template".
-func (s *Service) Rewrite(ctx context.Context, content, style string) (script, usedStyle, source string, err error) {
+// template rules (Source says which).
+func (s *Service) Rewrite(ctx context.Context, content, style string) (*Rewritten, error) {
 	content = strings.TrimSpace(content)
 	if content == "" {
-		return "", "", "", errcode.Invalid("content", "is required")
+		return nil, errcode.Invalid("content", "is required")
 	}
 	if len([]rune(content)) > maxContentLen {
-		return "", "", "", errcode.Invalid("content", fmt.Sprintf("must be at most %d characters", maxContentLen))
+		return nil, errcode.Invalid("content", fmt.Sprintf("must be at most %d characters", maxContentLen))
 	}
-	if usedStyle, err = NormalizeStyle(style); err != nil {
-		return "", "", "", err
+	usedStyle, err := NormalizeStyle(style)
+	if err != nil {
+		return nil, err
 	}
 	if s.llm != nil {
 		ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
@@ -64,13 +73,14 @@ func (s *Service) Rewrite(ctx context.Context, content, style string) (script, u
 			{Role: "user", Content: fmt.Sprintf("Style: %s\n\nScript:\n%s", usedStyle, content)},
 		})
 		if err == nil && strings.TrimSpace(out) != "" && !engine.Refused(out) {
-			return strings.TrimSpace(out), usedStyle, "model", nil
+			return &Rewritten{Script: strings.TrimSpace(out), Style: usedStyle, Source: "model"}, nil
 		}
 		if err != nil {
 			s.log.Warn("rewrite: language model failed, using templates", "err", err.Error())
 		}
 	}
-	return RewriteTemplate(content, usedStyle), usedStyle, "template", nil
+	return &Rewritten{Script: RewriteTemplate(content, usedStyle), Style: usedStyle, Source: "template",
+		Note: RewriteNote(usedStyle)}, nil
 }
 
 var (

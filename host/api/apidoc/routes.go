@@ -334,15 +334,6 @@ func Ops() []Op {
 		{Method: "GET", Path: "/api/assets/files/*", Tag: "Content", Summary: "An asset's file by its storage key (the file_url of files runs make); Range requests give 206", Sec: File, Status: 200, Kind: Raw,
 			Desc: fileDesc, Query: fileQuery, Resp: fileResp, Errors: []int{404}},
 
-		// Strategy
-		{Method: "POST", Path: "/api/strategy/diagnosis", Tag: "Strategy", Summary: "Diagnose answers into a report and a blueprint", Sec: Bearer, Status: 200, Kind: Data,
-			Body: obj("answers!", arr(M{"oneOf": []any{str(""), obj("question", str(""), "answer", str(""))}}), "project_id", uuid),
-			Resp: obj("report!", anyObj(""), "blueprint!", anyObj("a 30-day plan")), Errors: []int{403}},
-		{Method: "GET", Path: "/api/strategy/blueprint/:projectId", Tag: "Strategy", Summary: "A project's blueprint and calendar", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: obj("project_id", uuid, "blueprint!", nullable(anyObj("")), "calendar!", arr(anyObj("a day of the plan"))), Errors: []int{403, 404}},
-		{Method: "POST", Path: "/api/strategy/rewrite", Tag: "Strategy", Summary: "Rewrite a script in a style", Sec: Bearer, Status: 200, Kind: Data,
-			Body: obj("content!", str(""), "style", str("")), Resp: obj("rewrittenScript!", str(""), "style", str(""), "source", str("model or template"))},
-
 		// Events
 		{Method: "GET", Path: "/ws", Tag: "Events", Summary: "WebSocket: task:status, task:progress, asset:sync; subscribe:project", Sec: Socket, Status: 101, Kind: Upgrade,
 			Query: []Param{q("token", "access token, when no Authorization header can be sent", str(""))}, Errors: []int{401},
