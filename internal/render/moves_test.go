@@ -1,43 +1,167 @@
 package render
 
-import "testing"
+import (
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
 
-// TestImageMoveKeepsTheFocus: every move of a picture keeps its focal point at least a fifth of
+	"github.com/reelforge/reelforge/internal/testtool"
+)
+
+// TestImageMoveKeepsTheFocus: every move of a picture keeps its focal point at least a quarter of
 // the frame from the frame's edges all along the pan (a pan is linear: its ends suffice), or, when
-// the point is nearer the picture's edge than that, no nearer the frame's edge than a still crop
-// would put it; for a face high in a portrait photo (a creator's 60 s video panned it out of the
-// top of the frame) and in the corners, in every frame.
+// the point is nearer the crop's edge than that, no nearer the frame's edge than it is to the
+// crop's; for a face high in a portrait photo (a creator's 60 s video panned it out of the top of
+// the frame) and in the corners, in pictures of several shapes and of unknown size.
 func TestImageMoveKeepsTheFocus(t *testing.T) {
 	t.Parallel()
 	frames := []Frame{{1080, 1920}, {1920, 1080}, {1080, 1080}, {1080, 1350}}
+	pictures := []Frame{{1200, 1600}, {1600, 1200}, {3000, 1000}, {}}
 	foci := []Focus{{X: 0.5, Y: 0.17, Set: true}, {X: 0.3, Y: 0.3, Set: true}, {X: 0.75, Y: 0.8, Set: true}, {X: 0.5, Y: 0.5, Set: true}}
 	for _, f := range frames {
-		for _, focus := range foci {
-			for variant := range moves {
-				m := imageMove(f, variant, focus)
-				for _, at := range [][2]float64{{m.X0, m.Y0}, {m.X1, m.Y1}} {
-					// The frame's top-left corner in the crop, and the point in the frame.
-					x := focus.x()*float64(m.W) - at[0]*float64(m.W-f.W)
-					y := focus.y()*float64(m.H) - at[1]*float64(m.H-f.H)
-					// Nearest the edges allowed: a fifth of the frame, or where a still crop of the
-					// frame's own size puts the point.
-					w, h := float64(f.W), float64(f.H)
-					left, right := min(w/5, focus.x()*w), max(w*4/5, focus.x()*w)
-					top, bottom := min(h/5, focus.y()*h), max(h*4/5, focus.y()*h)
-					if x < left-1 || x > right+1 || y < top-1 || y > bottom+1 {
-						t.Errorf("frame %v, focus %+v, move %d at %v: the point at (%.0f, %.0f) of the frame, want a fifth of it from every edge",
-							f, focus, variant, at, x, y)
+		for _, pic := range pictures {
+			for _, focus := range foci {
+				for variant := range moves {
+					m := imageMove(f, Shot{Move: variant, Focus: focus, Size: pic})
+					px, py := focusIn(pic, m.W, m.H, focus)
+					for _, at := range [][2]float64{{m.X0, m.Y0}, {m.X1, m.Y1}} {
+						// The point in the crop, and in the frame (the frame's top-left corner at
+						// at's fractions of the crop's margin).
+						cx, cy := px*float64(m.W), py*float64(m.H)
+						x, y := cx-at[0]*float64(m.W-f.W), cy-at[1]*float64(m.H-f.H)
+						w, h := float64(f.W), float64(f.H)
+						left, right := min(w/4, cx), max(w*3/4, cx-float64(m.W-f.W))
+						top, bottom := min(h/4, cy), max(h*3/4, cy-float64(m.H-f.H))
+						if x < left-1 || x > right+1 || y < top-1 || y > bottom+1 {
+							t.Errorf("frame %v, picture %v, focus %+v, move %d at %v: the point at (%.0f, %.0f) of the frame, want a quarter of it from every edge",
+								f, pic, focus, variant, at, x, y)
+						}
 					}
-				}
-				// Without a focus the move is the variation's own.
-				if got, want := imageMove(f, variant, Focus{}), imageMove(f, variant, Focus{X: 0.5, Y: 0.5}); got != want {
-					t.Errorf("imageMove(%v, %d) without a focus = %+v, want %+v", f, variant, got, want)
+					// Without a focus the move is the variation's own.
+					if got, want := imageMove(f, Shot{Move: variant, Size: pic}), imageMove(f, Shot{Move: variant, Focus: Focus{X: 0.5, Y: 0.5}, Size: pic}); got != want {
+						t.Errorf("imageMove(%v, %d) without a focus = %+v, want %+v", f, variant, got, want)
+					}
 				}
 			}
 		}
 	}
 	// A pan that keeps a centred focus is left as it is.
-	if m := imageMove(Frame{1080, 1920}, 0, Focus{X: 0.5, Y: 0.5, Set: true}); m.X0 != 0 || m.X1 != 1 {
+	if m := imageMove(Frame{1080, 1920}, Shot{Focus: Focus{X: 0.5, Y: 0.5, Set: true}, Size: Frame{1200, 1600}}); m.X0 != 0 || m.X1 != 1 {
 		t.Errorf("a centred focus shortened the pan: %+v", m)
 	}
 }
+
+// TestFocusInPortraitCrop: a face high in a portrait photo (y=0.17) is in the middle third of its
+// 16:9 crop, not at its top: the crop is centred on it as far as the picture allows.
+func TestFocusInPortraitCrop(t *testing.T) {
+	t.Parallel()
+	m := imageMove(Frame{1920, 1080}, Shot{Size: Frame{1200, 1600}})
+	if _, y := focusIn(Frame{1200, 1600}, m.W, m.H, Focus{X: 0.5, Y: 0.17, Set: true}); y < 0.33 || y > 0.5 {
+		t.Errorf("the face at %.2f of the crop's height, want it between a third and the middle", y)
+	}
+	// At the picture's very top it stays there: the crop does not leave the picture.
+	if _, y := focusIn(Frame{1200, 1600}, m.W, m.H, Focus{X: 0.5, Y: 0, Set: true}); y != 0 {
+		t.Errorf("a point at the top at %.2f of the crop, want 0", y)
+	}
+}
+
+// TestRenderPortraitFace renders a portrait photo (stored sideways with an EXIF orientation, as a
+// phone does) with a marked face high in it into a 16:9 video, a shot of each move, and checks a
+// frame at both ends of every shot (a pan is linear): the whole mark is in the frame, none of it
+// at the frame's edge.
+func TestRenderPortraitFace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ffmpeg")
+	}
+	testtool.Need(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	// 600x800 upright: grey, a red square face of 120x120 centred at (0.5, 0.17). Stored turned a
+	// quarter to the left (800x600) with orientation 6, which ffmpeg turns back.
+	stored := filepath.Join(dir, "stored.jpg")
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+		"color=c=0x808080:s=600x800,drawbox=x=240:y=76:w=120:h=120:color=0xff0000:t=fill,transpose=2", "-frames:v", "1", "-q:v", "2", stored).CombinedOutput(); err != nil {
+		t.Fatalf("make the photo: %v %s", err, out)
+	}
+	photo := filepath.Join(dir, "portrait.jpg")
+	withOrientation(t, stored, photo, 6)
+	size, err := Tools{}.PictureSize(t.Context(), photo)
+	if err != nil || size != (Frame{600, 800}) {
+		t.Fatalf("PictureSize = %v, %v; want 600x800 upright", size, err)
+	}
+	focus := Focus{X: 0.5, Y: 0.17, Set: true}
+	v := &Video{Out: filepath.Join(dir, "face.mp4"), Frame: Frame{640, 360}, Transition: TransitionCut, Quality: QualityDraft}
+	for move := range moves {
+		v.Shots = append(v.Shots, Shot{Kind: ShotImage, Path: photo, Duration: 1, Move: move, Focus: focus, Size: size})
+		v.Duration++
+	}
+	if err := v.Render(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for move := range moves {
+		for _, n := range []int{move * FPS, move*FPS + FPS - 1} {
+			png := filepath.Join(dir, "frame.png")
+			if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-i", v.Out, "-vf", "select=eq(n\\,"+strconv.Itoa(n)+")",
+				"-frames:v", "1", "-update", "1", png).CombinedOutput(); err != nil {
+				t.Fatalf("frame %d: %v %s", n, err, out)
+			}
+			box, ok := redBox(t, png)
+			b := image.Rect(2, 2, v.Frame.W-2, v.Frame.H-2)
+			if !ok || !box.In(b) || box.Dx() < 100 || abs(box.Dx()-box.Dy()) > 6 {
+				t.Errorf("move %d, frame %d: the face at %v of the %v frame, want it whole and inside (square, not cut)", move, n, box, v.Frame)
+			}
+		}
+	}
+}
+
+// withOrientation writes src (a JPEG) to dst with an Exif APP1 segment giving orientation o.
+func withOrientation(t *testing.T, src, dst string, o byte) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A big-endian TIFF header and IFD0 with one entry, Orientation (0x0112), a SHORT.
+	tiff := []byte{'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, o, 0, 0, 0, 0, 0, 0}
+	app1 := append([]byte("Exif\x00\x00"), tiff...)
+	seg := append([]byte{0xff, 0xe1, byte((len(app1) + 2) >> 8), byte(len(app1) + 2)}, app1...)
+	if err := os.WriteFile(dst, append(append(append([]byte{}, b[:2]...), seg...), b[2:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// redBox is the bounding box of a PNG's clearly red pixels (false when there are none).
+func redBox(t *testing.T, path string) (image.Rectangle, bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var box image.Rectangle
+	found := false
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			if r>>8 > 180 && g>>8 < 90 && b>>8 < 90 {
+				p := image.Rect(x, y, x+1, y+1)
+				if !found {
+					box, found = p, true
+				} else {
+					box = box.Union(p)
+				}
+			}
+		}
+	}
+	return box, found
+}
+
+func abs(n int) int { return max(n, -n) }

@@ -59,6 +59,7 @@ type Material struct {
 	Duration float64
 	Sound    bool
 	Focus    Focus // the creator's focal point of it
+	Size     Frame // a picture's size in pixels, upright (PictureSize; zero: unknown)
 }
 
 // Plan is what a video is made of; Video lays it out.

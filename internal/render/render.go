@@ -98,6 +98,7 @@ type Shot struct {
 	// tight it is cropped, how tight a clip is; a picture shown again gets another.
 	Move   int
 	Focus  Focus   // the material's focal point, kept in every crop
+	Size   Frame   // a picture's own size in pixels, upright (zero: unknown), where Focus lies in a crop
 	Color  string  // a title card's colour (default Video.Background)
 	Offset float64 // where in a clip the shot starts (seconds)
 	Sound  bool    // the clip has its own sound (mixed by Video.ClipAudio)
@@ -176,10 +177,10 @@ func (v *Video) Render(ctx context.Context) error {
 			// Scaled and cropped once (the image is one frame) to the move's size around the focal
 			// point, repeated, then moved: a pan is a moving crop (cheap at 1080p, where zoompan's
 			// scaling of every frame would cost more than the encoding).
-			m := imageMove(v.Frame, s.Move, s.Focus)
-			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='(iw-ow)*%s':y='(ih-oh)*%s',setsar=1,format=yuv420p,"+
+			m := imageMove(v.Frame, s)
+			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='%s':y='%s',setsar=1,format=yuv420p,"+
 				"loop=loop=%d:size=1:start=0,setpts=N/(%d*TB),crop=%d:%d:x='%s':y='%s'%s%s",
-				in, m.W, m.H, m.W, m.H, ff(s.Focus.x()), ff(s.Focus.y()), frames-1, FPS, W, H,
+				in, m.W, m.H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), frames-1, FPS, W, H,
 				m.X(frames, v.Transition == TransitionSlide && !first), m.Y(frames), v.transition(d, first, last), label))
 		case ShotClip:
 			args = append(args, "-stream_loop", "-1", "-ss", ff(s.Offset), "-t", ds, "-i", s.Path)
@@ -188,8 +189,8 @@ func (v *Video) Render(ctx context.Context) error {
 			// whole picture and cropping after scaled every frame of a 1280x720 clip to 3413x1920
 			// (a third more CPU for the clip's shots).
 			m := clipMove(v.Frame, s.Move)
-			graph = append(graph, fmt.Sprintf("[%d:v]crop=w='%d*min(iw/%d,ih/%d)':h='%d*min(iw/%d,ih/%d)':x='(iw-ow)*%s':y='(ih-oh)*%s',scale=%d:%d,setsar=1,fps=%d,"+
-				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, W, m.W, m.H, H, m.W, m.H, ff(s.Focus.x()), ff(s.Focus.y()), W, H, FPS, ds,
+			graph = append(graph, fmt.Sprintf("[%d:v]crop=w='%d*min(iw/%d,ih/%d)':h='%d*min(iw/%d,ih/%d)':x='%s':y='%s',scale=%d:%d,setsar=1,fps=%d,"+
+				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, W, m.W, m.H, H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), W, H, FPS, ds,
 				v.transition(d, first, last), label))
 		default: // title card
 			color := s.Color
@@ -364,8 +365,8 @@ func (s *Still) Render(ctx context.Context) error {
 	chain := ""
 	if s.Image != "" {
 		args = append(args, "-i", s.Image)
-		chain = fmt.Sprintf("[0:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='(iw-ow)*%s':y='(ih-oh)*%s',setsar=1",
-			W, H, W, H, ff(s.Focus.x()), ff(s.Focus.y()))
+		chain = fmt.Sprintf("[0:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='%s':y='%s',setsar=1",
+			W, H, W, H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"))
 	} else {
 		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("color=c=0x1f2937:s=%dx%d:d=1", W, H))
 		chain = "[0:v]null"

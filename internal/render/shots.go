@@ -57,7 +57,7 @@ func (p *Plan) materialShots(times []Timed, total float64) []Shot {
 	for k, end := range cuts {
 		i := k % len(p.Material)
 		m := p.Material[i]
-		s := Shot{Kind: m.Kind, Path: m.Path, Duration: end - start, Focus: m.Focus}
+		s := Shot{Kind: m.Kind, Path: m.Path, Duration: end - start, Focus: m.Focus, Size: m.Size}
 		switch m.Kind {
 		case ShotImage:
 			s.Move = uses[i] + i // two pictures do not start with the same move

@@ -186,7 +186,12 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 	}
 	p.Material = d.material(lj)
 	for i, m := range p.Material {
-		if m.Kind != render.ShotClip {
+		if m.Kind == render.ShotImage {
+			// A picture's size says where its focal point lies in a crop (unknown: the crop's
+			// shape is assumed, as good as no size).
+			if m.Focus.Set {
+				p.Material[i].Size, _ = d.tools().PictureSize(ctx, m.Path)
+			}
 			continue
 		}
 		// A clip's length lets its shots go on where the last left off; its sound is mixed.
