@@ -163,8 +163,17 @@ func (v *Video) Render(ctx context.Context) error {
 	args := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin"}
 	var graph []string
 	var labels string
-	in := 0
 	W, H := v.Frame.W, v.Frame.H
+	// Each picture is read once, however many shots show it: a photo of a phone is 12 megapixels,
+	// and its decoding and first scaling cost more than the rest of a shot's chain. Its inputs
+	// come first; each shot takes one of its copies (split).
+	photos := v.photoCopies()
+	for _, ph := range photos {
+		args = append(args, "-i", ph.path)
+		graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,setsar=1,format=yuv420p,split=%d%s",
+			ph.input, ph.w, ph.h, len(ph.labels), strings.Join(ph.labels, "")))
+	}
+	in := len(photos)
 	for i, s := range v.Shots {
 		d := s.Duration
 		frames := max(int(d*FPS+0.5), 1)
@@ -173,15 +182,16 @@ func (v *Video) Render(ctx context.Context) error {
 		first, last := i == 0, i == len(v.Shots)-1
 		switch s.Kind {
 		case ShotImage:
-			args = append(args, "-i", s.Path)
 			// Scaled and cropped once (the image is one frame) to the move's size around the focal
 			// point, repeated, then moved: a pan is a moving crop (cheap at 1080p, where zoompan's
 			// scaling of every frame would cost more than the encoding).
 			m := imageMove(v.Frame, s)
-			graph = append(graph, fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='%s':y='%s',setsar=1,format=yuv420p,"+
+			graph = append(graph, fmt.Sprintf("%sscale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='%s':y='%s',setsar=1,"+
 				"loop=loop=%d:size=1:start=0,setpts=N/(%d*TB),crop=%d:%d:x='%s':y='%s'%s%s",
-				in, m.W, m.H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), frames-1, FPS, W, H,
+				photos.take(s.Path), m.W, m.H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), frames-1, FPS, W, H,
 				m.X(frames, v.Transition == TransitionSlide && !first), m.Y(frames), v.transition(d, first, last), label))
+			labels += label
+			continue // no input of its own
 		case ShotClip:
 			args = append(args, "-stream_loop", "-1", "-ss", ff(s.Offset), "-t", ds, "-i", s.Path)
 			// The part of the clip the frame shows (the frame's size in a picture of the clip scaled
@@ -328,6 +338,50 @@ func (r *soundRun) wait() (string, error) {
 		r.res = &res
 	}
 	return r.res.file, r.res.err
+}
+
+// photoCopy is a picture of a video's shots, read once: scaled to cover the largest crop of its
+// shots (w x h) and split into a copy (labels) for each shot.
+type photoCopy struct {
+	path   string
+	input  int // its input's number
+	w, h   int
+	labels []string
+	taken  int
+}
+
+type photoCopies []*photoCopy
+
+// photoCopies are v's pictures in the order of their first shot.
+func (v *Video) photoCopies() photoCopies {
+	var out photoCopies
+	byPath := map[string]*photoCopy{}
+	for _, s := range v.Shots {
+		if s.Kind != ShotImage {
+			continue
+		}
+		ph := byPath[s.Path]
+		if ph == nil {
+			ph = &photoCopy{path: s.Path, input: len(out)}
+			byPath[s.Path] = ph
+			out = append(out, ph)
+		}
+		m := imageMove(v.Frame, s) // every move's crop has the frame's aspect
+		ph.w, ph.h = max(ph.w, m.W), max(ph.h, m.H)
+		ph.labels = append(ph.labels, fmt.Sprintf("[p%d_%d]", ph.input, len(ph.labels)))
+	}
+	return out
+}
+
+// take is the next unused copy of the picture at path.
+func (ps photoCopies) take(path string) string {
+	for _, ph := range ps {
+		if ph.path == path {
+			ph.taken++
+			return ph.labels[ph.taken-1]
+		}
+	}
+	panic("render: a shot's picture is not among the video's") // photoCopies lists every one
 }
 
 // columns is how many columns of Wrap (a Latin letter one, a Han character two) fit in 90% of a
