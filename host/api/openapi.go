@@ -13,9 +13,17 @@ import (
 	"github.com/reelforge/reelforge/host/api/apidoc"
 )
 
-// typedOperations declares every typed operation (operations.go) on api: App serves them, and
-// OpenAPI documents them from the same declarations.
+// publicOperations declares the typed operations served without authentication (operations.go)
+// on public: App serves them before the authenticated group, and OpenAPI documents them without
+// security.
+func (s *Server) publicOperations(public huma.API) {
+	s.sessionOperations(public)
+}
+
+// typedOperations declares every authenticated typed operation (operations.go) on api: App serves
+// them, and OpenAPI documents them from the same declarations.
 func (s *Server) typedOperations(api huma.API) {
+	s.accountOperations(api)
 	s.projectOperations(api)
 	s.taskOperations(api)
 	s.schedulerOperations(api)
@@ -36,9 +44,11 @@ var openAPIDoc struct {
 // twice): a programming error every test meets.
 func OpenAPI() []byte {
 	openAPIDoc.once.Do(func() {
-		typed := newTypedAPI(nil, "")
+		typed, public := newTypedAPI(nil, ""), newTypedAPI(nil, "")
 		(&Server{}).typedOperations(typed)
-		openAPIDoc.b, openAPIDoc.err = buildOpenAPI(typed.OpenAPI())
+		(&Server{}).publicOperations(public)
+		openAPIDoc.b, openAPIDoc.err = buildOpenAPI(map[apidoc.Security]*huma.OpenAPI{
+			apidoc.Bearer: typed.OpenAPI(), apidoc.Public: public.OpenAPI()})
 	})
 	if openAPIDoc.err != nil {
 		panic(openAPIDoc.err)
@@ -46,48 +56,51 @@ func OpenAPI() []byte {
 	return openAPIDoc.b
 }
 
-// buildOpenAPI adds the typed operations, with what the contract says of every operation, to
-// apidoc's document.
-func buildOpenAPI(typed *huma.OpenAPI) ([]byte, error) {
-	for path, item := range typed.Paths {
-		for method, op := range operationsOf(item) {
-			documentOperation(method, path, op)
-		}
-	}
-	raw, err := json.Marshal(typed)
-	if err != nil {
-		return nil, fmt.Errorf("api: openapi: %w", err)
-	}
-	var part struct {
-		Paths      map[string]map[string]any `json:"paths"`
-		Components struct {
-			Schemas map[string]any `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(raw, &part); err != nil {
-		return nil, fmt.Errorf("api: openapi: %w", err)
-	}
+// buildOpenAPI adds the typed operations, by the security they are served with (the
+// authenticated group's or none), with what the contract says of every operation, to apidoc's
+// document.
+func buildOpenAPI(typed map[apidoc.Security]*huma.OpenAPI) ([]byte, error) {
 	doc, err := apidoc.Build()
 	if err != nil {
 		return nil, err
 	}
 	paths := doc["paths"].(apidoc.M)
-	for path, item := range part.Paths {
-		have, _ := paths[path].(apidoc.M)
-		if have == nil {
-			have = apidoc.M{}
-			paths[path] = have
-		}
-		for method, op := range item {
-			if _, dup := have[method]; dup {
-				return nil, fmt.Errorf("api: openapi: %s %s is both typed and in apidoc's table", method, path)
+	for sec, api := range typed {
+		for path, item := range api.Paths {
+			for method, op := range operationsOf(item) {
+				documentOperation(method, path, op, sec)
 			}
-			have[method] = op
 		}
+		raw, err := json.Marshal(api)
+		if err != nil {
+			return nil, fmt.Errorf("api: openapi: %w", err)
+		}
+		var part struct {
+			Paths      map[string]map[string]any `json:"paths"`
+			Components struct {
+				Schemas map[string]any `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(raw, &part); err != nil {
+			return nil, fmt.Errorf("api: openapi: %w", err)
+		}
+		for path, item := range part.Paths {
+			have, _ := paths[path].(apidoc.M)
+			if have == nil {
+				have = apidoc.M{}
+				paths[path] = have
+			}
+			for method, op := range item {
+				if _, dup := have[method]; dup {
+					return nil, fmt.Errorf("api: openapi: %s %s is both typed and in apidoc's table", method, path)
+				}
+				have[method] = op
+			}
+		}
+		// The records typed operations answer (Project, Task, ...) are documented from their Go
+		// types; apidoc's table refers to them by the same names.
+		maps.Copy(doc["components"].(apidoc.M)["schemas"].(apidoc.M), part.Components.Schemas)
 	}
-	// The records typed operations answer (Project, Task, ...) are documented from their Go types;
-	// apidoc's table refers to them by the same names.
-	maps.Copy(doc["components"].(apidoc.M)["schemas"].(apidoc.M), part.Components.Schemas)
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("api: openapi: %w", err)
@@ -107,12 +120,16 @@ func operationsOf(item *huma.PathItem) map[string]*huma.Operation {
 }
 
 // documentOperation says of a typed operation what the contract says of every operation: its
-// id, its security (a bearer token: typed operations are on the authenticated group), the
-// Idempotency-Key of a POST, the standard headers of its success answer and its error answers.
-func documentOperation(method, path string, op *huma.Operation) {
+// id, its security (a bearer token on the authenticated group, none on the public one), the
+// Idempotency-Key of an authenticated POST, the standard headers of its success answer and its
+// error answers.
+func documentOperation(method, path string, op *huma.Operation, sec apidoc.Security) {
 	op.OperationID = apidoc.OperationID(method, path)
-	op.Security = []map[string][]string{{"bearerAuth": {}}}
-	if apidoc.TakesIdempotencyKey(method, apidoc.Bearer) {
+	op.Security = []map[string][]string{} // public: none, written as []
+	if sec == apidoc.Bearer {
+		op.Security = []map[string][]string{{"bearerAuth": {}}}
+	}
+	if apidoc.TakesIdempotencyKey(method, sec) {
 		op.Parameters = append(op.Parameters, &huma.Param{Ref: apidoc.IdempotencyKeyRef})
 	}
 	if ok := op.Responses[strconv.Itoa(op.DefaultStatus)]; ok != nil {
@@ -123,7 +140,7 @@ func documentOperation(method, path string, op *huma.Operation) {
 	}
 	delete(op.Responses, "default") // huma's, when an operation lists no errors of its own
 	extra, _ := op.Metadata[metaErrors].([]int)
-	for _, st := range apidoc.ErrorStatuses(apidoc.ErrorsOf{Method: method, Path: path, Sec: apidoc.Bearer,
+	for _, st := range apidoc.ErrorStatuses(apidoc.ErrorsOf{Method: method, Path: path, Sec: sec,
 		HasBody: op.RequestBody != nil, Extra: extra}) {
 		op.Responses[strconv.Itoa(st)] = &huma.Response{Ref: apidoc.ErrorResponseRef(st)}
 	}

@@ -199,6 +199,7 @@ func init() {
 	validation.MsgExpectedArray = "must be of type array"
 	validation.MsgExpectedObject = "must be of type object"
 	validation.MsgExpectedRFC4122UUID = "must be a UUID (%v)"
+	validation.MsgExpectedRFC5322Email = "must be a valid email address (%v)"
 	validation.MsgExpectedMatchExactlyOneSchema = "must be one of the forms the document gives"
 }
 

@@ -34,6 +34,9 @@ func TestTypedValidation(t *testing.T) {
 		{"diagnosis without answers", "POST", "/api/strategy/diagnosis", map[string]any{}, 400, "answers: is required"},
 		{"an answer neither text nor object", "POST", "/api/strategy/diagnosis", map[string]any{"answers": []any{"a", 5}}, 400,
 			"answers[1]: must be one of the forms the document gives"},
+		{"register without a username", "POST", "/api/auth/register", map[string]any{"email": "a@b.co", "password": "12345678"}, 400, "username: is required"},
+		{"register with a short password", "POST", "/api/auth/register", map[string]any{"email": "a@b.co", "password": "1234567", "username": "u"}, 400,
+			"password: must be at least 8 characters"},
 		{"rewrite without content", "POST", "/api/strategy/rewrite", map[string]any{"style": "humorous"}, 400, "content: is required"},
 	}
 	for _, c := range cases {
@@ -48,6 +51,17 @@ func TestTypedValidation(t *testing.T) {
 			if got, _ := json.Marshal(e["details"]); string(got) != string(want) {
 				t.Errorf("%s: details = %s, want %s", c.name, got, want)
 			}
+		}
+	}
+	// Login and refresh say nothing of what a form lacks: a missing field or body is a wrong
+	// credential (401), as before.
+	for _, c := range []struct {
+		path string
+		body any
+	}{{"/api/auth/login", nil}, {"/api/auth/login", map[string]any{}}, {"/api/auth/login", map[string]any{"email": "nobody@x.co"}},
+		{"/api/auth/refresh", nil}, {"/api/auth/refresh", map[string]any{}}} {
+		if r := b.do("POST", c.path, "", c.body); r.status != 401 || r.code() != "AUTHENTICATION_ERROR" {
+			t.Errorf("POST %s %v = %d %s, want 401 AUTHENTICATION_ERROR", c.path, c.body, r.status, r.raw)
 		}
 	}
 	// An update without a body changes nothing, as before.

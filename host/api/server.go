@@ -152,14 +152,11 @@ func (s *Server) App() *fiber.App {
 
 	public := app.Group("/api")
 	public.Get("/openapi.json", s.serveOpenAPI)
-	public.Post("/auth/register", s.authRateLimit, s.register)
-	public.Post("/auth/login", s.authRateLimit, s.login)
-	public.Post("/auth/refresh", s.authRateLimit, s.refresh)
+	s.publicOperations(newTypedAPI(public, "/api"))
 	s.callbackRoutes(app)
 	s.fileRoutes(app)
 
 	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.uploadForm, s.idempotency)
-	api.Get("/auth/me", s.me)
 	api.Get("/workflow/metrics", s.workflowMetrics)
 	s.typedOperations(newTypedAPI(api, "/api"))
 	s.contentRoutes(api)

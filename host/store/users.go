@@ -14,11 +14,11 @@ const (
 
 // User is an account.
 type User struct {
-	ID           string    `json:"id"`
-	Email        string    `json:"email"`
+	ID           string    `json:"id" format:"uuid"`
+	Email        string    `json:"email" format:"email"`
 	Username     string    `json:"username"`
 	PasswordHash string    `json:"-"`
-	Role         string    `json:"role"`
+	Role         string    `json:"role" enum:"admin,user,free_user"`
 	AvatarURL    string    `json:"avatar_url"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`

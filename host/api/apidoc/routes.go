@@ -132,19 +132,6 @@ func Ops() []Op {
 		{Method: "GET", Path: "/api/openapi.json", Tag: "Operations", Summary: "This document", Sec: Public,
 			Status: 200, Kind: Raw, Resp: M{"type": "object", "description": "OpenAPI 3.1"}},
 
-		// Auth
-		{Method: "POST", Path: "/api/auth/register", Tag: "Auth", Summary: "Create an account", Sec: Public, Status: 201, Kind: Data,
-			Body:   obj("email!", strFmt("email"), "password!", M{"type": "string", "minLength": 8, "maxLength": 128}, "username!", str("")),
-			Resp:   obj("token!", str("JWT access token, 7 days"), "refreshToken!", str("opaque, single use, 30 days"), "user!", ref("User")),
-			Errors: []int{409}},
-		{Method: "POST", Path: "/api/auth/login", Tag: "Auth", Summary: "Log in", Sec: Public, Status: 200, Kind: Data,
-			Body: obj("email!", strFmt("email"), "password!", str("")),
-			Resp: obj("token!", str(""), "refreshToken!", str(""), "user!", ref("User"))},
-		{Method: "POST", Path: "/api/auth/refresh", Tag: "Auth", Summary: "Exchange a refresh token (rotating)", Sec: Public, Status: 200, Kind: Data,
-			Body: obj("refreshToken!", str("")), Resp: obj("token!", str(""), "refreshToken!", str("")),
-			Desc: "The refresh token used is revoked; reusing a revoked one revokes its whole family."},
-		{Method: "GET", Path: "/api/auth/me", Tag: "Auth", Summary: "The caller", Sec: Bearer, Status: 200, Kind: Data, Resp: obj("user!", ref("User"))},
-
 		// Workflow
 		{Method: "POST", Path: "/api/workflow/start", Tag: "Workflow", Summary: "Start a run", Sec: Bearer, Status: 200, Kind: Top,
 			Body: obj("workflow!", str("manifest id"), "workflow_id", str("alias of workflow"), "project_id", uuid, "strategy_task_id", str(""), "inputs", anyObj("")),

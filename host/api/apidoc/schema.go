@@ -70,8 +70,6 @@ func schemas() M {
 	runStatus := enum("pending", "running", "completed", "failed", "cancelled", "paused")
 	return M{
 		"FieldError": obj("field!", str(""), "problem!", str("")),
-		"User": obj("id!", uuid, "email!", strFmt("email"), "username!", str(""),
-			"role!", enum("admin", "user", "free_user"), "avatar_url", str(""), "created_at", when, "updated_at", when),
 		"Warning": obj("step_id", str("an optional step that was skipped"), "input", str("an input the workflow does not declare, ignored"),
 			"code!", str("an error code of the catalogue"), "message!", str("")),
 		"RunError": obj("code!", str("an error code of the catalogue"), "message!", str(""), "step_id", str(""), "details", M{}),
