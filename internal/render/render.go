@@ -3,9 +3,9 @@
 // A Video is a timeline the caller has planned: shots (an image with a slow pan or zoom, a clip
 // trimmed to its time, or a title card when there is no material), captions timed to the spoken
 // sentences, a narration and a background music track mixed under it, in the frame of the target
-// platform. Render turns it into an ffmpeg run of the picture (H.264 High profile) and one of the
-// sound (AAC at 48 kHz) side by side, put together in an MP4 that starts playing before it is
-// loaded (encode.go), after a short one that mixes and measures the sound (audio.go). Still renders
+// platform. Render turns it into an ffmpeg run of the picture (H.264 High profile) and, beside it,
+// the sound's runs (audio.go: mixed and measured, then normalised and encoded to AAC at 48 kHz),
+// put together in an MP4 that starts playing before it is loaded (encode.go). Still renders
 // a still (a cover) of an aspect ratio. FontFor picks a font that draws every character of the
 // text, so a caption is refused rather than drawn as boxes.
 //
