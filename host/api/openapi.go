@@ -44,11 +44,12 @@ var openAPIDoc struct {
 // twice): a programming error every test meets.
 func OpenAPI() []byte {
 	openAPIDoc.once.Do(func() {
-		typed, public := newTypedAPI(nil, ""), newTypedAPI(nil, "")
+		typed, public, signed := newTypedAPI(nil, ""), newTypedAPI(nil, ""), newTypedAPI(nil, "")
 		(&Server{}).typedOperations(typed)
 		(&Server{}).publicOperations(public)
+		(&Server{}).callbackOperations(signed)
 		openAPIDoc.b, openAPIDoc.err = buildOpenAPI(map[apidoc.Security]*huma.OpenAPI{
-			apidoc.Bearer: typed.OpenAPI(), apidoc.Public: public.OpenAPI()})
+			apidoc.Bearer: typed.OpenAPI(), apidoc.Public: public.OpenAPI(), apidoc.Callback: signed.OpenAPI()})
 	})
 	if openAPIDoc.err != nil {
 		panic(openAPIDoc.err)
@@ -125,9 +126,13 @@ func operationsOf(item *huma.PathItem) map[string]*huma.Operation {
 // error answers.
 func documentOperation(method, path string, op *huma.Operation, sec apidoc.Security) {
 	op.OperationID = apidoc.OperationID(method, path)
-	op.Security = []map[string][]string{} // public: none, written as []
-	if sec == apidoc.Bearer {
+	switch sec {
+	case apidoc.Bearer:
 		op.Security = []map[string][]string{{"bearerAuth": {}}}
+	case apidoc.Callback:
+		op.Security = []map[string][]string{{"callbackSignature": {}}}
+	default:
+		op.Security = []map[string][]string{} // public: none, written as []
 	}
 	if apidoc.TakesIdempotencyKey(method, sec) {
 		op.Parameters = append(op.Parameters, &huma.Param{Ref: apidoc.IdempotencyKeyRef})

@@ -460,6 +460,14 @@ func (o jsonObject) value() json.RawMessage {
 // ---------------------------------------------------------------------------------------------
 // What typed handlers read of their request beyond their input.
 
+// requestBody is the bytes of a typed handler's request body, as they came (a signed callback's).
+func requestBody(ctx context.Context) []byte {
+	if fc, _ := ctx.Value(fiberContextKey{}).(*fiberContext); fc != nil {
+		return fc.c.Body()
+	}
+	return nil
+}
+
 // caller is the authenticated principal of a typed handler's request (nil on a public route).
 func caller(ctx context.Context) *auth.Principal {
 	if fc, _ := ctx.Value(fiberContextKey{}).(*fiberContext); fc != nil {

@@ -153,7 +153,7 @@ func (s *Server) App() *fiber.App {
 	public := app.Group("/api")
 	public.Get("/openapi.json", s.serveOpenAPI)
 	s.publicOperations(newTypedAPI(public, "/api"))
-	s.callbackRoutes(app)
+	s.callbackOperations(newTypedAPI(app, ""))
 	s.fileRoutes(app)
 
 	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.uploadForm, s.idempotency)

@@ -2,7 +2,6 @@ package apidoc
 
 import (
 	"github.com/reelforge/reelforge/host/store"
-	"github.com/reelforge/reelforge/sdk/engine"
 )
 
 // Security names how an operation is authenticated.
@@ -189,18 +188,6 @@ func Ops() []Op {
 		{Method: "GET", Path: "/api/batch/:id/status", Tag: "Workflow", Summary: "A batch with its items refreshed", Sec: Bearer, Status: 200, Kind: Data,
 			Resp: batchSummary(), Errors: []int{404}},
 
-		// Callbacks
-		{Method: "POST", Path: engine.CallbackPathGraph, Tag: "Callbacks", Summary: "Agent graph runner callback", Sec: Callback, Status: 200, Kind: Data,
-			Body: obj("run_id!", uuid, "job_id!", uuid, "status!", enum("completed", "failed", "paused"), "outputs", anyObj(""), "trace", arr(ref("TraceStep")),
-				"metadata", obj("total_tokens", num(""), "total_cost_usd", num(""), "duration_ms", num(""))),
-			Resp: callbackAck(), Errors: []int{410}, Desc: callbackDesc},
-		{Method: "POST", Path: engine.CallbackPathAutomation, Tag: "Callbacks", Summary: "Workflow automation tool callback", Sec: Callback, Status: 200, Kind: Data,
-			Body: obj("job_id!", uuid, "workflow_name", str(""), "status!", str(""), "result", obj("audio_url", str(""), "duration", num(""), "style", str(""))),
-			Resp: callbackAck(), Errors: []int{410}, Desc: callbackDesc},
-		{Method: "POST", Path: engine.CallbackPathAI, Tag: "Callbacks", Summary: "Generator callback (music, video, speech, link parsing)", Sec: Callback, Status: 200, Kind: Data,
-			Body: obj("job_id!", uuid, "type", str(""), "status!", str(""), "result", obj("audio_url", str(""), "cover_url", str(""))),
-			Resp: callbackAck(), Errors: []int{410}, Desc: callbackDesc},
-
 		// Knowledge
 		{Method: "POST", Path: "/api/knowledge/upload", Tag: "Knowledge", Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)", Sec: Bearer, Status: 201, Kind: Data,
 			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "title", str(""),
@@ -326,15 +313,6 @@ func Ops() []Op {
 			Query: []Param{q("token", "access token, when no Authorization header can be sent", str(""))}, Errors: []int{401},
 			Desc: "Frames are JSON {type, data}. Send {type: \"subscribe:project\", data: {projectId}}; a project not the caller's answers a frame of type error with the 403 message."},
 	}
-}
-
-// callbackDesc is what every callback route does with progress and with a timed-out job.
-const callbackDesc = "A `running` (or `pending`, `accepted`) callback reports progress and moves the job's deadline by its type's timeout: " +
-	"a job times out only after a silence longer than that. A callback for a job that timed out answers 410 WORKFLOW_TIMEOUT: " +
-	"stop its work (another attempt may be under way). A job resolved otherwise: 200 with duplicate true."
-
-func callbackAck() M {
-	return obj("job_id!", uuid, "run_id!", uuid, "status!", str(""), "duplicate", boolean("the job was resolved already; nothing changed"))
 }
 
 func corpusPatch() M {
