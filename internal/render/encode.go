@@ -32,8 +32,15 @@ func ParseQuality(s string) (Quality, error) {
 	return "", fmt.Errorf("render: quality %q is not one of %s", s, strings.Join(Qualities, ", "))
 }
 
-// FPS is the frame rate of rendered videos, at either quality: 30, what the platforms show.
-const FPS = 30
+// FPS is the frame rate of a quality's videos: 30, what the platforms show; a draft keeps the 25
+// it had before 1080p (a sixth fewer frames to encode: the draft's speed target, BENCHMARKS.md's
+// render row, is bound by x264's frames).
+func (q Quality) FPS() int {
+	if q == QualityDraft {
+		return 25
+	}
+	return 30
+}
 
 // shortSide is the short side of a video's frame in pixels: 1080 (Douyin, Kuaishou, Xiaohongshu,
 // Bilibili and YouTube all take 1080p) and 720 for a draft.
@@ -67,9 +74,9 @@ func (q Quality) encoder() []string {
 // AudioRate is the sample rate of rendered audio (AAC at 48 kHz, what the platforms deliver).
 const AudioRate = 48000
 
-// videoArgs are the output options of a video's picture: H.264 in the quality's settings at FPS.
+// videoArgs are the output options of a video's picture: H.264 in the quality's settings at its FPS.
 func (v *Video) videoArgs() []string {
-	args := append([]string{"-r", strconv.Itoa(FPS)}, v.Quality.encoder()...)
+	args := append([]string{"-r", strconv.Itoa(v.Quality.FPS())}, v.Quality.encoder()...)
 	return append(args, "-pix_fmt", "yuv420p")
 }
 

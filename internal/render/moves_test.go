@@ -103,7 +103,8 @@ func TestRenderPortraitFace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for move := range moves {
-		for _, n := range []int{move * FPS, move*FPS + FPS - 1} {
+		fps := v.Quality.FPS()
+		for _, n := range []int{move * fps, move*fps + fps - 1} {
 			png := filepath.Join(dir, "frame.png")
 			if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-i", v.Out, "-vf", "select=eq(n\\,"+strconv.Itoa(n)+")",
 				"-frames:v", "1", "-update", "1", png).CombinedOutput(); err != nil {

@@ -174,9 +174,10 @@ func (v *Video) Render(ctx context.Context) error {
 			ph.input, ph.w, ph.h, len(ph.labels), strings.Join(ph.labels, "")))
 	}
 	in := len(photos)
+	fps := v.Quality.FPS()
 	for i, s := range v.Shots {
 		d := s.Duration
-		frames := max(int(d*FPS+0.5), 1)
+		frames := max(int(d*float64(fps)+0.5), 1)
 		ds := ff(d)
 		label := fmt.Sprintf("[s%d]", i)
 		first, last := i == 0, i == len(v.Shots)-1
@@ -188,7 +189,7 @@ func (v *Video) Render(ctx context.Context) error {
 			m := imageMove(v.Frame, s)
 			graph = append(graph, fmt.Sprintf("%sscale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d:x='%s':y='%s',setsar=1,"+
 				"loop=loop=%d:size=1:start=0,setpts=N/(%d*TB),crop=%d:%d:x='%s':y='%s'%s%s",
-				photos.take(s.Path), m.W, m.H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), frames-1, FPS, W, H,
+				photos.take(s.Path), m.W, m.H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), frames-1, fps, W, H,
 				m.X(frames, v.Transition == TransitionSlide && !first), m.Y(frames), v.transition(d, first, last), label))
 			labels += label
 			continue // no input of its own
@@ -200,14 +201,14 @@ func (v *Video) Render(ctx context.Context) error {
 			// (a third more CPU for the clip's shots).
 			m := clipMove(v.Frame, s.Move)
 			graph = append(graph, fmt.Sprintf("[%d:v]crop=w='%d*min(iw/%d,ih/%d)':h='%d*min(iw/%d,ih/%d)':x='%s':y='%s',scale=%d:%d,setsar=1,fps=%d,"+
-				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, W, m.W, m.H, H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), W, H, FPS, ds,
+				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, W, m.W, m.H, H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), W, H, fps, ds,
 				v.transition(d, first, last), label))
 		default: // title card
 			color := s.Color
 			if color == "" {
 				color = v.Background
 			}
-			args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("color=c=%s:s=%dx%d:r=%d:d=%s", color, W, H, FPS, ds))
+			args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("color=c=%s:s=%dx%d:r=%d:d=%s", color, W, H, fps, ds))
 			chain := fmt.Sprintf("[%d:v]format=yuv420p", in)
 			text := Wrap(s.Text, columns(W, fontSize(v.Frame)*13/10), 6)
 			switch {
@@ -217,7 +218,7 @@ func (v *Video) Render(ctx context.Context) error {
 				if _, _, err := textPicture(pic, text, v.Font, emoji, textStyle{size: fontSize(v.Frame) * 13 / 10, spacing: 14}); err != nil {
 					return err
 				}
-				args = append(args, "-loop", "1", "-framerate", strconv.Itoa(FPS), "-t", ds, "-i", pic)
+				args = append(args, "-loop", "1", "-framerate", strconv.Itoa(fps), "-t", ds, "-i", pic)
 				in++
 				chain += fmt.Sprintf("[card%d];[card%d][%d:v]overlay=x=(W-w)/2:y=(H-h)/2,format=yuv420p", i, i, in)
 			default:

@@ -241,7 +241,7 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		"font": filepath.Base(p.Font)}
 	maps.Copy(res, post)
 	maps.Copy(res, soundNotes(v))
-	res["quality"], res["fps"], res["transition"], res["longest_shot"] = string(look.quality), render.FPS, string(look.transition), round(longestShot(v))
+	res["quality"], res["fps"], res["transition"], res["longest_shot"] = string(look.quality), look.quality.FPS(), string(look.transition), round(longestShot(v))
 	textNotes(res, glyphs)
 	if len(p.Material) == 0 {
 		res["material"] = "none: title cards"
