@@ -490,10 +490,13 @@ func faultCause(err error) string {
 		return store.CauseTimeout
 	}
 	// A connection that broke under a statement: the server went away (killed, restarted, the
-	// network dropped).
+	// network dropped). pgx closes a connection whose socket failed, so the calls made on it
+	// afterwards (the transaction's next statement, its commit) fail with ErrConnClosed: the same
+	// loss, met one call later.
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, pgconn.ErrConnClosed) {
 		return store.CauseUnreachable
 	}
 	return ""
