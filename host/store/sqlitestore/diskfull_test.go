@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/host/store/sqldb"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/host/store/storetest"
 	"github.com/reelforge/reelforge/internal/testtool"
@@ -40,6 +42,11 @@ func TestDiskFull(t *testing.T) {
 		}
 		runs = append(runs, r.ID)
 	}
+	// A run no claim takes (completed), for fillToLastPage to write to.
+	mark := &store.Run{ID: uuid.NewString(), WorkflowID: "mark", UserID: u.ID, Status: store.RunCompleted}
+	if err := d.CreateRun(ctx, mark); err != nil {
+		t.Fatal(err)
+	}
 	// Room to give back later (enough for a checkpoint to copy the WAL into the database file),
 	// then runs with large inputs until the disk is full.
 	spare := filepath.Join(dir, "spare")
@@ -63,7 +70,7 @@ func TestDiskFull(t *testing.T) {
 			}
 		}
 	}
-	tmpfs.Fill(t, filepath.Join(dir, "fill")) // the last bytes a small write could still take
+	fillToLastPage(t, d, dir, mark.ID)
 	for i := range 3 {
 		r, err := d.ClaimRun(ctx, "host/a", time.Minute)
 		if err == nil || errors.Is(err, store.ErrNotFound) {
@@ -107,4 +114,32 @@ func TestDiskFull(t *testing.T) {
 	if err := d.CreateRun(ctx, &store.Run{ID: uuid.NewString(), WorkflowID: "after", UserID: u.ID, Inputs: big}); err != nil {
 		t.Errorf("a write after the WAL was cut back: %v", err)
 	}
+}
+
+// fillToLastPage fills the disk until not even a write of one page fits, so a claim (which writes
+// at least its run's page) has no room either. The file system's being full is not enough: a
+// transaction that failed left its frames in the WAL's file beyond the last commit, and the next
+// transaction writes over them without asking the disk for space, so a smaller write than the one
+// that failed (a claim after a failed run insert) can still commit; and a write that fails to grow
+// the WAL's index (every 4,096 frames) leaves room for a smaller one below that boundary. So the
+// last writes are the smallest there are: an UPDATE of one unindexed column of one run, one page,
+// with the file system's last bytes taken before each, until three in a row fail.
+func fillToLastPage(t *testing.T, d *sqlitestore.Driver, dir, runID string) {
+	t.Helper()
+	committed := 0
+	for i, fails := 0, 0; fails < 3; i++ {
+		if i > 10000 {
+			t.Fatalf("the disk still takes one-page writes after %d of them", i)
+		}
+		tmpfs.Fill(t, filepath.Join(dir, fmt.Sprintf("fill-%d", i)))
+		_, err := d.SQLDB().ExecContext(context.Background(), `UPDATE runs SET updated_at = ? WHERE run_id = ?`,
+			time.Now().UTC().Format(sqldb.SQLiteTimeFormat), runID)
+		if err != nil {
+			fails++
+			continue
+		}
+		fails = 0
+		committed++
+	}
+	t.Logf("disk full for a one-page write after %d of them committed", committed)
 }
