@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -30,6 +29,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/reelforge/reelforge/internal/testtool"
 )
 
 // Options shape a cluster. The zero Options is a cluster with PostgreSQL's default
@@ -92,7 +93,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		t.Fatalf("pgcluster: initdb: %v\n%s", err, out)
 	}
-	c.Port = freePort(t)
+	c.Port = testtool.FreePort(t)
 	t.Cleanup(func() { c.stop() })
 	c.Restart(t)
 	return c
@@ -392,17 +393,6 @@ func postgresUser(t testing.TB) *syscall.Credential {
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-}
-
-// freePort asks the kernel for a free port.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // trimLog keeps a long server log readable in a failure message.

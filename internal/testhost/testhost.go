@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -123,7 +122,7 @@ type Host struct {
 // process is stopped when the test ends.
 func New(t testing.TB, o Options) *Host {
 	t.Helper()
-	h := &Host{Name: o.Name, DataDir: o.DataDir, Port: FreePort(t), bin: o.Bin.Host}
+	h := &Host{Name: o.Name, DataDir: o.DataDir, Port: testtool.FreePort(t), bin: o.Bin.Host}
 	if h.Name == "" {
 		h.Name = "host"
 	}
@@ -271,17 +270,6 @@ func (h *Host) CPU() time.Duration {
 	ut, _ := strconv.Atoi(f[11])
 	st, _ := strconv.Atoi(f[12])
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
-}
-
-// FreePort answers a TCP port free on 127.0.0.1 now.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // RunsOutcome is how a set of runs ended (Settle).

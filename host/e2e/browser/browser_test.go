@@ -11,7 +11,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -225,7 +224,7 @@ func shared(t *testing.T, chromium, link string) {
 // the host is stopped when the test ends.
 func startHost(t *testing.T, root, binary, origin string) string {
 	t.Helper()
-	port := freePort(t)
+	port := fmt.Sprint(testtool.FreePort(t))
 	dataDir := t.TempDir()
 	cmd := exec.Command(binary, "serve")
 	cmd.Dir = root
@@ -279,16 +278,6 @@ func startHost(t *testing.T, root, binary, origin string) string {
 	}
 	t.Logf("host %s on %s", base, db)
 	return base
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
 
 // tail logs the last lines of the host's log.
