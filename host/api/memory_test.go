@@ -160,7 +160,8 @@ type helperHost struct {
 func startHelperHost(t *testing.T, env []string, addrFile string) helperHost {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHost$", "-test.count=1")
-	cmd.Env = env
+	// The helper is killed, so its own t.TempDir is never removed: it makes it under this test's.
+	cmd.Env = append(env, "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
