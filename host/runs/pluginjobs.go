@@ -27,6 +27,12 @@ type PluginJobs struct {
 	stopped bool
 	calls   map[string]*call // job id -> its call to the plugin
 	wg      sync.WaitGroup
+
+	// answers is the back-off of recording jobs' answers. The answers of every job wait for the
+	// same database, so they share one: one log line per back-off step for all of them, not one
+	// per job (a full disk under a few renders wrote 9 of the 40 lines a minute).
+	answersMu sync.Mutex
+	answers   backoff.Retry
 }
 
 // call is one call to a plugin about a job.
@@ -34,7 +40,7 @@ type call struct{ cancel context.CancelFunc }
 
 // NewPluginJobs returns the JobDispatcher of s's plugin jobs.
 func NewPluginJobs(s *Service) *PluginJobs {
-	return &PluginJobs{s: s, calls: map[string]*call{}}
+	return &PluginJobs{s: s, calls: map[string]*call{}, answers: backoff.Retry{Log: s.log, What: "runs: record a plugin's job answer"}}
 }
 
 // Local reports true: the job's work is done by a plugin of this host, which dies with it (the
@@ -126,20 +132,24 @@ func (p *PluginJobs) resolve(job *engine.Job, name string, res *engine.RunResult
 	// The work is done: a database that refuses its answer (down, disk full) gets it again with
 	// the host's back-off, rather than the job waiting for its time-out and being done again.
 	// The job stays held by this host's life meanwhile, so no one takes it for abandoned.
-	retry := backoff.Retry{Log: p.s.log, What: "runs: record a plugin's job answer"}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := p.s.CompleteJob(ctx, job.JobID, result, failure)
 		cancel()
 		if err == nil {
-			retry.Succeeded()
+			p.answersMu.Lock()
+			p.answers.Succeeded()
+			p.answersMu.Unlock()
 			return
 		}
 		if errcode.As(err) != nil {
 			p.s.log.Info("runs: a plugin's job answer not recorded", "job_id", job.JobID, "err", err)
 			return
 		}
-		backoff.Sleep(context.Background(), retry.Failed(err, "job_id", job.JobID))
+		p.answersMu.Lock()
+		wait := p.answers.Failed(err, "job_id", job.JobID)
+		p.answersMu.Unlock()
+		backoff.Sleep(context.Background(), wait)
 	}
 }
 
