@@ -396,6 +396,11 @@ func (s *Server) getMaterial(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	return s.assetAnswer(c, a)
+}
+
+// assetAnswer answers one of the caller's assets as the library shows it (its cover, signed URLs).
+func (s *Server) assetAnswer(c *fiber.Ctx, a *store.Asset) error {
 	v, err := s.Content.View(s.ctx(c), a)
 	if err != nil {
 		return err
@@ -445,11 +450,7 @@ func (s *Server) updateMaterial(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.Content.View(s.ctx(c), a)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"asset": v})
+	return s.assetAnswer(c, a)
 }
 
 func (s *Server) batchDeleteMaterials(c *fiber.Ctx) error {
