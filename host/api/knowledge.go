@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/danielgtaylor/huma/v2"
 	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
 
@@ -23,23 +25,46 @@ func (s *Server) knowledgeRoutes(r fiber.Router) {
 	g.Post("/upload", s.kbUpload)
 	g.Post("/text", s.kbText)
 	g.Post("/batch/text", s.kbBatchText)
-	g.Get("/sources", s.kbSources)
-	g.Get("/sources/:id/documents", s.kbSourceDocuments)
-	g.Get("/documents", s.kbDocuments)
-	g.Get("/documents/:id", s.kbDocument)
-	g.Delete("/documents/:id", s.kbDeleteDocument)
 	g.Post("/search", s.kbSearch)
 	g.Get("/search", s.kbSearchGet)
 	g.Post("/ask", s.kbAsk)
 	g.Post("/context", s.kbContext)
-	g.Post("/feedback/:queryId", s.kbFeedback)
-	g.Get("/metrics", s.kbMetrics)
-	g.Get("/eval-set", s.kbEvalSet)
-	g.Post("/eval/run-search", s.kbEvalRun)
-	g.Post("/facts", s.kbPutFact)
-	g.Get("/facts", s.kbFacts)
-	g.Delete("/facts/:id", s.kbDeleteFact)
-	g.Post("/reindex", s.kbReindex)
+}
+
+// knowledgeOperations declares the Knowledge family (typed: operations.go). Every operation
+// first checks that the knowledge base is wired (needKB), before its input is read.
+func (s *Server) knowledgeOperations(api huma.API) {
+	const tag = "Knowledge"
+	kb := []fiber.Handler{s.needKB}
+	register(api, op{Method: "GET", Path: "/api/knowledge/sources", Tag: tag, Summary: "Sources the caller may read",
+		Errors: []int{403}, Before: kb}, s.kbSources)
+	register(api, op{Method: "GET", Path: "/api/knowledge/sources/{id}/documents", Tag: tag, Summary: "Documents of a source",
+		Errors: []int{404}, Before: kb}, s.kbSourceDocuments)
+	register(api, op{Method: "GET", Path: "/api/knowledge/documents", Tag: tag, Summary: "Documents the caller may read",
+		Before: kb}, s.kbDocuments)
+	register(api, op{Method: "GET", Path: "/api/knowledge/documents/{id}", Tag: tag, Summary: "A document with its parse status",
+		Errors: []int{404}, Before: kb}, s.kbDocument)
+	register(api, op{Method: "DELETE", Path: "/api/knowledge/documents/{id}", Tag: tag,
+		Summary: "Delete a document with its chunks, vectors and keyword index", Errors: []int{404}, Before: kb,
+		Desc: "A document of the caller's sources (an admin: any); anyone else's is 404. No search path finds it afterwards; " +
+			"the source's version is raised."}, s.kbDeleteDocument)
+	register(api, op{Method: "POST", Path: "/api/knowledge/feedback/{queryId}", Tag: tag,
+		Summary: "Rate an answer (a second rating replaces the first)", Errors: []int{404}, Before: kb}, s.kbFeedback)
+	register(api, op{Method: "GET", Path: "/api/knowledge/metrics", Tag: tag, Summary: "Ask totals, citation coverage, latency",
+		Before: kb}, s.kbMetrics)
+	register(api, op{Method: "GET", Path: "/api/knowledge/eval-set", Tag: tag, Summary: "The 40 evaluation questions",
+		Before: kb}, s.kbEvalSet)
+	register(api, op{Method: "POST", Path: "/api/knowledge/eval/run-search", Tag: tag,
+		Summary: "Run the search evaluation (answers: also ask every question and score the answers)", Before: kb}, s.kbEvalRun)
+	register(api, op{Method: "POST", Path: "/api/knowledge/facts", Tag: tag, Summary: "Set a fact", Status: 201,
+		Before: kb}, s.kbPutFact)
+	register(api, op{Method: "GET", Path: "/api/knowledge/facts", Tag: tag, Summary: "The caller's facts", Before: kb}, s.kbFacts)
+	register(api, op{Method: "DELETE", Path: "/api/knowledge/facts/{id}", Tag: tag,
+		Summary: "Delete one of the caller's facts (by id or key)", Errors: []int{404}, Before: kb}, s.kbDeleteFact)
+	register(api, op{Method: "POST", Path: "/api/knowledge/reindex", Tag: tag,
+		Summary: "Re-embed one of the caller's sources (an admin: any) with the current embedding model", Errors: []int{404}, Before: kb,
+		Desc: "512 chunks per transaction; the new vectors go beside the old ones and the source switches at the end, " +
+			"so search keeps working. Running it again after a failure is safe."}, s.kbReindex)
 }
 
 func (s *Server) needKB(c *fiber.Ctx) error {
@@ -68,8 +93,9 @@ func viewDocs(ds []store.KnowledgeDocument) []docView {
 	return out
 }
 
-func (s *Server) viewer(c *fiber.Ctx) store.Viewer {
-	p := principal(c)
+// viewer is what the caller of a typed handler may read of the knowledge base.
+func viewer(ctx context.Context) store.Viewer {
+	p := caller(ctx)
 	return store.Viewer{UserID: p.UserID, Admin: p.IsAdmin()}
 }
 
@@ -351,92 +377,125 @@ func (s *Server) batchItem(c *fiber.Ctx, in *textInput) (kb.IngestParams, error)
 	return p, nil
 }
 
-func (s *Server) kbSources(c *fiber.Ctx) error {
-	page, limit, offset, err := paging(c)
-	if err != nil {
-		return err
-	}
-	v := s.viewer(c)
-	if pid := c.Query("project_id"); pid != "" {
-		if _, err := s.bodyProject(c, pid); err != nil {
-			return err
+type sourcesInput struct {
+	Paging
+	ProjectID string `query:"project_id" doc:"the sources of this project of the caller's"`
+}
+
+// page is a page of a knowledge listing: the fields beside its records (data's keys).
+type page struct {
+	Total   int  `json:"total" doc:"matching records"`
+	Page    int  `json:"page"`
+	Limit   int  `json:"limit"`
+	HasMore bool `json:"hasMore" doc:"a later page has more"`
+}
+
+func pageOf(n, total int, pq Paging) page {
+	return page{Total: total, Page: pq.Page, Limit: pq.Limit, HasMore: pq.offset()+n < total}
+}
+
+type sourcesAnswer struct {
+	Sources []store.KnowledgeSource `json:"sources"`
+	page
+}
+
+func (s *Server) kbSources(ctx context.Context, in *sourcesInput) (*Data[sourcesAnswer], error) {
+	v := viewer(ctx)
+	if in.ProjectID != "" {
+		if _, err := s.namedProject(ctx, in.ProjectID); err != nil {
+			return nil, err
 		}
-		v.ProjectID = pid
+		v.ProjectID = in.ProjectID
 	}
-	items, total, err := s.Store.ListSources(s.ctx(c), store.ListKnowledgeParams{Viewer: v, Limit: limit, Offset: offset})
+	items, total, err := s.Store.ListSources(ctx, store.ListKnowledgeParams{Viewer: v, Limit: in.Limit, Offset: in.offset()})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"sources": items, "total": total, "page": page, "limit": limit,
-		"hasMore": offset+len(items) < total})
+	return answerData(sourcesAnswer{items, pageOf(len(items), total, in.Paging)})
 }
 
 // readableSource loads a source the caller may read; anything else is 404.
-func (s *Server) readableSource(c *fiber.Ctx, id string) (*store.KnowledgeSource, error) {
-	notFound := errcode.New(errcode.NotFound, "Source not found")
-	okRead, err := s.Store.CanRead(s.ctx(c), s.viewer(c), id)
+func (s *Server) readableSource(ctx context.Context, id string) (*store.KnowledgeSource, error) {
+	okRead, err := s.Store.CanRead(ctx, viewer(ctx), id)
 	if err != nil {
 		return nil, err
 	}
 	if !okRead {
-		return nil, notFound
+		return nil, errcode.New(errcode.NotFound, "Source not found")
 	}
-	return s.Store.GetSource(s.ctx(c), id)
+	return s.Store.GetSource(ctx, id)
 }
 
-func (s *Server) kbSourceDocuments(c *fiber.Ctx) error {
-	src, err := s.readableSource(c, c.Params("id"))
+type sourceDocumentsInput struct {
+	ID string `path:"id"`
+	Paging
+}
+
+type sourceDocumentsAnswer struct {
+	Source    *store.KnowledgeSource `json:"source"`
+	Documents []docView              `json:"documents"`
+	page
+}
+
+func (s *Server) kbSourceDocuments(ctx context.Context, in *sourceDocumentsInput) (*Data[sourceDocumentsAnswer], error) {
+	src, err := s.readableSource(ctx, in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	page, limit, offset, err := paging(c)
-	if err != nil {
-		return err
-	}
-	v := s.viewer(c)
+	v := viewer(ctx)
 	v.SourceID = src.ID
-	items, total, err := s.Store.ListDocuments(s.ctx(c), store.ListKnowledgeParams{Viewer: v, Limit: limit, Offset: offset})
+	items, total, err := s.Store.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: v, Limit: in.Limit, Offset: in.offset()})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"source": src, "documents": viewDocs(items), "total": total, "page": page,
-		"limit": limit, "hasMore": offset+len(items) < total})
+	return answerData(sourceDocumentsAnswer{src, viewDocs(items), pageOf(len(items), total, in.Paging)})
 }
 
-func (s *Server) kbDocuments(c *fiber.Ctx) error {
-	page, limit, offset, err := paging(c)
-	if err != nil {
-		return err
-	}
-	v := s.viewer(c)
-	if sid := c.Query("source_id"); sid != "" {
-		v.SourceID = sid
-	}
-	items, total, err := s.Store.ListDocuments(s.ctx(c), store.ListKnowledgeParams{Viewer: v, Limit: limit, Offset: offset})
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"documents": viewDocs(items), "total": total, "page": page, "limit": limit,
-		"hasMore": offset+len(items) < total})
+type documentsInput struct {
+	Paging
+	SourceID string `query:"source_id" doc:"the documents of this source"`
 }
 
-func (s *Server) kbDocument(c *fiber.Ctx) error {
+type documentsAnswer struct {
+	Documents []docView `json:"documents"`
+	page
+}
+
+func (s *Server) kbDocuments(ctx context.Context, in *documentsInput) (*Data[documentsAnswer], error) {
+	v := viewer(ctx)
+	v.SourceID = in.SourceID
+	items, total, err := s.Store.ListDocuments(ctx, store.ListKnowledgeParams{Viewer: v, Limit: in.Limit, Offset: in.offset()})
+	if err != nil {
+		return nil, err
+	}
+	return answerData(documentsAnswer{viewDocs(items), pageOf(len(items), total, in.Paging)})
+}
+
+type idPath struct {
+	ID string `path:"id"`
+}
+
+type documentAnswer struct {
+	Document docView `json:"document"`
+}
+
+func (s *Server) kbDocument(ctx context.Context, in *idPath) (*Data[documentAnswer], error) {
 	notFound := errcode.New(errcode.NotFound, "Document not found")
-	d, err := s.Store.GetDocument(s.ctx(c), c.Params("id"))
+	d, err := s.Store.GetDocument(ctx, in.ID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return notFound
+			return nil, notFound
 		}
-		return err
+		return nil, err
 	}
-	src, err := s.readableSource(c, d.SourceID)
+	src, err := s.readableSource(ctx, d.SourceID)
 	if err != nil {
 		if e := errcode.As(err); e != nil && e.Code == errcode.NotFound {
-			return notFound
+			return nil, notFound
 		}
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"document": viewDoc(d, src.Name)})
+	return answerData(documentAnswer{viewDoc(d, src.Name)})
 }
 
 type searchFilters struct {
@@ -594,135 +653,155 @@ func (s *Server) kbContext(c *fiber.Ctx) error {
 	return ok(c, fiber.StatusOK, fiber.Map{"context": text, "citations": cits, "hits": hits})
 }
 
-func (s *Server) kbFeedback(c *fiber.Ctx) error {
-	var in struct {
-		Rating *int   `json:"rating"`
+type feedbackInput struct {
+	QueryID string `path:"queryId" doc:"the query_id of an ask"`
+	Body    struct {
+		Rating int    `json:"rating" minimum:"1" maximum:"5"`
+		Notes  string `json:"notes,omitempty" maxLength:"2000"`
+	}
+}
+
+type feedbackAnswer struct {
+	QueryID  string `json:"query_id"`
+	Feedback struct {
+		Rating int    `json:"rating"`
 		Notes  string `json:"notes"`
-	}
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	if in.Rating == nil {
-		return errcode.Invalid("rating", "is required (a whole number from 1 to 5)")
-	}
-	q, err := s.KB.Feedback(s.ctx(c), principal(c).UserID, c.Params("queryId"), *in.Rating, in.Notes)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"query_id": q.ID, "feedback": fiber.Map{"rating": *in.Rating, "notes": in.Notes}})
+	} `json:"feedback"`
 }
 
-func (s *Server) kbMetrics(c *fiber.Ctx) error {
-	p := principal(c)
-	m, err := s.KB.Metrics(s.ctx(c), p.UserID, p.IsAdmin())
+func (s *Server) kbFeedback(ctx context.Context, in *feedbackInput) (*Data[feedbackAnswer], error) {
+	q, err := s.KB.Feedback(ctx, caller(ctx).UserID, in.QueryID, in.Body.Rating, in.Body.Notes)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"totals": m.Totals, "quality": m.Quality, "performance": m.Performance})
+	out := feedbackAnswer{QueryID: q.ID}
+	out.Feedback.Rating, out.Feedback.Notes = in.Body.Rating, in.Body.Notes
+	return answerData(out)
 }
 
-func (s *Server) kbEvalSet(c *fiber.Ctx) error {
+func (s *Server) kbMetrics(ctx context.Context, _ *struct{}) (*Data[kb.Metrics], error) {
+	p := caller(ctx)
+	m, err := s.KB.Metrics(ctx, p.UserID, p.IsAdmin())
+	if err != nil {
+		return nil, err
+	}
+	return answerData(*m)
+}
+
+type evalSetAnswer struct {
+	Items       []kb.EvalItem     `json:"items"`
+	Scenarios   []kb.EvalScenario `json:"scenarios"`
+	Total       int               `json:"total" doc:"the number of items"`
+	OutOfDomain []kb.EvalItem     `json:"out_of_domain" doc:"questions an ask must answer \"not found\""`
+}
+
+func (s *Server) kbEvalSet(context.Context, *struct{}) (*Data[evalSetAnswer], error) {
 	es, err := kb.LoadEvalSet()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"items": es.Items, "scenarios": es.Scenarios, "total": len(es.Items),
-		"out_of_domain": es.OutOfDomain})
+	return answerData(evalSetAnswer{Items: es.Items, Scenarios: es.Scenarios, Total: len(es.Items), OutOfDomain: es.OutOfDomain})
 }
 
-func (s *Server) kbEvalRun(c *fiber.Ctx) error {
-	var in struct {
-		TopK       *int   `json:"top_k"` // nil: the default
-		Scenario   string `json:"scenario"`
-		SourceName string `json:"source_name"`
-		Answers    bool   `json:"answers"` // also ask every question and score the answers
+type evalRunInput struct {
+	Body *struct { // optional: no body runs the whole set with the default top_k
+		TopK       *int   `json:"top_k,omitempty" minimum:"1" maximum:"50" nullable:"true" doc:"default 5"`
+		Scenario   string `json:"scenario,omitempty" doc:"only this scenario's questions"`
+		SourceName string `json:"source_name,omitempty" doc:"search this source only"`
+		Answers    bool   `json:"answers,omitempty" doc:"also ask every question and score the answers"`
 	}
-	if err := decode(c, &in); err != nil {
-		return err
+}
+
+func (s *Server) kbEvalRun(ctx context.Context, in *evalRunInput) (*Data[kb.EvalResult], error) {
+	p := caller(ctx)
+	ep := kb.EvalParams{UserID: p.UserID, Admin: p.IsAdmin()}
+	if b := in.Body; b != nil {
+		ep.TopK, ep.Scenario, ep.SourceName, ep.Answers = deref(b.TopK), b.Scenario, b.SourceName, b.Answers
 	}
-	k := 0 // the service's default
-	if in.TopK != nil {
-		if err := checkTopK("top_k", *in.TopK); err != nil {
-			return err
-		}
-		k = *in.TopK
-	}
-	p := principal(c)
-	res, err := s.KB.RunEval(s.ctx(c), kb.EvalParams{UserID: p.UserID, Admin: p.IsAdmin(), TopK: k, Scenario: in.Scenario,
-		SourceName: in.SourceName, Answers: in.Answers})
+	res, err := s.KB.RunEval(ctx, ep)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	out := fiber.Map{"total": res.Total, "hits": res.Hits, "hit_rate": res.HitRate, "mrr": res.MRR,
-		"p95_ms": res.P95MS, "top_k": res.TopK, "by_scenario": res.ByScenario, "items": res.Items}
-	if res.Answers != nil {
-		out["answers"], out["out_of_domain"] = res.Answers, res.OutOfDomain
-	}
-	return ok(c, fiber.StatusOK, out)
+	return answerData(*res)
 }
 
-func (s *Server) kbPutFact(c *fiber.Ctx) error {
-	var in struct {
-		Key   string `json:"key"`
-		Value string `json:"value"`
+type putFactInput struct {
+	Body struct {
+		Key   string `json:"key" doc:"at most 200 characters, without the white space around it (kept trimmed)"`
+		Value string `json:"value,omitempty" maxLength:"10000"`
 	}
-	if err := decode(c, &in); err != nil {
-		return err
+}
+
+type factAnswer struct {
+	Fact *store.Fact `json:"fact"`
+}
+
+func (s *Server) kbPutFact(ctx context.Context, in *putFactInput) (*Data[factAnswer], error) {
+	// The key is checked trimmed, as it is kept: a tag would count the white space around it.
+	key := strings.TrimSpace(in.Body.Key)
+	if err := fieldLen("key", key, true, kb.MaxFactKeyLen); err != nil {
+		return nil, err
 	}
-	if err := fieldLen("key", strings.TrimSpace(in.Key), true, kb.MaxFactKeyLen); err != nil {
-		return err
-	}
-	if err := fieldLen("value", in.Value, false, kb.MaxFactValueLen); err != nil {
-		return err
-	}
-	f, err := s.KB.PutFact(s.ctx(c), principal(c).UserID, strings.TrimSpace(in.Key), in.Value)
+	f, err := s.KB.PutFact(ctx, caller(ctx).UserID, key, in.Body.Value)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusCreated, fiber.Map{"fact": f})
+	return answerData(factAnswer{f})
 }
 
-func (s *Server) kbFacts(c *fiber.Ctx) error {
-	fs, err := s.KB.Facts(s.ctx(c), principal(c).UserID)
+type factsAnswer struct {
+	Facts []store.Fact `json:"facts"`
+}
+
+func (s *Server) kbFacts(ctx context.Context, _ *struct{}) (*Data[factsAnswer], error) {
+	fs, err := s.KB.Facts(ctx, caller(ctx).UserID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"facts": fs})
+	return answerData(factsAnswer{fs})
 }
 
-// kbDeleteDocument serves DELETE /api/knowledge/documents/:id (a document of the caller's
+type deletedDocumentAnswer struct {
+	Deleted *kb.Deleted `json:"deleted"`
+}
+
+// kbDeleteDocument serves DELETE /api/knowledge/documents/{id} (a document of the caller's
 // sources; an admin: any).
-func (s *Server) kbDeleteDocument(c *fiber.Ctx) error {
-	p := principal(c)
-	d, err := s.KB.DeleteDocument(s.ctx(c), p.UserID, p.IsAdmin(), c.Params("id"))
+func (s *Server) kbDeleteDocument(ctx context.Context, in *idPath) (*Data[deletedDocumentAnswer], error) {
+	p := caller(ctx)
+	d, err := s.KB.DeleteDocument(ctx, p.UserID, p.IsAdmin(), in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"deleted": d})
+	return answerData(deletedDocumentAnswer{d})
 }
 
-// kbDeleteFact serves DELETE /api/knowledge/facts/:id (the fact's id or key).
-func (s *Server) kbDeleteFact(c *fiber.Ctx) error {
-	if err := s.KB.DeleteFact(s.ctx(c), principal(c).UserID, c.Params("id")); err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"deleted": true})
+type deletedFactAnswer struct {
+	Deleted bool `json:"deleted" enum:"true"`
 }
 
-func (s *Server) kbReindex(c *fiber.Ctx) error {
-	var in struct {
-		SourceID string `json:"source_id"`
+// kbDeleteFact serves DELETE /api/knowledge/facts/{id} (the fact's id or key).
+func (s *Server) kbDeleteFact(ctx context.Context, in *idPath) (*Data[deletedFactAnswer], error) {
+	if err := s.KB.DeleteFact(ctx, caller(ctx).UserID, in.ID); err != nil {
+		return nil, err
 	}
-	if err := decode(c, &in); err != nil {
-		return err
+	return answerData(deletedFactAnswer{true})
+}
+
+type reindexInput struct {
+	Body *struct { // no body reads as {}: source_id is missing, as in one without it
+		SourceID string `json:"source_id" minLength:"1" maxLength:"100"`
 	}
-	if err := fieldLen("source_id", in.SourceID, true, 100); err != nil {
-		return err
+}
+
+func (s *Server) kbReindex(ctx context.Context, in *reindexInput) (*Data[kb.ReindexResult], error) {
+	if in.Body == nil {
+		return nil, errcode.Invalid("source_id", "is required")
 	}
-	p := principal(c)
-	res, err := s.KB.Reindex(s.ctx(c), p.UserID, p.IsAdmin(), in.SourceID)
+	p := caller(ctx)
+	res, err := s.KB.Reindex(ctx, p.UserID, p.IsAdmin(), in.Body.SourceID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"source_id": res.SourceID, "model": res.Model, "chunks": res.Chunks})
+	return answerData(*res)
 }

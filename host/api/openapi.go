@@ -30,6 +30,7 @@ func (s *Server) typedOperations(api huma.API) {
 	s.apiKeyOperations(api)
 	s.notificationOperations(api)
 	s.strategyOperations(api)
+	s.knowledgeOperations(api)
 }
 
 var openAPIDoc struct {
