@@ -150,6 +150,77 @@ func TestMeasureSentences(t *testing.T) {
 	}
 }
 
+// TestSpeakFittedSaysPace: a script about twice as long as its target is spoken faster to fit,
+// and the narration says so (Pace), with the speed asked for and the length at it; the same script
+// given about its own length keeps the speed and says nothing.
+func TestSpeakFittedSaysPace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng")
+	}
+	testtool.Need(t, "espeak-ng")
+	t.Parallel()
+	script := "Here are three tips for morning light.\nTip 1: Start small, pick one part and do only that for a week.\n" +
+		"Tip 2: Set it up the night before, so the first step takes no willpower."
+	natural, err := (&Speech{Out: filepath.Join(t.TempDir(), "n.wav"), Voice: "en", Script: script}).Speak(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if natural.Asked != 165 || natural.Speed != 165 || natural.Natural != natural.Duration || natural.Pace() != "" {
+		t.Fatalf("untargeted narration: asked %d, speed %d, natural %.2f s, duration %.2f s, pace %q; want 165, 165, equal, none",
+			natural.Asked, natural.Speed, natural.Natural, natural.Duration, natural.Pace())
+	}
+
+	rushed, err := (&Speech{Out: filepath.Join(t.TempDir(), "r.wav"), Voice: "en", Script: script, Target: natural.Duration / 2}).Speak(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rushed.Asked != 165 || rushed.Speed < 250 || math.Abs(rushed.Natural-natural.Duration) > 0.1 || rushed.Duration > natural.Duration*0.7 {
+		t.Errorf("narration fitted to %.2f s: asked %d, speed %d, natural %.2f s, duration %.2f s; want 165, about 330, %.2f s, about half",
+			natural.Duration/2, rushed.Asked, rushed.Speed, rushed.Natural, rushed.Duration, natural.Duration)
+	}
+	if p := rushed.Pace(); !strings.Contains(p, fmt.Sprintf("spoken at %d words a minute", rushed.Speed)) || !strings.Contains(p, "a longer duration") {
+		t.Errorf("Pace() = %q, want the speed and what to change", p)
+	}
+
+	kept, err := (&Speech{Out: filepath.Join(t.TempDir(), "k.wav"), Voice: "en", Script: script, Target: natural.Duration / 0.95}).Speak(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.Speed != 165 || kept.Pace() != "" {
+		t.Errorf("narration given its own length: speed %d, pace %q; want 165 and no word on pace", kept.Speed, kept.Pace())
+	}
+}
+
+// TestPace: a fitted speed within a fifth of the one asked for is the voice's own pace; beyond,
+// Pace names the speed and the natural length, faster or slower.
+func TestPace(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		spoken Spoken
+		want   []string // "" means Pace says nothing
+	}{
+		"as asked":           {Spoken{Speed: 165, Asked: 165, Natural: 9}, nil},
+		"a fifth faster":     {Spoken{Speed: 198, Asked: 165, Natural: 12}, nil},
+		"twice as fast":      {Spoken{Speed: 364, Asked: 165, Natural: 19.8}, []string{"spoken at 364 words a minute", "2.2 times the usual 165", "takes 20 s", "a longer duration"}},
+		"slowed down":        {Spoken{Speed: 120, Asked: 165, Natural: 5}, []string{"spoken at 120 words a minute", "slower than the usual 165", "takes 5 s", "a shorter duration"}},
+		"not from espeak-ng": {Spoken{Speed: 0, Asked: 0}, nil},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := tt.spoken.Pace()
+			if (got == "") != (tt.want == nil) {
+				t.Fatalf("Pace() = %q, want something: %v", got, tt.want != nil)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Pace() = %q, want it to hold %q", got, w)
+				}
+			}
+		})
+	}
+}
+
 // TestRenderCutOffLeavesNoFile: a render whose ffmpeg is killed mid-way (its context ends) leaves
 // nothing at Out, nor its partial file; a render that succeeds leaves only Out.
 func TestRenderCutOffLeavesNoFile(t *testing.T) {

@@ -31,6 +31,35 @@ type Spoken struct {
 	Sentences []Timed
 	Voice     string
 	Speed     int
+	// Asked is the speed asked for (Speech.Speed, or 165) and Natural the narration's length at
+	// it: they differ from Speed and Duration when the speed was fitted to a target.
+	Asked   int
+	Natural float64
+}
+
+// paceSlack is how far a fitted speed may stray from the one asked for before Pace speaks up: a
+// fifth either way still sounds like the voice's own pace.
+const paceSlack = 0.2
+
+// Pace says in a sentence how far the narration was sped up or slowed down to fit its target, or
+// "" when its speed is within paceSlack of the one asked for. A template script keeps every item
+// its topic promises whatever the duration, so three tips in 10 s are spoken at more than twice
+// the usual pace: the run completes, and only this sentence tells the creator why the voice rushes
+// and what to change.
+func (s *Spoken) Pace() string {
+	if s.Asked <= 0 || s.Speed <= 0 {
+		return ""
+	}
+	ratio := float64(s.Speed) / float64(s.Asked)
+	switch {
+	case ratio > 1+paceSlack:
+		return fmt.Sprintf("spoken at %d words a minute, %.1f times the usual %d, to fit the duration: at the usual pace the script takes %.0f s; a longer duration or a shorter script sounds natural",
+			s.Speed, ratio, s.Asked, s.Natural)
+	case ratio < 1-paceSlack:
+		return fmt.Sprintf("spoken at %d words a minute, slower than the usual %d, to fill the duration: at the usual pace the script takes %.0f s; a shorter duration or a longer script sounds natural",
+			s.Speed, s.Asked, s.Natural)
+	}
+	return ""
 }
 
 // Speech speeds: espeak-ng stays intelligible between these.
@@ -58,6 +87,7 @@ func (s *Speech) Speak(ctx context.Context) (*Spoken, error) {
 	if err != nil {
 		return nil, err
 	}
+	natural := out.Duration
 	if s.Target > 0 {
 		want := s.Target * 0.95
 		if math.Abs(out.Duration-want)/want > 0.05 {
@@ -70,6 +100,7 @@ func (s *Speech) Speak(ctx context.Context) (*Spoken, error) {
 			}
 		}
 	}
+	out.Asked, out.Natural = speed, natural
 	return out, nil
 }
 

@@ -246,6 +246,15 @@ func TestLocalSpeechAndVideo(t *testing.T) {
 	if streams, _ := probe(t, wav); !cmp.Equal(streams, []string{"audio"}) {
 		t.Errorf("speech file streams = %v, want one audio stream", streams)
 	}
+	if speech["pace"] != nil {
+		t.Errorf("speech without a duration has pace %q, want none", speech["pace"])
+	}
+	// The same narration squeezed into 1 s is spoken as fast as espeak-ng goes, and says so.
+	rushed := b.run(t, &engine.Job{JobID: "speech-2", RunID: "run-free", Type: engine.JobSpeech,
+		Request: json.RawMessage(`{"script":"[Hook]\nMorning coffee, made simple.\n[Call to action]\nFollow for more.","duration":1}`)})
+	if pace, _ := rushed["pace"].(string); !strings.Contains(pace, fmt.Sprintf("spoken at %v words a minute", rushed["speed"])) {
+		t.Errorf("speech fitted to 1 s: speed %v, pace %q; want the pace named", rushed["speed"], pace)
+	}
 
 	// The free user's video over the narration: its length follows the speech, with the mark.
 	video := b.run(t, &engine.Job{JobID: "video-1", RunID: "run-free", Type: engine.JobVideogen,

@@ -79,9 +79,15 @@ func (d *executor) speech(ctx context.Context, lj *localJob) (map[string]any, er
 	if err != nil {
 		return nil, toolErr("speech", err)
 	}
-	return map[string]any{"audio_url": link, "file_path": rel, "file_type": "audio", "format": "wav", "file_size": fileSize(abs),
+	out := map[string]any{"audio_url": link, "file_path": rel, "file_type": "audio", "format": "wav", "file_size": fileSize(abs),
 		"duration": round(spoken.Duration), "voice": spoken.Voice, "speed": spoken.Speed, "tool": "espeak-ng",
-		"characters": len([]rune(text)), "sentences": spoken.Sentences}, nil
+		"characters": len([]rune(text)), "sentences": spoken.Sentences}
+	// Its own key, not "note": the run's note is the script's (template or model), which the
+	// workflow's assemble step takes from the last step that wrote one.
+	if pace := spoken.Pace(); pace != "" {
+		out["pace"] = pace
+	}
+	return out, nil
 }
 
 // tools runs the renderer's programs, recorded with the dispatcher's other children.
