@@ -63,6 +63,10 @@ func newBrief(in map[string]any) brief {
 	if b.topic == "" {
 		b.topic = clip(firstSentences(b.summary, 1), 80)
 	}
+	// A topic is a headline: the title, and words in the middle of the hook ("Here is … in 30
+	// seconds."), so its closing full stop goes (a brief's first sentence always has one). A
+	// question mark stays: it makes the topic a question (readShape).
+	b.topic = strings.TrimRight(b.topic, ".。!！ ")
 	if b.topic == "" {
 		b.topic = "today's idea"
 	}
@@ -442,7 +446,7 @@ func (b brief) hook(sh shape) string {
 	if !ok {
 		f = hooks["video"]
 	}
-	t := core
+	t := topic
 	if !zh {
 		t = midSentence(t)
 	}

@@ -220,3 +220,41 @@ func TestTemplateSaysWhenItIsShort(t *testing.T) {
 		t.Errorf("outputs estimated_seconds %v note %q, want a short estimate said in the note", res.Outputs["estimated_seconds"], note)
 	}
 }
+
+// TestTemplateTopicIsAHeadline: a topic is said and titled without its closing full stop, whether
+// it is a brief's first sentence (what the scheduler sends: a summary and no topic) or a topic
+// typed with one; the hook no longer reads "… for beginners. in 30 seconds." as two sentences.
+func TestTemplateTopicIsAHeadline(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		format    string
+		inputs    map[string]any
+		wantHook  string
+		wantTitle string
+	}{
+		"scheduler's brief": {format: "video", inputs: map[string]any{"summary": "A step-by-step guide to home coffee for beginners. Start with the grinder.", "platform": "douyin"},
+			wantHook: "[Hook] Here is a step-by-step guide to home coffee for beginners in 30 seconds.\n", wantTitle: "A step-by-step guide to home coffee for beginners"},
+		"topic typed with a full stop": {format: "voiceover", inputs: map[string]any{"topic": "Morning light.", "duration": 20},
+			wantHook: "Let's talk about morning light.\n", wantTitle: "Morning light"},
+		"chinese brief": {format: "video", inputs: map[string]any{"summary": "十分钟做一顿素食晚餐。豆腐要先压干水分。", "duration": 15},
+			wantHook: "[开场] 15秒讲清楚十分钟做一顿素食晚餐。\n", wantTitle: "十分钟做一顿素食晚餐"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			req := request(step("write", "script_writer", `{"format":"`+tt.format+`"}`))
+			req.Inputs = tt.inputs
+			res := run(t, newEngine(), &fakeHost{}, req)
+			if res.Status != engine.StatusCompleted {
+				t.Fatalf("Run() = %+v", res.Error)
+			}
+			script, _ := res.Outputs["script"].(string)
+			if !strings.HasPrefix(script, tt.wantHook) {
+				t.Errorf("script opens\n%s\nwant it to open %q", script, tt.wantHook)
+			}
+			if res.Outputs["title"] != tt.wantTitle {
+				t.Errorf("title = %q, want %q", res.Outputs["title"], tt.wantTitle)
+			}
+		})
+	}
+}
