@@ -452,9 +452,14 @@ func buildBlueprint(r *Report, now time.Time) *Blueprint {
 			angles := postAngles[k%len(postAngles)][lang]
 			angle := fmt.Sprintf(angles[perPillar[k]%len(angles)], r.Niche)
 			perPillar[k]++
-			if zh {
+			// The audience is named unless the angle already names it: an audience of
+			// "beginners" under "… for beginners" would read "for beginners, for beginners".
+			switch {
+			case strings.Contains(strings.ToLower(angle), strings.ToLower(r.Audience)):
+				d.Summary = angle + map[bool]string{false: ".", true: "。"}[zh]
+			case zh:
 				d.Summary = fmt.Sprintf("%s（面向%s）", angle, r.Audience)
-			} else {
+			default:
 				d.Summary = fmt.Sprintf("%s, for %s.", angle, r.Audience)
 			}
 		} else {

@@ -216,3 +216,28 @@ func TestBlueprintVariesInChinese(t *testing.T) {
 		t.Errorf("%d distinct posts and %d distinct engagement days, want 16+ and 4+", len(seen), len(engagement))
 	}
 }
+
+// TestBlueprintNamesTheAudienceOnce: an audience the post's angle already names ("A step-by-step
+// guide to home coffee for beginners") is not added again; another audience is.
+func TestBlueprintNamesTheAudienceOnce(t *testing.T) {
+	t.Parallel()
+	s := New(Config{Now: func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }})
+	for _, tt := range []struct{ audience, first string }{
+		{"beginners", "A step-by-step guide to home coffee for beginners."},
+		{"busy parents", "A step-by-step guide to home coffee for beginners, for busy parents."},
+	} {
+		_, bp, err := s.Diagnose(context.Background(), []Answer{{Question: "What is your niche?", Answer: "home coffee"},
+			{Question: "Who is your audience?", Answer: tt.audience}, {Question: "How often do you post?", Answer: "3 times a week"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bp.Days[0].Summary; got != tt.first {
+			t.Errorf("audience %q: day 1 summary %q, want %q", tt.audience, got, tt.first)
+		}
+		for _, d := range bp.Days {
+			if strings.Count(strings.ToLower(d.Summary), strings.ToLower(tt.audience)) > 1 {
+				t.Errorf("audience %q: day %d summary %q names it twice", tt.audience, d.Day, d.Summary)
+			}
+		}
+	}
+}
