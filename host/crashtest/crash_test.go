@@ -251,30 +251,28 @@ func (h *host) settle(t *testing.T, w *work) counts {
 	for _, id := range ro.Stuck {
 		t.Logf("stuck run %s", id)
 	}
-	// Every acknowledged document is indexed, once per hash.
-	var list struct {
-		Data struct {
-			Documents []struct {
-				ID          string `json:"id"`
-				FileHash    string `json:"file_hash"`
-				ParseStatus string `json:"parse_status"`
-			} `json:"documents"`
-		} `json:"data"`
-	}
-	h.Call("GET", "/api/knowledge/documents?limit=100&page=1", nil, &list)
-	seen := map[string]int{}
-	byID := map[string]string{}
-	for page := 2; len(list.Data.Documents) > 0; page++ {
-		for _, d := range list.Data.Documents {
-			seen[d.FileHash]++
-			byID[d.ID] = d.ParseStatus
+	// Every acknowledged document ends, indexed or failed, once per hash. A document whose
+	// failure could not be written (a full disk) is recorded by the host's back-off once the
+	// database takes writes again, up to its cap after the runs have settled: wait for it.
+	var docsNow []listedDocument
+	testtool.WithinEvery(bound, time.Second, func() bool {
+		docsNow = h.documents()
+		for _, d := range docsNow {
 			if d.ParseStatus == "parsing" || d.ParseStatus == "uploading" {
-				c.stuck++
-				t.Logf("stuck document %s (%s)", d.ID, d.ParseStatus)
+				return false
 			}
 		}
-		list.Data.Documents = nil
-		h.Call("GET", fmt.Sprintf("/api/knowledge/documents?limit=100&page=%d", page), nil, &list)
+		return true
+	})
+	seen := map[string]int{}
+	byID := map[string]string{}
+	for _, d := range docsNow {
+		seen[d.FileHash]++
+		byID[d.ID] = d.ParseStatus
+		if d.ParseStatus == "parsing" || d.ParseStatus == "uploading" {
+			c.stuck++
+			t.Logf("stuck document %s (%s)", d.ID, d.ParseStatus)
+		}
 	}
 	for _, n := range seen {
 		if n > 1 {
@@ -378,5 +376,29 @@ func TestTwoHostsOneKilled(t *testing.T) {
 	}
 	if runs == 0 {
 		t.Errorf("no run completed on the survivor")
+	}
+}
+
+// listedDocument is a document as GET /api/knowledge/documents lists it.
+type listedDocument struct {
+	ID          string `json:"id"`
+	FileHash    string `json:"file_hash"`
+	ParseStatus string `json:"parse_status"`
+}
+
+// documents lists every knowledge document of h's user, page by page.
+func (h *host) documents() []listedDocument {
+	var all []listedDocument
+	for page := 1; ; page++ {
+		var list struct {
+			Data struct {
+				Documents []listedDocument `json:"documents"`
+			} `json:"data"`
+		}
+		h.Call("GET", fmt.Sprintf("/api/knowledge/documents?limit=100&page=%d", page), nil, &list)
+		if len(list.Data.Documents) == 0 {
+			return all
+		}
+		all = append(all, list.Data.Documents...)
 	}
 }
