@@ -134,7 +134,12 @@ func New(t testing.TB, o Options) *Host {
 		"RATE_LIMIT_PER_MINUTE=1000000", "JWT_SECRET=test-host-jwt-secret-test-host-jwt-secret",
 		"CALLBACK_SECRET=test-host-callback-secret-0123456789")
 	h.Env = append(h.Env, o.Env...)
-	log, err := os.Create(filepath.Join(t.TempDir(), h.Name+".log"))
+	// TESTHOST_LOG_DIR keeps the whole log past the test, to read what the last 4 KB leave out.
+	logDir := os.Getenv("TESTHOST_LOG_DIR")
+	if logDir == "" {
+		logDir = t.TempDir()
+	}
+	log, err := os.CreateTemp(logDir, h.Name+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +149,7 @@ func New(t testing.TB, o Options) *Host {
 		log.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(h.Log)
-			t.Logf("%s log (last 4 KB):\n%s", h.Name, b[max(0, len(b)-4096):])
+			t.Logf("%s log %s (last 4 KB):\n%s", h.Name, h.Log, b[max(0, len(b)-4096):])
 		}
 	})
 	return h
