@@ -354,14 +354,22 @@ func TestFaultFencing(t *testing.T) {
 		// their step at once and end by themselves: its runs taken over is what is sure.
 		evidence []string
 	}{
-		// A few runs started just before the pause are under way when it comes: there are runs
-		// for the claims it holds up to take when they land, and executions to stop.
+		// The load holds off until the hosts have no run under way, so each host's executor has
+		// free slots and asks for a run at its next poll (every second), which the pause holds
+		// up. A few runs started just before the pause are under way when it comes: there are
+		// executions to stop, and their runs, whose leases run out in the pause, for the held-up
+		// claims to take when they land.
 		{fault{"claims land late: paused 4 s", 4 * time.Second, func(t *testing.T, w *work) {
+			w.held.Store(true)
+			testtool.Eventually(t, time.Minute, "no run pending or running", func() bool {
+				return g.hosts[0].runsIn("pending") == 0 && g.hosts[0].runsIn("running") == 0
+			})
 			for _, h := range g.hosts {
 				w.startRun(h)
 				w.startRun(h)
 			}
 			c.Pause(t)
+			w.held.Store(false)
 		}, func(t *testing.T) { c.Resume(t) }},
 			150 * time.Millisecond, []string{logLateClaim, logStopped}},
 		{fault{"host1 cut off 4 s", 4 * time.Second, func(t *testing.T, _ *work) { release = exhaust(t, c, g.roles[0]) }, func(t *testing.T) { release(t) }},

@@ -62,6 +62,17 @@ func startHost(t *testing.T, name, dbURL string, extra ...string) *host {
 	return h
 }
 
+// runsIn is how many of the test user's runs are in status, or -1 when h cannot tell.
+func (h *host) runsIn(status string) int {
+	var out struct {
+		Total int `json:"total"`
+	}
+	if st := h.Call("GET", "/api/workflow/runs?limit=1&status="+status, nil, &out); st != 200 {
+		return -1
+	}
+	return out.Total
+}
+
 // login registers (first host) or logs in the test's user, and keeps its token.
 func (h *host) login(t *testing.T, email string, register bool) {
 	t.Helper()
@@ -132,8 +143,9 @@ func newModel(t *testing.T, delay time.Duration) *model {
 }
 
 // executions counts, over the calls for the given run tags: calls made again with the same request
-// (duplicated) and calls of one run that ran at the same time (overlapping: two executions).
-func (m *model) executions(tags map[string]bool) (calls, duplicated, overlapping int) {
+// (duplicated) and calls of one run that ran at the same time (overlapping: two executions), and
+// a line for each call made again, to find it in the hosts' logs.
+func (m *model) executions(tags map[string]bool) (calls, duplicated, overlapping int, again []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	byTag := map[string][]modelCall{}
@@ -149,6 +161,8 @@ func (m *model) executions(tags map[string]bool) (calls, duplicated, overlapping
 		for i, c := range cs {
 			if seen[c.digest] {
 				duplicated++
+				again = append(again, fmt.Sprintf("%s asked again at %s (calls of the tag: %d, the first at %s)",
+					c.tag, c.start.UTC().Format("15:04:05.000"), len(cs), cs[0].start.UTC().Format("15:04:05.000")))
 			}
 			seen[c.digest] = true
 			if i > 0 && c.start.Before(cs[i-1].end) {
@@ -156,7 +170,7 @@ func (m *model) executions(tags map[string]bool) (calls, duplicated, overlapping
 			}
 		}
 	}
-	return calls, duplicated, overlapping
+	return calls, duplicated, overlapping, again
 }
 
 // answers records what clients saw: each answer's status and time.
@@ -201,6 +215,8 @@ type work struct {
 	stop   func()
 	during *answers // answers while a fault lasts (between mark and unmark)
 	fault  bool
+	// held stops the load starting runs and tasks (ingests go on): the executors' slots free up.
+	held atomic.Bool
 }
 
 func (w *work) record(what string, st int, took time.Duration) {
@@ -226,7 +242,9 @@ func load(hosts []*host, project string) *work {
 			go func() {
 				defer wg.Done()
 				for ctx.Err() == nil {
-					w.startRun(h)
+					if !w.held.Load() {
+						w.startRun(h)
+					}
 					st, took := h.TimedCall("GET", "/api/projects", nil, nil)
 					w.record("list projects", st, took)
 					if !testhost.Pace(ctx, 100*time.Millisecond) {
@@ -245,13 +263,15 @@ func load(hosts []*host, project string) *work {
 						Task struct{ ID string } `json:"task"`
 					} `json:"data"`
 				}
-				st, took := h.TimedCall("POST", "/api/tasks", map[string]any{"projectId": project, "type": "content_plan_workflow",
-					"inputParams": map[string]any{"topic": "quokka lanterns " + tag}}, &out)
-				w.record("create task", st, took)
-				if st == 201 && out.Data.Task.ID != "" {
-					w.mu.Lock()
-					w.tasks[out.Data.Task.ID] = tag
-					w.mu.Unlock()
+				if !w.held.Load() {
+					st, took := h.TimedCall("POST", "/api/tasks", map[string]any{"projectId": project, "type": "content_plan_workflow",
+						"inputParams": map[string]any{"topic": "quokka lanterns " + tag}}, &out)
+					w.record("create task", st, took)
+					if st == 201 && out.Data.Task.ID != "" {
+						w.mu.Lock()
+						w.tasks[out.Data.Task.ID] = tag
+						w.mu.Unlock()
+					}
 				}
 				if !testhost.Pace(ctx, 300*time.Millisecond) {
 					return
@@ -441,7 +461,17 @@ func settle(t *testing.T, h *host, w *work, m *model, r *eventsink.Sink) outcome
 		}
 	}
 	o.events, o.eventRepeats = r.Take()
-	o.calls, o.duplicated, o.overlapping = m.executions(tags)
+	var again []string
+	o.calls, o.duplicated, o.overlapping, again = m.executions(tags)
+	for _, a := range again {
+		kind := "run"
+		for _, tag := range tasks {
+			if strings.HasPrefix(a, tag+" ") {
+				kind = "task (retried after its run failed?)"
+			}
+		}
+		t.Logf("model call made again, %s: %s", kind, a)
+	}
 	return o
 }
 
