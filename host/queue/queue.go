@@ -115,6 +115,11 @@ func New(p Params) (*Queue, error) {
 	}
 	// River's least wait between fetches (100 ms by default) may not exceed the poll.
 	cfg.FetchCooldown = min(cfg.FetchPollInterval, 100*time.Millisecond)
+	// No LISTEN: River's listener would take a connection out of the pool for good, one more per
+	// host beside the host's own LISTEN and leader lock, and on a server with a connection or two
+	// free it could take the pool's last (issue 38: the host then answered 503 for good). Polling
+	// costs a job up to FetchPollInterval before it is worked, and a new River leader up to 5 s.
+	cfg.PollOnly = true
 	if st, ok := p.Store.(schemed); ok {
 		// A PostgreSQL schema of its own (tests): River's tables are there, not in public.
 		cfg.Schema = st.Schema()

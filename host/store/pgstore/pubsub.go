@@ -19,14 +19,15 @@ func (d *Driver) Publish(ctx context.Context, channel, payload string) error {
 	return nil
 }
 
-// Listen implements store.PubSub: LISTEN on a connection taken out of the pool for good (a
-// listening connection must not serve queries), closed when Listen returns.
+// Listen implements store.PubSub: LISTEN on a connection of its own, outside the pool (a
+// listening connection must not serve queries), closed when Listen returns. Not one taken out of
+// the pool: on a server with one connection free beside the pool's, that would take the pool's
+// last and leave the host no connection to serve with.
 func (d *Driver) Listen(ctx context.Context, channel string, fn func(payload string)) error {
-	pc, err := d.pool.Acquire(ctx)
+	conn, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("pgstore: listen: %w", err)
 	}
-	conn := pc.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx)) // closing a connection we are done with
 	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return fmt.Errorf("pgstore: listen: %w", err)
