@@ -31,6 +31,9 @@ func (s *Server) typedOperations(api huma.API) {
 	s.notificationOperations(api)
 	s.strategyOperations(api)
 	s.knowledgeOperations(api)
+	s.workflowOperations(api)
+	s.namedOperations(api)
+	s.batchOperations(api)
 }
 
 var openAPIDoc struct {

@@ -21,7 +21,7 @@ import (
 // The success envelopes of shared/spec/DECISIONS.md, for typed operations (operations.go): an
 // operation's output type is one of Data, Top and List of its fields' type, which says both
 // what it writes and what the OpenAPI document says of it. The hand-written routes answer the
-// same shapes with ok, okTop and listing below.
+// same shapes with ok and listing below.
 
 // Data is the answer {success: true, data: {...}} with data's keys repeated at the top level
 // (the named shapes {project}, {project, tasks}, ...). T is a struct whose JSON is an object.
@@ -33,9 +33,10 @@ type Top[T any] struct{ Body topBody[T] }
 // List is the answer {success: true, data: [items], total, page, limit}.
 type List[T any] struct{ Body listBody[T] }
 
-// answerData and answerList build the answers of typed handlers (a Top is &Top[T]{Body: topBody[T]{v}},
-// once a workflow route is typed).
+// answerData, answerTop and answerList build the answers of typed handlers.
 func answerData[T any](v T) (*Data[T], error) { return &Data[T]{Body: dataBody[T]{v}}, nil }
+
+func answerTop[T any](v T) (*Top[T], error) { return &Top[T]{Body: topBody[T]{v}}, nil }
 
 func answerList[T any](items []T, total int, pq Paging) (*List[T], error) {
 	if items == nil {
@@ -157,15 +158,6 @@ func ok(c *fiber.Ctx, status int, data fiber.Map) error {
 		if k != "success" && k != "data" {
 			body[k] = v
 		}
-	}
-	return c.Status(status).JSON(body)
-}
-
-// okTop answers success plus fields at the top level (workflow routes).
-func okTop(c *fiber.Ctx, status int, fields fiber.Map) error {
-	body := fiber.Map{"success": true}
-	for k, v := range fields {
-		body[k] = v
 	}
 	return c.Status(status).JSON(body)
 }

@@ -157,11 +157,8 @@ func (s *Server) App() *fiber.App {
 	s.fileRoutes(app)
 
 	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.uploadForm, s.idempotency)
-	api.Get("/workflow/metrics", s.workflowMetrics)
 	s.typedOperations(newTypedAPI(api, "/api"))
 	s.contentRoutes(api)
-	s.namedRoutes(api)
-	s.workflowRoutes(api)
 	s.knowledgeRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })

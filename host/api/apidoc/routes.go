@@ -1,9 +1,5 @@
 package apidoc
 
-import (
-	"github.com/reelforge/reelforge/host/store"
-)
-
 // Security names how an operation is authenticated.
 type Security string
 
@@ -110,9 +106,6 @@ func q(name, desc string, s M) Param { return Param{Name: name, In: "query", Des
 
 // Ops returns every operation of the API, in the order of the document's tags.
 func Ops() []Op {
-	runAck := func(status string) M {
-		return obj("run_id!", uuid, "status!", enum(status), "message", str(""))
-	}
 	kbQuery := obj("query", M{"type": "string", "maxLength": 2000}, "question", M{"type": "string", "maxLength": 2000, "description": "alias of query (whitepaper form)"},
 		"top_k", M{"type": "integer", "minimum": 1, "maximum": 50, "default": 5}, "project_id", nullable(uuid))
 	kbQuery["anyOf"] = []any{M{"required": []any{"query"}}, M{"required": []any{"question"}}} // one of the two names
@@ -130,63 +123,6 @@ func Ops() []Op {
 			Desc: "With METRICS_TOKEN set: `Authorization: Bearer <METRICS_TOKEN>` is required. Without it: only direct loopback callers (no X-Forwarded-For or Forwarded header) are served."},
 		{Method: "GET", Path: "/api/openapi.json", Tag: "Operations", Summary: "This document", Sec: Public,
 			Status: 200, Kind: Raw, Resp: M{"type": "object", "description": "OpenAPI 3.1"}},
-
-		// Workflow
-		{Method: "POST", Path: "/api/workflow/start", Tag: "Workflow", Summary: "Start a run", Sec: Bearer, Status: 200, Kind: Top,
-			Body: obj("workflow!", str("manifest id"), "workflow_id", str("alias of workflow"), "project_id", uuid, "strategy_task_id", str(""), "inputs", anyObj("")),
-			Resp: obj("run_id!", uuid, "workflow!", str(""), "status!", enum("pending"), "message", str("")), Errors: []int{403, 404, 409}},
-		{Method: "GET", Path: "/api/workflow/status/:runId", Tag: "Workflow", Summary: "Status of a run", Sec: Bearer, Status: 200, Kind: Top,
-			Resp: ref("RunStatus"), Errors: []int{404}},
-		{Method: "GET", Path: "/api/workflow/result/:runId", Tag: "Workflow", Summary: "Result of a run", Sec: Bearer, Status: 200, Kind: Top,
-			Resp: obj("run_id!", uuid, "workflow", str(""), "status!", enum("pending", "running", "completed", "failed", "cancelled", "paused"),
-				"progress", num(""), "message", str("while not completed"), "outputs", anyObj("once completed"), "trace", arr(ref("TraceStep")), "error", ref("RunError"),
-				"warnings", arr(ref("Warning"))),
-			Errors: []int{404}},
-		{Method: "GET", Path: "/api/workflow/trace/:runId", Tag: "Workflow", Summary: "Trace of a run", Sec: Bearer, Status: 200, Kind: Top,
-			Resp: obj("run_id!", uuid, "status", str(""), "trace!", arr(ref("TraceStep"))), Errors: []int{404}},
-		{Method: "POST", Path: "/api/workflow/cancel/:runId", Tag: "Workflow", Summary: "Cancel a run (pending, running or paused)", Sec: Bearer, Status: 200, Kind: Top,
-			Resp: runAck("cancelled"), Errors: []int{404, 409}, OptionalBody: true},
-		{Method: "POST", Path: "/api/workflow/resume/:runId", Tag: "Workflow", Summary: "Resume a paused run with input", Sec: Bearer, Status: 200, Kind: Top,
-			Body: obj("input!", anyObj("merged into the run")), Resp: runAck("running"), Errors: []int{404, 409}},
-		{Method: "POST", Path: "/api/workflow/retry/:runId", Tag: "Workflow", Summary: "Retry a failed run", Sec: Bearer, Status: 200, Kind: Top,
-			Resp: obj("run_id!", uuid, "status!", str(""), "attempt", integer(""), "message", str("")), Errors: []int{404, 409}, OptionalBody: true},
-		{Method: "GET", Path: "/api/workflow/runs", Tag: "Workflow", Summary: "The caller's runs, newest first", Sec: Bearer, Status: 200, Kind: List,
-			Query: listQ(q("status", "", enum("pending", "running", "completed", "failed", "cancelled", "paused")), q("workflow", "manifest id", str(""))),
-			Resp:  ref("RunListItem")},
-		{Method: "DELETE", Path: "/api/workflow/runs/:runId", Tag: "Workflow", Summary: "Delete a finished run of the caller's with the files it made", Sec: Bearer, Status: 200, Kind: Top,
-			Resp: obj("run_id!", uuid, "deleted!", boolean("")), Errors: []int{404, 409},
-			Desc: "Owner only (anyone else gets 404). Refused with 409 while the run is pending, running or paused. The bytes of every file the run made (local folder and bucket) go first, then its rows (run, trace, jobs, assets); the URLs that named them answer 404 after. Sent again after a failure, it finishes."},
-		{Method: "GET", Path: "/api/workflow/manifests", Tag: "Workflow", Summary: "The workflows that can be started", Sec: Bearer, Status: 200, Kind: Top,
-			Resp: obj("manifests!", arr(ref("ManifestSummary")))},
-		{Method: "GET", Path: "/api/workflow/voices", Tag: "Workflow", Summary: "The voices a run's voice input may name (the speech generator's), all or of one language", Sec: Bearer, Status: 200, Kind: Top,
-			Query: []Param{q("language", "a language code such as en or zh: its voices only", str(""))},
-			Resp: obj("checked!", boolean("false: an external speech generator, whose voices are not known here"), "language", str(""),
-				"voices!", arr(obj("id!", str("what voice takes"), "name", str(""), "languages", arr(str("")), "gender", str(""))),
-				"variants", arr(obj("id!", str("voice+<id> takes this quality"), "name", str(""), "gender", str(""))), "note", str(""))},
-		{Method: "GET", Path: "/api/workflow/metrics", Tag: "Workflow", Summary: "Run, job, agent and callback figures against the SPEC.md targets", Sec: Bearer, Status: 200, Kind: Top,
-			Query: []Param{q("window", "a duration such as 24h or 7d (default 24h, at most 90 days)", str("")),
-				q("since", "RFC 3339; instead of window", when), q("until", "RFC 3339 (default now)", when)},
-			Resp: workflowReport(),
-			Desc: "Admins see every user's runs (scope all), other users their own (scope own). Each figure is {value, samples, target, compare, met}; met is null without samples. Success rate is completed over completed plus failed; duration is started to completed of completed runs; job time-out rate is over resolved jobs; agent error rate over completed and failed trace steps; callback delay runs from the executor's reported completion (else the dispatch) to the callback's arrival."},
-		{Method: "POST", Path: "/api/orchestrator/run", Tag: "Workflow", Summary: "Start a run from the automation timer", Sec: Bearer, Status: 200, Kind: Top,
-			Body: obj("workflow_id!", str(""), "inputs", anyObj(""), "trigger", enum(store.Triggers...), "project_id", uuid, "strategy_task_id", str("")),
-			Resp: obj("run_id!", uuid, "workflow_id!", str(""), "status!", str(""), "trigger", str(""), "message", str("")), Errors: []int{403, 404, 409}},
-
-		// Named-only routes of SPEC.md: each starts the workflow it names.
-		{Method: "POST", Path: "/api/generate/script", Tag: "Workflow", Summary: "Write a script (starts script_review)", Sec: Bearer, Status: 200, Kind: Top,
-			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
-		{Method: "POST", Path: "/api/generate/visual", Tag: "Workflow", Summary: "Make a visual (starts graphic)", Sec: Bearer, Status: 200, Kind: Top,
-			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
-		{Method: "POST", Path: "/api/voiceover/generate", Tag: "Workflow", Summary: "Make a voice-over (starts voiceover)", Sec: Bearer, Status: 200, Kind: Top,
-			Body: namedRunBody(), Resp: namedRunAck(), Errors: []int{403, 404, 409}, OptionalBody: true},
-		{Method: "POST", Path: "/api/langgraph/run", Tag: "Workflow", Summary: "Start a workflow of the graph engine", Sec: Bearer, Status: 200, Kind: Top,
-			Body: obj("workflow!", str("a manifest whose engine is graph"), "inputs", anyObj(""), "project_id", uuid), Resp: namedRunAck(), Errors: []int{403, 404, 409}},
-		{Method: "POST", Path: "/api/batch/collect", Tag: "Workflow", Summary: "Collect up to 20 links as inspirations", Sec: Bearer, Status: 201, Kind: Data,
-			Body: obj("urls!", arr(str("")), "project_id", uuid), Resp: batchSummary(), Errors: []int{403}},
-		{Method: "POST", Path: "/api/batch/run", Tag: "Workflow", Summary: "Start one run per item (up to 20)", Sec: Bearer, Status: 201, Kind: Data,
-			Body: obj("workflow!", str(""), "items!", arr(anyObj("inputs of one run")), "project_id", uuid), Resp: batchSummary(), Errors: []int{403, 404}},
-		{Method: "GET", Path: "/api/batch/:id/status", Tag: "Workflow", Summary: "A batch with its items refreshed", Sec: Bearer, Status: 200, Kind: Data,
-			Resp: batchSummary(), Errors: []int{404}},
 
 		// Knowledge
 		{Method: "POST", Path: "/api/knowledge/upload", Tag: "Knowledge", Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)", Sec: Bearer, Status: 201, Kind: Data,
@@ -284,31 +220,4 @@ func Ops() []Op {
 
 func corpusPatch() M {
 	return obj("title", str(""), "content", str(""), "tags", arr(str("")), "status", enum("unread", "read", "archived"), "is_featured", boolean(""))
-}
-
-func workflowReport() M {
-	fig := obj("value!", num(""), "samples!", integer(""), "target!", num(""), "compare!", enum(">=", "<="), "met!", nullable(boolean("")))
-	counts := obj("total!", integer(""), "by_status!", M{"type": "object", "additionalProperties": integer("")}, "success_rate!", fig)
-	rate := obj("total!", integer(""), "failures!", integer(""), "rate!", fig)
-	byKey := func(s M) M { return M{"type": "object", "additionalProperties": s} }
-	return obj("from!", when, "to!", when, "scope!", enum("all", "own"), "runs!", counts,
-		"by_workflow!", byKey(counts), "by_engine!", byKey(counts),
-		"duration!", obj("avg_s!", fig, "p95_s!", num(""), "samples!", integer("")),
-		"job_timeouts!", obj("overall!", rate, "by_type!", byKey(rate)),
-		"agent_errors!", obj("overall!", rate, "by_agent!", byKey(rate)),
-		"callback_delay!", obj("p50_s!", num(""), "p95_s!", fig),
-		"degraded!", obj("count!", integer(""), "by_reason!", byKey(integer(""))))
-}
-
-func namedRunBody() M {
-	return obj("inputs", anyObj("the workflow's inputs (or given at the top level)"), "project_id", uuid)
-}
-
-func namedRunAck() M {
-	return obj("run_id!", uuid, "workflow!", str(""), "status!", enum("pending"), "message", str(""))
-}
-
-func batchSummary() M {
-	return obj("batch_id!", uuid, "kind", enum("collect", "run"), "project_id", uuid, "status!", str(""),
-		"items!", arr(anyObj("one link or run")), "total!", num(""), "counts", anyObj("items by status"))
 }

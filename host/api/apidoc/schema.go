@@ -67,33 +67,8 @@ var (
 
 // schemas are the named records of the API.
 func schemas() M {
-	runStatus := enum("pending", "running", "completed", "failed", "cancelled", "paused")
 	return M{
 		"FieldError": obj("field!", str(""), "problem!", str("")),
-		"Warning": obj("step_id", str("an optional step that was skipped"), "input", str("an input the workflow does not declare, ignored"),
-			"code!", str("an error code of the catalogue"), "message!", str("")),
-		"RunError": obj("code!", str("an error code of the catalogue"), "message!", str(""), "step_id", str(""), "details", M{}),
-		"TraceStep": obj("step_id!", str(""), "step_name", str(""), "agent", str(""),
-			"status!", enum("pending", "running", "completed", "failed", "skipped"), "inputs", anyObj(""),
-			"outputs", anyObj(""), "started_at", when, "completed_at", when, "duration_ms", num(""),
-			"confidence", M{"type": "number", "minimum": 0, "maximum": 1}, "tokens_used", num(""), "cost_usd", num(""),
-			"error", obj("code", str(""), "message", str(""))),
-		"Job": obj("job_id!", uuid, "run_id!", uuid, "type!", str("a job type of the engine registry (manifests/engines): automation, graph, chatflow, music, videogen, speech, videoparse, ..."),
-			"status!", enum("pending", "running", "completed", "failed", "timeout"), "created_at", when, "resolved_at", nullable(when)),
-		"RunStatus": obj("run_id!", uuid, "workflow!", str("manifest id"), "status!", runStatus,
-			"progress!", M{"type": "number", "minimum": 0, "maximum": 100}, "current_step", str(""),
-			"created_at", when, "updated_at", when, "started_at", when, "completed_at", when,
-			"project_id", uuid, "trigger", enum("manual", "scheduler", "webhook", "api"), "engine", str(""),
-			"degraded", str("why the run went to the fallback engine"), "attempt", integer(""),
-			"awaiting", obj("step_id", str(""), "prompt", str("")), "error", ref("RunError"),
-			"warnings", arr(ref("Warning"))),
-		"RunListItem": M{"allOf": []any{ref("RunStatus"), obj(
-			"title!", nullable(str("the outputs' title, else the inputs' title, topic, prompt or summary")),
-			"product_url!", nullable(str("the URL of what the run made: its video, else its picture, else its narration")),
-			"thumbnail_url!", nullable(str("the product's cover")),
-			"duration!", nullable(num("the product's length in seconds")))}},
-		"ManifestSummary": obj("id!", str(""), "name!", str(""), "version!", str(""),
-			"engine!", str("an engine of the engine registry (manifests/engines): node, graph, automation, chatflow, ..."), "fallback", str(""), "inputs", arr(anyObj("input field"))),
 		"KnowledgeSource": obj("id!", uuid, "created_by!", uuid, "project_id", nullable(uuid), "name!", str(""),
 			"visibility!", enum("private", "project", "org"), "scope!", enum("org", "project"), "version!", integer(""), "meta", anyObj("")),
 		"KnowledgeDocument": obj("id!", uuid, "source_id", uuid, "source_name", str(""), "title", str(""), "filename", str(""),
