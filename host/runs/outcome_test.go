@@ -13,6 +13,7 @@ import (
 	"github.com/reelforge/reelforge/host/manifest"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -43,14 +44,18 @@ func TestRunWithoutItsProductFails(t *testing.T) {
 				e.StepID != "speech" || !strings.Contains(e.Message, "no executor") {
 				t.Fatalf("run without generators = %s %s; want failed with the speech step's error", got.Status, got.Error)
 			}
-			rec.mu.Lock()
+			// The frame is sent after the status is stored: it may come a moment after.
 			var frame map[string]any
-			for _, f := range rec.frames {
-				if f.Type == events.FrameTaskStatus && f.Data["runId"] == r.ID && f.Data["status"] == store.RunFailed {
-					frame = f.Data
+			testtool.Within(10*time.Second, func() bool {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				for _, f := range rec.frames {
+					if f.Type == events.FrameTaskStatus && f.Data["runId"] == r.ID && f.Data["status"] == store.RunFailed {
+						frame = f.Data
+					}
 				}
-			}
-			rec.mu.Unlock()
+				return frame != nil
+			})
 			b, _ := json.Marshal(frame)
 			var fe struct {
 				Error engine.RunError `json:"error"`
