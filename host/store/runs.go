@@ -248,7 +248,8 @@ type Runs interface {
 	// there is none.
 	ClaimRun(ctx context.Context, owner string, lease time.Duration) (*Run, error)
 	// RenewLease extends p.Owner's lease of a running run, and the holds of p.Owner's model calls
-	// in progress to ModelCallHold(p.Lease) from now; ErrStale when p.Owner no longer holds the run.
+	// in progress to ModelCallHold(p.Lease) from now; ErrStale when p.Owner no longer holds the run
+	// or its lease has run out (by the database clock) before the renewal landed.
 	RenewLease(ctx context.Context, p RunLeaseParams) error
 	// FenceRun answers ErrStale unless run id is claimed by owner (ErrNotFound: no such run): the
 	// check of a claim's fencing token before a side effect of its execution. In a transaction

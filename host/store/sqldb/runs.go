@@ -166,10 +166,14 @@ func (db *DB) leaseNow(a *Args) string {
 // progress, in one transaction.
 func (db *DB) RenewLease(ctx context.Context, p store.RunLeaseParams) error {
 	return db.WithTx(ctx, func(tx *DB) error {
+		// A renewal that lands after the lease ran out (the database stalled under it) renews
+		// nothing: by the clock leases are read by, the run was free to be claimed, and a claim
+		// held up in the same stall may land next. The execution stops (ErrStale) rather than
+		// race it.
 		a := Args{List: []any{p.ID, p.Owner}}
-		_, until := tx.leaseClock(&a, p.Lease)
+		now, until := tx.leaseClock(&a, p.Lease)
 		n, err := tx.Exec(ctx, `UPDATE runs SET lease_until = `+until+` WHERE run_id = $1 AND claimed_by = $2
-			AND status = 'running' AND lease_until IS NOT NULL`, a.List...)
+			AND status = 'running' AND lease_until IS NOT NULL AND lease_until > `+now, a.List...)
 		if err != nil {
 			return err
 		}
