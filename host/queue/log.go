@@ -10,17 +10,20 @@ import (
 // riverLog is River's log: its warnings and errors only (at INFO it logs its job counts every five
 // seconds), rationed as internal/backoff rations the host's loops (issue 38). With the database
 // down River repeats the same few messages every second (PostgreSQL killed for 60 s: 96 lines,
-// 57 of them "producer: Error fetching jobs"; rationed, 28). Each message is logged at its 1st,
-// 2nd, 4th, 8th... occurrence with the count, and at least every five minutes while it lasts.
+// 57 of them "producer: Error fetching jobs"). Its warnings are one stream, whatever their
+// message, since they have one cause (the database) which the host's own loops name already:
+// the stream is logged at its 1st, 2nd, 4th, 8th... warning with the count, and at least every
+// five minutes while it lasts. Counted per message, a full disk still wrote 24 lines a minute
+// of River's, six messages each at its 1st, 2nd, 4th and 8th.
 type riverLog struct {
 	slog.Handler
 	seen *seen
 }
 
-// seen counts the occurrences of each message.
+// seen counts River's warnings.
 type seen struct {
 	mu sync.Mutex
-	by map[string]*occurrences
+	occurrences
 }
 
 type occurrences struct {
@@ -28,12 +31,12 @@ type occurrences struct {
 	last, logged time.Time
 }
 
-// quiet is how long a message must be absent for its count to start again, and the longest
-// silence of a message that keeps coming.
+// quiet is how long River must be silent for the count to start again, and the longest silence
+// of warnings that keep coming.
 const quiet = 5 * time.Minute
 
 func newRiverLog(h slog.Handler) riverLog {
-	return riverLog{Handler: h, seen: &seen{by: map[string]*occurrences{}}}
+	return riverLog{Handler: h, seen: &seen{}}
 }
 
 func (r riverLog) Enabled(ctx context.Context, l slog.Level) bool {
@@ -43,10 +46,9 @@ func (r riverLog) Enabled(ctx context.Context, l slog.Level) bool {
 func (r riverLog) Handle(ctx context.Context, rec slog.Record) error {
 	now := time.Now()
 	r.seen.mu.Lock()
-	o := r.seen.by[rec.Message]
-	if o == nil || now.Sub(o.last) >= quiet {
-		o = &occurrences{}
-		r.seen.by[rec.Message] = o
+	o := &r.seen.occurrences
+	if now.Sub(o.last) >= quiet {
+		*o = occurrences{}
 	}
 	o.n++
 	o.last = now
