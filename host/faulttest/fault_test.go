@@ -226,10 +226,12 @@ func (g *rig) round(t *testing.T, f fault, healthBound bool) roundResult {
 		defer w.mu.Unlock()
 		return len(w.runs) >= 4 && len(w.tasks) >= 2 && len(w.docs) >= 2
 	})
-	cpu0, lines0 := usage(g.hosts)
 	w.mark(true)
-	start := time.Now()
 	f.begin(t, w)
+	// The fault lasts its length from when it has begun (a begin may wait first), and the hosts'
+	// usage is counted over that.
+	start := time.Now()
+	cpu0, lines0 := usage(g.hosts)
 	health := newAnswers()
 	for time.Since(start) < f.length {
 		for _, h := range g.hosts {
