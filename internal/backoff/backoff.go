@@ -43,29 +43,46 @@ func (p Policy) Wait(n int) time.Duration {
 // within it, one line this often.
 const logEvery = 5 * time.Minute
 
-// Retry is the back-off state of one loop: the failures in a row and when it last logged. It is not
-// safe for concurrent use; each loop has its own.
+// episode is how long a loop must go without a failure for its next failure to start a new count
+// in the log. A database that fails intermittently (a full SQLite disk lets some writes through)
+// has a loop succeed between failures: counted from 1 again after each success, with a line at
+// each, such a loop logged its 1st, 2nd and 4th failure and "working again" over and over.
+const episode = time.Minute
+
+// Retry is the back-off state of one loop: the failures in a row, and the failures of the current
+// episode for its log. It is not safe for concurrent use; each loop has its own.
 type Retry struct {
 	Policy Policy       // zero: Loops
 	Log    *slog.Logger // nil: no log
 	What   string       // what the loop was doing, the log line's message ("runs: claim")
 
-	fails  int
-	logged time.Time
+	fails    int       // failures in a row: the back-off
+	count    int       // failures of the episode: the log
+	lastFail time.Time // when the episode's last failure came
+	logged   time.Time // when a failure was last logged
+	owed     bool      // a failure was logged and its end not yet
 }
 
 // Failed records a failure and returns how long to wait before the next attempt. It logs err at
-// the 1st, 2nd, 4th, 8th... failure in a row (and at least every five minutes), with the count.
+// the 1st, 2nd, 4th, 8th... failure of the episode (and at least every five minutes), with the
+// count: an episode lasts until the loop has gone a minute without failing, successes between
+// failures included.
 func (r *Retry) Failed(err error, attrs ...any) time.Duration {
+	now := time.Now()
 	r.fails++
+	if now.Sub(r.lastFail) >= episode {
+		r.count = 0
+	}
+	r.count++
+	r.lastFail = now
 	p := r.Policy
 	if p == (Policy{}) {
 		p = Loops
 	}
 	wait := p.Wait(r.fails)
-	if r.Log != nil && (r.fails&(r.fails-1) == 0 || time.Since(r.logged) >= logEvery) {
-		r.logged = time.Now()
-		r.Log.Warn(r.What, append([]any{"err", err, "failures", r.fails, "retry_in", wait.Round(time.Millisecond)}, attrs...)...)
+	if r.Log != nil && (r.count&(r.count-1) == 0 || now.Sub(r.logged) >= logEvery) {
+		r.logged, r.owed = now, true
+		r.Log.Warn(r.What, append([]any{"err", err, "failures", r.count, "retry_in", wait.Round(time.Millisecond)}, attrs...)...)
 	}
 	return wait
 }
@@ -73,13 +90,13 @@ func (r *Retry) Failed(err error, attrs ...any) time.Duration {
 // Failures is the number of failures in a row so far.
 func (r *Retry) Failures() int { return r.fails }
 
-// Succeeded ends a run of failures (logging that it ended, after how many) and resets the back-off.
+// Succeeded ends a run of failures and resets the back-off. It logs that the loop works again
+// (with the episode's count) once after each failure line, not after every success.
 func (r *Retry) Succeeded() {
-	if r.fails > 0 && r.Log != nil {
-		r.Log.Info(r.What+": working again", "failures", r.fails)
+	if r.owed && r.Log != nil {
+		r.Log.Info(r.What+": working again", "failures", r.count)
 	}
-	r.fails = 0
-	r.logged = time.Time{}
+	r.fails, r.owed = 0, false
 }
 
 // Sleep waits d or until ctx ends, and reports whether the whole wait passed.

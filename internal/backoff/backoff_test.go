@@ -54,6 +54,28 @@ func TestRetryLogsOncePerStep(t *testing.T) {
 	}
 }
 
+// A loop that fails intermittently (successes between its failures) is one episode in the log:
+// its failures are counted on, and "working again" comes once after each failure line.
+func TestRetryFlappingIsOneEpisode(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	r := backoff.Retry{Log: slog.New(slog.NewTextHandler(&buf, nil)), What: "loop: work"}
+	for range 16 {
+		r.Failed(errors.New("disk full"))
+		r.Succeeded()
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 10 { // failures 1 2 4 8 16, each followed by one "working again"
+		t.Fatalf("16 failures between successes logged %d lines, want 10:\n%s", len(lines), buf.String())
+	}
+	if !strings.Contains(lines[8], "failures=16") || r.Failures() != 0 {
+		t.Errorf("failures in a row %d, log:\n%s", r.Failures(), buf.String())
+	}
+	if w := r.Failed(errors.New("x")); w > backoff.Loops.Min {
+		t.Errorf("after a success the next failure waits %s, want the back-off's first step", w)
+	}
+}
+
 func TestSleep(t *testing.T) {
 	t.Parallel()
 	if !backoff.Sleep(context.Background(), time.Millisecond) {
