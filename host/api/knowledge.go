@@ -1,11 +1,13 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -23,12 +25,6 @@ import (
 func (s *Server) knowledgeRoutes(r fiber.Router) {
 	g := r.Group("/knowledge", s.needKB)
 	g.Post("/upload", s.kbUpload)
-	g.Post("/text", s.kbText)
-	g.Post("/batch/text", s.kbBatchText)
-	g.Post("/search", s.kbSearch)
-	g.Get("/search", s.kbSearchGet)
-	g.Post("/ask", s.kbAsk)
-	g.Post("/context", s.kbContext)
 }
 
 // knowledgeOperations declares the Knowledge family (typed: operations.go). Every operation
@@ -36,6 +32,23 @@ func (s *Server) knowledgeRoutes(r fiber.Router) {
 func (s *Server) knowledgeOperations(api huma.API) {
 	const tag = "Knowledge"
 	kb := []fiber.Handler{s.needKB}
+	register(api, op{Method: "POST", Path: "/api/knowledge/text", Tag: tag, Summary: "Ingest a text", Status: 201, Also: []int{200},
+		Errors: []int{403}, Before: kb, Desc: "201 with the new document; a text the source already holds answers 200 with " +
+			"duplicate: true (and a text that could not be indexed 200 with its failed document). Only an admin may publish " +
+			"visibility org (403 for others)."}, s.kbText)
+	register(api, op{Method: "POST", Path: "/api/knowledge/batch/text", Tag: tag, Summary: "Ingest up to 100 texts",
+		Errors: []int{403}, Before: kb, Desc: "Each item is ingested as POST /text would; one bad item does not sink the others. " +
+			"An item whose text another call is indexing at that moment (the same batch sent twice at once) waits for it, up to " +
+			"10 s, and is then a duplicate of what it wrote (or written, if that call failed)."}, s.kbBatchText)
+	register(api, op{Method: "POST", Path: "/api/knowledge/search", Tag: tag, Summary: "Hybrid search",
+		Errors: []int{403}, Before: kb}, s.kbSearch)
+	register(api, op{Method: "GET", Path: "/api/knowledge/search", Tag: tag, Summary: "Hybrid search (whitepaper form)",
+		Errors: []int{403}, Before: kb}, s.kbSearchGet)
+	register(api, op{Method: "POST", Path: "/api/knowledge/ask", Tag: tag, Summary: "Answer a question with citations",
+		Errors: []int{403}, Before: kb,
+		Desc: "With no hits the answer says no citable basis was found; citations are empty and no model is called."}, s.kbAsk)
+	register(api, op{Method: "POST", Path: "/api/knowledge/context", Tag: tag, Summary: "Context for the chatflow tool",
+		Errors: []int{403}, Before: kb}, s.kbContext)
 	register(api, op{Method: "GET", Path: "/api/knowledge/sources", Tag: tag, Summary: "Sources the caller may read",
 		Errors: []int{403}, Before: kb}, s.kbSources)
 	register(api, op{Method: "GET", Path: "/api/knowledge/sources/{id}/documents", Tag: tag, Summary: "Documents of a source",
@@ -99,13 +112,24 @@ func viewer(ctx context.Context) store.Viewer {
 	return store.Viewer{UserID: p.UserID, Admin: p.IsAdmin()}
 }
 
-func ingestAnswer(c *fiber.Ctx, res *kb.IngestResult) error {
-	status := fiber.StatusCreated
+// ingestAnswer is the answer of an ingest: the document, its source, the chunks written and
+// whether the source held the text or file already.
+type ingestAnswer struct {
+	Document    docView                `json:"document"`
+	ChunksCount int                    `json:"chunks_count"`
+	Duplicate   bool                   `json:"duplicate" doc:"the source already held this text or file (its hash): the document is the one stored"`
+	Source      *store.KnowledgeSource `json:"source"`
+}
+
+// ingested answers an ingest: 201 with a new indexed document, 200 with a duplicate or a
+// document that failed.
+func ingested(res *kb.IngestResult) (*DataStatus[ingestAnswer], error) {
+	status := http.StatusCreated
 	if res.Duplicate || res.Document.ParseStatus != store.DocIndexed {
-		status = fiber.StatusOK
+		status = http.StatusOK
 	}
-	return ok(c, status, fiber.Map{"document": viewDoc(res.Document, res.Source.Name), "chunks_count": res.ChunksCount,
-		"duplicate": res.Duplicate, "source": res.Source})
+	return answerDataStatus(status, ingestAnswer{Document: viewDoc(res.Document, res.Source.Name), ChunksCount: res.ChunksCount,
+		Duplicate: res.Duplicate, Source: res.Source})
 }
 
 // chunkOptions reads chunk_size and chunk_overlap (DECISIONS.md: 200..4000, 0..size/2).
@@ -171,7 +195,8 @@ func (s *Server) kbUpload(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return ingestAnswer(c, res)
+	a, _ := ingested(res)
+	return c.Status(a.Status).JSON(a.Body)
 }
 
 // mayPublish refuses org visibility (every user reads it, asks and content plans cite it) to all
@@ -183,16 +208,18 @@ func mayPublish(p *auth.Principal, visibility string) error {
 	return nil
 }
 
+// textInput is one text to ingest: the body of POST /text and an item of POST /batch/text
+// (whose items are decoded one by one, not by huma: params checks what the tags say too).
 type textInput struct {
-	Text         string          `json:"text"`
-	Title        string          `json:"title"`
-	SourceName   string          `json:"source_name"`
-	ProjectID    string          `json:"project_id"`
-	Visibility   string          `json:"visibility"`
-	ChunkSize    *int            `json:"chunk_size"`
-	ChunkOverlap *int            `json:"chunk_overlap"`
-	Metadata     json.RawMessage `json:"metadata"`
-	Internal     bool            `json:"internal"` // the source answers questions but is never used in generated content
+	Text         string          `json:"text" doc:"at most 5 MiB; not blank"`
+	Title        string          `json:"title,omitempty" maxLength:"500"`
+	SourceName   string          `json:"source_name,omitempty" maxLength:"200" doc:"the source it goes in (made when new); default \"default\""`
+	ProjectID    string          `json:"project_id,omitempty" nullable:"true" doc:"a project of the caller's: the source is the project's"`
+	Visibility   string          `json:"visibility,omitempty" enum:"private,project,org" doc:"default project; only an admin may publish org"`
+	ChunkSize    *int            `json:"chunk_size,omitempty" minimum:"200" maximum:"4000" nullable:"true" doc:"default 1000"`
+	ChunkOverlap *int            `json:"chunk_overlap,omitempty" minimum:"0" nullable:"true" doc:"at most chunk_size/2; default 180"`
+	Metadata     json.RawMessage `json:"metadata,omitempty" doc:"an object kept with the document; search's metadata filter reads it"`
+	Internal     bool            `json:"internal,omitempty" doc:"the source answers the owner's questions but is never used in generated content"`
 }
 
 func (in *textInput) params(userID string) (kb.IngestParams, error) {
@@ -219,47 +246,82 @@ func (in *textInput) params(userID string) (kb.IngestParams, error) {
 	return p, p.Validate()
 }
 
-func (s *Server) kbText(c *fiber.Ctx) error {
-	var in textInput
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	p, err := in.params(principal(c).UserID)
+// ingestParams checks one text to ingest (a body of /text, an item of /batch/text): its fields,
+// who may publish it and the project it names.
+func (s *Server) ingestParams(ctx context.Context, in *textInput) (kb.IngestParams, error) {
+	p, err := in.params(caller(ctx).UserID)
 	if err != nil {
-		return err
+		return kb.IngestParams{}, err
 	}
-	if err := mayPublish(principal(c), p.Visibility); err != nil {
-		return err
+	if err := mayPublish(caller(ctx), p.Visibility); err != nil {
+		return kb.IngestParams{}, err
 	}
-	if _, err := s.bodyProject(c, in.ProjectID); err != nil {
-		return err
+	if _, err := s.namedProject(ctx, in.ProjectID); err != nil {
+		return kb.IngestParams{}, err
 	}
-	res, err := s.KB.Ingest(s.ctx(c), p)
-	if err != nil {
-		return err
-	}
-	return ingestAnswer(c, res)
+	return p, nil
 }
 
-// maxBatch is the most items of one batch/text call.
-const maxBatch = 100
+type textBody struct {
+	Body textInput
+}
 
-func (s *Server) kbBatchText(c *fiber.Ctx) error {
-	items, errs, err := batchTextItems(c)
+func (s *Server) kbText(ctx context.Context, in *textBody) (*DataStatus[ingestAnswer], error) {
+	p, err := s.ingestParams(ctx, &in.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(items) < 1 || len(items) > maxBatch {
-		return errcode.Invalid("items", fmt.Sprintf("must hold 1 to %d items", maxBatch))
+	res, err := s.KB.Ingest(ctx, p)
+	if err != nil {
+		return nil, err
 	}
+	return ingested(res)
+}
+
+type batchTextInput struct {
+	Body struct {
+		Items []batchTextItem `json:"items" minItems:"1" maxItems:"100" nullable:"false"`
+	}
+}
+
+// batchTextItem is an item of a batch/text body as it came: each is decoded alone (decodeItem), so
+// that a bad one fails alone.
+type batchTextItem json.RawMessage
+
+func (b *batchTextItem) UnmarshalJSON(data []byte) error {
+	*b = append((*b)[:0], data...)
+	return nil
+}
+
+// Schema: a text to ingest, or anything else (which fails alone, in failed).
+func (batchTextItem) Schema(r huma.Registry) *huma.Schema {
+	return &huma.Schema{AnyOf: []*huma.Schema{
+		huma.SchemaFromType(r, reflect.TypeFor[textInput]()),
+		{Description: "any other item (not an object, a field of the wrong type) fails alone, in failed; the others are ingested"},
+	}}
+}
+
+type batchTextAnswer struct {
+	Documents   []batchDoc     `json:"documents" doc:"the items' documents, in item order (without the failed items)"`
+	ChunksCount int            `json:"chunks_count" doc:"the chunks this call wrote (a duplicate's were written before)"`
+	Failed      []batchFailure `json:"failed"`
+	// Duplicates are the items whose text their source held already (nothing written for them;
+	// the document is the one stored), so a caller that sends a batch again can tell.
+	Duplicates []int `json:"duplicates" doc:"the items whose text their source held already: nothing was written for them, and their documents are the ones stored"`
+}
+
+func (s *Server) kbBatchText(ctx context.Context, in *batchTextInput) (*Data[batchTextAnswer], error) {
+	items := in.Body.Items
 	// Items are checked here, one by one, and the good ones ingested together (kb.IngestBatch).
+	errs := make([]error, len(items))
 	var params []kb.IngestParams
 	var at []int // item index of each params entry
-	for i := range items {
-		if errs[i] != nil {
+	for i, raw := range items {
+		var item textInput
+		if errs[i] = decodeItem(raw, &item); errs[i] != nil {
 			continue
 		}
-		p, err := s.batchItem(c, &items[i])
+		p, err := s.ingestParams(ctx, &item)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -268,32 +330,27 @@ func (s *Server) kbBatchText(c *fiber.Ctx) error {
 		at = append(at, i)
 	}
 	results := make([]*kb.IngestResult, len(items))
-	for j, o := range s.KB.IngestBatch(s.ctx(c), params) {
+	for j, o := range s.KB.IngestBatch(ctx, params) {
 		results[at[j]], errs[at[j]] = o.Result, o.Err
 	}
-	docs := []batchDoc{}
-	failed := []batchFailure{}
-	// duplicates: the items whose text their source held already (nothing written for them; the
-	// document is the one stored), so a caller that sends a batch again can tell.
-	duplicates := []int{}
-	written := 0 // chunks this call wrote: a duplicate's were written by an earlier call
+	out := batchTextAnswer{Documents: []batchDoc{}, Failed: []batchFailure{}, Duplicates: []int{}}
 	for i, err := range errs {
 		if err != nil {
 			if errcode.As(err) == nil { // a store failure: the item answers "indexing failed", the log keeps why
 				s.Log.Error("kb: batch/text item failed", "index", i, "err", err)
 			}
-			failed = append(failed, newBatchFailure(i, err))
+			out.Failed = append(out.Failed, newBatchFailure(i, err))
 			continue
 		}
 		r := results[i]
-		docs = append(docs, batchDoc{docView: viewDoc(r.Document, r.Source.Name), Index: i, Duplicate: r.Duplicate})
+		out.Documents = append(out.Documents, batchDoc{docView: viewDoc(r.Document, r.Source.Name), Index: i, Duplicate: r.Duplicate})
 		if r.Duplicate {
-			duplicates = append(duplicates, i)
+			out.Duplicates = append(out.Duplicates, i)
 		} else {
-			written += r.ChunksCount
+			out.ChunksCount += r.ChunksCount // a duplicate's chunks were written by an earlier call
 		}
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"documents": docs, "chunks_count": written, "failed": failed, "duplicates": duplicates})
+	return answerData(out)
 }
 
 // batchDoc is the document of one item of a batch/text call, with the item's index (documents
@@ -301,8 +358,8 @@ func (s *Server) kbBatchText(c *fiber.Ctx) error {
 // whether it is a duplicate (the document stored before, nothing written for it).
 type batchDoc struct {
 	docView
-	Index     int  `json:"index"`
-	Duplicate bool `json:"duplicate"`
+	Index     int  `json:"index" doc:"the item this document answers"`
+	Duplicate bool `json:"duplicate" doc:"the source held the item's text already: nothing was written for it, and the document is the one stored"`
 }
 
 // batchFailure is a failed item of a batch/text call: error is the public message
@@ -310,12 +367,12 @@ type batchDoc struct {
 // would carry had the item been sent alone, so a caller can tell a bad item from one to retry
 // (409: the same content still being indexed by another call).
 type batchFailure struct {
-	Index   int          `json:"index"`
-	Error   string       `json:"error"`
-	Code    errcode.Code `json:"code"`
+	Index   int          `json:"index" doc:"the item that failed"`
+	Error   string       `json:"error" doc:"the public message"`
+	Code    errcode.Code `json:"code" doc:"catalogue code, as in the error envelope"`
 	Errno   int          `json:"errno"`
-	Status  int          `json:"status"`
-	Details any          `json:"details,omitempty"`
+	Status  int          `json:"status" doc:"the HTTP status the item would have had alone: 409 when the same text was still being indexed by another call after the wait"`
+	Details any          `json:"details,omitempty" doc:"field errors [{field, problem}], as in the error envelope"`
 }
 
 func newBatchFailure(i int, err error) batchFailure {
@@ -326,55 +383,20 @@ func newBatchFailure(i int, err error) batchFailure {
 	return batchFailure{Index: i, Error: e.Message(), Code: e.Code, Errno: e.Code.Errno(), Status: e.HTTPStatus(), Details: e.Details}
 }
 
-// batchTextItems reads the items of a batch/text body, and the error of each item that does not
-// decode as a textInput. A body whose items all decode is read in one pass; only when that fails
-// (a bad item, or a malformed body) is it read again item by item, so that each bad item gets its
-// own error while the others are ingested. Reading every body item by item scanned its text four
-// times, about a tenth of the host's CPU in the bench's HTTP case (50 documents of 300 to 3,000
-// characters a call, issue 24). The one pass is goccy/go-json's, which validates as it decodes
-// (encoding/json validates the whole body first, then decodes it).
-func batchTextItems(c *fiber.Ctx) ([]textInput, []error, error) {
-	var all struct {
-		Items []textInput `json:"items"`
+// decodeItem reads one item of a batch/text call; a field of the wrong type fails the item
+// naming the field, as it would fail POST /text. goccy/go-json reads an item that decodes (it
+// reads what encoding/json reads: TestBatchTextOnePass) without encoding/json's first pass over
+// the item's text, about a tenth of the host's CPU in the bench's HTTP case (50 documents of 300
+// to 3,000 characters a call, issue 24); encoding/json says why an item does not decode.
+func decodeItem(raw []byte, in *textInput) error {
+	if gojson.Unmarshal(raw, in) == nil {
+		return nil
 	}
-	if gojson.Unmarshal(c.Body(), &all) == nil {
-		return all.Items, make([]error, len(all.Items)), nil
-	}
-	var in struct {
-		Items []json.RawMessage `json:"items"`
-	}
-	if err := decode(c, &in); err != nil {
-		return nil, nil, err
-	}
-	items, errs := make([]textInput, len(in.Items)), make([]error, len(in.Items))
-	for i, raw := range in.Items {
-		errs[i] = decodeItem(raw, &items[i])
-	}
-	return items, errs, nil
-}
-
-// decodeItem reads one item of a batch/text call. A field of the wrong type fails the item naming
-// the field, as it would fail POST /text.
-func decodeItem(raw json.RawMessage, in *textInput) error {
+	*in = textInput{}
 	if err := json.Unmarshal(raw, in); err != nil {
 		return decodeError(err, "item must be an object {text, title?, source_name?, project_id?, visibility?}")
 	}
 	return nil
-}
-
-// batchItem checks one item of a batch/text call.
-func (s *Server) batchItem(c *fiber.Ctx, in *textInput) (kb.IngestParams, error) {
-	p, err := in.params(principal(c).UserID)
-	if err != nil {
-		return kb.IngestParams{}, err
-	}
-	if err := mayPublish(principal(c), p.Visibility); err != nil {
-		return kb.IngestParams{}, err
-	}
-	if _, err := s.bodyProject(c, in.ProjectID); err != nil {
-		return kb.IngestParams{}, err
-	}
-	return p, nil
 }
 
 type sourcesInput struct {
@@ -499,50 +521,47 @@ func (s *Server) kbDocument(ctx context.Context, in *idPath) (*Data[documentAnsw
 }
 
 type searchFilters struct {
-	SourceNames []string          `json:"source_names"`
-	SourceName  string            `json:"source_name"`
-	DocumentIDs []string          `json:"document_ids"`
-	Metadata    map[string]string `json:"metadata"`
+	SourceNames []string          `json:"source_names,omitempty" doc:"only these sources"`
+	SourceName  string            `json:"source_name,omitempty" doc:"only this source (added to source_names)"`
+	DocumentIDs []string          `json:"document_ids,omitempty" doc:"only these documents"`
+	Metadata    map[string]string `json:"metadata,omitempty" doc:"only chunks whose document's metadata has these values"`
 }
 
+// searchInput is the body of search, ask and context.
 type searchInput struct {
-	Query     string         `json:"query"`
-	Question  string         `json:"question"`
-	TopK      *int           `json:"top_k"` // nil: absent, the default; 0 is refused like any value out of range
-	TopKCamel *int           `json:"topK"`
-	ProjectID string         `json:"project_id"`
-	Filters   *searchFilters `json:"filters"`
+	Query     string         `json:"query,omitempty" maxLength:"2000"`
+	Question  string         `json:"question,omitempty" maxLength:"2000" doc:"alias of query (whitepaper form)"`
+	TopK      *int           `json:"top_k,omitempty" minimum:"1" maximum:"50" nullable:"true" doc:"default 5"`
+	TopKCamel *int           `json:"topK,omitempty" minimum:"1" maximum:"50" nullable:"true" doc:"alias of top_k"`
+	ProjectID string         `json:"project_id,omitempty" nullable:"true" doc:"also that project's sources (a tool credential: its own project, the default)"`
+	Filters   *searchFilters `json:"filters,omitempty"`
 }
 
-// checkTopK refuses a top_k the client gave that is out of range. The service reads 0 as "use the
-// default" (its callers inside the host leave it unset); from a client, absent is the default and
-// an explicit 0 is as wrong as -3.
-func checkTopK(field string, n int) error {
-	if n < 1 || n > kb.MaxTopK {
-		return errcode.Invalid(field, fmt.Sprintf("must be a whole number between 1 and %d", kb.MaxTopK))
-	}
-	return nil
+// TransformSchema says that query (or its alias question) is required. huma checks required only
+// on an object schema (these alternatives have no type), so it leaves them to kb's Validate,
+// which names the field ("query: is required", a blank one too); the document's readers (and the
+// contract test's validator) read them as JSON Schema.
+func (searchInput) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.AnyOf = []*huma.Schema{{Required: []string{"query"}}, {Required: []string{"question"}}}
+	return s
+}
+
+type searchBody struct {
+	Body searchInput
 }
 
 // searchParams checks the project and builds the service's parameters.
-func (s *Server) searchParams(c *fiber.Ctx, in *searchInput) (kb.SearchParams, error) {
-	p := principal(c)
+func (s *Server) searchParams(ctx context.Context, in *searchInput) (kb.SearchParams, error) {
+	p := caller(ctx)
 	q := in.Query
 	if strings.TrimSpace(q) == "" {
 		q = in.Question
 	}
 	k := 0 // the service's default
-	for _, v := range []struct {
-		field string
-		n     *int
-	}{{"top_k", in.TopK}, {"topK", in.TopKCamel}} {
-		if v.n != nil {
-			if err := checkTopK(v.field, *v.n); err != nil {
-				return kb.SearchParams{}, err
-			}
-			k = *v.n
-			break
-		}
+	if in.TopK != nil {
+		k = *in.TopK
+	} else if in.TopKCamel != nil {
+		k = *in.TopKCamel
 	}
 	if p.IsTool() {
 		// A tool credential reads its grant's project only: none named is that one.
@@ -564,93 +583,111 @@ func (s *Server) searchParams(c *fiber.Ctx, in *searchInput) (kb.SearchParams, e
 	if err := sp.Validate(); err != nil {
 		return sp, err
 	}
-	if _, err := s.bodyProject(c, in.ProjectID); err != nil {
+	if _, err := s.namedProject(ctx, in.ProjectID); err != nil {
 		return sp, err
 	}
 	return sp, nil
 }
 
-func (s *Server) kbSearch(c *fiber.Ctx) error {
-	var in searchInput
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	hits, sp, err := s.loggedSearch(c, &in)
+type searchAnswer struct {
+	Hits  []kb.Hit `json:"hits"`
+	Query string   `json:"query"`
+	TopK  int      `json:"top_k"`
+}
+
+func (s *Server) kbSearch(ctx context.Context, in *searchBody) (*Data[searchAnswer], error) {
+	hits, sp, err := s.loggedSearch(ctx, &in.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"hits": hits, "query": sp.Query, "top_k": sp.TopK})
+	return answerData(searchAnswer{Hits: hits, Query: sp.Query, TopK: sp.TopK})
 }
 
 // loggedSearch runs a search of either form of the search route, logging it for the metrics.
-func (s *Server) loggedSearch(c *fiber.Ctx, in *searchInput) ([]kb.Hit, kb.SearchParams, error) {
-	sp, err := s.searchParams(c, in)
+func (s *Server) loggedSearch(ctx context.Context, in *searchInput) ([]kb.Hit, kb.SearchParams, error) {
+	sp, err := s.searchParams(ctx, in)
 	if err != nil {
 		return nil, sp, err
 	}
 	sp.Log = true
-	hits, err := s.KB.Search(s.ctx(c), sp)
+	hits, err := s.KB.Search(ctx, sp)
 	return hits, sp, err
 }
 
-func (s *Server) kbSearchGet(c *fiber.Ctx) error {
-	in := searchInput{Query: c.Query("query", c.Query("q")), ProjectID: c.Query("project_id")}
-	for _, k := range []string{"topK", "top_k"} {
-		if v := c.Query(k); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return errcode.Invalid(k, "must be a whole number")
-			}
-			if err := checkTopK(k, n); err != nil {
-				return err
-			}
-			in.TopK = &n
-			break
-		}
+type searchQueryInput struct {
+	Query     string `query:"query" maxLength:"2000" doc:"required, here or as q"`
+	Q         string `query:"q" maxLength:"2000" doc:"alias of query"`
+	TopK      int    `query:"topK" minimum:"1" maximum:"50" doc:"default 5"`
+	TopK2     int    `query:"top_k" minimum:"1" maximum:"50" doc:"alias of topK"`
+	ProjectID string `query:"project_id" doc:"also that project's sources (a tool credential: its own project, the default)"`
+}
+
+type searchScores struct {
+	ChunkID string  `json:"chunk_id"`
+	Vector  float64 `json:"vector"`
+	Keyword float64 `json:"keyword"`
+	Total   float64 `json:"total"`
+}
+
+type searchGetAnswer struct {
+	Chunks []kb.Hit       `json:"chunks"`
+	Scores []searchScores `json:"scores" doc:"each hit's scores, in the order of chunks"`
+}
+
+func (s *Server) kbSearchGet(ctx context.Context, in *searchQueryInput) (*Data[searchGetAnswer], error) {
+	body := searchInput{Query: firstSet(in.Query, in.Q), ProjectID: in.ProjectID}
+	if k := cmp.Or(in.TopK, in.TopK2); k != 0 { // 0: neither given (a given 0 is refused)
+		body.TopK = &k
 	}
-	hits, _, err := s.loggedSearch(c, &in)
+	hits, _, err := s.loggedSearch(ctx, &body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	scores := make([]fiber.Map, len(hits))
+	scores := make([]searchScores, len(hits))
 	for i, h := range hits {
-		scores[i] = fiber.Map{"chunk_id": h.ChunkID, "vector": h.Scores.Vector, "keyword": h.Scores.Keyword, "total": h.Scores.Total}
+		scores[i] = searchScores{ChunkID: h.ChunkID, Vector: h.Scores.Vector, Keyword: h.Scores.Keyword, Total: h.Scores.Total}
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"chunks": hits, "scores": scores})
+	return answerData(searchGetAnswer{Chunks: hits, Scores: scores})
 }
 
-// readSearch decodes a search body and makes the search it asks for.
-func (s *Server) readSearch(c *fiber.Ctx) (kb.SearchParams, error) {
-	var in searchInput
-	if err := decode(c, &in); err != nil {
-		return kb.SearchParams{}, err
-	}
-	return s.searchParams(c, &in)
+type askAnswer struct {
+	QueryID   string        `json:"query_id" doc:"what feedback rates"`
+	Answer    string        `json:"answer"`
+	Citations []kb.Citation `json:"citations"`
+	Hits      []kb.Hit      `json:"hits"`
+	Cited     bool          `json:"cited" doc:"false: no citable basis was found"`
+	Model     string        `json:"model" doc:"the language model that answered; empty for the extractive answer"`
 }
 
-func (s *Server) kbAsk(c *fiber.Ctx) error {
-	sp, err := s.readSearch(c)
+func (s *Server) kbAsk(ctx context.Context, in *searchBody) (*Data[askAnswer], error) {
+	sp, err := s.searchParams(ctx, &in.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ans, err := s.KB.Ask(s.ctx(c), sp)
+	ans, err := s.KB.Ask(ctx, sp)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"query_id": ans.QueryID, "answer": ans.Answer, "citations": ans.Citations,
-		"hits": ans.Hits, "cited": ans.Cited, "model": ans.Model})
+	return answerData(askAnswer{QueryID: ans.QueryID, Answer: ans.Answer, Citations: ans.Citations, Hits: ans.Hits,
+		Cited: ans.Cited, Model: ans.Model})
 }
 
-func (s *Server) kbContext(c *fiber.Ctx) error {
-	sp, err := s.readSearch(c)
+type contextAnswer struct {
+	Context   string        `json:"context"`
+	Citations []kb.Citation `json:"citations"`
+	Hits      []kb.Hit      `json:"hits"`
+}
+
+func (s *Server) kbContext(ctx context.Context, in *searchBody) (*Data[contextAnswer], error) {
+	sp, err := s.searchParams(ctx, &in.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	text, cits, hits, err := s.KB.Context(s.ctx(c), sp)
+	text, cits, hits, err := s.KB.Context(ctx, sp)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"context": text, "citations": cits, "hits": hits})
+	return answerData(contextAnswer{Context: text, Citations: cits, Hits: hits})
 }
 
 type feedbackInput struct {

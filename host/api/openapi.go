@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -145,6 +146,12 @@ func documentOperation(method, path string, op *huma.Operation, sec apidoc.Secur
 		ok.Headers = map[string]*huma.Param{}
 		for name, h := range apidoc.SuccessHeaders() {
 			ok.Headers[name] = &huma.Param{Ref: h.(apidoc.M)["$ref"].(string)}
+		}
+		also, _ := op.Metadata[metaAlso].([]int)
+		for _, st := range also {
+			r := *ok
+			r.Description = http.StatusText(st)
+			op.Responses[strconv.Itoa(st)] = &r
 		}
 	}
 	delete(op.Responses, "default") // huma's, when an operation lists no errors of its own

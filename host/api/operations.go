@@ -126,6 +126,7 @@ type op struct {
 	Tag, Summary string
 	Desc         string
 	Status       int   // the success status; 0: 200
+	Also         []int // further success statuses, with the same body (a DataStatus answer picks one)
 	Errors       []int // error statuses beyond those every operation of its kind has (apidoc.ErrorStatuses)
 	// Before are Fiber handlers of this route alone that run before its input is read (an admin
 	// check, a mark for the Idempotency-Key middleware).
@@ -145,7 +146,7 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 		// Documented by documentOperations (openapi.go); huma's own error responses (RFC 9457
 		// problem+json) are not the contract's.
 		Responses: map[string]*huma.Response{},
-		Metadata:  map[string]any{metaErrors: o.Errors, metaBefore: o.Before},
+		Metadata:  map[string]any{metaErrors: o.Errors, metaBefore: o.Before, metaAlso: o.Also},
 	}
 	if hop.DefaultStatus == 0 {
 		hop.DefaultStatus = http.StatusOK
@@ -162,6 +163,7 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 const (
 	metaErrors = "reelforge-errors"
 	metaBefore = "reelforge-before"
+	metaAlso   = "reelforge-also"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -197,6 +199,8 @@ func init() {
 	validation.MsgExpectedInteger = "must be of type integer"
 	validation.MsgExpectedBoolean = "must be of type boolean"
 	validation.MsgExpectedArray = "must be of type array"
+	validation.MsgExpectedMinItems = "must hold at least %d items"
+	validation.MsgExpectedMaxItems = "must hold at most %d items"
 	validation.MsgExpectedObject = "must be of type object"
 	validation.MsgExpectedRFC4122UUID = "must be a UUID (%v)"
 	validation.MsgExpectedRFC5322Email = "must be a valid email address (%v)"

@@ -27,16 +27,28 @@ import (
 // (the named shapes {project}, {project, tasks}, ...). T is a struct whose JSON is an object.
 type Data[T any] struct{ Body dataBody[T] }
 
+// DataStatus is a Data answer whose status the handler picks: its operation's (op.Status) or one
+// of the further ones it documents (op.Also), as an ingest answers 201 with a new document and
+// 200 with one its source held already.
+type DataStatus[T any] struct {
+	Status int
+	Body   dataBody[T]
+}
+
 // Top is the answer {success: true, ...T's fields} (the workflow routes).
 type Top[T any] struct{ Body topBody[T] }
 
 // List is the answer {success: true, data: [items], total, page, limit}.
 type List[T any] struct{ Body listBody[T] }
 
-// answerData, answerTop and answerList build the answers of typed handlers.
+// answerData, answerDataStatus, answerTop and answerList build the answers of typed handlers.
 func answerData[T any](v T) (*Data[T], error) { return &Data[T]{Body: dataBody[T]{v}}, nil }
 
 func answerTop[T any](v T) (*Top[T], error) { return &Top[T]{Body: topBody[T]{v}}, nil }
+
+func answerDataStatus[T any](status int, v T) (*DataStatus[T], error) {
+	return &DataStatus[T]{Status: status, Body: dataBody[T]{v}}, nil
+}
 
 func answerList[T any](items []T, total int, pq Paging) (*List[T], error) {
 	if items == nil {

@@ -106,11 +106,6 @@ func q(name, desc string, s M) Param { return Param{Name: name, In: "query", Des
 
 // Ops returns every operation of the API, in the order of the document's tags.
 func Ops() []Op {
-	kbQuery := obj("query", M{"type": "string", "maxLength": 2000}, "question", M{"type": "string", "maxLength": 2000, "description": "alias of query (whitepaper form)"},
-		"top_k", M{"type": "integer", "minimum": 1, "maximum": 50, "default": 5}, "project_id", nullable(uuid))
-	kbQuery["anyOf"] = []any{M{"required": []any{"query"}}, M{"required": []any{"question"}}} // one of the two names
-	textItem := obj("text!", str(""), "title", str(""), "source_name", M{"type": "string", "default": "default"},
-		"project_id", nullable(uuid), "visibility", enum("private", "project", "org"))
 	docAnswer := obj("document!", ref("KnowledgeDocument"), "chunks_count!", integer(""), "duplicate", boolean("the source already held this file's hash"))
 	listQ := func(extra ...Param) []Param { return append(append([]Param{}, paging...), extra...) }
 	return []Op{
@@ -131,29 +126,6 @@ func Ops() []Op {
 				"chunk_size", M{"type": "integer", "minimum": 200, "maximum": 4000, "default": 1000},
 				"chunk_overlap", M{"type": "integer", "minimum": 0, "default": 180}),
 			Resp: docAnswer, Errors: []int{403, 413}, Desc: "201 with the new document; a file whose hash the source already holds answers 200 with duplicate: true and the existing document. Only an admin may publish visibility org (403 for others)."},
-		{Method: "POST", Path: "/api/knowledge/text", Tag: "Knowledge", Summary: "Ingest a text", Sec: Bearer, Status: 201, Kind: Data,
-			Body: textItem, Resp: docAnswer, Errors: []int{403}, Desc: "201 with the new document; a text the source already holds answers 200 with duplicate: true. Only an admin may publish visibility org (403 for others)."},
-		{Method: "POST", Path: "/api/knowledge/batch/text", Tag: "Knowledge", Summary: "Ingest up to 100 texts", Sec: Bearer, Status: 200, Kind: Data,
-			Body: obj("items!", M{"type": "array", "minItems": 1, "maxItems": 100, "items": M{"anyOf": []any{textItem,
-				M{"description": "any other item (not an object, a field of the wrong type) fails alone, in failed; the others are ingested"}}}}),
-			Resp: obj("documents!", arr(M{"allOf": []any{ref("KnowledgeDocument"), obj("index!", integer("the item this document answers"),
-				"duplicate!", boolean("the source held the item's text already: nothing was written for it, and the document is the one stored"))}}),
-				"chunks_count!", integer("the chunks this call wrote (a duplicate's were written before)"),
-				"failed!", arr(obj("index!", integer("the item that failed"), "error!", str("the public message"), "code!", str("catalogue code, as in the error envelope"),
-					"errno!", integer(""), "status!", integer("the HTTP status the item would have had alone: 409 when the same text was still being indexed by another call after the wait"),
-					"details", M{"description": "field errors [{field, problem}], as in the error envelope", "anyOf": []any{arr(ref("FieldError")), M{"type": "object"}}})),
-				"duplicates!", arr(integer("the index of an item whose text its source held already: nothing was written for it, and its document is the one stored"))),
-			Desc: "Each item is ingested as POST /text would; one bad item does not sink the others. An item whose text another call is indexing at that moment (the same batch sent twice at once) waits for it, up to 10 s, and is then a duplicate of what it wrote (or written, if that call failed)."},
-		{Method: "POST", Path: "/api/knowledge/search", Tag: "Knowledge", Summary: "Hybrid search", Sec: Bearer, Status: 200, Kind: Data,
-			Body: kbQuery, Resp: obj("hits!", arr(ref("Hit")), "query", str(""), "top_k", integer("")), Errors: []int{403}},
-		{Method: "GET", Path: "/api/knowledge/search", Tag: "Knowledge", Summary: "Hybrid search (whitepaper form)", Sec: Bearer, Status: 200, Kind: Data,
-			Query: []Param{{Name: "query", In: "query", Required: true, Schema: str("")}, q("topK", "", M{"type": "integer", "minimum": 1, "maximum": 50, "default": 5}), q("project_id", "", uuid)},
-			Resp:  obj("chunks!", arr(ref("Hit")), "scores!", arr(obj("chunk_id", uuid, "vector", num(""), "keyword", num(""), "total", num("")))), Errors: []int{403}},
-		{Method: "POST", Path: "/api/knowledge/ask", Tag: "Knowledge", Summary: "Answer a question with citations", Sec: Bearer, Status: 200, Kind: Data,
-			Body: kbQuery, Resp: obj("query_id!", uuid, "answer!", str(""), "citations!", arr(ref("Citation")), "hits!", arr(ref("Hit"))), Errors: []int{403},
-			Desc: "With no hits the answer says no citable basis was found; citations are empty and no model is called."},
-		{Method: "POST", Path: "/api/knowledge/context", Tag: "Knowledge", Summary: "Context for the chatflow tool", Sec: Bearer, Status: 200, Kind: Data,
-			Body: kbQuery, Resp: obj("context!", str(""), "citations!", arr(ref("Citation")), "hits", arr(ref("Hit"))), Errors: []int{403}},
 
 		// Chat and content
 		{Method: "POST", Path: "/api/ai/chat", Tag: "Content", Summary: "Chat through the chatflow tool (local fallback when it is down)", Sec: Bearer, Status: 200, Kind: Data,
