@@ -593,6 +593,11 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 			s.fail(ctx, runID, owner, &engine.RunError{Code: string(errcode.WorkflowStepFailed), Message: "the run's outputs are not JSON: " + err.Error()})
 			return
 		}
+		// The files the outputs name are assets before the run reads as completed: its result
+		// names only recorded files (content.LiveOutputs drops the others).
+		if r, err := s.st.GetRun(ctx, runID); err == nil {
+			s.recordFiles(ctx, r, b)
+		}
 		hundred := 100.0
 		r, err := s.st.UpdateRun(ctx, runID, store.RunUpdate{From: from, Status: store.RunCompleted, Owner: owner,
 			Outputs: b, Completed: true, Release: true, ClearError: true, Progress: &hundred})

@@ -261,6 +261,9 @@ func (s *Service) resolveWith(ctx context.Context, jobID, status string, result 
 	if e != nil {
 		errObj, _ = json.Marshal(e) // a struct of strings and numbers: Marshal cannot fail
 	}
+	if status == engine.JobCompleted {
+		s.recordJobFiles(ctx, jobID, result)
+	}
 	var j *store.Job
 	err := store.InTx(ctx, s.st, func(tx Store) error {
 		var err error
@@ -272,15 +275,29 @@ func (s *Service) resolveWith(ctx context.Context, jobID, status string, result 
 	if err != nil {
 		return nil, err
 	}
-	if status == engine.JobCompleted && s.assets != nil {
-		// Before the step awaiting the job goes on: the file is an asset by the time a run's
-		// result names it.
-		if r, err := s.st.GetRun(ctx, j.RunID); err == nil {
-			s.recordFiles(ctx, r, result)
-		}
-	}
 	s.wakeJob(jobID)
 	return j, nil
+}
+
+// recordJobFiles records the files a job's result names as assets of its run, before the job is
+// resolved: whoever sees the job resolved may name its files at once, and must find them recorded.
+// Waking this host's waiters after the recording is not enough: a waiter also reads the store
+// every second (WaitJob), as does another host's, and a run's result drops the files it names that
+// are not assets (content.LiveOutputs); recorded after the resolution, a file copied into an object
+// store while a waiter's second came round went missing from a finished run's result. A job
+// resolved meanwhile (timed out, or answered twice) keeps its first answer; its files are not
+// recorded.
+func (s *Service) recordJobFiles(ctx context.Context, jobID string, result json.RawMessage) {
+	if s.assets == nil || len(result) == 0 {
+		return
+	}
+	j, err := s.st.GetJob(ctx, jobID)
+	if err != nil || j.Resolved() {
+		return // the resolution below says why, or finds it resolved
+	}
+	if r, err := s.st.GetRun(ctx, j.RunID); err == nil {
+		s.recordFiles(ctx, r, result)
+	}
 }
 
 // emitJobEnd emits, in the transaction that resolved j, job.status.changed and the job's end:

@@ -618,12 +618,9 @@ func (s *Service) status(ctx context.Context, id string) string {
 	return "gone"
 }
 
-// finished records the files a completed run's outputs name, then calls the OnFinish hooks for a
-// run that just reached a terminal state.
+// finished calls the OnFinish hooks for a run that just reached a terminal state (a completed
+// run's files were recorded before it was stored as completed: apply).
 func (s *Service) finished(ctx context.Context, r *store.Run) {
-	if r.Status == store.RunCompleted {
-		s.recordFiles(ctx, r, r.Outputs)
-	}
 	s.notifyStatus(ctx, r)
 	s.mu.Lock()
 	hooks := append([]func(context.Context, *store.Run){}, s.hooks...)
