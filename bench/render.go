@@ -26,7 +26,7 @@ const renderScript = `[Hook] Most people rush their morning coffee. Here is how 
 // benchRender times what a creator waits for: a 30 s voiceover_video from three pictures and one
 // clip, through the local generators as a run uses them (espeak-ng speaks the script, ffmpeg
 // renders the video over the narration). Target: at most 10 s for 30 s at 1080x1920 (issue 40).
-func benchRender(ctx context.Context, _ *options) error {
+func benchRender(ctx context.Context, o *options) error {
 	for _, tool := range []string{"espeak-ng", "ffmpeg"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			fmt.Printf("## Render\n\nskipped: %s is not installed (scripts/install-tools.sh)\n\n", tool)
@@ -91,6 +91,9 @@ func benchRender(ctx context.Context, _ *options) error {
 		secs    float64
 		quality string
 	}{{30, "standard"}, {60, "standard"}, {30, "draft"}} {
+		if o.renderQuality != "" && c.quality != o.renderQuality {
+			continue
+		}
 		script := renderScript
 		if c.secs > 45 {
 			script += "\n" + renderScript
@@ -123,6 +126,9 @@ func benchRender(ctx context.Context, _ *options) error {
 			(speechCPU + videoCPU).Seconds(), total.Seconds(), c.secs/total.Seconds())
 	}
 	fmt.Println()
+	if reference == nil { // -render-quality draft
+		return nil
+	}
 	return encoders(ctx, filepath.Join(dir, filepath.FromSlash(reference["file_path"].(string))))
 }
 
