@@ -204,10 +204,34 @@ func postsPerWeek(text string) int {
 	return 0
 }
 
+// Besides the niche, one sentence often says the cadence, the platforms and the audience: "I make
+// home coffee videos for beginners on douyin, 3 times a week". nicheOf cuts those out before it
+// reads the niche, or "on douyin, 3 times a week" would be taken for what the videos are about.
+var (
+	// Where the videos go ("on douyin", "on TikTok and Bilibili", "在抖音"), built from
+	// platformWords; a platform named otherwise ("YouTube growth tips") may be the niche itself.
+	reOnPlatforms = func() *regexp.Regexp {
+		var names []string
+		for _, pw := range platformWords {
+			names = append(names, "(?:"+pw.re.String()+")")
+		}
+		p := "(?:" + strings.Join(names, "|") + ")"
+		return regexp.MustCompile(`(?i)\s*(?:\b(?:on|at)\s+|在)` + p + `(?:\s*(?:and|&|,|，|和|、)\s*` + p + `)*`)
+	}()
+	// A closing "for <audience>" ("for beginners", "for busy parents").
+	reForAudience = regexp.MustCompile(`(?i)\s+for\s+([^,，;；]+)$`)
+)
+
 // nicheOf is the niche an answer names, without what the creator says around it ("I run a cooking
-// channel about quick vegan dinners" is "quick vegan dinners").
+// channel about quick vegan dinners" is "quick vegan dinners") nor the cadence, platforms and
+// audience it says too.
 func nicheOf(answer string) string {
 	s := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(answer), ".。!！"))
+	s = reOnPlatforms.ReplaceAllString(reCadenceNum.ReplaceAllString(s, ""), "")
+	s = strings.TrimRight(strings.TrimSpace(s), ",，;； ")
+	if m := reForAudience.FindStringSubmatchIndex(s); m != nil && reAudience.MatchString(s[m[2]:m[3]]) {
+		s = s[:m[0]]
+	}
 	if m := reNicheAbout.FindStringSubmatch(s); m != nil {
 		s = m[1]
 	} else {
