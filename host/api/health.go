@@ -4,15 +4,79 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/host/capability"
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/store"
 )
+
+// healthOperation declares GET /health (raw: its handler answers 503 with the same body when the
+// database does not answer).
+func (s *Server) healthOperation(root huma.API) {
+	body := func(r huma.Registry, desc string) *huma.Response {
+		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{
+			"application/json": {Schema: r.Schema(reflect.TypeFor[Health](), true, "")}}}
+	}
+	reg := root.OpenAPI().Components.Schemas
+	registerRaw(root, op{Method: "GET", Path: "/health", Tag: "Operations", Summary: "Liveness and dependencies",
+		Desc: "503 when the database is unreachable (same body shape, status degraded)."},
+		map[string]*huma.Response{"200": body(reg, "OK"), "503": body(reg, "Service Unavailable: the database does not answer")},
+		s.health)
+}
+
+// Health is /health's answer (DECISIONS.md's shape).
+type Health struct {
+	Status   string            `json:"status" enum:"ok,degraded"`
+	Version  string            `json:"version"`
+	UptimeS  float64           `json:"uptime_s"`
+	Database HealthDatabase    `json:"database"`
+	Engines  map[string]string `json:"engines" doc:"each engine: ready, degraded or disabled"`
+	Warnings []string          `json:"warnings,omitempty" doc:"what an operator should change, e.g. shared_buffers smaller than the HNSW index"`
+	// EngineDetails: its tool's check, a crash, the handshake's refusal, its entry.
+	EngineDetails map[string]plugins.Detail `json:"engine_details,omitempty" doc:"each engine's detailed state (ready, unconfigured, degraded, restarting, disabled) and why it is not ready"`
+	Capabilities  map[string]capability.Capability `json:"capabilities,omitempty" doc:"what the host can do of each kind of work a workflow relies on (host/capability): ready; degraded (a lesser form, or its engine failing for now); unconfigured (nothing does it until something is installed or set)"`
+	Scheduler     *HealthScheduler                 `json:"scheduler,omitempty"`
+}
+
+// HealthDatabase is /health's database.
+type HealthDatabase struct {
+	Driver      string             `json:"driver" enum:"postgres,sqlite"`
+	OK          bool               `json:"ok"`
+	SearchPath  string             `json:"search_path" enum:"pgvector,in-memory"`
+	Cause       string             `json:"cause,omitempty" doc:"why the database cannot serve"`
+	VectorIndex *HealthVectorIndex `json:"vector_index,omitempty"`
+	Prewarm     *HealthPrewarm     `json:"prewarm,omitempty"`
+}
+
+// HealthVectorIndex is the HNSW index of the knowledge base (PostgreSQL with pgvector).
+type HealthVectorIndex struct {
+	IndexBytes         int64 `json:"index_bytes" doc:"the HNSW index on disk"`
+	SharedBuffersBytes int64 `json:"shared_buffers_bytes" doc:"PostgreSQL's buffer cache"`
+	FitsBufferCache    bool  `json:"fits_buffer_cache" doc:"false: a warning says what to set"`
+	Pending            int64 `json:"pending" doc:"chunks the background indexer has not indexed yet (counted up to 10,000); searches scan them exactly"`
+}
+
+// HealthPrewarm is the last prewarm of the knowledge tables.
+type HealthPrewarm struct {
+	State       string   `json:"state" enum:"off,unavailable,waiting,running,done,failed"`
+	Reason      string   `json:"reason,omitempty" doc:"why unavailable or failed"`
+	BufferBytes int64    `json:"buffer_bytes" doc:"read into shared buffers by the last prewarm"`
+	CacheBytes  int64    `json:"cache_bytes" doc:"read into the OS page cache"`
+	LeftBytes   int64    `json:"left_bytes" doc:"past both caches' room: left to the searches"`
+	Seconds     *float64 `json:"seconds,omitempty" doc:"how long the last prewarm took, once done"`
+}
+
+// HealthScheduler is the scheduler's mode.
+type HealthScheduler struct {
+	Mode           string `json:"mode" enum:"automation_managed,cron"`
+	FallbackActive bool   `json:"fallback_active" doc:"the built-in timer runs because the automation tool stopped calling"`
+}
 
 // health answers DECISIONS.md's shape: 200 when the database answers, 503 when it does not.
 func (s *Server) health(c *fiber.Ctx) error {
@@ -35,36 +99,29 @@ func (s *Server) health(c *fiber.Ctx) error {
 		searchPath = "pgvector"
 	}
 	code := fiber.StatusOK
-	db := fiber.Map{"driver": s.Store.Name(), "ok": dbOK, "search_path": searchPath}
+	body := Health{Status: status, Version: s.Config.Version, UptimeS: math.Round(time.Since(s.started).Seconds()*10) / 10,
+		Database: HealthDatabase{Driver: s.Store.Name(), OK: dbOK, SearchPath: searchPath}, Engines: engines}
 	if !dbOK {
-		status, code = "degraded", fiber.StatusServiceUnavailable
-		db["cause"] = cause
+		body.Status, code = "degraded", fiber.StatusServiceUnavailable
+		body.Database.Cause = cause
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(dbRetryAfter))
-	}
-	body := fiber.Map{
-		"status":   status,
-		"version":  s.Config.Version,
-		"uptime_s": math.Round(time.Since(s.started).Seconds()*10) / 10,
-		"database": db,
-		"engines":  engines,
 	}
 	if r, ok := s.Store.(store.VectorIndexReporter); ok && dbOK && s.Store.SupportsVectorSearch() {
 		if vi, err := r.VectorIndexStatus(ctx); err == nil {
 			fits := vi.IndexBytes <= vi.SharedBufferBytes
-			db["vector_index"] = fiber.Map{"index_bytes": vi.IndexBytes, "shared_buffers_bytes": vi.SharedBufferBytes,
-				"fits_buffer_cache": fits, "pending": vi.Pending}
+			body.Database.VectorIndex = &HealthVectorIndex{IndexBytes: vi.IndexBytes, SharedBuffersBytes: vi.SharedBufferBytes,
+				FitsBufferCache: fits, Pending: vi.Pending}
 			if !fits {
 				// Not degraded (searches work), but each one then reads index pages from outside
 				// PostgreSQL's cache: slower, and much slower on the first pass after a restart.
-				body["warnings"] = []string{fmt.Sprintf("the knowledge base's HNSW index (%d MB) is larger than PostgreSQL's shared_buffers (%d MB): "+
+				body.Warnings = append(body.Warnings, fmt.Sprintf("the knowledge base's HNSW index (%d MB) is larger than PostgreSQL's shared_buffers (%d MB): "+
 					"vector searches read index pages from outside the buffer cache; set shared_buffers to at least %d MB (README, PostgreSQL)",
-					vi.IndexBytes>>20, vi.SharedBufferBytes>>20, (vi.IndexBytes>>20)+(vi.IndexBytes>>22)+1)}
+					vi.IndexBytes>>20, vi.SharedBufferBytes>>20, (vi.IndexBytes>>20)+(vi.IndexBytes>>22)+1))
 			}
 			if vi.PendingLimit > 0 && vi.Pending >= vi.PendingLimit {
 				// Counted up to the limit: at it, there are that many or more. Not degraded either:
 				// the chunks are found, but each search scans every one of them exactly.
-				warnings, _ := body["warnings"].([]string)
-				body["warnings"] = append(warnings, fmt.Sprintf("%d or more knowledge chunks are waiting for the HNSW index: "+
+				body.Warnings = append(body.Warnings, fmt.Sprintf("%d or more knowledge chunks are waiting for the HNSW index: "+
 					"every vector search scans them exactly (about 2.5 µs of PostgreSQL's CPU each); the indexer works on them "+
 					"without rest, and indexes them all once ingests pause (README, PostgreSQL)", vi.PendingLimit))
 			}
@@ -72,18 +129,15 @@ func (s *Server) health(c *fiber.Ctx) error {
 	}
 	if r, ok := s.Store.(store.PrewarmReporter); ok && dbOK {
 		p := r.PrewarmStatus()
-		pw := fiber.Map{"state": p.State, "buffer_bytes": p.BufferBytes, "cache_bytes": p.CacheBytes, "left_bytes": p.LeftBytes}
-		if p.Reason != "" {
-			pw["reason"] = p.Reason
-		}
+		pw := &HealthPrewarm{State: p.State, Reason: p.Reason, BufferBytes: p.BufferBytes, CacheBytes: p.CacheBytes, LeftBytes: p.LeftBytes}
 		if !p.Finished.IsZero() {
-			pw["seconds"] = math.Round(p.Finished.Sub(p.Started).Seconds()*10) / 10
+			secs := math.Round(p.Finished.Sub(p.Started).Seconds()*10) / 10
+			pw.Seconds = &secs
 		}
-		db["prewarm"] = pw
+		body.Database.Prewarm = pw
 		if (p.State == "unavailable" && !p.Autoprewarm) || p.State == "failed" {
 			// Not degraded either: the first searches after a restart of PostgreSQL read from disk.
-			warnings, _ := body["warnings"].([]string)
-			body["warnings"] = append(warnings, "the knowledge tables are not prewarmed after a restart of PostgreSQL ("+p.Reason+
+			body.Warnings = append(body.Warnings, "the knowledge tables are not prewarmed after a restart of PostgreSQL ("+p.Reason+
 				"): the first searches then read from disk; CREATE EXTENSION pg_prewarm as a superuser, or set the server's autoprewarm (README, PostgreSQL)")
 		}
 	}
@@ -92,17 +146,17 @@ func (s *Server) health(c *fiber.Ctx) error {
 	if d, ok := s.Engines.(interface {
 		EngineDetails() map[string]plugins.Detail
 	}); ok {
-		body["engine_details"] = d.EngineDetails()
+		body.EngineDetails = d.EngineDetails()
 	}
 	// What the host can do of each capability a workflow relies on, and what is missing
 	// (host/capability), so a front end can warn before a run that cannot end with its product.
 	if c, ok := s.Engines.(interface {
 		Capabilities() map[string]capability.Capability
 	}); ok {
-		body["capabilities"] = c.Capabilities()
+		body.Capabilities = c.Capabilities()
 	}
 	if s.Scheduler != nil {
-		body["scheduler"] = fiber.Map{"mode": s.Scheduler.Mode(), "fallback_active": s.Scheduler.FallbackActive()}
+		body.Scheduler = &HealthScheduler{Mode: s.Scheduler.Mode(), FallbackActive: s.Scheduler.FallbackActive()}
 	}
 	return c.Status(code).JSON(body)
 }

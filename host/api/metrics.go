@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/reelforge/reelforge/host/api/apidoc"
 	"github.com/reelforge/reelforge/host/kb"
 	"github.com/reelforge/reelforge/host/metrics"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -76,6 +78,17 @@ func (s *Server) routeLabel(c *fiber.Ctx, err error) string {
 		return r.Path + "/*"
 	}
 	return routeUnmatched
+}
+
+// metricsOperation declares GET /metrics (raw: the Prometheus text format 0.0.4, text/plain;
+// version=0.0.4; charset=utf-8).
+func (s *Server) metricsOperation(root huma.API) {
+	registerRaw(root, op{Method: "GET", Path: "/metrics", Tag: "Operations", Summary: "Prometheus metrics (text format)",
+		Sec: apidoc.Metrics, Errors: []int{401, 403},
+		Desc: "With METRICS_TOKEN set: `Authorization: Bearer <METRICS_TOKEN>` is required. Without it: only direct loopback callers (no X-Forwarded-For or Forwarded header) are served."},
+		map[string]*huma.Response{"200": {Description: "OK", Content: map[string]*huma.MediaType{
+			"text/plain": {Schema: &huma.Schema{Type: huma.TypeString}}}}},
+		s.serveMetrics)
 }
 
 // serveMetrics answers GET /metrics in the Prometheus text format. With METRICS_TOKEN set, only

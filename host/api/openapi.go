@@ -19,6 +19,18 @@ import (
 // security.
 func (s *Server) publicOperations(public huma.API) {
 	s.sessionOperations(public)
+	registerRaw(public, op{Method: "GET", Path: "/api/openapi.json", Tag: "Operations", Summary: "This document"},
+		map[string]*huma.Response{"200": {Description: "OK", Content: map[string]*huma.MediaType{
+			"application/json": {Schema: &huma.Schema{Type: huma.TypeObject, Description: "OpenAPI 3.1"}}}}},
+		s.serveOpenAPI)
+}
+
+// rootOperations declares the operations served outside /api, before any middleware of its
+// groups (operations.go): each answers raw (registerRaw), and says how it is authenticated.
+func (s *Server) rootOperations(root huma.API) {
+	s.healthOperation(root)
+	s.metricsOperation(root)
+	s.wsOperation(root)
 }
 
 // typedOperations declares every authenticated typed operation (operations.go) on api: App serves
@@ -49,12 +61,13 @@ var openAPIDoc struct {
 // twice): a programming error every test meets.
 func OpenAPI() []byte {
 	openAPIDoc.once.Do(func() {
-		typed, public, signed := newTypedAPI(nil, ""), newTypedAPI(nil, ""), newTypedAPI(nil, "")
+		typed, public, signed, root := newTypedAPI(nil, ""), newTypedAPI(nil, ""), newTypedAPI(nil, ""), newTypedAPI(nil, "")
 		(&Server{}).typedOperations(typed)
 		(&Server{}).publicOperations(public)
 		(&Server{}).callbackOperations(signed)
-		openAPIDoc.b, openAPIDoc.err = buildOpenAPI(map[apidoc.Security]*huma.OpenAPI{
-			apidoc.Bearer: typed.OpenAPI(), apidoc.Public: public.OpenAPI(), apidoc.Callback: signed.OpenAPI()})
+		(&Server{}).rootOperations(root)
+		openAPIDoc.b, openAPIDoc.err = buildOpenAPI([]securedAPI{{apidoc.Bearer, typed.OpenAPI()},
+			{apidoc.Public, public.OpenAPI()}, {apidoc.Callback, signed.OpenAPI()}, {apidoc.Public, root.OpenAPI()}})
 	})
 	if openAPIDoc.err != nil {
 		panic(openAPIDoc.err)
@@ -62,18 +75,30 @@ func OpenAPI() []byte {
 	return openAPIDoc.b
 }
 
+// securedAPI is the document of a huma API with the security its operations are served with
+// (but for a raw operation's own, op.Sec).
+type securedAPI struct {
+	sec apidoc.Security
+	api *huma.OpenAPI
+}
+
 // buildOpenAPI adds the typed operations, by the security they are served with (the
 // authenticated group's or none), with what the contract says of every operation, to apidoc's
 // document.
-func buildOpenAPI(typed map[apidoc.Security]*huma.OpenAPI) ([]byte, error) {
+func buildOpenAPI(typed []securedAPI) ([]byte, error) {
 	doc, err := apidoc.Build()
 	if err != nil {
 		return nil, err
 	}
 	paths := doc["paths"].(apidoc.M)
-	for sec, api := range typed {
+	for _, t := range typed {
+		api := t.api
 		for path, item := range api.Paths {
 			for method, op := range operationsOf(item) {
+				sec := t.sec
+				if own, _ := op.Metadata[metaSec].(apidoc.Security); own != "" {
+					sec = own
+				}
 				documentOperation(method, path, op, sec)
 			}
 		}
@@ -136,13 +161,17 @@ func documentOperation(method, path string, op *huma.Operation, sec apidoc.Secur
 		op.Security = []map[string][]string{{"bearerAuth": {}}}
 	case apidoc.Callback:
 		op.Security = []map[string][]string{{"callbackSignature": {}}}
+	case apidoc.Metrics:
+		op.Security = []map[string][]string{{"metricsToken": {}}, {}} // {}: a loopback caller without METRICS_TOKEN
+	case apidoc.Socket:
+		op.Security = []map[string][]string{{"bearerAuth": {}}, {"tokenQuery": {}}}
 	default:
 		op.Security = []map[string][]string{} // public: none, written as []
 	}
 	if apidoc.TakesIdempotencyKey(method, sec) {
 		op.Parameters = append(op.Parameters, &huma.Param{Ref: apidoc.IdempotencyKeyRef})
 	}
-	if ok := op.Responses[strconv.Itoa(op.DefaultStatus)]; ok != nil {
+	if ok := op.Responses[strconv.Itoa(op.DefaultStatus)]; ok != nil && op.DefaultStatus != fiber.StatusSwitchingProtocols {
 		ok.Headers = map[string]*huma.Param{}
 		for name, h := range apidoc.SuccessHeaders() {
 			ok.Headers[name] = &huma.Param{Ref: h.(apidoc.M)["$ref"].(string)}
@@ -156,9 +185,12 @@ func documentOperation(method, path string, op *huma.Operation, sec apidoc.Secur
 	}
 	delete(op.Responses, "default") // huma's, when an operation lists no errors of its own
 	extra, _ := op.Metadata[metaErrors].([]int)
+	_, raw := op.Metadata[metaRaw].(fiber.Handler)
 	for _, st := range apidoc.ErrorStatuses(apidoc.ErrorsOf{Method: method, Path: path, Sec: sec,
 		HasBody: op.RequestBody != nil, Extra: extra}) {
-		op.Responses[strconv.Itoa(st)] = &huma.Response{Ref: apidoc.ErrorResponseRef(st)}
+		if _, own := op.Responses[strconv.Itoa(st)]; !own || !raw { // a raw operation's own: /health's 503
+			op.Responses[strconv.Itoa(st)] = &huma.Response{Ref: apidoc.ErrorResponseRef(st)}
+		}
 	}
 }
 

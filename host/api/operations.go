@@ -36,6 +36,7 @@ import (
 	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/reelforge/reelforge/host/api/apidoc"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/content"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -131,6 +132,12 @@ type op struct {
 	// Before are Fiber handlers of this route alone that run before its input is read (an admin
 	// check, a mark for the Idempotency-Key middleware).
 	Before []fiber.Handler
+	// Sec is how a raw operation (registerRaw) is authenticated when it is not as the operations
+	// of its API are (the root API's /metrics and /ws); "": its API's.
+	Sec apidoc.Security
+	// Params documents the query parameters a raw operation's handler reads (a typed
+	// operation's come from its input type).
+	Params []*huma.Param
 }
 
 // register declares one operation whose handler takes its validated input and returns its answer.
@@ -160,10 +167,35 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 	})
 }
 
+// registerRaw declares an operation whose Fiber handler writes its answer itself: a text body, a
+// status it chooses with a body of its own, a WebSocket upgrade. huma documents it from o and
+// responses (its success answer and any status answered with a body other than the error
+// envelope); the adapter serves h as it is, after o.Before.
+func registerRaw(api huma.API, o op, responses map[string]*huma.Response, h fiber.Handler) {
+	hop := &huma.Operation{
+		Method:        o.Method,
+		Path:          o.Path,
+		Tags:          []string{o.Tag},
+		Summary:       o.Summary,
+		Description:   o.Desc,
+		DefaultStatus: o.Status,
+		Parameters:    o.Params,
+		Responses:     responses,
+		Metadata:      map[string]any{metaErrors: o.Errors, metaBefore: o.Before, metaRaw: h, metaSec: o.Sec},
+	}
+	if hop.DefaultStatus == 0 {
+		hop.DefaultStatus = http.StatusOK
+	}
+	api.OpenAPI().AddOperation(hop)
+	api.Adapter().Handle(hop, nil)
+}
+
 const (
 	metaErrors = "reelforge-errors"
 	metaBefore = "reelforge-before"
 	metaAlso   = "reelforge-also"
+	metaRaw    = "reelforge-raw"
+	metaSec    = "reelforge-security"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -322,6 +354,10 @@ func (a *fiberAdapter) Handle(op *huma.Operation, handler func(huma.Context)) {
 		panic(fmt.Sprintf("api: operation %s %s is not under %s", op.Method, op.Path, a.prefix))
 	}
 	before, _ := op.Metadata[metaBefore].([]fiber.Handler)
+	if raw, ok := op.Metadata[metaRaw].(fiber.Handler); ok {
+		a.router.Add(op.Method, path, append(before, raw)...)
+		return
+	}
 	a.router.Add(op.Method, path, append(before, func(c *fiber.Ctx) error {
 		fc := &fiberContext{op: op, c: c, status: http.StatusOK}
 		fc.ctx = context.WithValue(c.UserContext(), fiberContextKey{}, fc)

@@ -146,12 +146,9 @@ func (s *Server) App() *fiber.App {
 		app.Use(s.cors())
 	}
 	app.Use(s.cleanInput)
-	app.Get("/health", s.health)
-	app.Get("/metrics", s.serveMetrics)
-	s.wsRoutes(app)
+	s.rootOperations(newTypedAPI(app, ""))
 
 	public := app.Group("/api")
-	public.Get("/openapi.json", s.serveOpenAPI)
 	s.publicOperations(newTypedAPI(public, "/api"))
 	s.callbackOperations(newTypedAPI(app, ""))
 	s.fileRoutes(app)

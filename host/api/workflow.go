@@ -81,7 +81,7 @@ func (d stored[T]) MarshalJSON() ([]byte, error) {
 }
 
 func (stored[T]) Schema(r huma.Registry) *huma.Schema {
-	return huma.SchemaFromType(r, reflect.TypeFor[T]())
+	return r.Schema(reflect.TypeFor[T](), true, "")
 }
 
 // storedOrNull is doc, or null when it is empty: for a field a run's answer names whether or

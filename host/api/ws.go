@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/fasthttp/websocket"
 	fws "github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/host/access"
+	"github.com/reelforge/reelforge/host/api/apidoc"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/events"
 	"github.com/reelforge/reelforge/sdk/errcode"
@@ -27,9 +29,16 @@ const (
 	localWSCaller = "ws_principal"
 )
 
-// wsRoutes mounts /ws: authenticated before the upgrade (no or bad token: 401 in the envelope).
-func (s *Server) wsRoutes(app *fiber.App) {
-	app.Get("/ws", s.wsAuthenticate, fws.New(s.wsServe, fws.Config{HandshakeTimeout: 10 * time.Second}))
+// wsOperation declares GET /ws (raw: an upgrade), authenticated before the upgrade (no or bad
+// token: 401 in the envelope).
+func (s *Server) wsOperation(root huma.API) {
+	registerRaw(root, op{Method: "GET", Path: "/ws", Tag: "Events", Summary: "WebSocket: task:status, task:progress, asset:sync; subscribe:project",
+		Status: fiber.StatusSwitchingProtocols, Sec: apidoc.Socket, Errors: []int{401}, Before: []fiber.Handler{s.wsAuthenticate},
+		Params: []*huma.Param{{Name: "token", In: "query", Description: "access token, when no Authorization header can be sent",
+			Schema: &huma.Schema{Type: huma.TypeString}}},
+		Desc: "Frames are JSON {type, data}. Send {type: \"subscribe:project\", data: {projectId}}; a project not the caller's answers a frame of type error with the 403 message."},
+		map[string]*huma.Response{"101": {Description: "Switching Protocols: the WebSocket is open"}},
+		fws.New(s.wsServe, fws.Config{HandshakeTimeout: 10 * time.Second}))
 }
 
 // wsAuthenticate takes the token from Authorization: Bearer or ?token=.

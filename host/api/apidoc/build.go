@@ -82,10 +82,6 @@ func operation(op Op) M {
 		o["security"] = []any{M{"bearerAuth": []any{}}}
 	case Callback:
 		o["security"] = []any{M{"callbackSignature": []any{}}}
-	case Metrics:
-		o["security"] = []any{M{"metricsToken": []any{}}, M{}}
-	case Socket:
-		o["security"] = []any{M{"bearerAuth": []any{}}, M{"tokenQuery": []any{}}}
 	case File:
 		o["security"] = []any{M{"bearerAuth": []any{}}, M{"signedURL": []any{}}}
 	}
@@ -119,9 +115,6 @@ func operation(op Op) M {
 	for _, st := range ErrorStatuses(ErrorsOf{Method: op.Method, Path: op.Path, Sec: op.Sec,
 		HasBody: op.Body != nil || op.Form != nil, Extra: op.Errors}) {
 		responses[strconv.Itoa(st)] = M{"$ref": ErrorResponseRef(st)}
-	}
-	for st, body := range op.Alt {
-		responses[strconv.Itoa(st)] = M{"description": http.StatusText(st), "content": M{"application/json": M{"schema": body}}}
 	}
 	o["responses"] = responses
 	return o
@@ -167,20 +160,6 @@ func success(op Op) M {
 		}
 		body = M{"type": "object", "required": []any{"success", "data"}, "properties": props,
 			"description": "`{success: true, data: {...}}`; the keys of data are repeated at the top level"}
-	case Top:
-		if _, isRef := op.Resp["$ref"]; isRef {
-			body = M{"allOf": []any{obj("success!", okTrue), op.Resp}}
-		} else {
-			props := M{"success": okTrue}
-			for k, v := range op.Resp["properties"].(M) {
-				props[k] = v
-			}
-			req := []any{"success"}
-			if r, ok := op.Resp["required"].([]any); ok {
-				req = append(req, r...)
-			}
-			body = M{"type": "object", "required": req, "properties": props}
-		}
 	case List:
 		body = obj("success!", okTrue, "data!", arr(op.Resp), "total!", integer("matching records"), "page!", integer(""), "limit!", integer(""))
 	case Raw:
@@ -188,11 +167,6 @@ func success(op Op) M {
 		if mt, ok := op.Resp["contentMediaType"].(string); ok {
 			media = mt
 		}
-	case Text:
-		// The Prometheus text format 0.0.4: text/plain; version=0.0.4; charset=utf-8.
-		body, media = M{"type": "string"}, "text/plain"
-	case Upgrade:
-		return M{"description": "Switching Protocols: the WebSocket is open"}
 	}
 	return M{"description": desc, "headers": headers, "content": M{media: M{"schema": body}}}
 }

@@ -39,12 +39,9 @@ type Param struct {
 
 // Answer kinds: how the success body is shaped (shared/spec/DECISIONS.md, Envelope).
 const (
-	Data    = "data"    // {success, data: {...}} with data's keys repeated at the top level
-	Top     = "top"     // {success, ...fields} (workflow routes)
-	List    = "list"    // {success, data: [items], total, page, limit}
-	Raw     = "raw"     // the schema as is
-	Text    = "text"    // text/plain (Prometheus exposition)
-	Upgrade = "upgrade" // 101 WebSocket
+	Data = "data" // {success, data: {...}} with data's keys repeated at the top level
+	List = "list" // {success, data: [items], total, page, limit}
+	Raw  = "raw"  // the schema as is
 )
 
 // Op is one operation of the API.
@@ -57,11 +54,10 @@ type Op struct {
 	Body         M // JSON request body schema
 	Form         M // multipart/form-data request body schema
 	Status       int
-	Kind         string    // Data, Top, List, Raw, Text, Upgrade
-	Resp         M         // the fields (Data, Top: an object schema), the item (List) or the body (Raw)
-	Errors       []int     // statuses beyond those of the security's defaults
-	Alt          map[int]M // statuses answered with a body of their own rather than the error envelope
-	Idempotent   bool      // accepts Idempotency-Key (every authenticated POST does)
+	Kind         string // Data, List, Raw
+	Resp         M      // the fields (Data: an object schema), the item (List) or the body (Raw)
+	Errors       []int  // statuses beyond those of the security's defaults
+	Idempotent   bool   // accepts Idempotency-Key (every authenticated POST does)
 	OptionalBody bool
 }
 
@@ -109,16 +105,6 @@ func Ops() []Op {
 	docAnswer := obj("document!", ref("KnowledgeDocument"), "chunks_count!", integer(""), "duplicate", boolean("the source already held this file's hash"))
 	listQ := func(extra ...Param) []Param { return append(append([]Param{}, paging...), extra...) }
 	return []Op{
-		// Health and operations
-		{Method: "GET", Path: "/health", Tag: "Operations", Summary: "Liveness and dependencies", Sec: Public,
-			Status: 200, Kind: Raw, Resp: ref("Health"), Alt: map[int]M{503: ref("Health")},
-			Desc: "503 when the database is unreachable (same body shape, status degraded)."},
-		{Method: "GET", Path: "/metrics", Tag: "Operations", Summary: "Prometheus metrics (text format)", Sec: Metrics,
-			Status: 200, Kind: Text, Errors: []int{401, 403},
-			Desc: "With METRICS_TOKEN set: `Authorization: Bearer <METRICS_TOKEN>` is required. Without it: only direct loopback callers (no X-Forwarded-For or Forwarded header) are served."},
-		{Method: "GET", Path: "/api/openapi.json", Tag: "Operations", Summary: "This document", Sec: Public,
-			Status: 200, Kind: Raw, Resp: M{"type": "object", "description": "OpenAPI 3.1"}},
-
 		// Knowledge
 		{Method: "POST", Path: "/api/knowledge/upload", Tag: "Knowledge", Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)", Sec: Bearer, Status: 201, Kind: Data,
 			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "title", str(""),
@@ -182,11 +168,6 @@ func Ops() []Op {
 			Desc: fileDesc, Query: fileQuery, Resp: fileResp, Errors: []int{404}},
 		{Method: "GET", Path: "/api/assets/files/*", Tag: "Content", Summary: "An asset's file by its storage key (the file_url of files runs make); Range requests give 206", Sec: File, Status: 200, Kind: Raw,
 			Desc: fileDesc, Query: fileQuery, Resp: fileResp, Errors: []int{404}},
-
-		// Events
-		{Method: "GET", Path: "/ws", Tag: "Events", Summary: "WebSocket: task:status, task:progress, asset:sync; subscribe:project", Sec: Socket, Status: 101, Kind: Upgrade,
-			Query: []Param{q("token", "access token, when no Authorization header can be sent", str(""))}, Errors: []int{401},
-			Desc: "Frames are JSON {type, data}. Send {type: \"subscribe:project\", data: {projectId}}; a project not the caller's answers a frame of type error with the 403 message."},
 	}
 }
 

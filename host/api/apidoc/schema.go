@@ -11,8 +11,6 @@
 // families move (docs/api.md).
 package apidoc
 
-import "github.com/reelforge/reelforge/host/capability"
-
 // M is a JSON object of the document.
 type M = map[string]any
 
@@ -91,36 +89,9 @@ func schemas() M {
 			"task_type!", str("shoot"), "status!", enum("pending", "completed", "cancelled"),
 			"reference_content", obj("inspiration_id", uuid, "source_platform", str(""), "reference_url", str(""), "reference_cover", str("")),
 			"created_at!", when, "updated_at!", when),
-		"Health": obj("status!", enum("ok", "degraded"), "version!", str(""), "uptime_s!", num(""),
-			"database!", obj("driver", enum("postgres", "sqlite"), "ok", boolean(""), "search_path", enum("pgvector", "in-memory"),
-				"vector_index", obj("index_bytes", integer("the HNSW index on disk"), "shared_buffers_bytes", integer("PostgreSQL's buffer cache"),
-					"fits_buffer_cache", boolean("false: a warning says what to set"), "pending", integer("chunks the background indexer has not indexed yet (counted up to 10,000); searches scan them exactly")),
-				"prewarm", obj("state", enum("off", "unavailable", "waiting", "running", "done", "failed"), "reason", str("why unavailable or failed"),
-					"buffer_bytes", integer("read into shared buffers by the last prewarm"), "cache_bytes", integer("read into the OS page cache"),
-					"left_bytes", integer("past both caches' room: left to the searches"), "seconds", num("how long the last prewarm took, once done"))),
-			"warnings", arr(str("what an operator should change, e.g. shared_buffers smaller than the HNSW index")),
-			"scheduler", obj("mode", enum("automation_managed", "cron"), "fallback_active", boolean("the built-in timer runs because the automation tool stopped calling")),
-			"engines", M{"type": "object", "additionalProperties": enum("ready", "degraded", "disabled")},
-			"engine_details", M{"type": "object", "description": "each engine's detailed state and why it is not ready",
-				"additionalProperties": obj("state!", enum("ready", "unconfigured", "degraded", "restarting", "disabled"), "reason", str(""))},
-			"capabilities", capabilities()),
 		"ErrorEnvelope": obj("success!", M{"const": false}, "error!", obj(
 			"code!", M{"$ref": "#/components/schemas/ErrorCode"}, "errno!", integer("the code's number"),
 			"message!", str("public message: never a stack trace, SQL or file path"),
 			"details", M{"description": "optional; field errors are [{field, problem}], else an object", "anyOf": []any{arr(ref("FieldError")), M{"type": "object"}}})),
 	}
-}
-
-// capabilities is /health's capabilities (host/capability): one entry per capability a workflow
-// relies on.
-func capabilities() M {
-	one := obj("state!", enum(capability.Ready, capability.Degraded, capability.Unconfigured),
-		"reason", str("what is missing and what runs meanwhile, e.g. \"ffmpeg is not on PATH: videos cannot be rendered ...\""))
-	var pairs []any
-	for _, name := range capability.Names {
-		pairs = append(pairs, name+"!", one)
-	}
-	c := obj(pairs...)
-	c["description"] = "what the host can do of each kind of work a workflow relies on: ready; degraded (a lesser form, or its engine failing for now); unconfigured (nothing does it until something is installed or set)"
-	return c
 }
