@@ -224,13 +224,13 @@ var (
 
 // nicheOf is the niche an answer names, without what the creator says around it ("I run a cooking
 // channel about quick vegan dinners" is "quick vegan dinners") nor the cadence, platforms and
-// audience it says too.
-func nicheOf(answer string) string {
+// audience it says too; the audience it names that way ("videos for beginners") is returned too.
+func nicheOf(answer string) (niche, audience string) {
 	s := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(answer), ".。!！"))
 	s = reOnPlatforms.ReplaceAllString(reCadenceNum.ReplaceAllString(s, ""), "")
 	s = strings.TrimRight(strings.TrimSpace(s), ",，;； ")
 	if m := reForAudience.FindStringSubmatchIndex(s); m != nil && reAudience.MatchString(s[m[2]:m[3]]) {
-		s = s[:m[0]]
+		audience, s = strings.TrimSpace(s[m[2]:m[3]]), s[:m[0]]
 	}
 	if m := reNicheAbout.FindStringSubmatch(s); m != nil {
 		s = m[1]
@@ -239,9 +239,9 @@ func nicheOf(answer string) string {
 	}
 	s = strings.TrimSpace(reNicheSuffix.ReplaceAllString(strings.TrimSpace(s), ""))
 	if s == "" {
-		return strings.TrimSpace(answer)
+		return strings.TrimSpace(answer), audience
 	}
-	return s
+	return s, audience
 }
 
 func templateReport(answers []Answer) *Report {
@@ -308,7 +308,11 @@ func templateReport(answers []Answer) *Report {
 	if niche == "" {
 		niche = answers[0].Answer
 	}
-	r.Niche = nicheOf(niche)
+	var forAudience string
+	r.Niche, forAudience = nicheOf(niche)
+	if r.Audience == "" { // no answer of its own, but the niche's sentence names one
+		r.Audience = forAudience
+	}
 	audience, goal := r.Audience, r.Goal
 	if audience == "" {
 		audience = map[bool]string{false: "viewers interested in " + r.Niche, true: "对" + r.Niche + "感兴趣的用户"}[zh]

@@ -115,7 +115,7 @@ func TestDiagnoseReadsAnswersOrLeavesThemUnset(t *testing.T) {
 			{Question: "更新频率？", Answer: "每周能更新2次"}}, niche: "家常菜", ppw: 2, platforms: []string{PlatformXiaohongshu, PlatformBilibili},
 			positioningHas: []string{"小红书"}, planPP: 2},
 		"one sentence says it all": {answers: []Answer{{Answer: "I make home coffee videos for beginners on douyin, 3 times a week"}},
-			niche: "home coffee", ppw: 3, platforms: []string{PlatformDouyin}, planPP: 3, assumptions: 0},
+			niche: "home coffee", audience: "beginners", ppw: 3, platforms: []string{PlatformDouyin}, planPP: 3, assumptions: 0},
 		"a platform is the niche": {answers: []Answer{{Answer: "I make YouTube growth tips on TikTok and Bilibili"}},
 			niche: "YouTube growth tips", ppw: 0, platforms: []string{PlatformDouyin, PlatformBilibili, "youtube"}, planPP: 3, assumptions: 1},
 		"nothing said": {answers: []Answer{{Answer: "I like red peppers and wearing shorts"}}, ppw: 0, platforms: []string{}, assumptions: 2, planPP: 3},
