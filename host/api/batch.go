@@ -109,16 +109,6 @@ func publicMessage(err error) string {
 	return "internal error"
 }
 
-// batchProject is the id of the caller's project a batch's body names ("" when none; 403 when
-// it is not theirs).
-func (s *Server) batchProject(ctx context.Context, id, id2 string) (string, error) {
-	p, err := s.namedProject(ctx, strings.TrimSpace(firstSet(id, id2)))
-	if err != nil || p == nil {
-		return "", err
-	}
-	return p.ID, nil
-}
-
 // The number of links or items is checked by the handlers: a batch's list may come under either
 // of two names, and the limit is on the two together.
 type batchCollectInput struct {
@@ -145,7 +135,7 @@ func (s *Server) batchCollect(ctx context.Context, in *batchCollectInput) (*Data
 	if len(urls) > maxBatchItems {
 		return nil, errcode.Invalid("urls", fmt.Sprintf("at most %d links", maxBatchItems))
 	}
-	project, err := s.batchProject(ctx, pid, pid2)
+	project, err := s.namedProjectID(ctx, pid, pid2)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +187,7 @@ func (s *Server) batchRun(ctx context.Context, in *batchRunInput) (*Data[batchAn
 	if _, ok := rs.Manifests().Get(wf); !ok {
 		return nil, errcode.New(errcode.WorkflowNotFound, "Workflow not found: "+wf)
 	}
-	project, err := s.batchProject(ctx, pid, pid2)
+	project, err := s.namedProjectID(ctx, pid, pid2)
 	if err != nil {
 		return nil, err
 	}

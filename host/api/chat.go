@@ -1,48 +1,33 @@
 package api
 
 import (
-	"github.com/gofiber/fiber/v2"
+	"context"
 
 	"github.com/reelforge/reelforge/host/content"
 )
 
-func (s *Server) chatRoutes(r fiber.Router) {
-	r.Post("/ai/chat", s.chat)
+// POST /api/ai/chat is declared with the Content family (contentOperations).
+
+type chatInput struct {
+	Body struct {
+		ProjectRef
+		Message      string `json:"message" minLength:"1" maxLength:"4000"`
+		ChatflowType string `json:"chatflowType,omitempty" doc:"kb selects the knowledge chatflow"`
+		SessionID    string `json:"session_id,omitempty" maxLength:"200" doc:"continues a conversation: the chatflow tool's memory sees its earlier turns"`
+	}
 }
 
-func (s *Server) chat(c *fiber.Ctx) error {
-	var in struct {
-		projectRef
-		Message      string `json:"message"`
-		ChatflowType string `json:"chatflowType"`
-		SessionID    string `json:"session_id"`
-	}
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	if err := fieldLen("message", in.Message, true, 4000); err != nil {
-		return err
-	}
-	if err := fieldLen("session_id", in.SessionID, false, 200); err != nil {
-		return err
-	}
-	pid, err := s.checkedProject(c, in.id())
+func (s *Server) chat(ctx context.Context, in *chatInput) (*Data[content.ChatAnswer], error) {
+	b := in.Body
+	pid, err := s.namedProjectID(ctx, b.ProjectID, b.ProjectID2)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p := principal(c)
-	ans, err := s.Content.Chat(s.ctx(c), content.ChatInput{UserID: p.UserID, Role: p.Role, ProjectID: pid,
-		Message: in.Message, ChatflowType: in.ChatflowType, SessionID: in.SessionID})
+	p := caller(ctx)
+	ans, err := s.Content.Chat(ctx, content.ChatInput{UserID: p.UserID, Role: p.Role, ProjectID: pid,
+		Message: b.Message, ChatflowType: b.ChatflowType, SessionID: b.SessionID})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	data := fiber.Map{"response": ans.Response, "citations": ans.Citations}
-	if ans.SessionID != "" {
-		data["session_id"] = ans.SessionID
-	}
-	if ans.Degraded {
-		data["degraded"] = true
-		data["degraded_reason"] = ans.Reason
-	}
-	return ok(c, fiber.StatusOK, data)
+	return answerData(*ans)
 }

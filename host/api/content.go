@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/host/content"
@@ -12,46 +14,73 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
+// contentOperations declares the Content family's JSON routes (typed: operations.go):
+// inspirations and the unified feed, capture tasks, the corpus, materials and chat. The uploads
+// and the file routes are still hand-written (contentRoutes, fileRoutes).
+func (s *Server) contentOperations(api huma.API) {
+	const tag = "Content"
+	register(api, op{Method: "POST", Path: "/api/inspiration/collect", Tag: tag, Summary: "Collect an inspiration", Status: 201,
+		Errors: []int{403}}, s.collectInspiration)
+	register(api, op{Method: "GET", Path: "/api/inspiration/unified-feed", Tag: tag, Summary: "Inspirations and assets in one feed",
+		Errors: []int{403}}, s.unifiedFeed)
+	register(api, op{Method: "POST", Path: "/api/inspiration/parse-link", Tag: tag, Summary: "Parse a douyin, xiaohongshu or weibo link",
+		Status: 201, Errors: []int{403, 502}}, s.parseLink)
+	register(api, op{Method: "POST", Path: "/api/inspiration/{id}/convert-to-task", Tag: tag,
+		Summary: "Create a capture task from an inspiration", Status: 201, Errors: []int{404}}, s.convertToTask)
+
+	register(api, op{Method: "GET", Path: "/api/capture-tasks", Tag: tag, Summary: "The caller's capture tasks, newest first"},
+		s.listCaptureTasks)
+	register(api, op{Method: "GET", Path: "/api/capture-tasks/{id}", Tag: tag, Summary: "One of the caller's capture tasks",
+		Errors: []int{404}}, s.getCaptureTask)
+	register(api, op{Method: "POST", Path: "/api/capture-tasks/{id}/complete", Tag: tag,
+		Summary: "Mark a pending capture task done (emits task.completed)", Errors: []int{404, 409}}, s.finishCaptureTask(store.CaptureCompleted))
+	register(api, op{Method: "POST", Path: "/api/capture-tasks/{id}/cancel", Tag: tag, Summary: "Cancel a pending capture task",
+		Errors: []int{404, 409}}, s.finishCaptureTask(store.CaptureCancelled))
+
+	register(api, op{Method: "GET", Path: "/api/corpus", Tag: tag, Summary: "The caller's corpus", Errors: []int{403}}, s.listCorpus)
+	register(api, op{Method: "GET", Path: "/api/corpus/{id}", Tag: tag, Summary: "A corpus record with related assets",
+		Errors: []int{404}}, s.getCorpus)
+	register(api, op{Method: "PUT", Path: "/api/corpus/{id}", Tag: tag, Summary: "Set a corpus record's status",
+		Errors: []int{404}}, s.updateCorpus)
+	register(api, op{Method: "PATCH", Path: "/api/corpus/{id}", Tag: tag, Summary: "Set a corpus record's status",
+		Errors: []int{404}}, s.updateCorpus)
+	register(api, op{Method: "DELETE", Path: "/api/corpus/{id}", Tag: tag, Summary: "Delete a corpus record (soft)",
+		Errors: []int{404}}, s.deleteCorpus)
+
+	register(api, op{Method: "GET", Path: "/api/materials", Tag: tag, Summary: "The caller's materials", Errors: []int{403}}, s.listMaterials)
+	register(api, op{Method: "POST", Path: "/api/materials/batch-delete", Tag: tag,
+		Summary: "Delete materials: their files' bytes, then their rows; the run results that named them name them no more"},
+		s.batchDeleteMaterials)
+	register(api, op{Method: "GET", Path: "/api/materials/{id}", Tag: tag, Summary: "One asset of the caller's, with its cover",
+		Errors: []int{404}}, s.getMaterial)
+	register(api, op{Method: "PATCH", Path: "/api/materials/{id}", Tag: tag,
+		Summary: "Set the creator's metadata of an asset of the caller's: its focal point and description (the rest of its metadata is kept)",
+		Errors:  []int{404}}, s.updateMaterial)
+
+	register(api, op{Method: "POST", Path: "/api/ai/chat", Tag: tag,
+		Summary: "Chat through the chatflow tool (local fallback when it is down)", Errors: []int{403, 502}}, s.chat)
+}
+
+// contentRoutes registers the Content routes not typed yet: the two uploads.
 func (s *Server) contentRoutes(r fiber.Router) {
 	if s.Content == nil {
 		return
 	}
-	r.Post("/inspiration/collect", s.collectInspiration)
-	r.Get("/inspiration/unified-feed", s.unifiedFeed)
 	r.Post("/inspiration/upload", s.uploadInspiration)
-	r.Post("/inspiration/parse-link", s.parseLink)
-	r.Post("/inspiration/:id/convert-to-task", s.convertToTask)
-	r.Get("/capture-tasks", s.listCaptureTasks)
-	r.Get("/capture-tasks/:id", s.getCaptureTask)
-	r.Post("/capture-tasks/:id/complete", s.finishCaptureTask(store.CaptureCompleted))
-	r.Post("/capture-tasks/:id/cancel", s.finishCaptureTask(store.CaptureCancelled))
-
-	r.Get("/corpus", s.listCorpus)
-	r.Get("/corpus/:id", s.getCorpus)
-	r.Patch("/corpus/:id", s.updateCorpus)
-	r.Put("/corpus/:id", s.updateCorpus)
-	r.Delete("/corpus/:id", s.deleteCorpus)
-
 	r.Post("/materials/upload", s.uploadMaterial)
-	r.Get("/materials", s.listMaterials)
-	r.Post("/materials/batch-delete", s.batchDeleteMaterials)
-	r.Get("/materials/:id", s.getMaterial)
-	r.Patch("/materials/:id", s.updateMaterial)
-
-	s.chatRoutes(r)
 }
 
-// projectRef reads project_id or projectId.
-type projectRef struct {
-	ProjectID  string `json:"project_id"`
-	ProjectID2 string `json:"projectId"`
+// ProjectRef is the project a typed operation's body names, by either name. Exported: huma reads
+// the fields of exported embedded structs only.
+type ProjectRef struct {
+	ProjectID  string `json:"project_id,omitempty" doc:"one of the caller's projects (403 for any other)"`
+	ProjectID2 string `json:"projectId,omitempty" doc:"alias of project_id"`
 }
 
-func (p projectRef) id() string {
-	if p.ProjectID != "" {
-		return p.ProjectID
-	}
-	return p.ProjectID2
+// ProjectQuery is the project a listing is narrowed to, by either name.
+type ProjectQuery struct {
+	ProjectID  string `query:"project_id" doc:"only this project's (one of the caller's projects: 403 for any other)"`
+	ProjectID2 string `query:"projectId" doc:"alias of project_id"`
 }
 
 // checkedProject checks a project named in a body, query or form (403 when not the caller's) and
@@ -64,47 +93,52 @@ func (s *Server) checkedProject(c *fiber.Ctx, id string) (string, error) {
 	return p.ID, nil
 }
 
-// queryProject is checkedProject of the query's project_id (or projectId).
-func (s *Server) queryProject(c *fiber.Ctx) (string, error) {
-	return s.checkedProject(c, firstSet(c.Query("project_id"), c.Query("projectId")))
-}
-
-// queryTag is a listing's tag filter, the query's tag (at most 50 characters).
-func queryTag(c *fiber.Ctx) (string, error) {
-	tag := strings.TrimSpace(c.Query("tag"))
-	return tag, fieldLen("tag", tag, false, 50)
+// namedProjectID is checkedProject for a typed operation: the id of the caller's project either
+// name gives ("" when neither does; 403 when it is not theirs).
+func (s *Server) namedProjectID(ctx context.Context, id, alias string) (string, error) {
+	p, err := s.namedProject(ctx, strings.TrimSpace(firstSet(id, alias)))
+	if err != nil || p == nil {
+		return "", err
+	}
+	return p.ID, nil
 }
 
 type collectInput struct {
-	projectRef
-	Type    string   `json:"type"`
-	Content string   `json:"content"`
-	URL     string   `json:"url"`
-	Title   string   `json:"title"`
-	Tags    []string `json:"tags"`
+	Body struct {
+		ProjectRef
+		Type    string   `json:"type,omitempty" doc:"link or text (any case); without it: link when the content is a link alone"`
+		Content string   `json:"content,omitempty" doc:"the text, or the link for type link (required, here or as url)"`
+		URL     string   `json:"url,omitempty" doc:"the link, when content is not given"`
+		Title   string   `json:"title,omitempty"`
+		Tags    []string `json:"tags,omitempty"`
+	}
 }
 
-func (s *Server) collectInspiration(c *fiber.Ctx) error {
-	var in collectInput
-	if err := decode(c, &in); err != nil {
-		return err
+type collectAnswer struct {
+	ID          string          `json:"id" format:"uuid"`
+	Inspiration *store.Corpus   `json:"inspiration"`
+	Preview     content.Preview `json:"preview"`
+}
+
+func (s *Server) collectInspiration(ctx context.Context, in *collectInput) (*Data[collectAnswer], error) {
+	b := in.Body
+	if b.Content == "" && b.URL != "" {
+		b.Content, b.Type = b.URL, firstSet(b.Type, "link")
 	}
-	if in.Content == "" && in.URL != "" {
-		in.Content, in.Type = in.URL, firstSet(in.Type, "link")
+	if strings.TrimSpace(b.Content) == "" {
+		// content or url: one of two names, which a schema says only with anyOf.
+		return nil, errcode.Invalid("content", "is required")
 	}
-	if strings.TrimSpace(in.Content) == "" {
-		return errcode.Invalid("content", "is required")
-	}
-	pid, err := s.checkedProject(c, in.id())
+	pid, err := s.namedProjectID(ctx, b.ProjectID, b.ProjectID2)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rec, pv, err := s.Content.Collect(s.ctx(c), content.CollectInput{UserID: principal(c).UserID, ProjectID: pid,
-		Type: in.Type, Content: in.Content, Title: in.Title, Tags: in.Tags})
+	rec, pv, err := s.Content.Collect(ctx, content.CollectInput{UserID: caller(ctx).UserID, ProjectID: pid,
+		Type: b.Type, Content: b.Content, Title: b.Title, Tags: b.Tags})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusCreated, fiber.Map{"id": rec.ID, "inspiration": rec, "preview": pv})
+	return answerData(collectAnswer{rec.ID, rec, pv})
 }
 
 func firstSet(v, def string) string {
@@ -114,79 +148,84 @@ func firstSet(v, def string) string {
 	return def
 }
 
-func (s *Server) unifiedFeed(c *fiber.Ctx) error {
-	page, limit, offset, err := paging(c)
-	if err != nil {
-		return err
-	}
-	tab := strings.ToLower(firstSet(c.Query("content_type"), "all"))
-	if !contains(content.FeedTabs, tab) {
-		return errcode.Invalid("content_type", "must be one of "+strings.Join(content.FeedTabs, ", "))
-	}
-	source := strings.ToLower(firstSet(c.Query("source"), "all"))
-	if source != "user" && source != "studio" && source != "all" {
-		return errcode.Invalid("source", "must be user, studio or all")
-	}
-	pid, err := s.queryProject(c)
-	if err != nil {
-		return err
-	}
-	items, more, stats, err := s.Content.Feed(s.ctx(c), content.FeedParams{UserID: principal(c).UserID, ProjectID: pid,
-		ContentType: tab, Source: source, Limit: limit, Offset: offset})
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"success": true, "data": fiber.Map{"items": items, "hasMore": more, "stats": stats,
-		"page": page, "limit": limit}})
+type feedInput struct {
+	Paging
+	ContentType string `query:"content_type" enum:"all,collection,smart,trend,asset,text,image,video" default:"all" doc:"the feed's tab (content.FeedTabs)"`
+	Source      string `query:"source" enum:"user,studio,all" default:"all" doc:"user: collected by the caller; studio: the platform's trends"`
+	ProjectQuery
 }
 
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
+type feedAnswer struct {
+	Items   []map[string]any   `json:"items" doc:"corpus records and assets, each with its item_kind (inspiration or asset)"`
+	HasMore bool               `json:"hasMore"`
+	Stats   store.CorpusCounts `json:"stats"`
+	Page    int                `json:"page"`
+	Limit   int                `json:"limit"`
 }
 
-func (s *Server) convertToTask(c *fiber.Ctx) error {
-	task, err := s.Content.ConvertToTask(s.ctx(c), principal(c).UserID, c.Params("id"))
+func (s *Server) unifiedFeed(ctx context.Context, in *feedInput) (*Data[feedAnswer], error) {
+	pid, err := s.namedProjectID(ctx, in.ProjectID, in.ProjectID2)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusCreated, fiber.Map{"task_id": task.ID, "task": task})
+	items, more, stats, err := s.Content.Feed(ctx, content.FeedParams{UserID: caller(ctx).UserID, ProjectID: pid,
+		ContentType: in.ContentType, Source: in.Source, Limit: in.Limit, Offset: in.offset()})
+	if err != nil {
+		return nil, err
+	}
+	return answerData(feedAnswer{items, more, stats, in.Page, in.Limit})
+}
+
+type convertAnswer struct {
+	TaskID string             `json:"task_id" format:"uuid"`
+	Task   *store.CaptureTask `json:"task"`
+}
+
+func (s *Server) convertToTask(ctx context.Context, in *idPath) (*Data[convertAnswer], error) {
+	task, err := s.Content.ConvertToTask(ctx, caller(ctx).UserID, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(convertAnswer{task.ID, task})
+}
+
+type listCaptureTasksInput struct {
+	Paging
+	// Neither is checked: they only narrow the caller's own tasks (an unknown value lists none).
+	Status    string `query:"status" doc:"pending, completed or cancelled"`
+	ProjectID string `query:"project_id"`
 }
 
 // listCaptureTasks serves GET /api/capture-tasks?status=&project_id=&page=&limit=: the caller's.
-func (s *Server) listCaptureTasks(c *fiber.Ctx) error {
-	page, limit, offset, err := paging(c)
+func (s *Server) listCaptureTasks(ctx context.Context, in *listCaptureTasksInput) (*List[store.CaptureTask], error) {
+	items, total, err := s.Content.CaptureTasks(ctx, store.ListCaptureTasksParams{UserID: caller(ctx).UserID,
+		Status: in.Status, ProjectID: in.ProjectID, Limit: in.Limit, Offset: in.offset()})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	items, total, err := s.Content.CaptureTasks(s.ctx(c), store.ListCaptureTasksParams{UserID: principal(c).UserID,
-		Status: c.Query("status"), ProjectID: c.Query("project_id"), Limit: limit, Offset: offset})
-	if err != nil {
-		return err
-	}
-	return listing(c, items, total, page, limit)
+	return answerList(items, total, in.Paging)
 }
 
-func (s *Server) getCaptureTask(c *fiber.Ctx) error {
-	t, err := s.Content.CaptureTask(s.ctx(c), principal(c).UserID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"task": t})
+type captureTaskAnswer struct {
+	Task *store.CaptureTask `json:"task"`
 }
 
-// finishCaptureTask serves POST /api/capture-tasks/:id/complete and /cancel.
-func (s *Server) finishCaptureTask(status string) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		t, err := s.Content.FinishCaptureTask(s.ctx(c), principal(c).UserID, c.Params("id"), status)
+func (s *Server) getCaptureTask(ctx context.Context, in *idPath) (*Data[captureTaskAnswer], error) {
+	t, err := s.Content.CaptureTask(ctx, caller(ctx).UserID, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(captureTaskAnswer{t})
+}
+
+// finishCaptureTask serves POST /api/capture-tasks/{id}/complete and /cancel.
+func (s *Server) finishCaptureTask(status string) func(context.Context, *idPath) (*Data[captureTaskAnswer], error) {
+	return func(ctx context.Context, in *idPath) (*Data[captureTaskAnswer], error) {
+		t, err := s.Content.FinishCaptureTask(ctx, caller(ctx).UserID, in.ID, status)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return ok(c, fiber.StatusOK, fiber.Map{"task": t})
+		return answerData(captureTaskAnswer{t})
 	}
 }
 
@@ -285,190 +324,221 @@ func (s *Server) uploadInspiration(c *fiber.Ctx) error {
 	return ok(c, fiber.StatusCreated, fiber.Map{"id": rec.ID, "inspiration": rec, "asset": a})
 }
 
-func (s *Server) parseLink(c *fiber.Ctx) error {
-	var in struct {
-		projectRef
-		URL string `json:"url"`
+type parseLinkInput struct {
+	Body struct {
+		ProjectRef
+		URL string `json:"url" minLength:"1" maxLength:"2048" doc:"an http or https link"`
 	}
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	if err := fieldLen("url", strings.TrimSpace(in.URL), true, 2048); err != nil {
-		return err
-	}
-	pid, err := s.checkedProject(c, in.id())
-	if err != nil {
-		return err
-	}
-	rec, assets, err := s.Content.ParseLink(s.ctx(c), principal(c).UserID, pid, in.URL)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusCreated, fiber.Map{"corpus": rec, "assets": assets})
 }
 
-func (s *Server) listCorpus(c *fiber.Ctx) error {
-	page, limit, offset, err := paging(c)
-	if err != nil {
-		return err
-	}
-	tag, err := queryTag(c)
-	if err != nil {
-		return err
-	}
-	ct := c.Query("content_type")
-	if ct != "" && ct != "text" && ct != "image" && ct != "video" {
-		return errcode.Invalid("content_type", "must be text, image or video")
-	}
-	pid, err := s.queryProject(c)
-	if err != nil {
-		return err
-	}
-	items, total, err := s.Content.ListCorpus(s.ctx(c), store.ListCorpusParams{UserID: principal(c).UserID, ProjectID: pid,
-		Tag: tag, ContentType: ct, Limit: limit, Offset: offset})
-	if err != nil {
-		return err
-	}
-	return listing(c, items, total, page, limit)
+type parseLinkAnswer struct {
+	Corpus *store.Corpus `json:"corpus"`
+	Assets []store.Asset `json:"assets"`
 }
 
-func (s *Server) getCorpus(c *fiber.Ctx) error {
-	rec, assets, err := s.Content.Corpus(s.ctx(c), principal(c).UserID, c.Params("id"))
+func (s *Server) parseLink(ctx context.Context, in *parseLinkInput) (*Data[parseLinkAnswer], error) {
+	pid, err := s.namedProjectID(ctx, in.Body.ProjectID, in.Body.ProjectID2)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"corpus": rec, "relatedAssets": assets})
+	rec, assets, err := s.Content.ParseLink(ctx, caller(ctx).UserID, pid, in.Body.URL)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(parseLinkAnswer{rec, assets})
 }
 
-func (s *Server) updateCorpus(c *fiber.Ctx) error {
-	var in struct {
-		Status string `json:"status"`
-	}
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	rec, err := s.Content.SetCorpusStatus(s.ctx(c), principal(c).UserID, c.Params("id"), in.Status)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"corpus": rec})
+// ListTag is a listing's tag filter: records whose tags hold it. Exported: huma reads the fields of
+// exported embedded structs only.
+type ListTag struct {
+	Tag string `query:"tag" maxLength:"50" doc:"only records with this tag"`
 }
 
-func (s *Server) deleteCorpus(c *fiber.Ctx) error {
-	if err := s.Content.DeleteCorpus(s.ctx(c), principal(c).UserID, c.Params("id")); err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, fiber.Map{"deleted": true, "id": c.Params("id")})
+type listCorpusInput struct {
+	Paging
+	ListTag
+	ContentType string `query:"content_type" enum:"text,image,video"`
+	ProjectQuery
 }
 
-func (s *Server) listMaterials(c *fiber.Ctx) error {
-	page, limit, offset, err := paging(c)
+func (s *Server) listCorpus(ctx context.Context, in *listCorpusInput) (*List[store.Corpus], error) {
+	pid, err := s.namedProjectID(ctx, in.ProjectID, in.ProjectID2)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	typ := c.Query("type")
-	if typ != "" && typ != store.AssetImage && typ != store.AssetVideo && typ != store.AssetAudio && typ != store.AssetCaptions {
-		return errcode.Invalid("type", "must be image, video, audio or captions")
-	}
-	tag, err := queryTag(c)
+	items, total, err := s.Content.ListCorpus(ctx, store.ListCorpusParams{UserID: caller(ctx).UserID, ProjectID: pid,
+		Tag: strings.TrimSpace(in.Tag), ContentType: in.ContentType, Limit: in.Limit, Offset: in.offset()})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pid, err := s.queryProject(c)
+	return answerList(items, total, in.Paging)
+}
+
+type corpusAnswer struct {
+	Corpus *store.Corpus `json:"corpus"`
+}
+
+type corpusAssetsAnswer struct {
+	Corpus        *store.Corpus `json:"corpus"`
+	RelatedAssets []store.Asset `json:"relatedAssets"`
+}
+
+func (s *Server) getCorpus(ctx context.Context, in *idPath) (*Data[corpusAssetsAnswer], error) {
+	rec, assets, err := s.Content.Corpus(ctx, caller(ctx).UserID, in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	items, total, err := s.Content.ListAssets(s.ctx(c), store.ListAssetsParams{UserID: principal(c).UserID, ProjectID: pid,
-		FileType: typ, Tag: tag, Limit: limit, Offset: offset})
+	return answerData(corpusAssetsAnswer{rec, assets})
+}
+
+type updateCorpusInput struct {
+	ID   string `path:"id"`
+	Body struct {
+		Status string `json:"status" enum:"unread,read,archived"`
+	}
+}
+
+func (s *Server) updateCorpus(ctx context.Context, in *updateCorpusInput) (*Data[corpusAnswer], error) {
+	rec, err := s.Content.SetCorpusStatus(ctx, caller(ctx).UserID, in.ID, in.Body.Status)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	views, err := s.Content.Views(s.ctx(c), principal(c).UserID, items)
+	return answerData(corpusAnswer{rec})
+}
+
+func (s *Server) deleteCorpus(ctx context.Context, in *idPath) (*Data[deletedAnswer], error) {
+	if err := s.Content.DeleteCorpus(ctx, caller(ctx).UserID, in.ID); err != nil {
+		return nil, err
+	}
+	return answerData(deletedAnswer{true, in.ID})
+}
+
+type listMaterialsInput struct {
+	Paging
+	Type string `query:"type" enum:"image,video,audio,captions"`
+	ListTag
+	ProjectQuery
+}
+
+func (s *Server) listMaterials(ctx context.Context, in *listMaterialsInput) (*List[content.AssetView], error) {
+	pid, err := s.namedProjectID(ctx, in.ProjectID, in.ProjectID2)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return listing(c, views, total, page, limit)
+	userID := caller(ctx).UserID
+	items, total, err := s.Content.ListAssets(ctx, store.ListAssetsParams{UserID: userID, ProjectID: pid,
+		FileType: in.Type, Tag: strings.TrimSpace(in.Tag), Limit: in.Limit, Offset: in.offset()})
+	if err != nil {
+		return nil, err
+	}
+	views, err := s.Content.Views(ctx, userID, items)
+	if err != nil {
+		return nil, err
+	}
+	return answerList(views, total, in.Paging)
+}
+
+type assetAnswer struct {
+	Asset *content.AssetView `json:"asset"`
 }
 
 // getMaterial answers one asset of the caller's with its cover (404 for anyone else's).
-func (s *Server) getMaterial(c *fiber.Ctx) error {
-	a, err := s.Content.OwnAsset(s.ctx(c), principal(c).UserID, c.Params("id"))
+func (s *Server) getMaterial(ctx context.Context, in *idPath) (*Data[assetAnswer], error) {
+	a, err := s.Content.OwnAsset(ctx, caller(ctx).UserID, in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.assetAnswer(c, a)
+	return s.assetAnswer(ctx, a)
 }
 
 // assetAnswer answers one of the caller's assets as the library shows it (its cover, signed URLs).
-func (s *Server) assetAnswer(c *fiber.Ctx, a *store.Asset) error {
-	v, err := s.Content.View(s.ctx(c), a)
+func (s *Server) assetAnswer(ctx context.Context, a *store.Asset) (*Data[assetAnswer], error) {
+	v, err := s.Content.View(ctx, a)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"asset": v})
+	return answerData(assetAnswer{v})
+}
+
+type updateMaterialInput struct {
+	ID   string `path:"id"`
+	Body struct {
+		Metadata metaPatch `json:"metadata"`
+	}
+}
+
+// metaPatch is the creator's metadata of an asset as a PATCH gives it: focus and description,
+// each checked by the handler (content.JSONFocus, content.CleanDescription), which names what is
+// wrong more precisely than a schema's validation would.
+type metaPatch map[string]json.RawMessage
+
+// Schema documents the two keys; the handler refuses any other by name.
+func (metaPatch) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeObject, Nullable: true, AdditionalProperties: true,
+		Description: "focus and/or description; any other key is refused",
+		Properties: map[string]*huma.Schema{
+			"focus": {Description: `the focal point: {"x": .., "y": ..} or "x,y", each a number from 0 to 1 from the left and the top; null removes it`},
+			"description": {Description: `what the picture or clip shows, at most 1000 characters; "" or null removes it`,
+				AnyOf: []*huma.Schema{{Type: huma.TypeString}, {Type: "null"}}},
+		}}
 }
 
 // updateMaterial changes the creator's metadata of one of their assets: {metadata: {focus,
 // description}}. Only those two keys; the rest of the metadata is the host's and is kept.
-func (s *Server) updateMaterial(c *fiber.Ctx) error {
-	var in struct {
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	if in.Metadata == nil {
-		return errcode.Invalid("metadata", "is required: an object with focus and/or description")
+func (s *Server) updateMaterial(ctx context.Context, in *updateMaterialInput) (*Data[assetAnswer], error) {
+	if in.Body.Metadata == nil {
+		return nil, errcode.Invalid("metadata", "is required: an object with focus and/or description")
 	}
 	var ch content.MetaChange
-	for k, raw := range in.Metadata {
+	for k, raw := range in.Body.Metadata {
 		switch k {
 		case "focus":
 			f, clear, err := content.JSONFocus("metadata.focus", raw)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			ch.Focus, ch.ClearFocus = f, clear
 		case "description":
 			var d *string
 			if err := json.Unmarshal(raw, &d); err != nil {
-				return errcode.Invalid("metadata.description", "must be a string (or null or \"\" to remove it)")
+				return nil, errcode.Invalid("metadata.description", "must be a string (or null or \"\" to remove it)")
 			}
 			clean := ""
 			if d != nil {
 				var err error
 				if clean, err = content.CleanDescription("metadata.description", *d); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			ch.Description = &clean
 		default:
-			return errcode.Invalid("metadata."+k, "cannot be set: only focus and description are the creator's")
+			return nil, errcode.Invalid("metadata."+k, "cannot be set: only focus and description are the creator's")
 		}
 	}
-	a, err := s.Content.SetMeta(s.ctx(c), principal(c).UserID, c.Params("id"), ch)
+	a, err := s.Content.SetMeta(ctx, caller(ctx).UserID, in.ID, ch)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.assetAnswer(c, a)
+	return s.assetAnswer(ctx, a)
 }
 
-func (s *Server) batchDeleteMaterials(c *fiber.Ctx) error {
-	var in struct {
-		IDs []string `json:"ids"`
+type batchDeleteInput struct {
+	Body struct {
+		IDs []string `json:"ids" maxItems:"500" doc:"the caller's assets; others' and unknown ids are passed over"`
 	}
-	if err := decode(c, &in); err != nil {
-		return err
+}
+
+type deletedCountAnswer struct {
+	DeletedCount int `json:"deletedCount"`
+}
+
+func (s *Server) batchDeleteMaterials(ctx context.Context, in *batchDeleteInput) (*Data[deletedCountAnswer], error) {
+	if in.Body.IDs == nil {
+		return nil, errcode.Invalid("ids", "is required") // null: huma lets a list be null
 	}
-	if in.IDs == nil {
-		return errcode.Invalid("ids", "is required")
-	}
-	if len(in.IDs) > 500 {
-		return errcode.Invalid("ids", "at most 500 ids")
-	}
-	n, err := s.Content.DeleteAssets(s.ctx(c), principal(c).UserID, in.IDs)
+	n, err := s.Content.DeleteAssets(ctx, caller(ctx).UserID, in.Body.IDs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusOK, fiber.Map{"deletedCount": n})
+	return answerData(deletedCountAnswer{n})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/host/fileurl"
@@ -36,14 +37,47 @@ const (
 	fileCSPBoxed = fileCSP + "; sandbox"
 )
 
-// fileRoutes registers the file routes ahead of the authenticated group, whose middleware would
-// refuse a request without a header: fileAccess admits them.
-func (s *Server) fileRoutes(app *fiber.App) {
-	if s.Content == nil {
-		return
-	}
-	app.Get("/api/materials/:id/file", s.fileAccess, s.fileRateLimit, s.materialFile)
-	app.Get("/api/assets/files/*", s.fileAccess, s.fileRateLimit, s.assetFile)
+// fileOperations declares the two file routes (typed: operations.go) on files, the API served
+// ahead of the authenticated group, whose middleware would refuse a request without a header:
+// fileAccess admits them (by the URL's signature or the Authorization header) and fileRateLimit
+// counts them, before their input is read. Their answer is the file's bytes, which sendAsset
+// streams (huma.StreamResponse), with the headers of a file answer.
+func (s *Server) fileOperations(files huma.API) {
+	const tag = "Content"
+	before := []fiber.Handler{s.fileAccess, s.fileRateLimit}
+	register(files, op{Method: "GET", Path: "/api/materials/{id}/file", Tag: tag,
+		Summary: "An asset's file by the asset's id (uploaded or made by a run); Range requests give 206",
+		Desc:    fileDesc, Errors: []int{404}, Before: before, Answer: fileAnswer()}, s.materialFile)
+	register(files, op{Method: "GET", Path: "/api/assets/files/*", Tag: tag,
+		Summary: "An asset's file by its storage key (the file_url of files runs make); Range requests give 206",
+		Desc:    fileDesc, Errors: []int{404}, Before: before, Answer: fileAnswer()}, s.assetFile)
+}
+
+const fileDesc = "Every file URL the API hands out (file_url, run outputs, events, WebSocket frames) is signed: " +
+	"`?expires=<unix seconds>&signature=<HMAC>` lets a `<video>`, `<img>`, `<track>` or a shared link fetch it without a header " +
+	"for FILE_URL_TTL (default 1 h); each read of a listing or result hands out fresh ones. An altered or expired URL answers 403, " +
+	"a deleted file 404. With an Authorization header the owner's files are served whatever the query. The answer streams: " +
+	"Range (206, 416), Accept-Ranges, ETag, Content-Disposition (`inline`, or `attachment` with `download=1`; the run's or " +
+	"upload's name), a sandboxing Content-Security-Policy and `X-Content-Type-Options: nosniff`."
+
+// fileAnswer documents a file answer: the bytes, with the file's own Content-Type.
+func fileAnswer() *huma.Response {
+	return &huma.Response{Description: "OK", Content: map[string]*huma.MediaType{"*/*": {Schema: &huma.Schema{
+		Type: huma.TypeString, Format: "binary", Description: "the file's bytes with its own Content-Type (image/png, video/mp4, ...)"}}}}
+}
+
+// FileQuery is what a file URL's query may hold. fileAccess has checked the signature before the
+// input is read; the handlers read download. Exported: huma reads the fields of exported embedded
+// structs only.
+type FileQuery struct {
+	Expires   string `query:"expires" doc:"expiry of a signed URL (Unix seconds)"`
+	Signature string `query:"signature" doc:"HMAC of a signed URL"`
+	Download  string `query:"download" doc:"1: Content-Disposition attachment"`
+}
+
+type materialFileInput struct {
+	ID string `path:"id"`
+	FileQuery
 }
 
 // fileAccess admits a request to a file route by the URL's signature (any owner's file: the
@@ -85,23 +119,24 @@ func (s *Server) fileRateLimit(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-func (s *Server) materialFile(c *fiber.Ctx) error {
+func (s *Server) materialFile(ctx context.Context, in *materialFileInput) (*huma.StreamResponse, error) {
 	var a *store.Asset
 	var err error
-	if p := principal(c); p != nil {
-		a, err = s.Content.OwnAsset(s.ctx(c), p.UserID, c.Params("id"))
+	if p := caller(ctx); p != nil {
+		a, err = s.Content.OwnAsset(ctx, p.UserID, in.ID)
 	} else {
-		a, err = s.Content.LiveAsset(s.ctx(c), c.Params("id"))
+		a, err = s.Content.LiveAsset(ctx, in.ID)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.sendAsset(c, a)
+	return s.streamAsset(a), nil
 }
 
 // assetFile serves a file by its storage key: GET /api/assets/files/<key after "assets/">, the
 // file_url of the files runs make (uploads have it too).
-func (s *Server) assetFile(c *fiber.Ctx) error {
+func (s *Server) assetFile(ctx context.Context, _ *FileQuery) (*huma.StreamResponse, error) {
+	c := fiberCtx(ctx)
 	key := fileurl.KeyOf(c.Path())
 	owner := principalUser(c)
 	if owner == "" { // signed: the key names its owner, "assets/<owner>/..."
@@ -109,11 +144,11 @@ func (s *Server) assetFile(c *fiber.Ctx) error {
 			owner = parts[1]
 		}
 	}
-	a, err := s.Content.AssetAtKey(s.ctx(c), owner, key)
+	a, err := s.Content.AssetAtKey(ctx, owner, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.sendAsset(c, a)
+	return s.streamAsset(a), nil
 }
 
 func principalUser(c *fiber.Ctx) string {
@@ -121,6 +156,17 @@ func principalUser(c *fiber.Ctx) string {
 		return p.UserID
 	}
 	return ""
+}
+
+// streamAsset is a file route's answer: sendAsset writes it on the request's Fiber context, and
+// its error (416, a file gone from the store) is answered by handleError, as any handler's.
+func (s *Server) streamAsset(a *store.Asset) *huma.StreamResponse {
+	return &huma.StreamResponse{Body: func(hc huma.Context) {
+		fc := unwrapContext(hc)
+		if err := s.sendAsset(fc.c, a); err != nil && fc.err == nil {
+			fc.err = err
+		}
+	}}
 }
 
 // sendAsset streams an asset's bytes, whole or the one byte range a Range header asks for (a

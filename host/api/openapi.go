@@ -47,6 +47,7 @@ func (s *Server) typedOperations(api huma.API) {
 	s.workflowOperations(api)
 	s.namedOperations(api)
 	s.batchOperations(api)
+	s.contentOperations(api)
 }
 
 var openAPIDoc struct {
@@ -61,13 +62,16 @@ var openAPIDoc struct {
 // twice): a programming error every test meets.
 func OpenAPI() []byte {
 	openAPIDoc.once.Do(func() {
-		typed, public, signed, root := newTypedAPI(nil, ""), newTypedAPI(nil, ""), newTypedAPI(nil, ""), newTypedAPI(nil, "")
+		typed, public, signed := newTypedAPI(nil, ""), newTypedAPI(nil, ""), newTypedAPI(nil, "")
+		root, files := newTypedAPI(nil, ""), newTypedAPI(nil, "")
 		(&Server{}).typedOperations(typed)
 		(&Server{}).publicOperations(public)
 		(&Server{}).callbackOperations(signed)
 		(&Server{}).rootOperations(root)
+		(&Server{}).fileOperations(files)
 		openAPIDoc.b, openAPIDoc.err = buildOpenAPI([]securedAPI{{apidoc.Bearer, typed.OpenAPI()},
-			{apidoc.Public, public.OpenAPI()}, {apidoc.Callback, signed.OpenAPI()}, {apidoc.Public, root.OpenAPI()}})
+			{apidoc.Public, public.OpenAPI()}, {apidoc.Callback, signed.OpenAPI()}, {apidoc.Public, root.OpenAPI()},
+			{apidoc.File, files.OpenAPI()}})
 	})
 	if openAPIDoc.err != nil {
 		panic(openAPIDoc.err)
@@ -165,6 +169,8 @@ func documentOperation(method, path string, op *huma.Operation, sec apidoc.Secur
 		op.Security = []map[string][]string{{"metricsToken": {}}, {}} // {}: a loopback caller without METRICS_TOKEN
 	case apidoc.Socket:
 		op.Security = []map[string][]string{{"bearerAuth": {}}, {"tokenQuery": {}}}
+	case apidoc.File:
+		op.Security = []map[string][]string{{"bearerAuth": {}}, {"signedURL": {}}}
 	default:
 		op.Security = []map[string][]string{} // public: none, written as []
 	}

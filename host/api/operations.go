@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,7 +86,8 @@ func schemaName(t reflect.Type, hint string) string {
 }
 
 var renamedSchemas = map[reflect.Type]string{
-	reflect.TypeFor[content.Report](): "DiagnosisReport", // scheduler.Report is Report
+	reflect.TypeFor[content.Report]():   "DiagnosisReport", // scheduler.Report is Report
+	reflect.TypeFor[content.Citation](): "ChatCitation",    // the knowledge base's is Citation
 }
 
 // jsonBodies reads every request body as JSON whatever its Content-Type says, as decode does for
@@ -138,6 +140,8 @@ type op struct {
 	// Params documents the query parameters a raw operation's handler reads (a typed
 	// operation's come from its input type).
 	Params []*huma.Param
+	// Answer documents the success answer when the output type cannot: a streamed file's bytes.
+	Answer *huma.Response
 }
 
 // register declares one operation whose handler takes its validated input and returns its answer.
@@ -157,6 +161,9 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 	}
 	if hop.DefaultStatus == 0 {
 		hop.DefaultStatus = http.StatusOK
+	}
+	if o.Answer != nil {
+		hop.Responses[strconv.Itoa(hop.DefaultStatus)] = o.Answer
 	}
 	huma.Register(api, hop, func(ctx context.Context, in *I) (*O, error) {
 		out, err := handler(ctx, in)
@@ -358,12 +365,18 @@ func (a *fiberAdapter) Handle(op *huma.Operation, handler func(huma.Context)) {
 		a.router.Add(op.Method, path, append(before, raw)...)
 		return
 	}
-	a.router.Add(op.Method, path, append(before, func(c *fiber.Ctx) error {
+	handlers := append(before, func(c *fiber.Ctx) error {
 		fc := &fiberContext{op: op, c: c, status: http.StatusOK}
 		fc.ctx = context.WithValue(c.UserContext(), fiberContextKey{}, fc)
 		handler(fc)
 		return fc.err
-	})...)
+	})
+	a.router.Add(op.Method, path, handlers...)
+	if op.Method == http.MethodGet {
+		// As Fiber's Get registers it: a HEAD is answered as the GET, without its body (fasthttp
+		// sends none), so a HEAD of a file tells its length.
+		a.router.Add(http.MethodHead, path, handlers...)
+	}
 }
 
 // ServeHTTP is huma's test hook (humatest); the host's tests go through Fiber's app.Test.
@@ -504,6 +517,14 @@ func (o jsonObject) value() json.RawMessage {
 func requestBody(ctx context.Context) []byte {
 	if fc, _ := ctx.Value(fiberContextKey{}).(*fiberContext); fc != nil {
 		return fc.c.Body()
+	}
+	return nil
+}
+
+// fiberCtx is the Fiber request of a typed handler (a file route's path, which holds its key).
+func fiberCtx(ctx context.Context) *fiber.Ctx {
+	if fc, _ := ctx.Value(fiberContextKey{}).(*fiberContext); fc != nil {
+		return fc.c
 	}
 	return nil
 }

@@ -151,7 +151,9 @@ func (s *Server) App() *fiber.App {
 	public := app.Group("/api")
 	s.publicOperations(newTypedAPI(public, "/api"))
 	s.callbackOperations(newTypedAPI(app, ""))
-	s.fileRoutes(app)
+	if s.Content != nil {
+		s.fileOperations(newTypedAPI(app, ""))
+	}
 
 	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.uploadForm, s.idempotency)
 	s.typedOperations(newTypedAPI(api, "/api"))

@@ -16,8 +16,8 @@ const (
 // Corpus is a user corpus record: an inspiration note (collected link or text, uploaded media) or
 // a corpus item. Both are the same table (DECISIONS.md, Shapes).
 type Corpus struct {
-	ID              string          `json:"id"`
-	UserID          string          `json:"user_id"`
+	ID              string          `json:"id" format:"uuid"`
+	UserID          string          `json:"user_id" format:"uuid"`
 	ProjectID       string          `json:"project_id"`
 	InspirationType string          `json:"inspiration_type"` // collection, trend
 	CorpusType      string          `json:"corpus_type"`      // article, script, quote
@@ -31,7 +31,7 @@ type Corpus struct {
 	SourceURL       string          `json:"source_url"`
 	MediaURLs       []string        `json:"media_urls"`
 	Metadata        json.RawMessage `json:"metadata"`
-	Status          string          `json:"status"`
+	Status          string          `json:"status" enum:"unread,read,archived"`
 	UsageCount      int             `json:"usage_count"`
 	IsFeatured      bool            `json:"is_featured"`
 	IsDeleted       bool            `json:"is_deleted"`
@@ -63,14 +63,14 @@ type CorpusCounts struct {
 
 // CaptureTask is a shooting task created from an inspiration.
 type CaptureTask struct {
-	ID               string          `json:"id"`
-	UserID           string          `json:"user_id"`
+	ID               string          `json:"id" format:"uuid"`
+	UserID           string          `json:"user_id" format:"uuid"`
 	ProjectID        string          `json:"project_id"`
 	Title            string          `json:"title"`
 	Description      string          `json:"description"`
-	TaskType         string          `json:"task_type"` // shoot
-	Status           string          `json:"status"`    // pending on creation
-	ReferenceContent json.RawMessage `json:"reference_content"`
+	TaskType         string          `json:"task_type"`                                 // shoot
+	Status           string          `json:"status" enum:"pending,completed,cancelled"` // pending on creation
+	ReferenceContent json.RawMessage `json:"reference_content" doc:"the inspiration it came from: inspiration_id, source_platform, reference_url, reference_cover"`
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
@@ -113,16 +113,16 @@ const (
 
 // Asset is a unified asset: an uploaded or generated media file.
 type Asset struct {
-	ID              string          `json:"id"`
-	UserID          string          `json:"user_id"`
+	ID              string          `json:"id" format:"uuid"`
+	UserID          string          `json:"user_id" format:"uuid"`
 	ProjectID       string          `json:"project_id"`
 	FilePath        string          `json:"file_path"` // relative to the data directory (a storage key)
-	FileType        string          `json:"file_type"` // image, video, audio, captions
+	FileType        string          `json:"file_type" enum:"image,video,audio,captions"`
 	MimeType        string          `json:"mime_type"`
 	FileSize        int64           `json:"file_size"`
 	FileURL         string          `json:"file_url"`
 	OriginalName    string          `json:"original_name"`
-	Metadata        json.RawMessage `json:"metadata"`
+	Metadata        json.RawMessage `json:"metadata" doc:"duration, width, height, tags; the creator's focus {x, y} and description (PATCH /api/materials/{id}); a generated video's thumbnail_path, captions_vtt_path, captions_srt_path"`
 	SourceTaskID    string          `json:"source_task_id"`
 	SourceRunID     string          `json:"source_run_id"` // the workflow run that made the file
 	RelatedCorpusID string          `json:"related_corpus_id"`

@@ -55,12 +55,8 @@ func obj(pairs ...any) M {
 }
 
 var (
-	uuid   = strFmt("uuid")
-	when   = strFmt("date-time")
-	paging = []Param{
-		{Name: "page", In: "query", Schema: M{"type": "integer", "minimum": 1, "default": 1}},
-		{Name: "limit", In: "query", Schema: M{"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
-	}
+	uuid = strFmt("uuid")
+	when = strFmt("date-time")
 )
 
 // schemas are the named records of the API.
