@@ -39,7 +39,7 @@ type Health struct {
 	Engines  map[string]string `json:"engines" doc:"each engine: ready, degraded or disabled"`
 	Warnings []string          `json:"warnings,omitempty" doc:"what an operator should change, e.g. shared_buffers smaller than the HNSW index"`
 	// EngineDetails: its tool's check, a crash, the handshake's refusal, its entry.
-	EngineDetails map[string]plugins.Detail `json:"engine_details,omitempty" doc:"each engine's detailed state (ready, unconfigured, degraded, restarting, disabled) and why it is not ready"`
+	EngineDetails map[string]plugins.Detail        `json:"engine_details,omitempty" doc:"each engine's detailed state (ready, unconfigured, degraded, restarting, disabled) and why it is not ready"`
 	Capabilities  map[string]capability.Capability `json:"capabilities,omitempty" doc:"what the host can do of each kind of work a workflow relies on (host/capability): ready; degraded (a lesser form, or its engine failing for now); unconfigured (nothing does it until something is installed or set)"`
 	Scheduler     *HealthScheduler                 `json:"scheduler,omitempty"`
 }

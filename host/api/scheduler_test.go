@@ -122,7 +122,7 @@ func TestSchedulerAndTaskRoutes(t *testing.T) {
 		{"cancel unknown", "owner", "POST", "/api/tasks/" + uuid.NewString() + "/cancel", "", 404, []string{"NOT_FOUND"}, nil},
 		{"project tasks", "owner", "GET", "/api/projects/" + own.ID + "/tasks", "", 200, []string{`"status":"cancelled"`, `"type":"music"`}, nil},
 		{"blueprint through the project", "owner", "PUT", "/api/projects/" + own.ID, `{"blueprint":{"tasks":[{"id":"n1","date":"2020-05-05","priority":"medium"}]}}`, 200, nil, nil},
-		{"health shows the fallback", "", "GET", "/health", "", 200, []string{`"scheduler":{"fallback_active":false,"mode":"automation_managed"}`}, nil},
+		{"health shows the fallback", "", "GET", "/health", "", 200, []string{`"fallback_active":false`, `"mode":"automation_managed"`}, nil}, // /health's scheduler, in whatever key order
 		{"pending after a new blueprint", "owner", "GET", "/api/scheduler/pending-tasks", "", 200, []string{`"count":1`, `"strategy_task_id":"n1"`}, nil},
 	}
 	for _, tc := range tests { // in order: later rows build on earlier ones
