@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime/multipart"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -14,9 +15,9 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-// contentOperations declares the Content family's JSON routes (typed: operations.go):
-// inspirations and the unified feed, capture tasks, the corpus, materials and chat. The uploads
-// and the file routes are still hand-written (contentRoutes, fileRoutes).
+// contentOperations declares the Content family (typed: operations.go): inspirations and the
+// unified feed, capture tasks, the corpus, materials, their uploads and chat. The file routes are
+// declared apart (fileOperations), ahead of authentication.
 func (s *Server) contentOperations(api huma.API) {
 	const tag = "Content"
 	register(api, op{Method: "POST", Path: "/api/inspiration/collect", Tag: tag, Summary: "Collect an inspiration", Status: 201,
@@ -59,15 +60,11 @@ func (s *Server) contentOperations(api huma.API) {
 
 	register(api, op{Method: "POST", Path: "/api/ai/chat", Tag: tag,
 		Summary: "Chat through the chatflow tool (local fallback when it is down)", Errors: []int{403, 502}}, s.chat)
-}
 
-// contentRoutes registers the Content routes not typed yet: the two uploads.
-func (s *Server) contentRoutes(r fiber.Router) {
-	if s.Content == nil {
-		return
-	}
-	r.Post("/inspiration/upload", s.uploadInspiration)
-	r.Post("/materials/upload", s.uploadMaterial)
+	register(api, op{Method: "POST", Path: "/api/materials/upload", Tag: tag, Summary: "Upload a material (form field file)",
+		Status: 201, Errors: []int{403, 413}, Form: uploadForm("file")}, s.uploadMaterial)
+	register(api, op{Method: "POST", Path: "/api/inspiration/upload", Tag: tag, Summary: "Upload inspiration media",
+		Status: 201, Errors: []int{403, 413}, Form: uploadForm("file", "media")}, s.uploadInspiration)
 }
 
 // ProjectRef is the project a typed operation's body names, by either name. Exported: huma reads
@@ -291,37 +288,82 @@ func formTags(v string) ([]string, error) {
 	return strings.Split(v, ","), nil
 }
 
-func (s *Server) uploadMaterial(c *fiber.Ctx) error {
-	in, done, err := s.upload(c, "file")
-	if err != nil {
-		return err
-	}
-	defer done()
-	a, err := s.Content.Upload(s.ctx(c), in)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusCreated, fiber.Map{"asset": a})
+// uploadInput is an upload's multipart form, which uploadForm has read (bounded, its files past
+// 8 KB on disk) before the operation runs; the handler reads its fields (upload) and checks them
+// itself, with the messages it always gave. Documented by op.Form.
+type uploadInput struct {
+	RawBody multipart.Form
 }
 
-func (s *Server) uploadInspiration(c *fiber.Ctx) error {
+// uploadForm documents the form of an upload whose file is the field files names (the first, or
+// any one of them).
+func uploadForm(files ...string) *huma.Schema {
+	file := &huma.Schema{Type: huma.TypeString, Format: "binary", Description: "the file"}
+	f := &huma.Schema{Type: huma.TypeObject, AdditionalProperties: true, Properties: map[string]*huma.Schema{
+		"project_id": {Type: huma.TypeString, Format: "uuid", Description: "one of the caller's projects (403 for any other)"},
+		"projectId":  {Type: huma.TypeString, Description: "alias of project_id"},
+		"tags":       {Type: huma.TypeString, Description: "comma separated, or a JSON array of strings"},
+		"focus":      {Type: huma.TypeString, Description: `focal point "x,y", each 0..1 from the left and the top (or focus_x and focus_y); every crop keeps it in view`},
+		"focus_x":    {Type: huma.TypeNumber, Description: "focal point from the left, 0..1 (with focus_y)"},
+		"focus_y":    {Type: huma.TypeNumber, Description: "focal point from the top, 0..1 (with focus_x)"},
+		"description": {Type: huma.TypeString,
+			Description: "what the picture or clip shows (at most 1000 characters); a template script says it where it matches the topic"},
+	}}
+	for _, name := range files {
+		f.Properties[name] = file
+		f.AnyOf = append(f.AnyOf, &huma.Schema{Required: []string{name}})
+	}
+	if len(files) > 1 {
+		f.Properties["title"] = &huma.Schema{Type: huma.TypeString}
+	} else {
+		f.Required, f.AnyOf = files, nil
+	}
+	return f
+}
+
+type uploadedAsset struct {
+	Asset *store.Asset `json:"asset"`
+}
+
+func (s *Server) uploadMaterial(ctx context.Context, _ *uploadInput) (*Data[uploadedAsset], error) {
+	c := fiberCtx(ctx)
+	in, done, err := s.upload(c, "file")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	a, err := s.Content.Upload(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(uploadedAsset{a})
+}
+
+type uploadedInspiration struct {
+	ID          string        `json:"id" format:"uuid"`
+	Inspiration *store.Corpus `json:"inspiration"`
+	Asset       *store.Asset  `json:"asset"`
+}
+
+func (s *Server) uploadInspiration(ctx context.Context, _ *uploadInput) (*Data[uploadedInspiration], error) {
+	c := fiberCtx(ctx)
 	field := "media"
 	if _, err := c.FormFile("media"); err != nil {
 		if _, err := c.FormFile("file"); err != nil {
-			return errcode.Invalid("media", "is required (multipart form field media or file)")
+			return nil, errcode.Invalid("media", "is required (multipart form field media or file)")
 		}
 		field = "file"
 	}
 	in, done, err := s.upload(c, field)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer done()
-	rec, a, err := s.Content.InspirationUpload(s.ctx(c), in, c.FormValue("title"))
+	rec, a, err := s.Content.InspirationUpload(ctx, in, c.FormValue("title"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ok(c, fiber.StatusCreated, fiber.Map{"id": rec.ID, "inspiration": rec, "asset": a})
+	return answerData(uploadedInspiration{rec.ID, rec, a})
 }
 
 type parseLinkInput struct {

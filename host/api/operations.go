@@ -142,6 +142,9 @@ type op struct {
 	Params []*huma.Param
 	// Answer documents the success answer when the output type cannot: a streamed file's bytes.
 	Answer *huma.Response
+	// Form documents a multipart/form-data body its handler reads itself (an input whose RawBody
+	// is a multipart.Form, which huma documents as any form).
+	Form *huma.Schema
 }
 
 // register declares one operation whose handler takes its validated input and returns its answer.
@@ -164,6 +167,10 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 	}
 	if o.Answer != nil {
 		hop.Responses[strconv.Itoa(hop.DefaultStatus)] = o.Answer
+	}
+	if o.Form != nil {
+		hop.RequestBody = &huma.RequestBody{Required: true,
+			Content: map[string]*huma.MediaType{"multipart/form-data": {Schema: o.Form}}}
 	}
 	huma.Register(api, hop, func(ctx context.Context, in *I) (*O, error) {
 		out, err := handler(ctx, in)
@@ -442,7 +449,14 @@ func (fc *fiberContext) EachHeader(cb func(name, value string)) {
 // BodyReader is the body limitBodies read, bounded, before any handler ran.
 func (fc *fiberContext) BodyReader() io.Reader { return bytes.NewReader(fc.c.Body()) }
 
-func (fc *fiberContext) GetMultipartForm() (*multipart.Form, error) { return fc.c.MultipartForm() }
+// GetMultipartForm is the form uploadForm read. A body that is not an upload's form (JSON, or no
+// body) reads as an empty form: the handler then names the file field it lacks, as it always did.
+func (fc *fiberContext) GetMultipartForm() (*multipart.Form, error) {
+	if !uploading(fc.c) {
+		return &multipart.Form{Value: map[string][]string{}, File: map[string][]*multipart.FileHeader{}}, nil
+	}
+	return fc.c.MultipartForm()
+}
 
 // SetReadDeadline: the server's read timeouts bound the body (bodies.go); limitBodies has read it.
 func (fc *fiberContext) SetReadDeadline(time.Time) error { return nil }

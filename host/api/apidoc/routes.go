@@ -44,37 +44,6 @@ type Op struct {
 	OptionalBody bool
 }
 
-// inspirationForm is the upload form of an inspiration: the file as field file or media.
-// materialForm is the form of a materials upload.
-func materialForm() M {
-	f := obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "project_id", uuid, "tags", str("comma separated"))
-	for k, v := range assetMetaForm() {
-		f["properties"].(M)[k] = v
-	}
-	return f
-}
-
-// assetMetaForm is the creator's metadata an upload may carry as form fields.
-func assetMetaForm() M {
-	return M{
-		"focus":       str(`focal point "x,y", each 0..1 from the left and the top (or focus_x and focus_y); every crop keeps it in view`),
-		"focus_x":     num("focal point from the left, 0..1 (with focus_y)"),
-		"focus_y":     num("focal point from the top, 0..1 (with focus_x)"),
-		"description": str("what the picture or clip shows (at most 1000 characters); a template script says it where it matches the topic"),
-	}
-}
-
-func inspirationForm() M {
-	f := obj("file", M{"type": "string", "contentMediaType": "application/octet-stream"},
-		"media", M{"type": "string", "contentMediaType": "application/octet-stream", "description": "alias of file"},
-		"title", str(""), "project_id", uuid, "tags", str("comma separated"))
-	for k, v := range assetMetaForm() {
-		f["properties"].(M)[k] = v
-	}
-	f["anyOf"] = []any{M{"required": []any{"file"}}, M{"required": []any{"media"}}}
-	return f
-}
-
 func q(name, desc string, s M) Param { return Param{Name: name, In: "query", Desc: desc, Schema: s} }
 
 // Ops returns every operation of the API, in the order of the document's tags.
@@ -88,12 +57,5 @@ func Ops() []Op {
 				"chunk_size", M{"type": "integer", "minimum": 200, "maximum": 4000, "default": 1000},
 				"chunk_overlap", M{"type": "integer", "minimum": 0, "default": 180}),
 			Resp: docAnswer, Errors: []int{403, 413}, Desc: "201 with the new document; a file whose hash the source already holds answers 200 with duplicate: true and the existing document. Only an admin may publish visibility org (403 for others)."},
-
-		// Chat and content
-		{Method: "POST", Path: "/api/inspiration/upload", Tag: "Content", Summary: "Upload inspiration media", Sec: Bearer, Status: 201, Kind: Data,
-			Form: inspirationForm(),
-			Resp: obj("id!", uuid, "inspiration!", ref("Corpus"), "asset!", ref("Asset")), Errors: []int{403, 413}},
-		{Method: "POST", Path: "/api/materials/upload", Tag: "Content", Summary: "Upload a material (form field file)", Sec: Bearer, Status: 201, Kind: Data,
-			Form: materialForm(), Resp: obj("asset!", ref("Asset")), Errors: []int{403, 413}},
 	}
 }
