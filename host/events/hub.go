@@ -50,10 +50,24 @@ type Hub struct {
 	byProject map[string]map[*Client]struct{}
 	byUser    map[string]map[*Client]struct{}
 
+	// toBus holds the frames for the other hosts until the publisher (started by Start) sends
+	// them: a request that sends a frame never waits for the database (PostgreSQL paused, a
+	// frame's NOTIFY held a run's start for the whole 10 s). Full, it drops frames: they are
+	// best effort, as for a slow client.
+	toBus   chan string
+	dropMu  sync.Mutex
+	dropped backoff.Retry // rations the log of dropped and failed frames
+
 	runMu  sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
 }
+
+// busQueue is how many frames wait for the bus: a second of a busy host's frames.
+const busQueue = 1024
+
+// publishTimeout bounds one NOTIFY: a frame later than this is not worth its connection.
+const publishTimeout = 2 * time.Second
 
 var _ Notifier = (*Hub)(nil)
 
@@ -69,7 +83,8 @@ func NewHub(opt HubOptions) *Hub {
 		opt.SignURLs = func(b []byte) []byte { return b }
 	}
 	return &Hub{queue: opt.QueueSize, bus: opt.Bus, log: opt.Log, sign: opt.SignURLs, host: uuid.NewString(),
-		byProject: map[string]map[*Client]struct{}{}, byUser: map[string]map[*Client]struct{}{}}
+		byProject: map[string]map[*Client]struct{}{}, byUser: map[string]map[*Client]struct{}{},
+		toBus: make(chan string, busQueue), dropped: backoff.Retry{Log: opt.Log, What: "events: frame not sent to other hosts"}}
 }
 
 // Client is one connection's place in the hub: its user, its subscriptions and its send queue.
@@ -183,7 +198,7 @@ type message struct {
 }
 
 // Notify implements Notifier: the frame goes to this host's subscribers at once, and through the
-// bus (when there is one) to the other hosts'.
+// bus (when there is one) to the other hosts', queued for the publisher Start runs.
 func (h *Hub) Notify(ctx context.Context, f Frame) {
 	if f.Data == nil {
 		f.Data = map[string]any{}
@@ -205,8 +220,38 @@ func (h *Hub) Notify(ctx context.Context, f Frame) {
 		h.log.Warn("events: frame too large for other hosts, delivered locally only", "type", f.Type, "bytes", len(w))
 		return
 	}
-	if err := h.bus.Publish(context.WithoutCancel(ctx), string(w)); err != nil {
-		h.log.Warn("events: publish frame to other hosts", "type", f.Type, "err", err.Error())
+	select {
+	case h.toBus <- string(w):
+	default:
+		h.failed(errors.New("too many frames waiting for the database"), f.Type)
+	}
+}
+
+// failed logs, rationed, a frame that did not reach the other hosts.
+func (h *Hub) failed(err error, frameType string) {
+	h.dropMu.Lock()
+	defer h.dropMu.Unlock()
+	h.dropped.Failed(err, "type", frameType)
+}
+
+// publish sends the queued frames to the bus until ctx ends, each under publishTimeout.
+func (h *Hub) publish(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case payload := <-h.toBus:
+			pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+			err := h.bus.Publish(pctx, payload)
+			cancel()
+			if err != nil {
+				h.failed(err, "")
+				continue
+			}
+			h.dropMu.Lock()
+			h.dropped.Succeeded()
+			h.dropMu.Unlock()
+		}
 	}
 }
 
@@ -236,9 +281,9 @@ func (h *Hub) deliver(projectID, userID string, b []byte) int {
 	return n
 }
 
-// Start runs the bus listener (when the hub has a bus) until ctx ends or Stop; it reconnects
-// after errors with the loops' back-off (internal/backoff), logging a failure that repeats (the
-// database down) once per doubling of its count, not once per attempt.
+// Start runs the bus publisher and listener (when the hub has a bus) until ctx ends or Stop. The
+// listener reconnects after errors with the loops' back-off (internal/backoff), logging a failure
+// that repeats (the database down) once per doubling of its count, not once per attempt.
 func (h *Hub) Start(ctx context.Context) error {
 	if h.bus == nil {
 		return nil
@@ -250,8 +295,14 @@ func (h *Hub) Start(ctx context.Context) error {
 	}
 	ctx, h.cancel = context.WithCancel(ctx)
 	h.done = make(chan struct{})
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		h.publish(ctx)
+	}()
 	go func(done chan struct{}) {
 		defer close(done)
+		defer func() { <-published }()
 		retry := backoff.Retry{Log: h.log, What: "events: frame listener stopped, reconnecting"}
 		for ctx.Err() == nil {
 			began := time.Now()

@@ -216,3 +216,69 @@ func TestListenerBacksOffQuietly(t *testing.T) {
 		t.Errorf("%d attempts logged %d lines, want 2 to %d (at the 1st, 2nd, 4th... failure):\n%s", n, lines, most, logs.String())
 	}
 }
+
+// stalledBus is a Bus whose Publish waits until its context ends, as on a paused PostgreSQL.
+type stalledBus struct{ publishes atomic.Int32 }
+
+func (b *stalledBus) Publish(ctx context.Context, _ string) error {
+	b.publishes.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (*stalledBus) Listen(ctx context.Context, _ func(string)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestNotifyDoesNotWaitForTheBus: frames for the other hosts are queued and published apart, so
+// a sender never waits for a stalled database (a frame's NOTIFY held a run's start for the
+// whole of a 10 s pause); what the queue cannot hold is dropped and logged, rationed.
+func TestNotifyDoesNotWaitForTheBus(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	bus := &stalledBus{}
+	h := events.NewHub(events.HubOptions{Bus: bus, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range 3000 {
+			h.Notify(context.Background(), events.Frame{ProjectID: "p1", Type: events.FrameTaskProgress, Data: map[string]any{"progress": i}})
+		}
+	}()
+	testtool.Eventually(t, 10*time.Second, "3000 frames sent past a stalled bus", func() bool {
+		select {
+		case <-sent:
+			return true
+		default:
+			return false
+		}
+	})
+	if bus.publishes.Load() == 0 {
+		t.Error("no frame was published")
+	}
+	if lines := strings.Count(logs.String(), "frame not sent to other hosts"); lines == 0 || lines > 12 {
+		t.Errorf("about 2000 frames dropped logged %d lines, want a few:\n%s", lines, logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the hub's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
