@@ -30,52 +30,52 @@ func (s *Server) healthOperation(root huma.API) {
 		s.health)
 }
 
-// Health is /health's answer (DECISIONS.md's shape).
+// Health is /health's answer (DECISIONS.md's shape). Its fields, and its records', are in the
+// order of their names: it writes the bytes the map it replaced wrote.
 type Health struct {
-	Status   string            `json:"status" enum:"ok,degraded"`
-	Version  string            `json:"version"`
-	UptimeS  float64           `json:"uptime_s"`
-	Database HealthDatabase    `json:"database"`
-	Engines  map[string]string `json:"engines" doc:"each engine: ready, degraded or disabled"`
-	Warnings []string          `json:"warnings,omitempty" doc:"what an operator should change, e.g. shared_buffers smaller than the HNSW index"`
-	// EngineDetails: its tool's check, a crash, the handshake's refusal, its entry.
-	EngineDetails map[string]plugins.Detail        `json:"engine_details,omitempty" doc:"each engine's detailed state (ready, unconfigured, degraded, restarting, disabled) and why it is not ready"`
 	Capabilities  map[string]capability.Capability `json:"capabilities,omitempty" doc:"what the host can do of each kind of work a workflow relies on (host/capability): ready; degraded (a lesser form, or its engine failing for now); unconfigured (nothing does it until something is installed or set)"`
+	Database      HealthDatabase                   `json:"database"`
+	EngineDetails map[string]plugins.Detail        `json:"engine_details,omitempty" doc:"each engine's detailed state (ready, unconfigured, degraded, restarting, disabled) and why it is not ready"`
+	Engines       map[string]string                `json:"engines" doc:"each engine: ready, degraded or disabled"`
 	Scheduler     *HealthScheduler                 `json:"scheduler,omitempty"`
+	Status        string                           `json:"status" enum:"ok,degraded"`
+	UptimeS       float64                          `json:"uptime_s"`
+	Version       string                           `json:"version"`
+	Warnings      []string                         `json:"warnings,omitempty" doc:"what an operator should change, e.g. shared_buffers smaller than the HNSW index"`
 }
 
 // HealthDatabase is /health's database.
 type HealthDatabase struct {
+	Cause       string             `json:"cause,omitempty" doc:"why the database cannot serve"`
 	Driver      string             `json:"driver" enum:"postgres,sqlite"`
 	OK          bool               `json:"ok"`
-	SearchPath  string             `json:"search_path" enum:"pgvector,in-memory"`
-	Cause       string             `json:"cause,omitempty" doc:"why the database cannot serve"`
-	VectorIndex *HealthVectorIndex `json:"vector_index,omitempty"`
 	Prewarm     *HealthPrewarm     `json:"prewarm,omitempty"`
+	SearchPath  string             `json:"search_path" enum:"pgvector,in-memory"`
+	VectorIndex *HealthVectorIndex `json:"vector_index,omitempty"`
 }
 
 // HealthVectorIndex is the HNSW index of the knowledge base (PostgreSQL with pgvector).
 type HealthVectorIndex struct {
-	IndexBytes         int64 `json:"index_bytes" doc:"the HNSW index on disk"`
-	SharedBuffersBytes int64 `json:"shared_buffers_bytes" doc:"PostgreSQL's buffer cache"`
 	FitsBufferCache    bool  `json:"fits_buffer_cache" doc:"false: a warning says what to set"`
+	IndexBytes         int64 `json:"index_bytes" doc:"the HNSW index on disk"`
 	Pending            int64 `json:"pending" doc:"chunks the background indexer has not indexed yet (counted up to 10,000); searches scan them exactly"`
+	SharedBuffersBytes int64 `json:"shared_buffers_bytes" doc:"PostgreSQL's buffer cache"`
 }
 
 // HealthPrewarm is the last prewarm of the knowledge tables.
 type HealthPrewarm struct {
-	State       string   `json:"state" enum:"off,unavailable,waiting,running,done,failed"`
-	Reason      string   `json:"reason,omitempty" doc:"why unavailable or failed"`
 	BufferBytes int64    `json:"buffer_bytes" doc:"read into shared buffers by the last prewarm"`
 	CacheBytes  int64    `json:"cache_bytes" doc:"read into the OS page cache"`
 	LeftBytes   int64    `json:"left_bytes" doc:"past both caches' room: left to the searches"`
+	Reason      string   `json:"reason,omitempty" doc:"why unavailable or failed"`
 	Seconds     *float64 `json:"seconds,omitempty" doc:"how long the last prewarm took, once done"`
+	State       string   `json:"state" enum:"off,unavailable,waiting,running,done,failed"`
 }
 
 // HealthScheduler is the scheduler's mode.
 type HealthScheduler struct {
-	Mode           string `json:"mode" enum:"automation_managed,cron"`
 	FallbackActive bool   `json:"fallback_active" doc:"the built-in timer runs because the automation tool stopped calling"`
+	Mode           string `json:"mode" enum:"automation_managed,cron"`
 }
 
 // health answers DECISIONS.md's shape: 200 when the database answers, 503 when it does not.
