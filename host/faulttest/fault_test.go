@@ -327,9 +327,9 @@ const (
 //     lease (3 s) and PostgreSQL is paused 4 s, so claims sent as it stalls are answered after
 //     their lease could have run out: each is dropped, not executed, and the executions in flight,
 //     whose renewals hang, stop before another host may take their runs. The stall stays within
-//     what a model call in progress is held for (store.ModelCallHold: a lease beyond the claim's
-//     last renewal, so at least 5 s here); a longer one is at least once by design — the next
-//     executor asks again once the hold has run out, and a 6 s pause did so in 1 round of 3;
+//     what a model call in progress is held for (store.ModelCallHold: two leases beyond the
+//     claim's last renewal, so at least 8 s here); a longer one is at least once by design: the
+//     next executor asks again once the hold has run out;
 //   - renewals failing for a whole lease: one host is cut off from the database for 4 s (its role
 //     may not connect) while the other works on; the cut-off host stops its runs' work before
 //     their leases run out and the other takes them over, waiting for the answers of the model

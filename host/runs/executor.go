@@ -269,7 +269,9 @@ func (s *Service) work(ctx, execCtx context.Context, l *lifecycle) {
 			// The database answered so late that the lease it set may have run out already
 			// (PostgreSQL paused under the statement): another executor may have the run by now.
 			// Dropped, not executed; its lease runs out and it is claimed again (a recovery).
+			// Said every time, not rationed with the claim's failures: it is the fencing at work.
 			err = fmt.Errorf("run %s claimed %s after asking, past its lease's safe end: dropped", r.ID, time.Since(sent).Round(time.Millisecond))
+			s.log.Warn("runs: a claim landed late", "run_id", r.ID, "err", err)
 		}
 		if err == nil {
 			retry.Succeeded()

@@ -169,10 +169,10 @@ var errClaimLost = errors.New("the execution lost its claim of the run")
 //
 // Why a wait and not a second call: an execution that loses its claim while the model is answering
 // (its renewals failed for a whole lease: a database that stalled, a host cut off from it) lets the
-// call finish and records the answer (callContext), and the store holds the call a lease beyond
+// call finish and records the answer (callContext), and the store holds the call two leases beyond
 // the claim (store.ModelCallHold), so the next executor, which can take the run over only once the
 // claim's lease has run out, finds the call still held and waits for that answer instead of paying
-// for the call twice. A host that died holds the step back for that lease at most; an answer that
+// for the call twice. A host that died holds the step back for two leases at most; an answer that
 // comes later than that (or is never recorded) is asked for again: the calls are at least once.
 func (h *runHost) Generate(ctx context.Context, req *engine.GenerateRequest) (*engine.GenerateResult, error) {
 	if err := h.fenced("Generate"); err != nil {
@@ -212,7 +212,7 @@ var waitAnswer = backoff.Policy{Min: 50 * time.Millisecond, Max: 500 * time.Mill
 // begin records that the execution is about to ask the model call c (store BeginModelCall). It
 // answers the call's recorded answer when there is one; nil, nil when the execution is to ask the
 // model itself. While another claim holds the call in progress it waits, polling, for its answer
-// or for its hold to run out (ModelCallHold: a lease at most past the claim that made it), or for
+// or for its hold to run out (ModelCallHold: two leases at most past the claim that made it), or for
 // this execution to stop.
 func (h *runHost) begin(ctx context.Context, c store.ModelCall) (*engine.GenerateResult, error) {
 	for n := 1; ; n++ {

@@ -167,12 +167,15 @@ type ModelCallState struct {
 }
 
 // ModelCallHold is how long a model call in progress is held, from its start and from each renewal
-// of its claim's lease: a lease beyond the claim. A claim is taken over only once its lease has run
-// out, so the next executor of the step still finds the call held for up to a lease and waits that
-// long for the answer of an executor that lost its claim while the model was answering (a
-// database that stalled, a host cut off from it for less than a lease); a host that died holds the
-// step back for that lease at most. Beyond it the step asks the model again: at least once.
-func ModelCallHold(lease time.Duration) time.Duration { return 2 * lease }
+// of its claim's lease: two leases beyond the claim. A claim is taken over only once its lease has
+// run out, so the next executor of the step still finds the call held for up to two leases and
+// waits that long for the answer of an executor that lost its claim while the model was answering
+// (a database that stalled, a host cut off from it or a server restarted, for up to about two
+// leases); a host that died holds the step back for that long at most. Beyond it the step asks the
+// model again: at least once. One lease beyond was too tight: a host cut off for 4 s under 3 s
+// leases often reached the database again after the hold had run out (the fault test, a loaded
+// machine), and its answer was asked for again.
+func ModelCallHold(lease time.Duration) time.Duration { return 3 * lease }
 
 // Job is an external asynchronous task linked to a run. Its Status is one of the plugin protocol's
 // job states, engine.JobPending, JobRunning, JobCompleted, JobFailed or JobTimeout (SPEC.md Job).
