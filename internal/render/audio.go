@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -81,18 +82,24 @@ type Sound struct {
 	Silent                                 bool
 }
 
-// Music levels: under a narration the music sits 9 dB down and ducks a further ~12 dB while the
-// voice speaks (sidechaincompress keyed by the narration); a clip's sound ducks the same way.
+// Music levels: under a narration the music sits musicUnderVoice LU under the narration's
+// loudness, both measured as the mix takes them (musicGain), whatever the track's own level: a
+// mastered track at -9 LUFS and a quiet one at -30 land at the same place. While the voice speaks
+// it ducks a further ~10 dB (sidechaincompress keyed by the narration); a clip's sound ducks the
+// same way. 18 LU is the middle of what voice-over mixes use (15 to 20 LU under the speech): the
+// music is heard in the pauses and never competes with a word.
 const (
-	musicUnderVoice = "0.35"
+	musicUnderVoice = 18.0 // LU
 	duck            = "threshold=0.02:ratio=8:attack=20:release=350:makeup=1"
+	// musicMaxGain bounds the gain a quiet track gets: a track far under the voice stays a little
+	// further under it rather than have its noise floor raised with it.
+	musicMaxGain = 12.0 // dB
 )
 
 // mixAudio writes the video's sound to a float WAV in work and measures its loudness. It returns
 // the file ("" when the video has no sound) and the filter that brings it to TargetLUFS.
 func (v *Video) mixAudio(ctx context.Context, work string) (file, filter string, err error) {
 	dur := ff(v.Duration)
-	format := fmt.Sprintf("aformat=sample_fmts=fltp:sample_rates=%d:channel_layouts=stereo", AudioRate)
 	args := []string{"-y", "-hide_banner", "-nostdin"}
 	var graph, parts []string
 	in := 0
@@ -105,11 +112,7 @@ func (v *Video) mixAudio(ctx context.Context, work string) (file, filter string,
 	}
 	if v.Narration != "" {
 		args = append(args, "-i", v.Narration)
-		tempo := ""
-		if v.Tempo > 1.001 {
-			tempo = fmt.Sprintf("atempo=%s,", ff(min(v.Tempo, 2)))
-		}
-		graph = append(graph, fmt.Sprintf("[%d:a]%s%s,%s,apad,atrim=0:%s[voice]", in, tempo, format, voiceLevel, dur))
+		graph = append(graph, fmt.Sprintf("[%d:a]%s,apad,atrim=0:%s[voice]", in, v.voiceChain(), dur))
 		parts = append(parts, "[voice]")
 		voice = true
 		in++
@@ -117,9 +120,13 @@ func (v *Video) mixAudio(ctx context.Context, work string) (file, filter string,
 	v.Sound = Sound{}
 	if v.Music != "" {
 		args = append(args, "-stream_loop", "-1", "-i", v.Music)
-		chain := fmt.Sprintf("[%d:a]%s,atrim=0:%s,afade=t=out:st=%s:d=1.5", in, format, dur, ff(max(v.Duration-1.5, 0)))
+		chain := fmt.Sprintf("[%d:a]%s,afade=t=out:st=%s:d=1.5", in, v.musicChain(), ff(max(v.Duration-1.5, 0)))
 		if voice {
-			chain += ",volume=" + musicUnderVoice + "[music];[music]" + key() + "sidechaincompress=" + duck
+			gain, err := v.musicGain(ctx)
+			if err != nil {
+				return "", "", err
+			}
+			chain += ",volume=" + ff(gain) + "dB[music];[music]" + key() + "sidechaincompress=" + duck
 			v.Sound.Music = "ducked under the narration"
 		} else {
 			v.Sound.Music = "full"
@@ -137,7 +144,7 @@ func (v *Video) mixAudio(ctx context.Context, work string) (file, filter string,
 				args = append(args, "-stream_loop", "-1", "-ss", ff(s.Offset), "-t", ff(s.Duration), "-i", s.Path)
 				ms := int(at * 1000)
 				graph = append(graph, fmt.Sprintf("[%d:a]%s,atrim=0:%s,asetpts=PTS-STARTPTS,afade=t=in:d=0.05,afade=t=out:st=%s:d=0.05,adelay=%d|%d[clip%d]",
-					in, format, ff(s.Duration), ff(max(s.Duration-0.05, 0)), ms, ms, len(clips)))
+					in, mixFormat, ff(s.Duration), ff(max(s.Duration-0.05, 0)), ms, ms, len(clips)))
 				clips = append(clips, fmt.Sprintf("[clip%d]", len(clips)))
 				in++
 			}
@@ -191,6 +198,56 @@ func (v *Video) mixAudio(ctx context.Context, work string) (file, filter string,
 	}
 	v.Sound.MeasuredLUFS, v.Sound.MeasuredPeak, v.Sound.TargetLUFS = m.I, m.TP, TargetLUFS
 	return file, normalize(m), nil
+}
+
+// voiceChain is the narration's filters in the mix: sped up to fit (Tempo), resampled, levelled.
+func (v *Video) voiceChain() string {
+	tempo := ""
+	if v.Tempo > 1.001 {
+		tempo = fmt.Sprintf("atempo=%s,", ff(min(v.Tempo, 2)))
+	}
+	return tempo + mixFormat + "," + voiceLevel
+}
+
+// musicChain is the music's filters in the mix before its level: resampled, cut to the video's
+// length (its input loops).
+func (v *Video) musicChain() string { return mixFormat + ",atrim=0:" + ff(v.Duration) }
+
+// mixFormat is every track's format in the mix: float, AudioRate, stereo.
+var mixFormat = fmt.Sprintf("aformat=sample_fmts=fltp:sample_rates=%d:channel_layouts=stereo", AudioRate)
+
+// musicGain is the gain (dB) that puts the music musicUnderVoice LU under the narration: each is
+// measured (ebur128, integrated) as the mix takes it, the narration levelled and the music looped to
+// the video's length, in two runs side by side (a few tenths of a second for a minute of sound,
+// beside the picture's run). A silent track or narration gets no gain.
+func (v *Video) musicGain(ctx context.Context) (float64, error) {
+	var voice r128
+	var voiceErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		voice, voiceErr = v.loudness(ctx, []string{"-i", v.Narration}, v.voiceChain())
+	}()
+	music, err := v.loudness(ctx, []string{"-stream_loop", "-1", "-i", v.Music}, v.musicChain())
+	<-done
+	if err = errors.Join(err, voiceErr); err != nil {
+		return 0, err
+	}
+	if voice.I <= -70 || music.I <= -70 {
+		return 0, nil
+	}
+	return min(voice.I-musicUnderVoice-music.I, musicMaxGain), nil
+}
+
+// loudness measures the sound of input through the filters chain (ebur128).
+func (v *Video) loudness(ctx context.Context, input []string, chain string) (r128, error) {
+	args := append(append([]string{"-hide_banner", "-nostdin"}, input...),
+		"-filter_complex", "[0:a]"+chain+",ebur128=peak=true:framelog=verbose", "-f", "null", "-")
+	report, err := v.Tools.Stderr(ctx, "ffmpeg", args...)
+	if err != nil {
+		return r128{}, err
+	}
+	return parseEBUR128(report)
 }
 
 // normalize is the filter that brings a mix measured m to TargetLUFS: the gain, and a limiter that

@@ -5,6 +5,8 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/reelforge/reelforge/internal/testtool"
@@ -102,4 +104,65 @@ func TestParseEBUR128(t *testing.T) {
 	if _, err := parseEBUR128("no summary"); err == nil {
 		t.Error("parseEBUR128 without a summary: no error")
 	}
+}
+
+// TestMusicUnderVoice: music sits musicUnderVoice LU under the narration, as measured on the
+// rendered file (ebur128: the narration's stretch against the music alone after it), whatever the
+// track's own level: a loud mastered track and one 20 dB quieter land within 2 LU of the same place.
+func TestMusicUnderVoice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng and ffmpeg")
+	}
+	testtool.Need(t, "espeak-ng", "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	script := "The harbour wakes before the town does, and the boats slip out one by one."
+	font, err := FontFor(script)
+	if err != nil {
+		testtool.Missing(t, err.Error())
+	}
+	sp := &Speech{Out: filepath.Join(dir, "voice.wav"), Voice: "en", Script: script}
+	spoken, err := sp.Speak(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, amp := range map[string]float64{"loud": 0.5, "quiet": 0.05} {
+		music := filepath.Join(dir, name+".wav")
+		if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+			fmt.Sprintf("aevalsrc='%g*(sin(2*PI*220*t)+0.8*sin(2*PI*277*t)+0.8*sin(2*PI*330*t))*(0.6+0.4*sin(PI*t))':d=20:s=48000", amp),
+			"-ac", "2", music).CombinedOutput(); err != nil {
+			t.Fatalf("ffmpeg: %v %s", err, out)
+		}
+		// The narration, then 5 s of music alone (its last 1.5 s fading out).
+		p := Plan{Script: script, Sentences: spoken.Sentences, Narration: sp.Out, NarrationSecs: spoken.Duration, Target: spoken.Duration + 5,
+			Frame: Frame{320, 180}, Music: music, Font: font, Uncaptioned: true}
+		v := p.Video(filepath.Join(dir, name+".mp4"))
+		v.Transition = TransitionCut
+		if err := v.Render(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		speech := segmentLUFS(t, v.Out, 0, spoken.Duration)
+		alone := segmentLUFS(t, v.Out, spoken.Duration+0.8, 2.5)
+		t.Logf("%s music: speech %.1f LUFS, music alone %.1f LUFS: %.1f LU under", name, speech, alone, speech-alone)
+		if under := speech - alone; math.Abs(under-musicUnderVoice) > 2 {
+			t.Errorf("%s music: %.1f LU under the speech (%.1f against %.1f LUFS), want %.0f±2", name, under, alone, speech, musicUnderVoice)
+		}
+	}
+}
+
+// segmentLUFS is the integrated loudness (ebur128) of a file's sound over d seconds from at.
+func segmentLUFS(t *testing.T, path string, at, d float64) float64 {
+	t.Helper()
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-nostdin", "-ss", ff(at), "-t", ff(d), "-i", path, "-map", "0:a",
+		"-af", "ebur128=framelog=verbose", "-f", "null", "-").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ebur128 %s: %v %s", path, err, out)
+	}
+	at0 := strings.LastIndex(string(out), "Summary:")
+	m := r128I.FindStringSubmatch(string(out[max(at0, 0):]))
+	if at0 < 0 || m == nil {
+		t.Fatalf("ebur128 %s: no measurement: %s", path, out)
+	}
+	i, _ := strconv.ParseFloat(m[1], 64)
+	return i
 }
