@@ -1,10 +1,11 @@
 package render
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -118,38 +119,62 @@ func (v *Video) CoverTimes() []float64 {
 	return out
 }
 
-// Cover writes out (a JPEG) from the frame of video at the first of times that is not dark; when
-// every one is, the brightest. It returns the time it took.
-func (t Tools) Cover(ctx context.Context, video, out string, times []float64) (float64, error) {
-	if len(times) == 0 {
-		return 0, fmt.Errorf("render: no time to take a cover at")
+// coverFrame is a candidate frame of the cover: the video's frame at a time, and the JPEG the
+// picture's run writes of it.
+type coverFrame struct {
+	at   float64
+	file string
+}
+
+// coverFrames are the candidates of v's cover (CoverTimes: the frame at or just after each time)
+// and the filter that picks them from the picture's frames, in order, for an image2 output
+// "cover-%d.jpg" in work.
+func (v *Video) coverFrames(work string) ([]coverFrame, string) {
+	fps := float64(v.Quality.FPS())
+	last := max(int(math.Round(v.Duration*fps))-1, 0)
+	var out []coverFrame
+	var picks []string
+	for _, at := range v.CoverTimes() {
+		n := min(int(math.Ceil(at*fps-1e-6)), last)
+		out = append(out, coverFrame{at: float64(n) / fps, file: filepath.Join(work, fmt.Sprintf("cover-%d.jpg", len(out)+1))})
+		picks = append(picks, fmt.Sprintf("eq(n,%d)", n))
 	}
-	grab := func(at float64) error {
-		return publish(out, func(tmp string) error {
-			return t.Run(ctx, "ffmpeg", "-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-ss", ff(at), "-i", video,
-				"-frames:v", "1", "-q:v", "3", "-update", "1", tmp)
-		})
-	}
-	best, bestLuma := -1.0, -1.0
-	for _, at := range times {
-		if err := grab(at); err != nil {
-			return 0, err
+	return out, "select='" + strings.Join(picks, "+") + "'"
+}
+
+// pickCover writes v.Cover from the first candidate that is not dark; when every one is, the
+// brightest. It sets v.CoverAt to its time.
+func (v *Video) pickCover(candidates []coverFrame) error {
+	best, bestLuma := -1, -1.0
+	for i, c := range candidates {
+		if _, err := os.Stat(c.file); errors.Is(err, fs.ErrNotExist) {
+			continue // a time past the last frame the encoder kept
 		}
-		luma, err := meanLuma(out)
+		luma, err := meanLuma(c.file)
 		if err != nil {
-			return 0, err
-		}
-		if luma >= darkLuma {
-			return at, nil
+			return err
 		}
 		if luma > bestLuma {
-			best, bestLuma = at, luma
+			best, bestLuma = i, luma
+		}
+		if luma >= darkLuma {
+			break
 		}
 	}
-	if best == times[len(times)-1] {
-		return best, nil // the file holds it already
+	if best < 0 {
+		return fmt.Errorf("render: no cover frame was written")
 	}
-	return best, grab(best)
+	b, err := os.ReadFile(candidates[best].file)
+	if err != nil {
+		return fmt.Errorf("render: cover: %w", err)
+	}
+	v.CoverAt = candidates[best].at
+	return publish(v.Cover, func(tmp string) error {
+		if err := os.WriteFile(tmp, b, 0o640); err != nil {
+			return fmt.Errorf("render: write %s: %w", filepath.Base(v.Cover), err)
+		}
+		return nil
+	})
 }
 
 // meanLuma is the mean brightness of a JPEG, sampled on a grid of about 64x64 points.

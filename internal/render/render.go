@@ -135,6 +135,10 @@ type Video struct {
 	Transition Transition // between shots; "" is a short fade
 	ClipAudio  ClipAudio  // a clip's own sound; "" is ducked under the narration
 	Tools      Tools
+	// Cover is a JPEG to write of one of the video's frames, not a dark one (CoverTimes), "" for
+	// none; CoverAt is the time it shows (set by Render).
+	Cover   string
+	CoverAt float64
 	// Sound is what Render did with the sound (set by Render).
 	Sound Sound
 }
@@ -267,12 +271,29 @@ func (v *Video) Render(ctx context.Context) error {
 		video = out
 	}
 	dur := ff(v.Duration)
+	// The cover's candidate frames are taken from the picture as it is made (coverFrames), rather
+	// than by a run of their own after the video is written.
+	var covers []coverFrame
+	var coverOut []string
+	if v.Cover != "" {
+		var pick string
+		covers, pick = v.coverFrames(work)
+		graph = append(graph, video+"split[vout][cover]", "[cover]"+pick+"[covers]")
+		video = "[vout]"
+		coverOut = []string{"-map", "[covers]", "-fps_mode", "passthrough", "-q:v", "3", filepath.Join(work, "cover-%d.jpg")}
+	}
 	// The shots' chains are independent: filter them on every core (about a third faster on two).
 	picture := filepath.Join(work, "picture.mp4")
 	args = append(args, "-filter_complex_threads", strconv.Itoa(runtime.NumCPU()),
 		"-filter_complex", strings.Join(graph, ";"), "-map", video, "-an", "-t", dur)
-	if err := v.Tools.Run(ctx, "ffmpeg", append(append(args, v.videoArgs()...), picture)...); err != nil {
+	args = append(append(args, v.videoArgs()...), picture)
+	if err := v.Tools.Run(ctx, "ffmpeg", append(args, coverOut...)...); err != nil {
 		return err
+	}
+	if v.Cover != "" {
+		if err := v.pickCover(covers); err != nil {
+			return err
+		}
 	}
 	audio, err := sound.wait()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/reelforge/reelforge/internal/netguard"
@@ -191,21 +192,28 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 		}
 	}
 	p.Material = d.material(lj)
+	// The material's probes run side by side: each is a short ffprobe run the render waits for.
+	var probes sync.WaitGroup
 	for i, m := range p.Material {
-		if m.Kind == render.ShotImage {
-			// A picture's size says where its focal point lies in a crop (unknown: the crop's
-			// shape is assumed, as good as no size).
-			if m.Focus.Set {
-				p.Material[i].Size, _ = d.tools().PictureSize(ctx, m.Path)
+		probes.Add(1)
+		go func() {
+			defer probes.Done()
+			if m.Kind == render.ShotImage {
+				// A picture's size says where its focal point lies in a crop (unknown: the crop's
+				// shape is assumed, as good as no size).
+				if m.Focus.Set {
+					p.Material[i].Size, _ = d.tools().PictureSize(ctx, m.Path)
+				}
+				return
 			}
-			continue
-		}
-		// A clip's length lets its shots go on where the last left off; its sound is mixed.
-		if info, err := d.probe(ctx, m.Path); err == nil {
-			p.Material[i].Duration, _ = info["duration"].(float64)
-			p.Material[i].Sound = info["has_audio"] == true
-		}
+			// A clip's length lets its shots go on where the last left off; its sound is mixed.
+			if info, err := d.probe(ctx, m.Path); err == nil {
+				p.Material[i].Duration, _ = info["duration"].(float64)
+				p.Material[i].Sound = info["has_audio"] == true
+			}
+		}()
 	}
+	probes.Wait()
 	mark := marked(lj.owner)
 	if mark {
 		p.Mark = Mark
@@ -222,10 +230,16 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 	v := p.Video(abs)
 	v.Tools, v.EmojiFont, v.Emoji = d.tools(), glyphs.EmojiFont, glyphs.Emoji
 	v.Quality, v.Transition, v.ClipAudio = look.quality, look.transition, look.clipAudio
+	// The cover is taken from the picture as the render makes it (render.Video.Cover).
+	cover, _, coverLink, err := d.assetPath(lj, "image", "jpg")
+	if err != nil {
+		return nil, err
+	}
+	v.Cover = cover
 	if err := v.Render(ctx); err != nil {
 		return nil, toolErr("videogen", err)
 	}
-	post, err := d.postFiles(ctx, lj, v)
+	post, err := d.postFiles(lj, v, coverLink)
 	if err != nil {
 		return nil, err
 	}
@@ -261,19 +275,11 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 	return res, nil
 }
 
-// postFiles makes what a post needs beside the rendered video v: a cover (a JPEG of one of its
-// frames, not a dark one) and its captions as WebVTT and SRT files, the pages the video shows on
-// their times. It returns their result keys.
-func (d *executor) postFiles(ctx context.Context, lj *localJob, v *render.Video) (map[string]any, error) {
-	abs, _, link, err := d.assetPath(lj, "image", "jpg")
-	if err != nil {
-		return nil, err
-	}
-	at, err := d.tools().Cover(ctx, v.Out, abs, v.CoverTimes())
-	if err != nil {
-		return nil, toolErr("videogen", err)
-	}
-	out := map[string]any{"thumbnail_url": link, "thumbnail_at": round(at)}
+// postFiles makes what a post needs beside the rendered video v: its captions as WebVTT and SRT
+// files, the pages the video shows on their times. It returns their result keys, with the cover's
+// (a JPEG of one of its frames, not a dark one, that the render wrote: cover is its link).
+func (d *executor) postFiles(lj *localJob, v *render.Video, cover string) (map[string]any, error) {
+	out := map[string]any{"thumbnail_url": cover, "thumbnail_at": round(v.CoverAt)}
 	shown := v.ShownCaptions()
 	for _, f := range []struct {
 		ext, key string
@@ -450,8 +456,12 @@ func (d *executor) track(ctx context.Context, lj *localJob, ref, work, what stri
 	return p, d.hasAudio(ctx, p, ref, what)
 }
 
-// hasAudio checks that ffprobe finds an audio stream in path.
+// hasAudio checks that path holds sound: a WAV file whose header reads (a speech job's narration:
+// no ffprobe run, which a render waits for), else an audio stream ffprobe finds.
 func (d *executor) hasAudio(ctx context.Context, path, ref, what string) error {
+	if dur, err := render.WAVDuration(path); err == nil && dur > 0 {
+		return nil
+	}
 	info, err := d.probe(ctx, path)
 	if err == nil && info["has_audio"] == true {
 		return nil
