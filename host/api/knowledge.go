@@ -22,16 +22,17 @@ import (
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
-func (s *Server) knowledgeRoutes(r fiber.Router) {
-	g := r.Group("/knowledge", s.needKB)
-	g.Post("/upload", s.kbUpload)
-}
-
 // knowledgeOperations declares the Knowledge family (typed: operations.go). Every operation
 // first checks that the knowledge base is wired (needKB), before its input is read.
 func (s *Server) knowledgeOperations(api huma.API) {
 	const tag = "Knowledge"
 	kb := []fiber.Handler{s.needKB}
+	register(api, op{Method: "POST", Path: "/api/knowledge/upload", Tag: tag, Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)",
+		Status: 201, Also: []int{200}, Errors: []int{403, 413}, Before: kb,
+		Desc: "201 with the new document; a file whose hash the source already holds answers 200 with duplicate: true and the " +
+			"existing document (and a file that could not be read 200 with its failed document). Only an admin may publish " +
+			"visibility org (403 for others). The form is read as it arrives, its file to a temporary file, after " +
+			"authentication (UPLOAD_LIMIT_BYTES)."}, s.kbUpload)
 	register(api, op{Method: "POST", Path: "/api/knowledge/text", Tag: tag, Summary: "Ingest a text", Status: 201, Also: []int{200},
 		Errors: []int{403}, Before: kb, Desc: "201 with the new document; a text the source already holds answers 200 with " +
 			"duplicate: true (and a text that could not be indexed 200 with its failed document). Only an admin may publish " +
@@ -155,48 +156,66 @@ func chunkOptions(size, overlap string) (chunk.Options, error) {
 	return o, o.Validate()
 }
 
-func (s *Server) kbUpload(c *fiber.Ctx) error {
-	fh, err := c.FormFile("file")
-	if err != nil || fh == nil {
-		return errcode.Invalid("file", "is required (multipart form field file)")
+type kbUploadInput struct {
+	RawBody huma.MultipartFormFiles[kbUploadForm]
+}
+
+// kbUploadForm is the form of a knowledge upload: the file, and the fields of a text ingest as
+// form fields. The form is parsed (and cleaned) by the uploadForm middleware before huma reads it.
+type kbUploadForm struct {
+	File         huma.FormFile `form:"file" contentType:"application/octet-stream" required:"true" doc:"txt, md, json, csv, html, pdf or docx (by its name's extension)"`
+	Title        string        `form:"title" required:"false" maxLength:"500"`
+	SourceName   string        `form:"source_name" required:"false" maxLength:"200" doc:"the source it goes in (made when new); default \"default\""`
+	ProjectID    string        `form:"project_id" required:"false" doc:"a project of the caller's: the source is the project's"`
+	Visibility   string        `form:"visibility" required:"false" enum:"private,project,org" doc:"default project; only an admin may publish org"`
+	ChunkSize    int           `form:"chunk_size" required:"false" minimum:"200" maximum:"4000" doc:"default 1000"`
+	ChunkOverlap int           `form:"chunk_overlap" required:"false" minimum:"0" doc:"at most chunk_size/2; default 180"`
+	Internal     string        `form:"internal" required:"false" doc:"true: the source answers the owner's questions but is never used in generated content"`
+}
+
+func (s *Server) kbUpload(ctx context.Context, in *kbUploadInput) (*DataStatus[ingestAnswer], error) {
+	form, f := in.RawBody.Form, in.RawBody.Data()
+	defer f.File.Close()
+	if f.File.Size > int64(s.Config.UploadLimit) {
+		return nil, tooLarge()
 	}
-	if fh.Size > int64(s.Config.UploadLimit) {
-		return tooLarge()
+	// A chunk field given (0 is an overlap; an absent one is the default, clamped to the size).
+	given := func(field string, n int) string {
+		if v := form.Value[field]; len(v) > 0 && v[0] != "" {
+			return strconv.Itoa(n)
+		}
+		return ""
 	}
-	opts, err := chunkOptions(c.FormValue("chunk_size"), c.FormValue("chunk_overlap"))
+	opts, err := chunkOptions(given("chunk_size", f.ChunkSize), given("chunk_overlap", f.ChunkOverlap))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p := kb.IngestParams{UserID: principal(c).UserID, SourceName: c.FormValue("source_name"), Visibility: c.FormValue("visibility"),
-		Title: c.FormValue("title"), Filename: fh.Filename, MimeType: fh.Header.Get(fiber.HeaderContentType), IsFile: true, Chunk: opts,
-		Internal: c.FormValue("internal") == "true"}
+	p := kb.IngestParams{UserID: caller(ctx).UserID, SourceName: f.SourceName, Visibility: f.Visibility, Title: f.Title,
+		Filename: f.File.Filename, IsFile: true, Chunk: opts, Internal: f.Internal == "true",
+		// The type the part declares, none when it declares none (huma would sniff one): kb reads
+		// a file by its name's extension and keeps the declared type.
+		MimeType: form.File["file"][0].Header.Get(fiber.HeaderContentType)}
 	if err := p.Validate(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := mayPublish(principal(c), p.Visibility); err != nil {
-		return err
+	if err := mayPublish(caller(ctx), p.Visibility); err != nil {
+		return nil, err
 	}
-	if _, err := s.bodyProject(c, c.FormValue("project_id")); err != nil {
-		return err
+	if _, err := s.namedProject(ctx, f.ProjectID); err != nil {
+		return nil, err
 	}
-	p.ProjectID = c.FormValue("project_id")
-	f, err := fh.Open()
-	if err != nil {
-		return errcode.Invalid("file", "cannot be read")
-	}
-	defer f.Close()
-	if p.Data, err = io.ReadAll(io.LimitReader(f, int64(s.Config.UploadLimit)+1)); err != nil {
-		return errcode.Invalid("file", "cannot be read")
+	p.ProjectID = f.ProjectID
+	if p.Data, err = io.ReadAll(io.LimitReader(f.File, int64(s.Config.UploadLimit)+1)); err != nil {
+		return nil, errcode.Invalid("file", "cannot be read")
 	}
 	if len(p.Data) > s.Config.UploadLimit {
-		return tooLarge()
+		return nil, tooLarge()
 	}
-	res, err := s.KB.Ingest(s.ctx(c), p)
+	res, err := s.KB.Ingest(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a, _ := ingested(res)
-	return c.Status(a.Status).JSON(a.Body)
+	return ingested(res)
 }
 
 // mayPublish refuses org visibility (every user reads it, asks and content plans cite it) to all

@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -281,7 +282,9 @@ func contractError(status int, msg string, errs []error) *errcode.Error {
 			// The body as a whole: malformed JSON, said as decodeJSON says it.
 			return errcode.New(errcode.Validation, problem)
 		}
-		fields = append(fields, errcode.FieldError{Field: field, Problem: problem})
+		if fe := (errcode.FieldError{Field: field, Problem: problem}); !slices.Contains(fields, fe) {
+			fields = append(fields, fe) // a form value that is no number is said twice (parsed, validated)
+		}
 	}
 	if len(fields) == 0 {
 		return errcode.New(errcode.Validation, "Bad request: "+msg)
@@ -293,7 +296,7 @@ func contractError(status int, msg string, errs []error) *errcode.Error {
 // path.id; a missing property is reported on its object) and says its problem.
 func fieldProblem(location, message string) (field, problem string) {
 	field = location
-	for _, in := range []string{"body", "query", "path", "header"} {
+	for _, in := range []string{"body", "query", "path", "header", "form"} {
 		if field == in {
 			field = ""
 			break
@@ -319,7 +322,10 @@ func fieldProblem(location, message string) (field, problem string) {
 		// An empty text where one is needed: said as the hand validation said it.
 		return field, "is required"
 	}
-	if message == "invalid integer" || message == "invalid float" { // a query value that is no number
+	if message == "File required" { // a multipart form without its file
+		return field, "is required"
+	}
+	if message == "invalid integer" || message == "invalid float" { // a query or form value that is no number
 		return field, "must be of type " + strings.TrimPrefix(message, "invalid ")
 	}
 	return field, message

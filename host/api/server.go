@@ -157,7 +157,6 @@ func (s *Server) App() *fiber.App {
 
 	api := app.Group("/api", s.signFileURLs, s.authenticate, s.userRateLimit, s.uploadForm, s.idempotency)
 	s.typedOperations(newTypedAPI(api, "/api"))
-	s.knowledgeRoutes(api)
 
 	app.Use(func(c *fiber.Ctx) error { return errNoRoute })
 	s.routes, s.groups = map[string]bool{}, map[string]bool{}

@@ -44,18 +44,5 @@ type Op struct {
 	OptionalBody bool
 }
 
-func q(name, desc string, s M) Param { return Param{Name: name, In: "query", Desc: desc, Schema: s} }
-
-// Ops returns every operation of the API, in the order of the document's tags.
-func Ops() []Op {
-	docAnswer := obj("document!", ref("KnowledgeDocument"), "chunks_count!", integer(""), "duplicate", boolean("the source already held this file's hash"))
-	return []Op{
-		// Knowledge
-		{Method: "POST", Path: "/api/knowledge/upload", Tag: "Knowledge", Summary: "Ingest a file (txt, md, json, csv, html, pdf, docx)", Sec: Bearer, Status: 201, Kind: Data,
-			Form: obj("file!", M{"type": "string", "contentMediaType": "application/octet-stream"}, "title", str(""),
-				"source_name", M{"type": "string", "default": "default"}, "project_id", uuid, "visibility", enum("private", "project", "org"),
-				"chunk_size", M{"type": "integer", "minimum": 200, "maximum": 4000, "default": 1000},
-				"chunk_overlap", M{"type": "integer", "minimum": 0, "default": 180}),
-			Resp: docAnswer, Errors: []int{403, 413}, Desc: "201 with the new document; a file whose hash the source already holds answers 200 with duplicate: true and the existing document. Only an admin may publish visibility org (403 for others)."},
-	}
-}
+// Ops returns the operations of the API not declared as typed operations: none now.
+func Ops() []Op { return nil }

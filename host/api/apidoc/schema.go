@@ -63,16 +63,6 @@ var (
 func schemas() M {
 	return M{
 		"FieldError": obj("field!", str(""), "problem!", str("")),
-		"KnowledgeSource": obj("id!", uuid, "created_by!", uuid, "project_id", nullable(uuid), "name!", str(""),
-			"visibility!", enum("private", "project", "org"), "scope!", enum("org", "project"), "version!", integer(""), "meta", anyObj("")),
-		"KnowledgeDocument": obj("id!", uuid, "source_id", uuid, "source_name", str(""), "title", str(""), "filename", str(""),
-			"file_size", integer(""), "file_hash", str("sha256, for de-duplication"),
-			"status!", enum("uploading", "parsing", "indexed", "failed"), "parse_status", enum("uploading", "parsing", "indexed", "failed"),
-			"error", str(""), "chunk_count", integer(""), "metadata", anyObj(""), "created_at", when),
-		"Hit": obj("chunk_id!", uuid, "chunk_text!", str(""), "heading", str(""), "source_name", str(""), "document", str(""),
-			"scores!", obj("vector", num(""), "keyword", num(""), "total", num(""))),
-		"Citation": obj("chunk_id!", uuid, "source", str(""), "document", str(""), "excerpt", str("")),
-		"Fact":     obj("key!", str(""), "value!", str(""), "updated_at", when),
 		"ErrorEnvelope": obj("success!", M{"const": false}, "error!", obj(
 			"code!", M{"$ref": "#/components/schemas/ErrorCode"}, "errno!", integer("the code's number"),
 			"message!", str("public message: never a stack trace, SQL or file path"),
