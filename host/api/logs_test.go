@@ -1,11 +1,9 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -13,24 +11,8 @@ import (
 	"github.com/reelforge/reelforge/host/api"
 	"github.com/reelforge/reelforge/host/auth"
 	"github.com/reelforge/reelforge/host/config"
+	"github.com/reelforge/reelforge/internal/testtool"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLogsHoldNoSecrets runs the auth flows with a debug-level JSON log and greps the log for the
 // password, the tokens and the configured secrets: none may appear. Every request line carries
@@ -44,7 +26,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		callbackSecret = "callback-secret-0123456789abcdef0123456789"
 		metricsToken   = "metrics-token-0123456789abcdef"
 	)
-	var logs syncBuffer
+	var logs testtool.Buffer
 	cfg := config.Defaults()
 	cfg.JWTSecret, cfg.CallbackSecret, cfg.MetricsToken = jwtSecret, callbackSecret, metricsToken
 	cfg.DataDir = t.TempDir()

@@ -235,7 +235,7 @@ func (*stalledBus) Listen(ctx context.Context, _ func(string)) error {
 // whole of a 10 s pause); what the queue cannot hold is dropped and logged, rationed.
 func TestNotifyDoesNotWaitForTheBus(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testtool.Buffer
 	bus := &stalledBus{}
 	h := events.NewHub(events.HubOptions{Bus: bus, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := h.Start(context.Background()); err != nil {
@@ -263,22 +263,4 @@ func TestNotifyDoesNotWaitForTheBus(t *testing.T) {
 	if lines := strings.Count(logs.String(), "frame not sent to other hosts"); lines == 0 || lines > 12 {
 		t.Errorf("about 2000 frames dropped logged %d lines, want a few:\n%s", lines, logs.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the hub's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -6,29 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/reelforge/reelforge/internal/testtool"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestPluginLogsCarryEngine: go-plugin's lines and the plugin's own (read from its stderr) reach
 // the host's slog stream with the engine's name.
@@ -38,7 +21,7 @@ func TestPluginLogsCarryEngine(t *testing.T) {
 	}
 	t.Parallel()
 	dir := buildEcho(t)
-	var buf lockedBuffer
+	var buf testtool.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sup := New(Config{Name: "echo", Dir: dir, Logger: log, HealthInterval: 100 * time.Millisecond})
 	if err := sup.Start(t.Context()); err != nil {
@@ -126,7 +109,7 @@ func TestToolCheckLogsChangesOnly(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var buf lockedBuffer
+			var buf testtool.Buffer
 			log := slog.New(slog.NewJSONHandler(&buf, nil))
 			sup := New(Config{Name: "echo", Dir: dir, Env: []string{engine.SettingsEnvValue(map[string]string{"tool_url": tc.toolURL})},
 				Logger: log, HealthInterval: 20 * time.Millisecond})

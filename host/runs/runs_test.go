@@ -1,7 +1,6 @@
 package runs_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -223,7 +222,7 @@ func TestJobTimeoutRetriesThenFails(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	eng := &waitingEngine{}
-	var logs syncBuf
+	var logs testtool.Buffer
 	s := newService(t, runs.Deps{Store: st, Manifests: testRegistry(t, graphManifest()), Plugins: fakePlugins{eng},
 		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 		runs.Options{Policies: map[string]manifest.JobPolicy{
@@ -454,23 +453,6 @@ func TestOrphanRunsEndFailed(t *testing.T) {
 	if got.Status != store.RunFailed || eng.runs.Load() < 2 {
 		t.Errorf("orphan run = %s after %d executions (%s)", got.Status, eng.runs.Load(), got.Error)
 	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Starts by a free user at the same time pass the daily quota only as often as it allows; runs the

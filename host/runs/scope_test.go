@@ -58,7 +58,7 @@ func TestPluginCallsAreScopedToTheirRun(t *testing.T) {
 	}
 	probe := &manifest.Manifest{ID: "probe", Name: "probe", Version: "1", Engine: "echo", Fallback: "node", Timeout: time.Minute,
 		Steps: []engine.Step{{ID: "write", Name: "Write", Agent: "script_writer"}}}
-	var logs syncBuf
+	var logs testtool.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	set, err := plugins.NewSet(plugins.Config{Name: "echo", Dir: dir, Host: runs.NoRunHost("echo", log), Logger: log})
 	if err != nil {
@@ -131,7 +131,7 @@ func TestPluginCallsAreScopedToTheirRun(t *testing.T) {
 // A Host call that serves no run (no call id, or one that ended) is refused and logged.
 func TestNoRunHostRefuses(t *testing.T) {
 	t.Parallel()
-	var logs syncBuf
+	var logs testtool.Buffer
 	h := runs.NoRunHost("rogue", slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx := context.Background()
 	_, jobErr := h.CreateJob(ctx, &engine.JobRequest{RunID: "r", Type: engine.JobGraph})
