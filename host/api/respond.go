@@ -6,22 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 	gojson "github.com/goccy/go-json"
-	"github.com/gofiber/fiber/v2"
 
 	"github.com/reelforge/reelforge/sdk/errcode"
 )
 
 // The success envelopes of shared/spec/DECISIONS.md, for typed operations (operations.go): an
 // operation's output type is one of Data, Top and List of its fields' type, which says both
-// what it writes and what the OpenAPI document says of it. The hand-written routes answer the
-// same shapes with ok and listing below.
+// what it writes and what the OpenAPI document says of it.
 
 // Data is the answer {success: true, data: {...}} with data's keys repeated at the top level
 // (the named shapes {project}, {project, tasks}, ...). T is a struct whose JSON is an object.
@@ -153,7 +150,9 @@ func envelopeSchema(fields *huma.Schema, required ...string) *huma.Schema {
 }
 
 // Paging is the page and limit of a listing's query; an input type embeds it (exported: huma
-// reads the fields of exported embedded structs only). Page's maximum is maxPage.
+// reads the fields of exported embedded structs only). Page's maximum bounds its offset (at most
+// 100,000,000 rows) within every driver's integers: SQLite wrapped 2^63-1 round to the first
+// page, PostgreSQL answered 500.
 type Paging struct {
 	Page  int `query:"page" minimum:"1" maximum:"1000000" default:"1"`
 	Limit int `query:"limit" minimum:"1" maximum:"100" default:"20"`
@@ -161,62 +160,6 @@ type Paging struct {
 
 // offset is the number of records before the page.
 func (pq Paging) offset() int { return (pq.Page - 1) * pq.Limit }
-
-// ok answers {success: true, data: {...}} and repeats the data's keys at the top level, as
-// DECISIONS.md asks for named shapes ({token, user}, {project}, ...).
-func ok(c *fiber.Ctx, status int, data fiber.Map) error {
-	body := fiber.Map{"success": true, "data": data}
-	for k, v := range data {
-		if k != "success" && k != "data" {
-			body[k] = v
-		}
-	}
-	return c.Status(status).JSON(body)
-}
-
-// listing answers {success, data: [items], total, page, limit}.
-func listing(c *fiber.Ctx, items any, total, page, limit int) error {
-	return c.JSON(fiber.Map{"success": true, "data": items, "total": total, "page": page, "limit": limit})
-}
-
-// maxPage bounds page so that its offset (at most maxPage*100 rows) fits every driver's integers:
-// SQLite wrapped 2^63-1 round to the first page, PostgreSQL answered 500.
-const maxPage = 1_000_000
-
-// paging reads page (1 to maxPage) and limit (1 to 100, default 20) from the query.
-func paging(c *fiber.Ctx) (page, limit, offset int, err error) {
-	page, limit = 1, 20
-	if v := c.Query("page"); v != "" {
-		if page, err = strconv.Atoi(v); err != nil || page < 1 || page > maxPage {
-			return 0, 0, 0, errcode.Invalid("page", fmt.Sprintf("must be a whole number from 1 to %d", maxPage))
-		}
-	}
-	if v := c.Query("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 100 {
-			return 0, 0, 0, errcode.Invalid("limit", "must be a whole number from 1 to 100")
-		}
-	}
-	return page, limit, (page - 1) * limit, nil
-}
-
-// decode reads a JSON body into v. An empty body reads as {}; malformed JSON or a field of the
-// wrong type is a 400 VALIDATION_ERROR naming the field.
-func decode(c *fiber.Ctx, v any) error {
-	body := bytes.TrimSpace(c.Body())
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err, "Malformed JSON body")
-	}
-	// Anything after the value but white space (`{"a":1}}x`) is a malformed body, not ignored.
-	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
-		return errcode.New(errcode.Validation, "Malformed JSON body: data after the JSON value")
-	}
-	return nil
-}
 
 // decodeError is the 400 of a JSON value that did not decode (err from encoding/json): a field of
 // the wrong type names the field; anything else gives malformed, the message for that value.
