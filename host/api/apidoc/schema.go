@@ -18,22 +18,9 @@ func str(desc string) M { return M{"type": "string", "description": desc} }
 func strFmt(format string) M {
 	return M{"type": "string", "format": format}
 }
-func enum(vals ...string) M {
-	out := make([]any, len(vals))
-	for i, v := range vals {
-		out[i] = v
-	}
-	return M{"type": "string", "enum": out}
-}
-func num(desc string) M     { return M{"type": "number", "description": desc} }
 func integer(desc string) M { return M{"type": "integer", "description": desc} }
-func boolean(desc string) M { return M{"type": "boolean", "description": desc} }
 func arr(item M) M          { return M{"type": "array", "items": item} }
 func ref(name string) M     { return M{"$ref": "#/components/schemas/" + name} }
-func anyObj(desc string) M {
-	return M{"type": "object", "additionalProperties": true, "description": desc}
-}
-func nullable(s M) M { return M{"oneOf": []any{s, M{"type": "null"}}} }
 
 // obj builds an object schema from name, schema pairs; a name ending in "!" is required.
 func obj(pairs ...any) M {
@@ -54,10 +41,7 @@ func obj(pairs ...any) M {
 	return o
 }
 
-var (
-	uuid = strFmt("uuid")
-	when = strFmt("date-time")
-)
+var uuid = strFmt("uuid")
 
 // schemas are the named records of the API.
 func schemas() M {
