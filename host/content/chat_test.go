@@ -25,10 +25,17 @@ func TestChat(t *testing.T) {
 	t.Parallel()
 	var gotPath, gotQuestion string
 	var gotOverride any
+	// The tool's URL is its API base, not a Flowise root: GET {URL}/api/v1/ping finds nothing,
+	// so predictions go to {URL}/prediction/{id} (chatflow's apiBase).
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
 		var b map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&b)
-		gotPath, gotQuestion, gotOverride = r.URL.Path, b["question"].(string), b["overrideConfig"]
+		q, _ := b["question"].(string)
+		gotPath, gotQuestion, gotOverride = r.URL.Path, q, b["overrideConfig"]
 		_ = json.NewEncoder(w).Encode(map[string]any{"text": "Hooks matter [1]",
 			"sourceDocuments": []any{map[string]any{"pageContent": "A hook is the first 3 seconds.", "metadata": map[string]any{"source": "guide.md"}}}})
 	}))
