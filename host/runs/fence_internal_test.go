@@ -19,22 +19,7 @@ import (
 // of the step its new owner executes.
 func TestFailJobsFenced(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", Username: "u", PasswordHash: "x", Role: store.RoleUser}
-	if err := st.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	r := &store.Run{ID: uuid.NewString(), WorkflowID: "w", UserID: u.ID, Inputs: json.RawMessage(`{}`)}
-	if err := st.CreateRun(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.ClaimRun(ctx, "h/new", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	st, r := claimedRun(t, "h/new")
 	j := &store.Job{ID: uuid.NewString(), RunID: r.ID, StepID: "s", Type: engine.JobGraph, TimeoutAt: time.Now().Add(time.Hour)}
 	if err := st.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
@@ -53,4 +38,27 @@ func TestFailJobsFenced(t *testing.T) {
 	if got, _ := st.GetJob(ctx, j.ID); got.Status != engine.JobFailed {
 		t.Errorf("job %s, want failed by the run's claim", got.Status)
 	}
+}
+
+// claimedRun is a run of a new user in a new SQLite store, claimed by owner (still pending).
+func claimedRun(t *testing.T, owner string) (*sqlitestore.Driver, *store.Run) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", Username: "u", PasswordHash: "x", Role: store.RoleUser}
+	if err := st.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	r := &store.Run{ID: uuid.NewString(), WorkflowID: "w", UserID: u.ID, Inputs: json.RawMessage(`{}`)}
+	if err := st.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimRun(ctx, owner, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return st, r
 }

@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reelforge/reelforge/host/store"
-	"github.com/reelforge/reelforge/host/store/sqlitestore"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -43,22 +41,7 @@ func (r *seenAtRecording) RecordRunFiles(ctx context.Context, run *store.Run, _ 
 // no asset), so recording them after left a caption file out of a finished run's result.
 func TestFilesRecordedBeforeResolution(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", Username: "u", PasswordHash: "x", Role: store.RoleUser}
-	if err := st.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	r := &store.Run{ID: uuid.NewString(), WorkflowID: "w", UserID: u.ID, Inputs: json.RawMessage(`{}`)}
-	if err := st.CreateRun(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.ClaimRun(ctx, "h/1", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	st, r := claimedRun(t, "h/1")
 	if _, err := st.UpdateRun(ctx, r.ID, store.RunUpdate{From: []string{store.RunPending}, Status: store.RunRunning, Owner: "h/1", Started: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +51,7 @@ func TestFilesRecordedBeforeResolution(t *testing.T) {
 	}
 	rec := &seenAtRecording{st: st, jobID: j.ID}
 	s := New(Deps{Store: st, Assets: rec}, Options{})
-	files := map[string]any{"video_url": "/api/assets/files/" + u.ID + "/video/j.mp4", "captions_vtt_url": "/api/assets/files/" + u.ID + "/captions/j.vtt"}
+	files := map[string]any{"video_url": "/api/assets/files/" + r.UserID + "/video/j.mp4", "captions_vtt_url": "/api/assets/files/" + r.UserID + "/captions/j.vtt"}
 	result, _ := json.Marshal(files)
 
 	open, err := st.GetJob(ctx, j.ID)
