@@ -151,21 +151,11 @@ type op struct {
 // register declares one operation whose handler takes its validated input and returns its answer.
 // The handler's errors are answered by handleError, like a hand-written route's.
 func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*O, error)) {
-	hop := huma.Operation{
-		Method:        o.Method,
-		Path:          o.Path,
-		Tags:          []string{o.Tag},
-		Summary:       o.Summary,
-		Description:   o.Desc,
-		DefaultStatus: o.Status,
-		// Documented by documentOperations (openapi.go); huma's own error responses (RFC 9457
-		// problem+json) are not the contract's.
-		Responses: map[string]*huma.Response{},
-		Metadata:  map[string]any{metaErrors: o.Errors, metaBefore: o.Before, metaAlso: o.Also},
-	}
-	if hop.DefaultStatus == 0 {
-		hop.DefaultStatus = http.StatusOK
-	}
+	hop := o.operation()
+	// Documented by documentOperations (openapi.go); huma's own error responses (RFC 9457
+	// problem+json) are not the contract's.
+	hop.Responses = map[string]*huma.Response{}
+	hop.Metadata[metaAlso] = o.Also
 	if o.Answer != nil {
 		hop.Responses[strconv.Itoa(hop.DefaultStatus)] = o.Answer
 	}
@@ -173,7 +163,7 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 		hop.RequestBody = &huma.RequestBody{Required: true,
 			Content: map[string]*huma.MediaType{"multipart/form-data": {Schema: o.Form}}}
 	}
-	huma.Register(api, hop, func(ctx context.Context, in *I) (*O, error) {
+	huma.Register(api, *hop, func(ctx context.Context, in *I) (*O, error) {
 		out, err := handler(ctx, in)
 		if err != nil {
 			return nil, answered(ctx, err)
@@ -187,6 +177,15 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 // responses (its success answer and any status answered with a body other than the error
 // envelope); the adapter serves h as it is, after o.Before.
 func registerRaw(api huma.API, o op, responses map[string]*huma.Response, h fiber.Handler) {
+	hop := o.operation()
+	hop.Parameters, hop.Responses = o.Params, responses
+	hop.Metadata[metaRaw], hop.Metadata[metaSec] = h, o.Sec
+	api.OpenAPI().AddOperation(hop)
+	api.Adapter().Handle(hop, nil)
+}
+
+// operation is the huma operation o declares, as register and registerRaw both begin it.
+func (o op) operation() *huma.Operation {
 	hop := &huma.Operation{
 		Method:        o.Method,
 		Path:          o.Path,
@@ -194,15 +193,12 @@ func registerRaw(api huma.API, o op, responses map[string]*huma.Response, h fibe
 		Summary:       o.Summary,
 		Description:   o.Desc,
 		DefaultStatus: o.Status,
-		Parameters:    o.Params,
-		Responses:     responses,
-		Metadata:      map[string]any{metaErrors: o.Errors, metaBefore: o.Before, metaRaw: h, metaSec: o.Sec},
+		Metadata:      map[string]any{metaErrors: o.Errors, metaBefore: o.Before},
 	}
 	if hop.DefaultStatus == 0 {
 		hop.DefaultStatus = http.StatusOK
 	}
-	api.OpenAPI().AddOperation(hop)
-	api.Adapter().Handle(hop, nil)
+	return hop
 }
 
 const (
