@@ -3,7 +3,6 @@ package render
 import (
 	"encoding/binary"
 	"image"
-	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -222,15 +221,7 @@ func TestCaptionHighlightMoves(t *testing.T) {
 		if err := (Tools{}).Run(t.Context(), "ffmpeg", "-y", "-loglevel", "error", "-ss", at, "-i", v.Out, "-frames:v", "1", out); err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		img, err := png.Decode(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		img := readPNG(t, out)
 		sum, n := 0, 0
 		b := img.Bounds()
 		for y := b.Min.Y; y < b.Max.Y; y++ {

@@ -138,15 +138,7 @@ func withOrientation(t *testing.T, src, dst string, o byte) {
 // redBox is the bounding box of a PNG's clearly red pixels (false when there are none).
 func redBox(t *testing.T, path string) (image.Rectangle, bool) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := readPNG(t, path)
 	var box image.Rectangle
 	found := false
 	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
@@ -166,3 +158,18 @@ func redBox(t *testing.T, path string) (image.Rectangle, bool) {
 }
 
 func abs(n int) int { return max(n, -n) }
+
+// readPNG decodes the PNG at path.
+func readPNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}

@@ -3,7 +3,6 @@ package render
 import (
 	"encoding/binary"
 	"encoding/json"
-	"image/png"
 	"math"
 	"os"
 	"os/exec"
@@ -270,15 +269,7 @@ func TestStillFocus(t *testing.T) {
 		if err := s.Render(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Open(s.Out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		img := readPNG(t, s.Out)
 		r, g, b, _ := img.At(810/5, 720).RGBA()
 		if red := r > 2*g && r > 2*b; red != tc.red {
 			t.Errorf("%s: the crop's left side is rgb %d %d %d, want red %v", name, r>>8, g>>8, b>>8, tc.red)
