@@ -327,6 +327,10 @@ func interrupted(st lgState) *engine.Awaiting {
 func (e *Engine) follow(ctx context.Context, h engine.Host, runID, tid, lgRunID string) (string, error) {
 	progress := 10.0
 	seen := map[string]bool{}
+	// The stream says when a node ended, not when it began: a node's step starts when the update
+	// before it came (a chain of nodes: exactly its own time; parallel branches: at most theirs).
+	// Left to the host, the start would be the time of the report, after the end.
+	since := e.opts.Now().UTC()
 	for attempt := 0; ; attempt++ {
 		errMsg, ended, err := e.stream(ctx, tid, lgRunID, func(event string, data json.RawMessage, id string) {
 			if event != "updates" || seen[id] {
@@ -345,10 +349,12 @@ func (e *Engine) follow(ctx context.Context, h engine.Host, runID, tid, lgRunID 
 				if json.Unmarshal(raw, &out) != nil {
 					out = map[string]any{"update": raw}
 				}
-				at := e.opts.Now().UTC()
+				began, at := since, e.opts.Now().UTC()
+				d := float64(at.Sub(began).Milliseconds())
 				e.report(ctx, h, runID, engine.TraceStep{StepID: node, StepName: node, Agent: "graph_node",
-					Status: engine.StepCompleted, Engine: Name, CompletedAt: &at,
+					Status: engine.StepCompleted, Engine: Name, StartedAt: &began, CompletedAt: &at, DurationMS: &d,
 					Inputs: map[string]any{"thread_id": tid}, Outputs: out})
+				since = at
 				progress = min(progress+(90-progress)/3, 90)
 				if err := h.ReportProgress(ctx, runID, progress, node); err != nil {
 					e.opts.Logger.Warn("host refused the progress", "run_id", runID, "error", err)

@@ -95,6 +95,12 @@ var lgScenarios = []lgScenario{{
 				t.Errorf("trace lacks the graph node %q: %v", want, steps)
 			}
 		}
+		// A node's step has its own start, never after its end (the stream tells only the end).
+		for _, s := range h.Steps() {
+			if s.Agent == "graph_node" && (s.StartedAt == nil || s.CompletedAt == nil || s.CompletedAt.Before(*s.StartedAt) || s.DurationMS == nil) {
+				t.Errorf("node step %s: started %v, completed %v, duration %v; want a start no later than its end", s.StepID, s.StartedAt, s.CompletedAt, s.DurationMS)
+			}
+		}
 		if reqs == nil {
 			return // recording
 		}
