@@ -597,12 +597,20 @@ func (s *Service) apply(ctx context.Context, runID, owner string, res *engine.Ru
 		}
 		// The files the outputs name are assets before the run reads as completed: its result
 		// names only recorded files (content.LiveOutputs drops the others).
+		var degraded *string
 		if r, err := s.st.GetRun(ctx, runID); err == nil {
 			s.recordFiles(ctx, r, b)
+			// An engine that answered from its own fallback says why in outputs.degraded (the
+			// chatflow engine's local template, when Flowise refused or was down: Flowise's
+			// message): that is the run's degraded reason too, unless it ran on a fallback
+			// engine, whose reason it keeps.
+			if d, _ := out["degraded"].(string); d != "" && r.Degraded == "" {
+				degraded = &d
+			}
 		}
 		hundred := 100.0
 		r, err := s.st.UpdateRun(ctx, runID, store.RunUpdate{From: from, Status: store.RunCompleted, Owner: owner,
-			Outputs: b, Completed: true, Release: true, ClearError: true, Progress: &hundred})
+			Outputs: b, Completed: true, Release: true, ClearError: true, Progress: &hundred, Degraded: degraded})
 		if err == nil {
 			s.notifyProgress(ctx, r, 100)
 			s.finished(ctx, r)
