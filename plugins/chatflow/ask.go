@@ -164,7 +164,7 @@ var bases sync.Map
 // apiBase is the chatflow tool's API base. A URL with a path is the base itself (Flowise's
 // http://host:3000/api/v1, or any tool serving {base}/prediction/<id>). A bare address is Flowise's
 // own when GET {URL}/api/v1/ping answers 2xx (its API is under /api/v1), else the base (a tool
-// serving /prediction at its root); the finding is kept once the tool answered.
+// serving /prediction at its root); the finding is kept once the tool answered other than 5xx.
 func apiBase(ctx context.Context, opts Options) string {
 	if u, err := url.Parse(opts.URL); err != nil || strings.Trim(u.Path, "/") != "" {
 		return opts.URL
@@ -179,6 +179,12 @@ func apiBase(ctx context.Context, opts Options) string {
 	base := opts.URL
 	if ans.OK() && !ans.HTML() {
 		base = opts.URL + APIPath
+	}
+	if ans.Status >= 500 {
+		// Not a finding: a Flowise starting up, or a proxy before it, answers 502/503 at its ping.
+		// Kept, the bare address would stay the base after Flowise is up: every prediction and
+		// health check would miss /api/v1 until the host restarts.
+		return base
 	}
 	bases.Store(opts.URL, base)
 	return base

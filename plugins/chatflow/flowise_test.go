@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,6 +146,34 @@ func TestFlowiseAddress(t *testing.T) {
 	}
 	if err := chatflow.New(opts).Health(t.Context()); !engine.ToolAnswers(err) {
 		t.Errorf("a page answering: Health() = %v, want not ready (the tool answers)", err)
+	}
+}
+
+// A Flowise that answers its ping 503 while it starts (or a proxy before it does) is not ready;
+// once it answers pong it is, and its API under /api/v1 is found: the first answer is not kept.
+func TestFlowiseStartingUp(t *testing.T) {
+	t.Parallel()
+	f, _ := startFlowise(t)
+	var up atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	opts := chatflow.Options{Tool: outbound.Tool{URL: srv.URL}, Retries: -1}
+	if err := chatflow.New(opts).Health(t.Context()); err == nil {
+		t.Fatal("Health() while Flowise answers 503 = ready")
+	}
+	up.Store(true)
+	if err := chatflow.New(opts).Health(t.Context()); err != nil {
+		t.Errorf("Health() once Flowise answers pong = %v, want ready", err)
+	}
+	a, degraded, err := chatflow.Ask(t.Context(), opts, chatflow.Question{Text: "How long does cold brew steep?", ChatflowID: flowKB}, nil)
+	if err != nil || degraded || !strings.Contains(a.Text, "twelve hours") {
+		t.Errorf("Ask() once Flowise is up = %+v, degraded %t, %v; want Flowise's answer", a, degraded, err)
 	}
 }
 
