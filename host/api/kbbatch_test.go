@@ -152,3 +152,50 @@ func TestKnowledgeBatchTextTwiceAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestKnowledgeBatchTextBodies: a batch/text body that does not validate is answered as any
+// route's (400 VALIDATION_ERROR naming the field), whether its items are all texts (read in one
+// pass) or not (read as huma reads a body, then item by item); an item that is not a text fails
+// alone, naming its field.
+func TestKnowledgeBatchTextBodies(t *testing.T) {
+	t.Parallel()
+	b := kbSetup(t, drivers()[0].open)
+	alice, _ := b.user("kbv-alice")
+	text := map[string]any{"text": "The egret waits at the edge of the reeds.", "source_name": "egrets", "visibility": "private"}
+	many := make([]any, 101)
+	for i := range many {
+		many[i] = text
+	}
+	for _, c := range []struct {
+		name    string
+		body    any
+		message string // "": 200
+		details bool
+	}{
+		{"no items", map[string]any{"items": []any{}}, "items: must hold at least 1 items", true},
+		{"over 100 items", map[string]any{"items": many}, "items: must hold at most 100 items", true},
+		{"over 100 items, one bad", map[string]any{"items": append([]any{5}, many[1:]...)}, "items: must hold at most 100 items", true},
+		{"items missing", map[string]any{"texts": []any{text}}, "items: is required", true},
+		{"items null", `{"items":null}`, "items: must be of type array", true},
+		{"items an object", map[string]any{"items": text}, "items: must be of type array", true},
+		{"a body that is no object", []any{text}, "must be of type object", false},
+		{"malformed", `{"items":[{"text":"x"}`, "Malformed JSON body", false},
+		{"data after the body", `{"items":[{"text":"x"}]} x`, "Malformed JSON body: data after the JSON value", false},
+	} {
+		r := b.do("POST", "/api/knowledge/batch/text", alice, c.body)
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != 400 || r.code() != "VALIDATION_ERROR" || e["message"] != c.message || (e["details"] != nil) != c.details {
+			t.Errorf("%s: %d %s, want 400 VALIDATION_ERROR %q (details: %v)", c.name, r.status, r.raw, c.message, c.details)
+		}
+	}
+	a := readBatch(t, b.do("POST", "/api/knowledge/batch/text", alice, map[string]any{"items": []any{
+		text, map[string]any{"text": 5}, nil, "a string"}}))
+	if len(a.docs) != 1 || a.docs[0]["index"] != 0.0 || len(a.failed) != 3 {
+		t.Fatalf("documents %v, failed %v; want item 0 written and items 1 to 3 failed", a.docs, a.failed)
+	}
+	for i, want := range []string{"text: must be of type string", "text: is required", "item must be an object"} {
+		if msg, _ := a.failed[i]["error"].(string); a.failed[i]["index"] != float64(i+1) || !strings.HasPrefix(msg, want) {
+			t.Errorf("failed[%d] = %v, want item %d: %q", i, a.failed[i], i+1, want)
+		}
+	}
+}

@@ -146,6 +146,10 @@ type op struct {
 	// Form documents a multipart/form-data body its handler reads itself (an input whose RawBody
 	// is a multipart.Form, which huma documents as any form).
 	Form *huma.Schema
+	// JSON documents, as the schema of this type, a JSON body its handler decodes itself
+	// (requestBody, then validBody): huma neither decodes nor validates it. Only where decoding
+	// the body costs (batch/text: kbBatchText says why); any other input has a Body.
+	JSON reflect.Type
 }
 
 // register declares one operation whose handler takes its validated input and returns its answer.
@@ -162,6 +166,13 @@ func register[I, O any](api huma.API, o op, handler func(context.Context, *I) (*
 	if o.Form != nil {
 		hop.RequestBody = &huma.RequestBody{Required: true,
 			Content: map[string]*huma.MediaType{"multipart/form-data": {Schema: o.Form}}}
+	}
+	if o.JSON != nil {
+		reg := api.OpenAPI().Components.Schemas
+		hop.RequestBody = &huma.RequestBody{Required: true,
+			Content: map[string]*huma.MediaType{"application/json": {Schema: reg.Schema(o.JSON, true, "")}}}
+		hop.SkipValidateBody = true
+		hop.Metadata[metaRegistry] = reg // for validBody
 	}
 	huma.Register(api, *hop, func(ctx context.Context, in *I) (*O, error) {
 		out, err := handler(ctx, in)
@@ -207,6 +218,9 @@ const (
 	metaAlso   = "reelforge-also"
 	metaRaw    = "reelforge-raw"
 	metaSec    = "reelforge-security"
+	// metaRegistry is the schema registry of an operation with an op.JSON body: validBody
+	// resolves the body schema's references in it.
+	metaRegistry = "reelforge-registry"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -535,6 +549,30 @@ func requestBody(ctx context.Context) []byte {
 		return fc.c.Body()
 	}
 	return nil
+}
+
+// validBody checks body, the JSON value of the request body of an operation declared with op.JSON
+// (or a stand-in of the same shape), against the body's schema, as huma checks every other body:
+// a body that does not validate is the same error as on any route (contractError).
+func validBody(ctx context.Context, body any) error {
+	fc, _ := ctx.Value(fiberContextKey{}).(*fiberContext)
+	reg, _ := fc.op.Metadata[metaRegistry].(huma.Registry)
+	if reg == nil {
+		panic("api: validBody on an operation declared without op.JSON")
+	}
+	pb := huma.NewPathBuffer(make([]byte, 0, 64), 0)
+	pb.Push("body")
+	res := &huma.ValidateResult{}
+	huma.Validate(reg, fc.op.RequestBody.Content["application/json"].Schema, pb, huma.ModeWriteToServer, body, res)
+	if len(res.Errors) > 0 {
+		return contractError(http.StatusUnprocessableEntity, "validation failed", res.Errors)
+	}
+	return nil
+}
+
+// malformedBody is the error of a request body that is not JSON, as huma's for any other body.
+func malformedBody(err error) error {
+	return contractError(http.StatusBadRequest, "", []error{&huma.ErrorDetail{Location: "body", Message: err.Error()}})
 }
 
 // fiberCtx is the Fiber request of a typed handler (a file route's path, which holds its key).
