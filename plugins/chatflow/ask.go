@@ -115,9 +115,9 @@ type prediction struct {
 // {question, chatId?, overrideConfig: {sessionId?, vars?, ...}}, with the API key as a Bearer
 // token). When the tool is not configured, is down, refuses (its own message kept in the reason),
 // answers non-2xx after the retries (a 4xx but 408 and 429 is not retried), or answers neither text
-// nor json, it answers from a local prompt template over search (the model of opts.GenerateFunc when
-// one answers, else an extractive answer of the best sentences, each cited by number; NoBasis
-// without hits) and reports degraded = true. The error is non-nil only when the question is empty
+// nor json (nor fields of the flow's own: ownFields), it answers from a local prompt template over
+// search (the model of opts.GenerateFunc when one answers, else an extractive answer of the best
+// sentences, each cited by number; NoBasis without hits) and reports degraded = true. The error is non-nil only when the question is empty
 // (VALIDATION_ERROR), ctx ended, or the fallback itself failed (CHATFLOW_ERROR).
 func Ask(ctx context.Context, opts Options, q Question, search SearchFunc) (Answer, bool, error) {
 	opts = opts.WithDefaults()
@@ -269,6 +269,9 @@ func predict(ctx context.Context, opts Options, q Question) (Answer, error) {
 		if err := json.Unmarshal(ans.Body, &p); err != nil {
 			return Answer{}, errcode.E("chatflow.predict", errcode.Chatflow, "the chatflow tool answered without JSON", err)
 		}
+		if strings.TrimSpace(p.Text) == "" && p.JSON == nil {
+			p.JSON = ownFields(ans.Body)
+		}
 		text := strings.TrimSpace(p.Text)
 		if text == "" {
 			text = jsonText(p.JSON)
@@ -288,6 +291,28 @@ func predict(ctx context.Context, opts Options, q Question) (Answer, error) {
 		return a, nil
 	}
 	return Answer{}, last
+}
+
+// flowiseKeys are the fields Flowise adds to every prediction's answer, beside the flow's own.
+var flowiseKeys = []string{"text", "json", "question", "chatId", "chatMessageId", "sessionId", "isStreamValid",
+	"memoryType", "sourceDocuments", "usedTools", "fileAnnotations", "agentReasoning", "artifacts",
+	"followUpPrompts", "executionId", "agentFlowExecutedData", "action", "flowVariables"}
+
+// ownFields is the flow's own part of an answer with neither text nor json, nil when there is
+// none: an ending Custom JS Function node that returns an object has Flowise 3 spread its fields
+// into the answer itself ({"answer": "...", "question": ..., "chatId": ...}).
+func ownFields(body []byte) map[string]any {
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return nil
+	}
+	for _, k := range flowiseKeys {
+		delete(m, k)
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // refused says whether the tool turned the request itself down, so that asking again cannot help:

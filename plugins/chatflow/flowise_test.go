@@ -39,6 +39,7 @@ const (
 	flowKB     = "3f1c2a9e-7d4b-4c7e-9a51-2b8e6f0d1c11" // a plain chatflow with memory
 	flowKeyed  = "8a0e5b7c-1f2d-4e3a-b6c9-0d7e4f1a2b33" // requires the API key
 	flowJSON   = "c5d4e3f2-a1b0-4c9d-8e7f-6a5b4c3d2e44" // structured output
+	flowObject = "d6e5f4a3-b2c1-4d0e-9f8a-7b6c5d4e3f55" // an ending Custom JS Function returning an object
 	flowiseErr = `{"statusCode":%d,"success":false,"message":%q,"stack":{}}`
 )
 
@@ -67,7 +68,7 @@ func (f *flowise) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, flowiseErr, status, msg)
 	}
 	switch id {
-	case flowKB, flowJSON:
+	case flowKB, flowJSON, flowObject:
 	case flowKeyed:
 		if r.Header.Get("Authorization") != "Bearer "+f.key {
 			fail(http.StatusInternalServerError, "Error: predictionsServices.buildChatflow - Unauthorized")
@@ -97,9 +98,13 @@ func (f *flowise) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	turn := f.sessions[session]
 	f.mu.Unlock()
 	ans := map[string]any{"question": body["question"], "chatId": session, "chatMessageId": "m-" + session, "sessionId": session}
-	if id == flowJSON {
+	switch id {
+	case flowJSON:
 		ans["json"] = map[string]any{"answer": "Cold brew steeps for twelve hours.", "confidence": 0.9}
-	} else {
+	case flowObject:
+		// Flowise 3.1.4 spreads the object into the answer, beside its own fields (seen on a real one).
+		ans["answer"], ans["steeps_hours"], ans["isStreamValid"] = "Cold brew steeps for twelve hours.", 12, false
+	default:
 		ans["text"] = fmt.Sprintf("Turn %d: cold brew steeps for twelve hours.", turn)
 		ans["sourceDocuments"] = []any{map[string]any{"pageContent": "Cold brew steeps for twelve hours.", "metadata": map[string]any{"source": "coffee.md"}}}
 	}
@@ -232,6 +237,12 @@ func TestFlowiseKeyAndJSON(t *testing.T) {
 	}
 	if out := a.Map(); out["json"] == nil {
 		t.Errorf("outputs = %v, want the json kept", out)
+	}
+	// A Custom JS Function that returns an object: its fields are the json, Flowise's are not.
+	a, degraded, err = chatflow.Ask(t.Context(), opts, chatflow.Question{Text: "q", ChatflowID: flowObject}, nil)
+	want := map[string]any{"answer": "Cold brew steeps for twelve hours.", "steeps_hours": float64(12)}
+	if err != nil || degraded || a.Text != "Cold brew steeps for twelve hours." || !cmp.Equal(a.JSON, want) || a.SessionID == "" {
+		t.Errorf("object-returning flow: Ask() = %+v, degraded %t, %v; want its fields %v as the json, and its session", a, degraded, err, want)
 	}
 }
 
