@@ -56,10 +56,9 @@ var openAPIDoc struct {
 	err  error
 }
 
-// OpenAPI returns the OpenAPI 3.1 document of the API (GET /api/openapi.json): the typed
-// operations as huma documents them from their types, and the operations of apidoc's table (the
-// families not typed yet), in one document. It panics when the two disagree (a route documented
-// twice): a programming error every test meets.
+// OpenAPI returns the OpenAPI 3.1 document of the API (GET /api/openapi.json): every operation as
+// huma documents it from its types, with what the contract says of every operation (apidoc), in
+// one document. It panics when a route is documented twice: a programming error every test meets.
 func OpenAPI() []byte {
 	openAPIDoc.once.Do(func() {
 		typed, public, signed := newTypedAPI(nil, ""), newTypedAPI(nil, ""), newTypedAPI(nil, "")
@@ -90,10 +89,7 @@ type securedAPI struct {
 // authenticated group's or none), with what the contract says of every operation, to apidoc's
 // document.
 func buildOpenAPI(typed []securedAPI) ([]byte, error) {
-	doc, err := apidoc.Build()
-	if err != nil {
-		return nil, err
-	}
+	doc := apidoc.Build()
 	paths := doc["paths"].(apidoc.M)
 	for _, t := range typed {
 		api := t.api
@@ -127,13 +123,12 @@ func buildOpenAPI(typed []securedAPI) ([]byte, error) {
 			}
 			for method, op := range item {
 				if _, dup := have[method]; dup {
-					return nil, fmt.Errorf("api: openapi: %s %s is both typed and in apidoc's table", method, path)
+					return nil, fmt.Errorf("api: openapi: %s %s documented twice", method, path)
 				}
 				have[method] = op
 			}
 		}
-		// The records typed operations answer (Project, Task, ...) are documented from their Go
-		// types; apidoc's table refers to them by the same names.
+		// The records the operations answer (Project, Task, ...), documented from their Go types.
 		maps.Copy(doc["components"].(apidoc.M)["schemas"].(apidoc.M), part.Components.Schemas)
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")

@@ -3,7 +3,6 @@ package apidoc
 import (
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,30 +21,11 @@ var tags = []M{
 	{"name": "Admin", "description": "Service credentials (API keys), for admins."},
 }
 
-var paramPattern = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
-
-// OpenAPIPath turns a Fiber path (/api/projects/:id) into an OpenAPI one (/api/projects/{id}).
-func OpenAPIPath(p string) string { return paramPattern.ReplaceAllString(p, "{$1}") }
-
-// Build returns the OpenAPI 3.1 document of the operations of Ops, with the components every
-// operation refers to (error responses, headers, security schemes). host/api adds the typed
-// operations huma documents to it and serves the whole.
-func Build() (M, error) {
-	paths := M{}
-	for _, op := range Ops() {
-		p := OpenAPIPath(op.Path)
-		item, _ := paths[p].(M)
-		if item == nil {
-			item = M{}
-			paths[p] = item
-		}
-		m := strings.ToLower(op.Method)
-		if _, dup := item[m]; dup {
-			return nil, fmt.Errorf("apidoc: %s %s documented twice", op.Method, op.Path)
-		}
-		item[m] = operation(op)
-	}
-	doc := M{
+// Build returns the OpenAPI 3.1 document without its operations: its description, tags and the
+// components every operation refers to (error responses, headers, security schemes). host/api
+// adds the operations huma documents to it and serves the whole.
+func Build() M {
+	return M{
 		"openapi": "3.1.0",
 		"info": M{
 			"title":       "Reelforge API",
@@ -54,7 +34,7 @@ func Build() (M, error) {
 		},
 		"servers": []any{M{"url": "http://127.0.0.1:3001", "description": "a host on its default port"}},
 		"tags":    tags,
-		"paths":   paths,
+		"paths":   M{},
 		"components": M{
 			"schemas":         withErrorCode(schemas()),
 			"responses":       errorResponses(),
@@ -63,61 +43,6 @@ func Build() (M, error) {
 			"securitySchemes": securitySchemes(),
 		},
 	}
-	return doc, nil
-}
-
-func operation(op Op) M {
-	o := M{
-		"operationId": OperationID(op.Method, op.Path),
-		"tags":        []any{op.Tag},
-		"summary":     op.Summary,
-	}
-	if op.Desc != "" {
-		o["description"] = op.Desc
-	}
-	switch op.Sec {
-	case Public:
-		o["security"] = []any{}
-	case Bearer:
-		o["security"] = []any{M{"bearerAuth": []any{}}}
-	case Callback:
-		o["security"] = []any{M{"callbackSignature": []any{}}}
-	case File:
-		o["security"] = []any{M{"bearerAuth": []any{}}, M{"signedURL": []any{}}}
-	}
-	var params []any
-	for _, m := range paramPattern.FindAllStringSubmatch(op.Path, -1) {
-		params = append(params, M{"name": m[1], "in": "path", "required": true, "schema": M{"type": "string"}})
-	}
-	for _, p := range op.Query {
-		q := M{"name": p.Name, "in": p.In, "schema": p.Schema}
-		if p.Required {
-			q["required"] = true
-		}
-		if p.Desc != "" {
-			q["description"] = p.Desc
-		}
-		params = append(params, q)
-	}
-	if TakesIdempotencyKey(op.Method, op.Sec) {
-		params = append(params, M{"$ref": IdempotencyKeyRef})
-	}
-	if len(params) > 0 {
-		o["parameters"] = params
-	}
-	switch {
-	case op.Body != nil:
-		o["requestBody"] = M{"required": !op.OptionalBody, "content": M{"application/json": M{"schema": op.Body}}}
-	case op.Form != nil:
-		o["requestBody"] = M{"required": true, "content": M{"multipart/form-data": M{"schema": op.Form}}}
-	}
-	responses := M{strconv.Itoa(op.Status): success(op)}
-	for _, st := range ErrorStatuses(ErrorsOf{Method: op.Method, Path: op.Path, Sec: op.Sec,
-		HasBody: op.Body != nil || op.Form != nil, Extra: op.Errors}) {
-		responses[strconv.Itoa(st)] = M{"$ref": ErrorResponseRef(st)}
-	}
-	o["responses"] = responses
-	return o
 }
 
 // OperationID names an operation by its method and path (Fiber or OpenAPI syntax): get_api_projects_id.
@@ -141,34 +66,6 @@ func ErrorResponseRef(status int) string { return "#/components/responses/" + er
 // SuccessHeaders are the headers of every success answer.
 func SuccessHeaders() M {
 	return M{"X-Request-Id": M{"$ref": "#/components/headers/X-Request-Id"}, "X-API-Version": M{"$ref": "#/components/headers/X-API-Version"}}
-}
-
-var okTrue = M{"const": true}
-
-func success(op Op) M {
-	headers := SuccessHeaders()
-	desc := http.StatusText(op.Status)
-	var body M
-	media := "application/json"
-	switch op.Kind {
-	case Data:
-		props := M{"success": okTrue, "data": op.Resp}
-		if inner, ok := op.Resp["properties"].(M); ok {
-			for k, v := range inner { // the short form: data's keys at the top level too
-				props[k] = v
-			}
-		}
-		body = M{"type": "object", "required": []any{"success", "data"}, "properties": props,
-			"description": "`{success: true, data: {...}}`; the keys of data are repeated at the top level"}
-	case List:
-		body = obj("success!", okTrue, "data!", arr(op.Resp), "total!", integer("matching records"), "page!", integer(""), "limit!", integer(""))
-	case Raw:
-		body = op.Resp
-		if mt, ok := op.Resp["contentMediaType"].(string); ok {
-			media = mt
-		}
-	}
-	return M{"description": desc, "headers": headers, "content": M{media: M{"schema": body}}}
 }
 
 // ErrorsOf is what decides an operation's error answers.

@@ -1,14 +1,10 @@
-// Package apidoc documents, in a table (routes.go), the operations of the host's HTTP API that are
-// not declared as typed operations yet (host/api/operations.go, where a route's types are its
-// documentation): each with its request, its success answer in the envelope of
-// shared/spec/DECISIONS.md, its error answers (the codes and statuses come from sdk/errcode's
-// catalogue) and its security. It also holds what every operation of the document refers to: the
-// error responses, the standard headers and the security schemes. host/api adds the typed
-// operations to Build's document and serves the whole at GET /api/openapi.json; a test keeps the
-// document and the routes the host registers in step.
-//
-// A new route is declared as a typed operation, not added here; this table shrinks as the
-// families move (docs/api.md).
+// Package apidoc holds what every operation of the host's OpenAPI document refers to and huma
+// does not write from the operations' types (host/api/operations.go): the error envelope and its
+// answers by HTTP status (the codes and statuses come from sdk/errcode's catalogue), the standard
+// headers, the Idempotency-Key parameter, the security schemes, and which of them an operation
+// gets (ErrorStatuses, TakesIdempotencyKey). host/api adds its operations to Build's document and
+// serves the whole at GET /api/openapi.json; a test keeps the document and the routes the host
+// registers in step. A route is declared as a typed operation: nothing of it is written here.
 package apidoc
 
 // M is a JSON object of the document.
