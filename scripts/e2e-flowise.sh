@@ -26,7 +26,8 @@
 #                       the exchanges, plus a few refusals, are written there (secrets replaced);
 #                       plugins/chatflow/testdata/flowise/exchanges.json is recorded so
 #
-# First run: 5 to 10 minutes and about 3 GB (npm install); later runs reuse the cache. Flowise
+# First run: 5 to 20 minutes and about 3 GB (npm install, then the sqlite3 rebuild: 18 minutes on a
+# loaded 2-core machine with empty npm caches); later runs reuse the cache. Flowise
 # takes 30-90 s to start.
 set -euo pipefail
 
@@ -58,7 +59,7 @@ export PATH="$NODE_BIN:$PATH"
 # 2. Flowise. Its install scripts fetch and build things it does not need here (and fail without
 # a toolchain); sqlite3's native binding is the one it needs, rebuilt on its own.
 if [[ ! -f "$INSTALLED_MARK" ]]; then
-  log "installing flowise@$FLOWISE_VERSION into $APP_DIR (5-10 minutes)"
+  log "installing flowise@$FLOWISE_VERSION into $APP_DIR (5-20 minutes)"
   mkdir -p "$APP_DIR"
   echo "{ \"name\": \"reelforge-flowise-e2e\", \"private\": true, \"dependencies\": { \"flowise\": \"$FLOWISE_VERSION\" } }" >"$APP_DIR/package.json"
   (cd "$APP_DIR" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts && npm rebuild sqlite3 >/dev/null)
