@@ -150,9 +150,9 @@ func (e *Engine) runLangGraph(ctx context.Context, h engine.Host, req *engine.Ru
 		e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
 	}
 
-	streamErr := ""
+	streamErr, progress := "", 10.0
 	if how != lgAdopt {
-		streamErr, err = e.follow(ctx, h, req.RunID, tid, run.RunID)
+		streamErr, err = e.follow(ctx, h, req.RunID, tid, run.RunID, &progress)
 	}
 	if ctx.Err() != nil {
 		e.lgCancel(tid, run.RunID)
@@ -176,6 +176,11 @@ func (e *Engine) runLangGraph(ctx context.Context, h engine.Host, req *engine.Ru
 		aw := interrupted(st)
 		summary.Status, summary.CompletedAt = engine.StepPending, nil
 		e.report(ctx, h, req.RunID, summary)
+		// The run waits at the node that interrupted, which never reported an update: it is the
+		// current step (as a node run's human step is), not the node before it.
+		if err := h.ReportProgress(ctx, req.RunID, progress, aw.StepID); err != nil {
+			e.opts.Logger.Warn("host refused the progress", "run_id", req.RunID, "error", err)
+		}
 		return &engine.RunResult{Status: engine.StatusPaused, Outputs: st.Values, Awaiting: aw}, nil
 	case run.Status == "success":
 		summary.Status = engine.StepCompleted
@@ -323,9 +328,8 @@ func interrupted(st lgState) *engine.Awaiting {
 
 // follow reads the run's stream (from its first event) until it ends, reporting each node's update
 // as a completed trace step; it answers the message of an error event, if any. A stream cut before
-// the run ended is joined again.
-func (e *Engine) follow(ctx context.Context, h engine.Host, runID, tid, lgRunID string) (string, error) {
-	progress := 10.0
+// the run ended is joined again. *progress is the run's progress, moved at each node.
+func (e *Engine) follow(ctx context.Context, h engine.Host, runID, tid, lgRunID string, progress *float64) (string, error) {
 	seen := map[string]bool{}
 	// The stream says when a node ended, not when it began: a node's step starts when the update
 	// before it came (a chain of nodes: exactly its own time; parallel branches: at most theirs).
@@ -355,8 +359,8 @@ func (e *Engine) follow(ctx context.Context, h engine.Host, runID, tid, lgRunID 
 					Status: engine.StepCompleted, Engine: Name, StartedAt: &began, CompletedAt: &at, DurationMS: &d,
 					Inputs: map[string]any{"thread_id": tid}, Outputs: out})
 				since = at
-				progress = min(progress+(90-progress)/3, 90)
-				if err := h.ReportProgress(ctx, runID, progress, node); err != nil {
+				*progress = min(*progress+(90-*progress)/3, 90)
+				if err := h.ReportProgress(ctx, runID, *progress, node); err != nil {
 					e.opts.Logger.Warn("host refused the progress", "run_id", runID, "error", err)
 				}
 			}

@@ -95,6 +95,10 @@ var lgScenarios = []lgScenario{{
 				t.Errorf("trace lacks the graph node %q: %v", want, steps)
 			}
 		}
+		// While paused, the current step is the node that interrupted, at the progress reached.
+		if pr := h.Progress(); len(pr) < 2 || pr[len(pr)-1].CurrentStep != "human_review" || pr[len(pr)-1].Progress < pr[len(pr)-2].Progress {
+			t.Errorf("progress reports = %+v; want the last at human_review, not going back", pr)
+		}
 		// A node's step has its own start, never after its end (the stream tells only the end).
 		for _, s := range h.Steps() {
 			if s.Agent == "graph_node" && (s.StartedAt == nil || s.CompletedAt == nil || s.CompletedAt.Before(*s.StartedAt) || s.DurationMS == nil) {
