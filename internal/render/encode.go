@@ -52,23 +52,26 @@ func (q Quality) shortSide() int {
 }
 
 // encoder is libx264's settings of a quality. Chosen by measurement (make bench, BENCHMARKS.md's
-// render row: encode time, size and SSIM of the bench's 1080x1920 video at each candidate):
+// render section: encode CPU, size and SSIM against a lossless reference at each candidate):
 //
 //   - x264's ultrafast preset is the only one that keeps a 30 s 1080x1920 video within 10 s on two
 //     cores: superfast takes about 1.6 times as long, veryfast twice.
 //   - ultrafast turns CABAC and the 8x8 transform off, which makes the stream Constrained
 //     Baseline. Turning both back on (the High profile the platforms expect) costs a few per cent
-//     of encode time and saves about a fifth of the size at the same CRF and SSIM.
-//   - CRF 23 (x264's default) rather than the draft's 26: at 1080p the panned photos' detail is
-//     what a viewer sees; CRF 20 nearly doubles the size and the time for an SSIM gain a phone
-//     screen does not show.
+//     of encode time and saves about a fifth of the size at the same quantiser and SSIM.
+//   - A constant quantiser (QP), not CRF: CRF's rate control analyses every frame at a quarter of
+//     its size first (x264's lookahead thread), a quarter of ultrafast's whole encode. Without it,
+//     QP 19 gives the size and SSIM of CRF 23 (x264's default) at 1080p, and QP 22 a smaller file
+//     with a higher SSIM than the draft's former CRF 26 at 720p. Ultrafast has neither adaptive
+//     quantisation nor macroblock trees, so CRF's per-frame choice was all it added.
 //
-// A draft keeps what renders used before 1080p: ultrafast at CRF 26, 720p.
+// A draft keeps 720p at 25 fps, with its own quantiser.
 func (q Quality) encoder() []string {
+	qp := "19"
 	if q == QualityDraft {
-		return []string{"-c:v", "libx264", "-preset", "ultrafast", "-crf", "26", "-profile:v", "high", "-x264-params", "cabac=1:8x8dct=1"}
+		qp = "22"
 	}
-	return []string{"-c:v", "libx264", "-preset", "ultrafast", "-crf", "23", "-profile:v", "high", "-x264-params", "cabac=1:8x8dct=1"}
+	return []string{"-c:v", "libx264", "-preset", "ultrafast", "-qp", qp, "-profile:v", "high", "-x264-params", "cabac=1:8x8dct=1"}
 }
 
 // AudioRate is the sample rate of rendered audio (AAC at 48 kHz, what the platforms deliver).
