@@ -10,8 +10,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Speech is a narration to render with espeak-ng.
@@ -110,20 +113,30 @@ func (s *Speech) speak(ctx context.Context, sentences []string, speed int) (*Spo
 		return nil, fmt.Errorf("render: working folder: %w", err)
 	}
 	defer os.RemoveAll(work)
+	// The sentences are spoken side by side, one espeak-ng run per core: each is a short run of
+	// its own (about 30 ms), and a creator waits for all of them before the render starts.
+	wavs := make([]string, len(sentences))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.NumCPU())
+	for i, text := range sentences {
+		txt := filepath.Join(work, fmt.Sprintf("s%03d.txt", i))
+		wavs[i] = filepath.Join(work, fmt.Sprintf("s%03d.wav", i))
+		g.Go(func() error {
+			if err := os.WriteFile(txt, []byte(text), 0o600); err != nil {
+				return fmt.Errorf("render: write sentence: %w", err)
+			}
+			return s.Tools.Run(gctx, "espeak-ng", "-v", s.Voice, "-s", strconv.Itoa(speed), "-w", wavs[i], "-f", txt)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	var format []byte
 	var data bytes.Buffer
 	var byteRate float64
 	out := &Spoken{Voice: s.Voice, Speed: speed}
 	for i, text := range sentences {
-		txt := filepath.Join(work, fmt.Sprintf("s%03d.txt", i))
-		wav := filepath.Join(work, fmt.Sprintf("s%03d.wav", i))
-		if err := os.WriteFile(txt, []byte(text), 0o600); err != nil {
-			return nil, fmt.Errorf("render: write sentence: %w", err)
-		}
-		if err := s.Tools.Run(ctx, "espeak-ng", "-v", s.Voice, "-s", strconv.Itoa(speed), "-w", wav, "-f", txt); err != nil {
-			return nil, err
-		}
-		f, pcm, err := readWAV(wav)
+		f, pcm, err := readWAV(wavs[i])
 		if err != nil {
 			return nil, fmt.Errorf("render: espeak-ng wrote no usable WAV: %w", err)
 		}
