@@ -205,6 +205,10 @@ func (o op) operation() *huma.Operation {
 		Description:   o.Desc,
 		DefaultStatus: o.Status,
 		Metadata:      map[string]any{metaErrors: o.Errors, metaBefore: o.Before},
+		// No limit of huma's (1 MiB by default, a 413 past it): limitBodies has bounded the body
+		// by BODY_LIMIT_BYTES (the uploads' by UPLOAD_LIMIT_BYTES) before huma reads it, and that
+		// setting is the one limit.
+		MaxBodyBytes: -1,
 	}
 	if hop.DefaultStatus == 0 {
 		hop.DefaultStatus = http.StatusOK
