@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -119,27 +120,42 @@ func (v *Video) CoverTimes() []float64 {
 	return out
 }
 
-// coverFrame is a candidate frame of the cover: the video's frame at a time, and the JPEG the
-// picture's run writes of it.
+// coverFrame is a candidate frame of the cover: the video's frame at a time, and the JPEG written
+// of it.
 type coverFrame struct {
 	at   float64
 	file string
 }
 
-// coverFrames are the candidates of v's cover (CoverTimes: the frame at or just after each time)
-// and the filter that picks them from the picture's frames, in order, for an image2 output
-// "cover-%d.jpg" in work.
-func (v *Video) coverFrames(work string) ([]coverFrame, string) {
+// coverFrames are the candidates of v's cover in work (CoverTimes: the frame at or just after each
+// time), at their frames' own times.
+func (v *Video) coverFrames(work string) []coverFrame {
 	fps := float64(v.Quality.FPS())
 	last := max(int(math.Round(v.Duration*fps))-1, 0)
 	var out []coverFrame
-	var picks []string
 	for _, at := range v.CoverTimes() {
 		n := min(int(math.Ceil(at*fps-1e-6)), last)
 		out = append(out, coverFrame{at: float64(n) / fps, file: filepath.Join(work, fmt.Sprintf("cover-%d.jpg", len(out)+1))})
-		picks = append(picks, fmt.Sprintf("eq(n,%d)", n))
 	}
-	return out, "select='" + strings.Join(picks, "+") + "'"
+	return out
+}
+
+// writeCover writes the candidates' JPEGs from the picture, whose encoder made each of them a
+// keyframe, in one ffmpeg run, and then picks the cover (pickCover). Each input is sought to just
+// after its keyframe without accurate seeking, so the run starts at that keyframe and decodes
+// one frame of it.
+func (v *Video) writeCover(ctx context.Context, picture string, candidates []coverFrame) error {
+	args := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin"}
+	for _, c := range candidates {
+		args = append(args, "-noaccurate_seek", "-ss", ff(c.at+0.25/float64(v.Quality.FPS())), "-i", picture)
+	}
+	for i, c := range candidates {
+		args = append(args, "-map", fmt.Sprintf("%d:v", i), "-frames:v", "1", "-q:v", "3", "-update", "1", c.file)
+	}
+	if err := v.Tools.Run(ctx, "ffmpeg", args...); err != nil {
+		return err
+	}
+	return v.pickCover(candidates)
 }
 
 // pickCover writes v.Cover from the first candidate that is not dark; when every one is, the

@@ -539,3 +539,54 @@ func TestRenderCoverSkipsDarkFrames(t *testing.T) {
 		t.Errorf("cover taken at %v s, want after the clip's dark first 6 s", res["thumbnail_at"])
 	}
 }
+
+// TestRenderCoverIsTheVideosFrame: the cover is the video's own frame at thumbnail_at, not its
+// neighbour. The clip's brightness steps every frame, so a frame off shows in the mean luma.
+func TestRenderCoverIsTheVideosFrame(t *testing.T) {
+	t.Parallel()
+	needTools(t, "ffmpeg", "ffprobe")
+	b := setupLocal(t, map[string]string{"run-a": "user"})
+	folder := filepath.Join(b.dir, "assets", "user-run-a")
+	if err := os.MkdirAll(folder, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	// Luma 40 + 3 per frame at 30 fps: neighbouring frames differ by 3 levels.
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+		"color=c=gray:s=640x360:r=30:d=8,format=yuv420p,geq=lum='40+3*N':cb=128:cr=128", "-c:v", "libx264", "-qp", "0", "-pix_fmt", "yuv420p",
+		filepath.Join(folder, "ramp.mp4")).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip: %v %s", err, out)
+	}
+	res := b.run(t, &engine.Job{JobID: "v-ramp", RunID: "run-a", Type: engine.JobVideogen,
+		Request: json.RawMessage(`{"script":"A room grows brighter.","duration":6,"transition":"cut","media":["assets/user-run-a/ramp.mp4"]}`)})
+	at, _ := res["thumbnail_at"].(float64)
+	video := filepath.Join(b.dir, filepath.FromSlash(res["file_path"].(string)))
+	coverLuma := sampledTop(picture(t, fileOf(b.dir, res["thumbnail_url"].(string)), "jpeg"))
+	frameLuma := func(sec float64) float64 {
+		png := filepath.Join(t.TempDir(), "frame.png")
+		if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-i", video, "-ss", strconv.FormatFloat(sec, 'f', 4, 64),
+			"-frames:v", "1", png).CombinedOutput(); err != nil {
+			t.Fatalf("frame at %v: %v %s", sec, err, out)
+		}
+		return sampledTop(picture(t, png, "png"))
+	}
+	// A time a little before a frame's own picks that frame (the first at or after it).
+	own, before, after := frameLuma(at-0.4/30), frameLuma(at-1.4/30), frameLuma(at+0.6/30)
+	if math.Abs(coverLuma-own) > 1.2 || math.Abs(coverLuma-before) < 1.5 || math.Abs(coverLuma-after) < 1.5 {
+		t.Errorf("cover at %v s has luma %.1f; the video's frame there %.1f, the one before %.1f, after %.1f", at, coverLuma, own, before, after)
+	}
+}
+
+// sampledTop is the mean luma of the top fifth of img, above any caption.
+func sampledTop(img image.Image) float64 {
+	r := img.Bounds()
+	var sum float64
+	n := 0
+	for y := r.Min.Y + 8; y < r.Min.Y+r.Dy()/5; y += 4 {
+		for x := r.Min.X + 8; x < r.Max.X-8; x += 4 {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			sum += (0.299*float64(cr) + 0.587*float64(cg) + 0.114*float64(cb)) / 257
+			n++
+		}
+	}
+	return sum / float64(max(n, 1))
+}
