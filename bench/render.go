@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -44,12 +43,14 @@ func benchRender(ctx context.Context, o *options) error {
 	if err := os.MkdirAll(folder, 0o750); err != nil {
 		return err
 	}
-	// The material, made before the clock starts: three photos of a phone's size and a clip.
+	// The material, made before the clock starts: three photos of a phone's size and a clip, in
+	// this order (the run's media order is its shots' order: a different order is another video).
 	var media []any
-	for name, src := range map[string]string{
-		"a.jpg": "testsrc2=s=3000x4000:d=1", "b.jpg": "mandelbrot=s=3000x4000", "c.jpg": "gradients=s=4000x3000:d=1",
-		"d.mp4": "testsrc=s=1280x720:r=30:d=6",
+	for _, m := range []struct{ name, src string }{
+		{"a.jpg", "testsrc2=s=3000x4000:d=1"}, {"b.jpg", "mandelbrot=s=3000x4000"}, {"c.jpg", "gradients=s=4000x3000:d=1"},
+		{"d.mp4", "testsrc=s=1280x720:r=30:d=6"},
 	} {
+		name, src := m.name, m.src
 		args := []string{"-y", "-loglevel", "error", "-f", "lavfi", "-i", src, "-frames:v", "1"}
 		if filepath.Ext(name) == ".mp4" {
 			args = []string{"-y", "-loglevel", "error", "-f", "lavfi", "-i", src, "-c:v", "libx264", "-pix_fmt", "yuv420p"}
@@ -131,7 +132,6 @@ func benchRender(ctx context.Context, o *options) error {
 	for _, m := range media {
 		paths = append(paths, m.(string))
 	}
-	sort.Strings(paths) // the three pictures, then the clip
 	return encoders(ctx, dir, paths)
 }
 
