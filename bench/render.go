@@ -153,7 +153,7 @@ func encoders(ctx context.Context, dir string, media []string) error {
 		graph = append(graph, fmt.Sprintf("[%d:v]scale=1404:2496:force_original_aspect_ratio=increase,crop=1404:2496,setsar=1,"+
 			"loop=loop=74:size=1:start=0,setpts=N/(30*TB),crop=1080:1920:x='(iw-ow)*n/75':y='(ih-oh)/2',format=yuv420p[s%d]", i, i))
 	}
-	graph = append(graph, "[3:v]crop=w='ih*9/16':h=ih,scale=1080:1920,fps=30,trim=duration=2.5,setpts=PTS-STARTPTS,format=yuv420p[s3]",
+	graph = append(graph, "[3:v]crop=w='ih*9/16':h=ih,scale=1080:1920,setsar=1,fps=30,trim=duration=2.5,setpts=PTS-STARTPTS,format=yuv420p[s3]",
 		"[s0][s1][s2][s3]concat=n=4:v=1:a=0,drawtext=text='Grind the beans just before you brew':fontsize=62:fontcolor=white:"+
 			"box=1:boxcolor=black@0.55:boxborderw=16:x=(w-text_w)/2:y=h*0.74")
 	args := []string{"-y", "-loglevel", "error"}
