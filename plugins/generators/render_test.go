@@ -519,15 +519,7 @@ func TestRenderCoverSkipsDarkFrames(t *testing.T) {
 	t.Parallel()
 	needTools(t, "ffmpeg", "ffprobe")
 	b := setupLocal(t, map[string]string{"run-a": "user"})
-	folder := filepath.Join(b.dir, "assets", "user-run-a")
-	if err := os.MkdirAll(folder, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
-		"color=c=0x10b010:s=640x360:r=25:d=12,fade=t=in:st=6:d=0.2", "-c:v", "libx264", "-pix_fmt", "yuv420p",
-		filepath.Join(folder, "dusk.mp4")).CombinedOutput(); err != nil {
-		t.Fatalf("make the clip: %v %s", err, out)
-	}
+	userClip(t, b, "dusk.mp4", "color=c=0x10b010:s=640x360:r=25:d=12,fade=t=in:st=6:d=0.2")
 	res := b.run(t, &engine.Job{JobID: "v-dusk", RunID: "run-a", Type: engine.JobVideogen,
 		Request: json.RawMessage(`{"script":"Night falls over the harbour.","duration":10,"media":["assets/user-run-a/dusk.mp4"]}`)})
 	cover := picture(t, fileOf(b.dir, res["thumbnail_url"].(string)), "jpeg")
@@ -546,16 +538,8 @@ func TestRenderCoverIsTheVideosFrame(t *testing.T) {
 	t.Parallel()
 	needTools(t, "ffmpeg", "ffprobe")
 	b := setupLocal(t, map[string]string{"run-a": "user"})
-	folder := filepath.Join(b.dir, "assets", "user-run-a")
-	if err := os.MkdirAll(folder, 0o750); err != nil {
-		t.Fatal(err)
-	}
 	// Luma 40 + 3 per frame at 30 fps: neighbouring frames differ by 3 levels.
-	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
-		"color=c=gray:s=640x360:r=30:d=8,format=yuv420p,geq=lum='40+3*N':cb=128:cr=128", "-c:v", "libx264", "-qp", "0", "-pix_fmt", "yuv420p",
-		filepath.Join(folder, "ramp.mp4")).CombinedOutput(); err != nil {
-		t.Fatalf("make the clip: %v %s", err, out)
-	}
+	userClip(t, b, "ramp.mp4", "color=c=gray:s=640x360:r=30:d=8,format=yuv420p,geq=lum='40+3*N':cb=128:cr=128")
 	res := b.run(t, &engine.Job{JobID: "v-ramp", RunID: "run-a", Type: engine.JobVideogen,
 		Request: json.RawMessage(`{"script":"A room grows brighter.","duration":6,"transition":"cut","media":["assets/user-run-a/ramp.mp4"]}`)})
 	at, _ := res["thumbnail_at"].(float64)
@@ -589,4 +573,18 @@ func sampledTop(img image.Image) float64 {
 		}
 	}
 	return sum / float64(max(n, 1))
+}
+
+// userClip makes a clip from an ffmpeg lavfi source in run-a's folder of the user's assets, encoded
+// without loss (a test reads its frames' levels).
+func userClip(t *testing.T, b *localBundle, name, source string) {
+	t.Helper()
+	folder := filepath.Join(b.dir, "assets", "user-run-a")
+	if err := os.MkdirAll(folder, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i", source, "-c:v", "libx264", "-qp", "0",
+		"-pix_fmt", "yuv420p", filepath.Join(folder, name)).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip %s: %v %s", name, err, out)
+	}
 }
