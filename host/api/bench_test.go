@@ -39,16 +39,7 @@ func BenchmarkGetProjects(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { benchGet(b, bare, "") })
 
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	cfg := config.Defaults()
-	cfg.JWTSecret = "bench-secret-bench-secret-bench-secret"
-	cfg.RateLimitUser = 1 << 30
-	svc := auth.New(st, cfg.JWTSecret, bcrypt.MinCost)
-	s := &api.Server{Config: &cfg, Store: st, Auth: svc, Log: slog.New(slog.DiscardHandler)}
+	s, st, svc := benchServer(b)
 	u := storetest.NewUser(b, st, "")
 	tok, err := svc.IssueAccess(u)
 	if err != nil {
@@ -61,6 +52,22 @@ func BenchmarkGetProjects(b *testing.B) {
 		}
 	}
 	b.Run("sqlite", func(b *testing.B) { benchGet(b, s.App(), tok) })
+}
+
+// benchServer is an API server on a new SQLite store (closed when b ends) with no rate limit,
+// and its store and auth service.
+func benchServer(b *testing.B) (*api.Server, *sqlitestore.Driver, *auth.Service) {
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	cfg := config.Defaults()
+	cfg.JWTSecret = "bench-secret-bench-secret-bench-secret"
+	cfg.DataDir = b.TempDir()
+	cfg.RateLimitUser = 1 << 30
+	svc := auth.New(st, cfg.JWTSecret, bcrypt.MinCost)
+	return &api.Server{Config: &cfg, Store: st, Auth: svc, Log: slog.New(slog.DiscardHandler)}, st, svc
 }
 
 func benchGet(b *testing.B, app *fiber.App, tok string) {
@@ -92,18 +99,8 @@ func benchGet(b *testing.B, app *fiber.App, tok string) {
 // listener, one call at a time: what the route costs besides the ingest is its decoding of the
 // body (kbBatchText). Every call's texts are new, so none is a duplicate.
 func BenchmarkBatchText(b *testing.B) {
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	cfg := config.Defaults()
-	cfg.JWTSecret = "bench-secret-bench-secret-bench-secret"
-	cfg.DataDir = b.TempDir()
-	cfg.RateLimitUser = 1 << 30
-	svc := auth.New(st, cfg.JWTSecret, bcrypt.MinCost)
-	s := &api.Server{Config: &cfg, Store: st, Auth: svc, Log: slog.New(slog.DiscardHandler), KB: kb.New(st, kb.Options{})}
+	s, st, svc := benchServer(b)
+	s.KB = kb.New(st, kb.Options{})
 	tok, err := svc.IssueAccess(storetest.NewUser(b, st, ""))
 	if err != nil {
 		b.Fatal(err)
