@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,30 +17,15 @@ import (
 	"github.com/reelforge/reelforge/host/plugins"
 	"github.com/reelforge/reelforge/host/runs"
 	"github.com/reelforge/reelforge/host/store"
+	"github.com/reelforge/reelforge/internal/flowisetest"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
-
-// flowiseExchange is one exchange of plugins/chatflow/testdata/flowise/exchanges.json, recorded
-// from a stock Flowise 3.1.4 by scripts/e2e-flowise.sh (FLOWISE_E2E_RECORD).
-type flowiseExchange struct {
-	Request struct {
-		Method        string         `json:"method"`
-		Path          string         `json:"path"`
-		Authorization string         `json:"authorization"`
-		Body          map[string]any `json:"body"`
-	} `json:"request"`
-	Response struct {
-		Status      int             `json:"status"`
-		ContentType string          `json:"content_type"`
-		Body        json.RawMessage `json:"body"`
-	} `json:"response"`
-}
 
 // flowiseReplay answers as the recorded Flowise did: the exchange with the request's method, path,
 // API key, question and chatId. It keeps the predictions' bodies for the test to read.
 type flowiseReplay struct {
 	key       string
-	exchanges []flowiseExchange
+	exchanges []flowisetest.Exchange
 	mu        sync.Mutex
 	asked     []map[string]any
 	problems  []string
@@ -57,20 +41,12 @@ func (rp *flowiseReplay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rp.asked = append(rp.asked, body)
 	}
 	for _, e := range rp.exchanges {
-		q := e.Request
 		// A refusal recorded without the key answers the same with it: Flowise checks the id first.
-		keyed := q.Authorization == auth || (q.Authorization == "" && e.Response.Status == http.StatusBadRequest)
-		if q.Method != r.Method || q.Path != r.URL.Path || !keyed || q.Body["question"] != body["question"] || q.Body["chatId"] != body["chatId"] {
+		keyed := e.Request.Authorization == auth || (e.Request.Authorization == "" && e.Response.Status == http.StatusBadRequest)
+		if !keyed || !e.Asks(r.Method, r.URL.Path, body) {
 			continue
 		}
-		w.Header().Set("Content-Type", e.Response.ContentType)
-		w.WriteHeader(e.Response.Status)
-		var text string
-		if json.Unmarshal(e.Response.Body, &text) == nil { // "pong" or a page: recorded as a string
-			_, _ = w.Write([]byte(text))
-		} else {
-			_, _ = w.Write(e.Response.Body)
-		}
+		e.Answer(w)
 		return
 	}
 	rp.problems = append(rp.problems, "no recorded exchange for "+r.Method+" "+r.URL.Path+" "+auth)
@@ -92,14 +68,7 @@ func TestFlowiseRunThroughTheHost(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build chatflow-plugin: %v\n%s", err, out)
 	}
-	raw, err := os.ReadFile(filepath.Join("..", "..", "plugins", "chatflow", "testdata", "flowise", "exchanges.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exchanges []flowiseExchange
-	if err := json.Unmarshal(raw, &exchanges); err != nil {
-		t.Fatal(err)
-	}
+	exchanges := flowisetest.Load(t, filepath.Join("..", "..", "plugins", "chatflow", "testdata", "flowise", "exchanges.json"))
 	// The recording's flow and the session of its second turn.
 	var flowID, session string
 	for _, e := range exchanges {

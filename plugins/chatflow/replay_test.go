@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,27 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/reelforge/reelforge/internal/flowisetest"
 	"github.com/reelforge/reelforge/internal/outbound"
 	"github.com/reelforge/reelforge/plugins/chatflow"
 )
-
-// exchange is one request to a stock Flowise 3.1.4 and its answer, as scripts/e2e-flowise.sh
-// records them (FLOWISE_E2E_RECORD=…/testdata/flowise/exchanges.json): the host's own predictions
-// for kb_chat and a two-turn /api/ai/chat to the knowledge flow of integrations/flowise, then
-// Flowise's refusals. The API key and the tool credential are placeholders.
-type exchange struct {
-	Request struct {
-		Method        string         `json:"method"`
-		Path          string         `json:"path"`
-		Authorization string         `json:"authorization"`
-		Body          map[string]any `json:"body"`
-	} `json:"request"`
-	Response struct {
-		Status      int             `json:"status"`
-		ContentType string          `json:"content_type"`
-		Body        json.RawMessage `json:"body"`
-	} `json:"response"`
-}
 
 const (
 	replayKey        = "replay-flowise-key"
@@ -43,7 +25,7 @@ const (
 // path, Authorization, question and chatId, and its body must be the recorded one.
 type replay struct {
 	t         *testing.T
-	exchanges []exchange
+	exchanges []flowisetest.Exchange
 	mu        sync.Mutex
 	asked     map[string]int // predictions asked, by chatflow path
 }
@@ -57,7 +39,7 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rp.mu.Unlock()
 	for _, e := range rp.exchanges {
 		q := e.Request
-		if q.Method != r.Method || q.Path != r.URL.Path || q.Authorization != auth || q.Body["question"] != body["question"] || q.Body["chatId"] != body["chatId"] {
+		if q.Authorization != auth || !e.Asks(r.Method, r.URL.Path, body) {
 			continue
 		}
 		raw, _ := json.Marshal(body)
@@ -68,14 +50,7 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else if diff := cmp.Diff(q.Body, got); diff != "" {
 			rp.t.Errorf("%s %s: body differs from what the host sent the real Flowise (-recorded +sent):\n%s", r.Method, r.URL.Path, diff)
 		}
-		w.Header().Set("Content-Type", e.Response.ContentType)
-		w.WriteHeader(e.Response.Status)
-		var text string
-		if json.Unmarshal(e.Response.Body, &text) == nil { // a page or "pong": recorded as a string
-			_, _ = w.Write([]byte(text))
-		} else {
-			_, _ = w.Write(e.Response.Body)
-		}
+		e.Answer(w)
 		return
 	}
 	rp.t.Errorf("no recorded exchange for %s %s (Authorization %q) %v", r.Method, r.URL.Path, auth, body)
@@ -85,14 +60,7 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // The engine reads a real Flowise's answers, conversation and refusals as they are.
 func TestFlowiseReplay(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("testdata/flowise/exchanges.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := &replay{t: t, asked: map[string]int{}}
-	if err := json.Unmarshal(raw, &rp.exchanges); err != nil {
-		t.Fatal(err)
-	}
+	rp := &replay{t: t, asked: map[string]int{}, exchanges: flowisetest.Load(t, "testdata/flowise/exchanges.json")}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
 
