@@ -11,6 +11,7 @@ import (
 
 	"github.com/reelforge/reelforge/host/store"
 	"github.com/reelforge/reelforge/host/store/sqlitestore"
+	"github.com/reelforge/reelforge/host/store/storetest"
 	"github.com/reelforge/reelforge/sdk/engine"
 )
 
@@ -49,10 +50,7 @@ func claimedRun(t *testing.T, owner string) (*sqlitestore.Driver, *store.Run) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", Username: "u", PasswordHash: "x", Role: store.RoleUser}
-	if err := st.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
+	u := storetest.NewUser(t, st, store.RoleUser)
 	r := &store.Run{ID: uuid.NewString(), WorkflowID: "w", UserID: u.ID, Inputs: json.RawMessage(`{}`)}
 	if err := st.CreateRun(ctx, r); err != nil {
 		t.Fatal(err)
