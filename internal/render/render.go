@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/reelforge/reelforge/internal/proc"
 )
 
@@ -295,19 +297,26 @@ func (v *Video) Render(ctx context.Context) error {
 	if err := v.Tools.Run(ctx, "ffmpeg", args...); err != nil {
 		return err
 	}
-	// The cover's frames are read while the sound is awaited and the video muxed.
-	coverDone := make(chan error, 1)
+	// The cover's frames are read while the sound is awaited and the video muxed; the run is
+	// waited for whatever the mux comes to, before the working folder goes.
+	var cover errgroup.Group
 	if v.Cover != "" {
-		go func() { coverDone <- v.writeCover(ctx, picture, covers) }()
-	} else {
-		coverDone <- nil
+		cover.Go(func() error { return v.writeCover(ctx, picture, covers) })
 	}
+	err = v.mux(ctx, picture, sound, dur)
+	if cerr := cover.Wait(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// mux writes v.Out from the encoded picture and v's sound once it is made, without encoding the
+// picture again; a silent video gets a silent track (players and platforms expect one).
+func (v *Video) mux(ctx context.Context, picture string, sound *soundRun, dur string) error {
 	audio, err := sound.wait()
 	if err != nil {
 		return err
 	}
-	// The picture and the sound are put together without encoding the picture again; a silent
-	// video gets a silent track (players and platforms expect one).
 	mux := []string{"-y", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", picture}
 	if audio == "" {
 		mux = append(mux, "-f", "lavfi", "-t", dur, "-i", fmt.Sprintf("anullsrc=r=%d:cl=stereo", AudioRate), "-map", "0:v", "-map", "1:a", "-c:v", "copy")
@@ -315,13 +324,9 @@ func (v *Video) Render(ctx context.Context) error {
 	} else {
 		mux = append(mux, "-i", audio, "-map", "0:v", "-map", "1:a", "-c", "copy")
 	}
-	err = publish(v.Out, func(tmp string) error {
+	return publish(v.Out, func(tmp string) error {
 		return v.Tools.Run(ctx, "ffmpeg", append(append(mux, "-t", dur), append(faststart, tmp)...)...)
 	})
-	if cerr := <-coverDone; err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // soundRun is a video's sound being made beside its picture: mixed and measured (mixAudio), then
