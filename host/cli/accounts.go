@@ -32,10 +32,8 @@ func (e *env) userCreate(ctx context.Context, args []string) error {
 	if *admin {
 		*role = store.RoleAdmin
 	}
-	switch *role {
-	case store.RoleAdmin, store.RoleUser, store.RoleFreeUser:
-	default:
-		return fmt.Errorf("%w: --role must be admin, user or free_user", errUsage)
+	if err := validRole(*role); err != nil {
+		return err
 	}
 	if *email == "" {
 		return fmt.Errorf("%w: --email is required", errUsage)
@@ -73,6 +71,58 @@ func (e *env) userCreate(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "created user %s <%s> username=%s role=%s\n", u.ID, u.Email, u.Username, u.Role)
 	return nil
+}
+
+// userRole: user role --email E --role R. The account's running sessions take the new role within
+// auth.AccountTTL: a request's role is the account's, read again at most that often, never the
+// token's claim.
+func (e *env) userRole(ctx context.Context, args []string) error {
+	fs := e.flags("user role")
+	email := fs.String("email", "", "the account's email (required)")
+	role := fs.String("role", "", "admin, user (paid) or free_user (required)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, pos); err != nil {
+		return err
+	}
+	if *email == "" || *role == "" {
+		return fmt.Errorf("%w: --email and --role are required", errUsage)
+	}
+	if err := validRole(*role); err != nil {
+		return err
+	}
+	st, err := app.OpenStore(ctx, e.cfg, e.log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	u, err := st.GetUserByEmail(ctx, *email)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("user role: no account has the email %q", *email)
+	}
+	if err != nil {
+		return fmt.Errorf("user role: %w", err)
+	}
+	if u.Role == *role {
+		fmt.Fprintf(e.stdout, "user %s <%s> already has role=%s\n", u.ID, u.Email, u.Role)
+		return nil
+	}
+	if err := st.SetUserRole(ctx, u.ID, *role); err != nil {
+		return fmt.Errorf("user role: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "user %s <%s> role=%s (was %s)\n", u.ID, u.Email, *role, u.Role)
+	return nil
+}
+
+// validRole refuses a role the accounts do not have.
+func validRole(role string) error {
+	switch role {
+	case store.RoleAdmin, store.RoleUser, store.RoleFreeUser:
+		return nil
+	}
+	return fmt.Errorf("%w: --role must be admin, user or free_user", errUsage)
 }
 
 // tokenCreate: token create --name N --scope automation|admin [--user EMAIL]. The key is printed

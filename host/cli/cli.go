@@ -1,4 +1,4 @@
-// Package cli is the command line of bin/reelforge: serve (the default), migrate, user create,
+// Package cli is the command line of bin/reelforge: serve (the default), migrate, user create/role,
 // token create/list/revoke, manifests check, plugins check, kb ingest and queue. host/main.go only hands
 // it the arguments and exits with its code.
 package cli
@@ -31,6 +31,8 @@ commands:
   user create --email E [--password P] [--username U] [--admin | --role R]
                                  create an account (without --password, the first line of
                                  standard input is the password)
+  user role --email E --role R   change an account's role (admin, user or free_user); its
+                                 signed-in sessions take it within 30 s
   token create --name N --scope automation|admin [--user EMAIL]
                                  issue a long-lived API key (printed once on stdout; an admin
                                  key acts as the admin account --user names)
@@ -106,6 +108,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.migrate(ctx)
 	case cmd == "user" && sub == "create":
 		return e.userCreate(ctx, rest[1:])
+	case cmd == "user" && sub == "role":
+		return e.userRole(ctx, rest[1:])
 	case cmd == "token" && sub == "create":
 		return e.tokenCreate(ctx, rest[1:])
 	case cmd == "token" && sub == "list":

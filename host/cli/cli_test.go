@@ -47,6 +47,7 @@ func write(t *testing.T, path string, data []byte) {
 	}
 }
 
+// TestUserCreate creates accounts, then changes their roles (user role).
 func TestUserCreate(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
@@ -66,6 +67,12 @@ func TestUserCreate(t *testing.T) {
 		{"bad role", "", []string{"user", "create", "--email", "y@example.com", "--password", "password-y", "--role", "boss"}, 2, ""},
 		{"no password anywhere", "", []string{"user", "create", "--email", "z@example.com"}, 2, ""},
 		{"unknown command", "", []string{"user", "delete"}, 2, ""},
+		{"promote", "", []string{"user", "role", "--email", "Sam@Example.com", "--role", "admin"}, 0, "role=admin (was free_user)"},
+		{"role unchanged", "", []string{"user", "role", "--email", "sam@example.com", "--role", "admin"}, 0, "already has role=admin"},
+		{"demote", "", []string{"user", "role", "--email", "root@example.com", "--role", "user"}, 0, "role=user (was admin)"},
+		{"role of nobody", "", []string{"user", "role", "--email", "nobody@example.com", "--role", "user"}, 1, ""},
+		{"role unknown", "", []string{"user", "role", "--email", "sam@example.com", "--role", "boss"}, 2, ""},
+		{"role without role", "", []string{"user", "role", "--email", "sam@example.com"}, 2, ""},
 	}
 	for _, tt := range tests { // in order: one database
 		code, out, errs := run(t, cfg, tt.stdin, tt.args...)
@@ -81,9 +88,10 @@ func TestUserCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	u, err := st.GetUserByEmail(t.Context(), "root@example.com")
-	if err != nil || u.Role != store.RoleAdmin {
-		t.Errorf("root = %+v, %v; want an admin", u, err)
+	for email, want := range map[string]string{"root@example.com": store.RoleUser, "sam@example.com": store.RoleAdmin, "pay@example.com": store.RoleUser} {
+		if u, err := st.GetUserByEmail(t.Context(), email); err != nil || u.Role != want {
+			t.Errorf("%s = %+v, %v; want role %s", email, u, err, want)
+		}
 	}
 }
 
