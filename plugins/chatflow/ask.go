@@ -141,9 +141,11 @@ func Ask(ctx context.Context, opts Options, q Question, search SearchFunc) (Answ
 			return Answer{}, false, errcode.E("chatflow.Ask", errcode.WorkflowCancelled, "the question was cancelled", ctx.Err())
 		}
 		opts.Logger.Warn("chatflow tool failed; answering from the local template", "chatflow_id", q.ChatflowID, "error", err)
-		reason = "the chatflow tool is unavailable"
+		// predict's messages say what happened ("could not be reached", "answered 404: Invalid
+		// Chatflow ID"): a refusal is not an outage, and the reason should not call it one.
+		reason = "the chatflow tool failed"
 		if e := errcode.As(err); e != nil {
-			reason += ": " + e.Message()
+			reason = e.Message()
 		}
 	}
 	a, err := fallback(ctx, opts, q.Text, search)

@@ -106,7 +106,8 @@ func TestFlowiseReplay(t *testing.T) {
 	}
 
 	// Refusals (recorded without the key: Flowise checks the id first): its own message is the
-	// degraded reason, and none is asked twice.
+	// degraded reason, which says the tool answered (not that it is unavailable), and none is
+	// asked twice.
 	refusals := map[string]struct {
 		id, key, want string
 	}{
@@ -122,7 +123,7 @@ func TestFlowiseReplay(t *testing.T) {
 		}
 		before := rp.count("/api/v1/prediction/" + tt.id)
 		a, degraded := ask(o, tt.id, "How long does the glaze kiln fire?", "")
-		if !degraded || !strings.Contains(a.Degraded, tt.want) {
+		if !degraded || a.Degraded != "the chatflow tool "+tt.want {
 			t.Errorf("%s: Ask() = %+v, degraded %t; want the reason %q", name, a, degraded, tt.want)
 		}
 		if n := rp.count("/api/v1/prediction/"+tt.id) - before; n != 1 {
