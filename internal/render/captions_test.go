@@ -5,6 +5,7 @@ import (
 	"image"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -283,5 +284,72 @@ func TestLayoutChineseWords(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+var (
+	silenceStart = regexp.MustCompile(`silence_start: ([0-9.]+)`)
+	silenceEnd   = regexp.MustCompile(`silence_end: ([0-9.]+)`)
+)
+
+// TestSpeakTimesWordsToTheVoice: the word times a narration comes with (what the captions
+// highlight and the WebVTT file's cue timestamps say) follow its audio, in English and in Chinese:
+// at each comma the word before it ends where ffmpeg's silencedetect finds the voice's pause and
+// the word after it starts where the voice resumes. An even spread of the sentence's time over its
+// words misses the pauses by a tenth of a second or more.
+func TestSpeakTimesWordsToTheVoice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng and ffmpeg")
+	}
+	testtool.Need(t, "espeak-ng", "ffmpeg")
+	t.Parallel()
+	const slack = 0.05 // s: the two measures' thresholds differ a little
+	scripts := map[string]struct{ voice, script string }{
+		"en": {"en", "The harbour wakes before the town does, and the boats slip out one by one.\nOn a clear morning, the light turns gold on the water."},
+		"zh": {"cmn", "第一，它的味道干净明亮。\n第二，你可以掌控每一个步骤，让清晨变得从容。"},
+	}
+	for lang, s := range scripts {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			sp := &Speech{Out: filepath.Join(t.TempDir(), "n.wav"), Voice: s.voice, Script: s.script}
+			spoken, err := sp.Speak(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command("ffmpeg", "-hide_banner", "-nostdin", "-i", sp.Out, "-af", "silencedetect=noise=-38dB:d=0.09",
+				"-f", "null", "-").CombinedOutput()
+			if err != nil {
+				t.Fatalf("silencedetect: %v %s", err, out)
+			}
+			var pauses [][2]float64
+			starts, ends := silenceStart.FindAllSubmatch(out, -1), silenceEnd.FindAllSubmatch(out, -1)
+			for i := range min(len(starts), len(ends)) {
+				from, _ := strconv.ParseFloat(string(starts[i][1]), 64)
+				to, _ := strconv.ParseFloat(string(ends[i][1]), 64)
+				pauses = append(pauses, [2]float64{from, to})
+			}
+			commas := 0
+			for _, sentence := range spoken.Sentences {
+				for i, w := range sentence.Words[:max(len(sentence.Words)-1, 0)] {
+					if !strings.ContainsAny(w.Text, ",，") {
+						continue
+					}
+					commas++
+					next := sentence.Words[i+1]
+					matched := false
+					for _, p := range pauses {
+						if math.Abs(w.End-p[0]) <= slack && math.Abs(next.Start-p[1]) <= slack {
+							matched = true
+						}
+					}
+					if !matched {
+						t.Errorf("%q ends at %.3f s and %q starts at %.3f s; the voice pauses at %v", w.Text, w.End, next.Text, next.Start, pauses)
+					}
+				}
+			}
+			if commas < 2 {
+				t.Fatalf("%d commas among the words %+v, want the script's 2", commas, spoken.Sentences)
+			}
+		})
 	}
 }
