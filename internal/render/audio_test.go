@@ -12,8 +12,8 @@ import (
 	"github.com/reelforge/reelforge/internal/testtool"
 )
 
-// TestSoundLoudness: a narrated video lands at TargetLUFS within half a decibel, its true peak at
-// most TruePeakCeiling, in English and in Chinese (espeak-ng's Chinese peaks at 0 dBTP while
+// TestSoundLoudness: a narrated video lands at -14 LUFS within half a decibel, its true peak at
+// most -1 dBTP, in English and in Chinese (espeak-ng's Chinese peaks at 0 dBTP while
 // averaging -20 LUFS: loudnorm's dynamic mode left it at -14.8 to -15.0), with music and a clip's
 // own sound kept, ducked or muted; and a video of music alone. The picture is a small frame: the
 // sound is what is checked.
@@ -80,9 +80,9 @@ func checkLoudness(t *testing.T, name string, v *Video) {
 	}
 	integrated, peak := ebur128(t, v.Out)
 	t.Logf("%s: %.1f LUFS, true peak %.1f dBTP (the mix: %.1f LUFS, %.1f dBTP)", name, integrated, peak, v.Sound.MeasuredLUFS, v.Sound.MeasuredPeak)
-	if math.Abs(integrated-TargetLUFS) > 0.5 || peak > TruePeakCeiling {
+	if math.Abs(integrated-wantLUFS) > 0.5 || peak > wantPeak {
 		t.Errorf("%s: %.1f LUFS, true peak %.1f dBTP; want %.0f±0.5 LUFS and at most %.0f dBTP (%+v)",
-			name, integrated, peak, TargetLUFS, TruePeakCeiling, v.Sound)
+			name, integrated, peak, wantLUFS, wantPeak, v.Sound)
 	}
 }
 

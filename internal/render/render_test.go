@@ -347,7 +347,7 @@ func TestCover(t *testing.T) {
 	}
 }
 
-// TestPlanPacing: a minute from three pictures and a clip is cut into shots of at most maxShot,
+// TestPlanPacing: a minute from three pictures and a clip is cut into shots of at most 4 s,
 // at sentence boundaries where one is in reach, the material in the order given; a picture shown
 // again comes with another move, a clip goes on where it left off.
 func TestPlanPacing(t *testing.T) {
@@ -377,8 +377,8 @@ func TestPlanPacing(t *testing.T) {
 	seen := map[string]map[int]bool{}
 	clipShown := 0.0
 	for k, s := range v.Shots {
-		if s.Duration > maxShot+1e-9 || s.Duration < minShot {
-			t.Errorf("shot %d lasts %.2f s, want %v..%v", k, s.Duration, minShot, maxShot)
+		if s.Duration > wantMaxShot+1e-9 || s.Duration < minShot {
+			t.Errorf("shot %d lasts %.2f s, want %v..%v", k, s.Duration, minShot, wantMaxShot)
 		}
 		if want := material[k%len(material)]; s.Path != want.Path || s.Focus != want.Focus {
 			t.Errorf("shot %d shows %s (focus %+v), want %s (%+v): the creator's order", k, s.Path, s.Focus, want.Path, want.Focus)
