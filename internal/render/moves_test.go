@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -172,4 +173,67 @@ func readPNG(t *testing.T, path string) image.Image {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// TestTransitions renders two shots of one picture (a red band on light blue) with each transition and
+// reads the frames around the cut: a fade dips through black (the second shot's first frame dark,
+// the first shot's last one darkened, its middle not), a cut does not; a slide brings the second
+// shot in from the far side of its pan (the band a margin away from where the cut shows it at the
+// cut, in the same place once the slide is over).
+func TestTransitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ffmpeg")
+	}
+	testtool.Need(t, "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	pic := filepath.Join(dir, "band.png")
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+		"color=c=0x40a0ff:s=800x450,drawbox=x=380:y=0:w=40:h=450:color=0xff0000:t=fill", "-frames:v", "1", pic).CombinedOutput(); err != nil {
+		t.Fatalf("make the picture: %v %s", err, out)
+	}
+	size := Frame{800, 450}
+	const fps = 25 // a draft's
+	frames := map[Transition]map[int]string{}
+	for _, tr := range []Transition{TransitionCut, TransitionFade, TransitionSlide} {
+		v := &Video{Out: filepath.Join(dir, string(tr)+".mp4"), Frame: Frame{640, 360}, Duration: 2, Transition: tr, Quality: QualityDraft,
+			Shots: []Shot{{Kind: ShotImage, Path: pic, Duration: 1, Size: size}, {Kind: ShotImage, Path: pic, Duration: 1, Size: size}}}
+		if err := v.Render(t.Context()); err != nil {
+			t.Fatalf("%s: %v", tr, err)
+		}
+		frames[tr] = map[int]string{}
+		for _, n := range []int{fps / 2, fps - 1, fps, fps + 12} {
+			png := filepath.Join(dir, fmt.Sprintf("%s-%d.png", tr, n))
+			if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-i", v.Out, "-vf", "select=eq(n\\,"+strconv.Itoa(n)+")",
+				"-frames:v", "1", "-update", "1", png).CombinedOutput(); err != nil {
+				t.Fatalf("%s frame %d: %v %s", tr, n, err, out)
+			}
+			frames[tr][n] = png
+		}
+	}
+	luma := func(tr Transition, n int) float64 { return sampledLuma(readPNG(t, frames[tr][n])) }
+	middle, before, after := luma(TransitionCut, fps/2), luma(TransitionCut, fps-1), luma(TransitionCut, fps)
+	if before < middle*0.8 || after < middle*0.8 {
+		t.Errorf("cut: luma %.0f in the first shot's middle, %.0f and %.0f at the cut; want no dip", middle, before, after)
+	}
+	middle, before, after = luma(TransitionFade, fps/2), luma(TransitionFade, fps-1), luma(TransitionFade, fps)
+	t.Logf("fade: luma %.0f in the first shot's middle, %.0f and %.0f at the cut", middle, before, after)
+	if after > 10 || before > middle*0.5 || middle < 40 {
+		t.Errorf("fade: luma %.0f in the first shot's middle, %.0f and %.0f at the cut; want a dip through black", middle, before, after)
+	}
+	bandX := func(tr Transition, n int) int {
+		box, ok := redBox(t, frames[tr][n])
+		if !ok {
+			t.Fatalf("%s frame %d: no red band", tr, n)
+		}
+		return (box.Min.X + box.Max.X) / 2
+	}
+	margin := even(640*moves[0].margin) - 640 // how far move 0 pans
+	cutAt, slideAt := bandX(TransitionCut, fps), bandX(TransitionSlide, fps)
+	cutLater, slideLater := bandX(TransitionCut, fps+12), bandX(TransitionSlide, fps+12)
+	t.Logf("band at %d (cut) and %d (slide) on the cut, %d and %d half a second later; margin %d", cutAt, slideAt, cutLater, slideLater, margin)
+	if abs(cutAt-slideAt) < margin*3/4 || abs(cutLater-slideLater) > 4 {
+		t.Errorf("slide: band at %d on the cut and %d later; a cut's at %d and %d: want it a margin (%d px) away on the cut, then the same",
+			slideAt, slideLater, cutAt, cutLater, margin)
+	}
 }
