@@ -166,3 +166,56 @@ func segmentLUFS(t *testing.T, path string, at, d float64) float64 {
 	i, _ := strconv.ParseFloat(m[1], 64)
 	return i
 }
+
+// TestClipAudio: a clip's own sound (a 60 Hz hum, under the voice's pitch, so a narrow band reads it
+// apart from the speech) is kept at its level under the narration with clip_audio keep, ducked
+// while the voice speaks with duck, and gone with mute; each measured on the rendered file against
+// the voice's band, which the normalisation moves with it.
+func TestClipAudio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs espeak-ng and ffmpeg")
+	}
+	testtool.Need(t, "espeak-ng", "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	script := "The harbour wakes before the town does, and the boats slip out one by one."
+	font, err := FontFor(script)
+	if err != nil {
+		testtool.Missing(t, err.Error())
+	}
+	sp := &Speech{Out: filepath.Join(dir, "voice.wav"), Voice: "en", Script: script}
+	spoken, err := sp.Speak(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clip := filepath.Join(dir, "clip.mp4")
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i", "color=c=0x10b010:s=320x180:r=25:d=8",
+		"-f", "lavfi", "-i", "sine=frequency=60:duration=8", "-filter:a", "volume=0.5", "-c:v", "libx264", "-preset", "ultrafast",
+		"-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", clip).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip: %v %s", err, out)
+	}
+	hum := map[ClipAudio]float64{}
+	for _, c := range []ClipAudio{ClipKeep, ClipDuck, ClipMute} {
+		p := Plan{Script: script, Sentences: spoken.Sentences, Narration: sp.Out, NarrationSecs: spoken.Duration, Frame: Frame{320, 180},
+			Font: font, Uncaptioned: true, Material: []Material{{Path: clip, Kind: ShotClip, Duration: 8, Sound: true}}}
+		v := p.Video(filepath.Join(dir, string(c)+".mp4"))
+		v.ClipAudio, v.Transition = c, TransitionCut
+		if err := v.Render(t.Context()); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if want := map[ClipAudio]string{ClipKeep: "kept", ClipDuck: "ducked", ClipMute: "muted"}[c]; v.Sound.Clips != want {
+			t.Errorf("%s: Sound.Clips = %q, want %q", c, v.Sound.Clips, want)
+		}
+		// While the first words are said (the clause before the comma runs to about 2.1 s).
+		at, d := 0.3, 1.5
+		voice := bandLevel(t, v.Out, at, d, "highpass=f=300,lowpass=f=3000")
+		hum[c] = bandLevel(t, v.Out, at, d, "bandpass=f=60:width_type=q:width=8,bandpass=f=60:width_type=q:width=8") - voice
+		t.Logf("%s: the clip's hum %.1f dB against the voice", c, hum[c])
+	}
+	if hum[ClipKeep]-hum[ClipDuck] < 4 {
+		t.Errorf("the hum at %.1f dB against the voice kept and %.1f ducked: want it at least 4 dB lower ducked", hum[ClipKeep], hum[ClipDuck])
+	}
+	if hum[ClipKeep]-hum[ClipMute] < 20 {
+		t.Errorf("the hum at %.1f dB against the voice kept and %.1f muted: want it gone (20 dB lower at least)", hum[ClipKeep], hum[ClipMute])
+	}
+}

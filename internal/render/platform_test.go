@@ -229,8 +229,14 @@ func ebur128(t *testing.T, path string) (integrated, peak float64) {
 // hum is the mean level (dB) of a file's sound under 80 Hz over d seconds from at.
 func hum(t *testing.T, path string, at, d float64) float64 {
 	t.Helper()
+	return bandLevel(t, path, at, d, "lowpass=f=80,lowpass=f=80")
+}
+
+// bandLevel is the mean level (dB) of a file's sound through the filters band over d seconds from at.
+func bandLevel(t *testing.T, path string, at, d float64, band string) float64 {
+	t.Helper()
 	out, err := exec.Command("ffmpeg", "-hide_banner", "-nostdin", "-ss", ff(at), "-t", ff(d), "-i", path, "-map", "0:a",
-		"-af", "lowpass=f=80,lowpass=f=80,volumedetect", "-f", "null", "-").CombinedOutput()
+		"-af", band+",volumedetect", "-f", "null", "-").CombinedOutput()
 	m := meanVol.FindSubmatch(out)
 	if err != nil || m == nil {
 		t.Fatalf("volumedetect %s: %v %s", path, err, out)
