@@ -588,3 +588,86 @@ func userClip(t *testing.T, b *localBundle, name, source string) {
 		t.Fatalf("make the clip %s: %v %s", name, err, out)
 	}
 }
+
+// TestRenderJobLook: what a videogen job asks of the file's look and sound reaches the file. A
+// draft is 720x1280 at 25 fps; a standard 1:1 video 1080x1080 at 30 fps with its sound at -14 LUFS
+// (ebur128 on the file); clip_audio mute leaves the clip's tone out (the video silent) and keep
+// keeps it; a picture's focal point in media_focus (where the host passes an asset's
+// metadata.focus) holds the crop: a red band at the picture's left edge is in the 9:16 frame,
+// which a centred crop of the landscape picture leaves out.
+func TestRenderJobLook(t *testing.T) {
+	t.Parallel()
+	needTools(t, "ffmpeg", "ffprobe")
+	b := setupLocal(t, map[string]string{"run-a": "user"})
+	folder := filepath.Join(b.dir, "assets", "user-run-a")
+	if err := os.MkdirAll(folder, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"wide.png": {"-f", "lavfi", "-i", "color=c=0x1020d0:s=1600x1200,drawbox=x=0:y=0:w=400:h=1200:color=0xd01010:t=fill", "-frames:v", "1"},
+		"tone.mp4": {"-f", "lavfi", "-i", "color=c=0x10b010:s=640x360:r=25:d=6", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
+			"-filter:a", "volume=0.3", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"},
+	} {
+		if out, err := exec.Command("ffmpeg", append(append([]string{"-y", "-loglevel", "error"}, args...), filepath.Join(folder, name))...).CombinedOutput(); err != nil {
+			t.Fatalf("make %s: %v %s", name, err, out)
+		}
+	}
+	stream := func(path string) (w, h int, rate string) {
+		t.Helper()
+		out, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height,r_frame_rate",
+			"-of", "json", path).Output()
+		var p struct {
+			Streams []struct {
+				Width, Height int
+				Rate          string `json:"r_frame_rate"`
+			} `json:"streams"`
+		}
+		if err != nil || json.Unmarshal(out, &p) != nil || len(p.Streams) == 0 {
+			t.Fatalf("ffprobe %s: %v %s", path, err, out)
+		}
+		return p.Streams[0].Width, p.Streams[0].Height, p.Streams[0].Rate
+	}
+
+	draft := b.run(t, &engine.Job{JobID: "v-draft", RunID: "run-a", Type: engine.JobVideogen, Request: json.RawMessage(`{"script":"A red wall by the harbour.",
+		"duration":8,"quality":"draft","transition":"cut","clip_audio":"mute",
+		"media":["assets/user-run-a/wide.png","assets/user-run-a/tone.mp4"],"media_focus":{"assets/user-run-a/wide.png":{"x":0.05,"y":0.5}}}`)})
+	mp4 := filepath.Join(b.dir, filepath.FromSlash(draft["file_path"].(string)))
+	if w, h, rate := stream(mp4); w != 720 || h != 1280 || rate != "25/1" {
+		t.Errorf("draft: %dx%d at %s, want 720x1280 at 25/1", w, h, rate)
+	}
+	if draft["quality"] != "draft" || draft["fps"] != 25.0 || draft["transition"] != "cut" || draft["clip_audio"] != "muted" ||
+		draft["longest_shot"].(float64) > 4 {
+		t.Errorf("draft result %v, want quality draft at 25 fps, cut, the clip muted, no shot over 4 s", draft)
+	}
+	if v := loudness(t, mp4); v > -80 {
+		t.Errorf("draft with the clip muted: mean volume %.1f dB, want silence", v)
+	}
+	frame := filepath.Join(t.TempDir(), "frame.png")
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-ss", "0.5", "-i", mp4, "-frames:v", "1", frame).CombinedOutput(); err != nil {
+		t.Fatalf("frame: %v %s", err, out)
+	}
+	if r, g, bl, _ := picture(t, frame, "png").At(720/5, 1280/3).RGBA(); r < 2*g || r < 2*bl {
+		t.Errorf("the picture's shot at (%d, %d) is rgb %d %d %d, want the red band its focal point keeps in the crop", 720/5, 1280/3, r>>8, g>>8, bl>>8)
+	}
+
+	standard := b.run(t, &engine.Job{JobID: "v-standard", RunID: "run-a", Type: engine.JobVideogen, Request: json.RawMessage(`{"script":"A green field.",
+		"duration":3,"aspect_ratio":"1:1","clip_audio":"keep","media":["assets/user-run-a/tone.mp4"]}`)})
+	mp4 = filepath.Join(b.dir, filepath.FromSlash(standard["file_path"].(string)))
+	if w, h, rate := stream(mp4); w != 1080 || h != 1080 || rate != "30/1" {
+		t.Errorf("standard: %dx%d at %s, want 1080x1080 at 30/1", w, h, rate)
+	}
+	if standard["quality"] != "standard" || standard["fps"] != 30.0 || standard["transition"] != "fade" || standard["clip_audio"] != "kept" {
+		t.Errorf("standard result %v, want quality standard at 30 fps, the default fade, the clip's sound kept", standard)
+	}
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-nostdin", "-i", mp4, "-map", "0:a", "-af", "ebur128=peak=true", "-f", "null", "-").CombinedOutput()
+	m := integratedLUFS.FindAllSubmatch(out, -1)
+	if err != nil || m == nil {
+		t.Fatalf("ebur128: %v %s", err, out)
+	}
+	if lufs, _ := strconv.ParseFloat(string(m[len(m)-1][1]), 64); math.Abs(lufs+14) > 0.5 {
+		t.Errorf("standard with the clip's tone kept: %.1f LUFS integrated, want -14±0.5 (result %v)", lufs, standard["loudness"])
+	}
+}
+
+// integratedLUFS is ebur128's summary of integrated loudness.
+var integratedLUFS = regexp.MustCompile(`I:\s+(-?[0-9.]+) LUFS`)
