@@ -209,7 +209,7 @@ func TestClipAudio(t *testing.T) {
 		// While the first words are said (the clause before the comma runs to about 2.1 s).
 		at, d := 0.3, 1.5
 		voice := bandLevel(t, v.Out, at, d, "highpass=f=300,lowpass=f=3000")
-		hum[c] = bandLevel(t, v.Out, at, d, "bandpass=f=60:width_type=q:width=8,bandpass=f=60:width_type=q:width=8") - voice
+		hum[c] = bandLevel(t, v.Out, at, d, humBand) - voice
 		t.Logf("%s: the clip's hum %.1f dB against the voice", c, hum[c])
 	}
 	if hum[ClipKeep]-hum[ClipDuck] < 4 {
