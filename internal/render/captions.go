@@ -48,6 +48,10 @@ type seg struct {
 	space    int // columns of the trailing spaces
 	hard     bool
 	inWord   bool // the break after it falls inside a Chinese word
+	// A break before it (tail) or after it (head) would part one word from the rest of its
+	// clause: tail, it starts the word that ends a clause ("…behind each | step, the…");
+	// head, it ends the word that opens one ("…, the | whole thing…", "，流程|一旦").
+	tail, head bool
 }
 
 // segments splits text at its line-break opportunities. A segment wider than width (a long link)
@@ -62,6 +66,7 @@ func segments(text string, width int) []seg {
 		for i := range out {
 			out[i].inWord = inside[out[i].to]
 		}
+		markClauseEdges(text, out)
 	}()
 	state, pos := -1, 0
 	rest := text
@@ -91,10 +96,28 @@ func segments(text string, width int) []seg {
 	return out
 }
 
+// markClauseEdges sets each segment's tail and head: a word is a run of segments joined inside a
+// Chinese word, a clause ends at clause punctuation.
+func markClauseEdges(text string, segs []seg) {
+	ends := func(g seg) bool {
+		last, _ := utf8.DecodeLastRuneInString(strings.TrimRightFunc(text[g.from:g.to], unicode.IsSpace))
+		return strings.ContainsRune(clausePunct, last)
+	}
+	for i := 0; i < len(segs); {
+		j := i // the word is segs[i..j]
+		for j < len(segs)-1 && segs[j].inWord {
+			j++
+		}
+		segs[i].tail = ends(segs[j])
+		segs[j].head = i > 0 && ends(segs[i-1]) && !ends(segs[j])
+		i = j + 1
+	}
+}
+
 // breakCost is what a break after a costs, in squared columns of slack (the unit of balance):
 // nothing after clause punctuation, a little between Latin words or after a Chinese character
-// that often ends a phrase, more between other Chinese words, a whole unit inside a Chinese word,
-// where unit is the page's or line's width.
+// that often ends a phrase, more between other Chinese words or where one word would be parted
+// from its clause, a whole unit inside a Chinese word, where unit is the page's or line's width.
 func breakCost(text string, a, b seg, unit int) int {
 	last, _ := utf8.DecodeLastRuneInString(strings.TrimRightFunc(text[a.from:a.to], unicode.IsSpace))
 	next, _ := utf8.DecodeRuneInString(text[b.from:b.to])
@@ -106,6 +129,11 @@ func breakCost(text string, a, b seg, unit int) int {
 		return 0
 	case a.inWord:
 		return unit * unit
+	case b.tail || a.head:
+		// One word parted from its clause, alone at a line's start or end, reads as an orphan
+		// ("它让你认识同样喜欢它的|人，多了共同话题。", "Follow for more like|this, and share"):
+		// break at the clause's punctuation instead, as subtitlers do, unless far more uneven.
+		return (unit / 2) * (unit / 2)
 	case a.space > 0:
 		return (unit / 8) * (unit / 8)
 	case strings.ContainsRune(phraseEnds, last) && ideograph(next):
