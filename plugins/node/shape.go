@@ -87,9 +87,11 @@ func wordSet(words string) map[string]bool {
 	return out
 }
 
-// readShape reads the topic's shape; zh says the script is Chinese.
+// readShape reads the topic's shape; zh says the script is Chinese. The emoji that end the topic
+// are no part of its subject, which beats name mid-sentence ("… about an astronaut's first day.",
+// not "… first day 🚀.") and the knowledge search asks for.
 func readShape(topic string, zh bool) shape {
-	t := strings.TrimSpace(topic)
+	t := strings.TrimSpace(strings.TrimRightFunc(topic, trailingEmoji))
 	s := shape{subject: t}
 	if zh {
 		s.readZH(t)

@@ -458,9 +458,7 @@ func (b brief) hook(sh shape) string {
 // this pour-over coffee mistake?", not "… coffee ☕ mistake?") and a hook puts them at its end.
 // The tail is "" when the topic ends in no emoji; in English it starts with a space.
 func (b brief) topicParts() (core, tail string) {
-	core = strings.TrimRightFunc(b.topic, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.Is(unicode.So, r) || unicode.Is(unicode.Sk, r) || r == 0xFE0F || r == 0x200D
-	})
+	core = strings.TrimRightFunc(b.topic, trailingEmoji)
 	if core == "" {
 		return b.topic, ""
 	}
@@ -469,6 +467,12 @@ func (b brief) topicParts() (core, tail string) {
 		tail = " " + tail
 	}
 	return core, tail
+}
+
+// trailingEmoji is what topicParts and readShape take off a topic's end: emoji (with their
+// variation selectors and joiners) and spaces.
+func trailingEmoji(r rune) bool {
+	return unicode.IsSpace(r) || unicode.Is(unicode.So, r) || unicode.Is(unicode.Sk, r) || r == 0xFE0F || r == 0x200D
 }
 
 // listFirst matches a topic that starts with its count, so "Here are …" reads as a sentence.

@@ -258,3 +258,29 @@ func TestTemplateTopicIsAHeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateKeepsTheTopicsEmojiInTheHook: a topic's emoji ends the hook and nothing else; a beat
+// that names the topic mid-sentence leaves it out (a creator's plain topic gave "Start with the
+// one thing that matters most about an astronaut's first day in orbit 🚀." and
+// "先说最关键的一点：手冲咖啡入门☕的核心是什么。").
+func TestTemplateKeepsTheTopicsEmojiInTheHook(t *testing.T) {
+	t.Parallel()
+	for topic, emoji := range map[string]string{
+		"An astronaut's first day in orbit 🚀": "🚀",
+		"手冲咖啡入门☕":                             "☕",
+		"5 tips for better sleep 😴":           "😴",
+		"为什么手冲咖啡更好喝？☕":                        "☕",
+	} {
+		t.Run(topic, func(t *testing.T) {
+			t.Parallel()
+			req := request(step("write", "script_writer", `{"format":"voiceover"}`))
+			req.Inputs = map[string]any{"topic": topic, "duration": 60}
+			res := run(t, newEngine(), &fakeHost{}, req)
+			script, _ := res.Outputs["script"].(string)
+			hook, _, _ := strings.Cut(script, "\n")
+			if strings.Count(script, emoji) != 1 || !strings.HasSuffix(hook, emoji) {
+				t.Errorf("script of %q:\n%s\nwant %s once, at the end of the hook", topic, script, emoji)
+			}
+		})
+	}
+}
