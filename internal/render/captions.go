@@ -41,6 +41,9 @@ const clausePunct = ",.;:!?，。、；：！？…—)）」』”’"
 // prepositions): a break after one is likelier between words than a break after another character.
 const phraseEnds = "的了是在和与及或就都也而但把被让给着过吗呢吧啊"
 
+// articles are the English words that open a noun phrase and never end a line.
+var articles = map[string]bool{"a": true, "an": true, "the": true}
+
 // seg is the text between two line-break opportunities, by byte range of its text.
 type seg struct {
 	from, to int
@@ -134,6 +137,9 @@ func breakCost(text string, a, b seg, unit int) int {
 		// ("它让你认识同样喜欢它的|人，多了共同话题。", "Follow for more like|this, and share"):
 		// break at the clause's punctuation instead, as subtitlers do, unless far more uneven.
 		return (unit / 2) * (unit / 2)
+	case a.space > 0 && articles[strings.ToLower(text[a.from:a.to-a.space])]:
+		// An article belongs to the noun after it: "share this with | a friend", not "with a | friend".
+		return (unit / 3) * (unit / 3)
 	case a.space > 0:
 		return (unit / 8) * (unit / 8)
 	case strings.ContainsRune(phraseEnds, last) && ideograph(next):

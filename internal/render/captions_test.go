@@ -150,6 +150,31 @@ func TestLayoutKeepsAWordWithItsClause(t *testing.T) {
 	}
 }
 
+// TestLayoutKeepsAnArticleWithItsNoun: no line ends with "a", "an" or "the" where the noun could
+// come along ("and share it with a | friend who needs it!" was a creator's 9:16 caption).
+func TestLayoutKeepsAnArticleWithItsNoun(t *testing.T) {
+	t.Parallel()
+	texts := []string{
+		"Follow for more like this, and share it with a friend who needs it!",
+		"Keep the tools you need within reach, and put the rest away.",
+		"Ask someone who does it well what they wish they had known sooner about the basics.",
+	}
+	for _, f := range []Frame{{1080, 1920}, {1080, 1080}, {1920, 1080}, {720, 1280}} {
+		width := columns(f.W, fontSize(f))
+		for _, text := range texts {
+			for _, page := range layout(text, width, 3) {
+				for _, l := range page {
+					line := text[l.from:l.to]
+					words := strings.Fields(line)
+					if last := strings.ToLower(words[len(words)-1]); l.to < len(text) && (last == "a" || last == "an" || last == "the") {
+						t.Errorf("%v: %q has the line %q, ending with an article", f, text, line)
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestSpokenUnits(t *testing.T) {
 	t.Parallel()
 	text := "“Hello, world” ☕ it's 3 手冲咖啡。"
