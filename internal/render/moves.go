@@ -139,6 +139,28 @@ func (m move) Y(frames int) string {
 	return fmt.Sprintf("(ih-oh)*(%s+(%s)*n/%d)", ff(m.Y0), ff(m.Y1-m.Y0), frames)
 }
 
+// clipX is a clip's crop x expression: centred on the focal point; with whip the shot enters with
+// the slide's sideways move, from up to clipSlide of the crop's width away (a clip in a frame of
+// another shape has a margin several times a picture's: a move across all of it would be a blur).
+// Timed by t, not n: a clip keeps its own frame rate until the chain's fps filter, after the crop.
+// A clip of the frame's own shape has no margin to move across: it enters with a cut.
+func clipX(focus Focus, fps int, whip bool) string {
+	x := centredExpr(focus.x(), "w")
+	if !whip {
+		return x
+	}
+	from := fmt.Sprintf("min(%s+ow*%s,iw-ow)", x, ff(clipSlide))
+	if focus.x() > 0.5 {
+		from = fmt.Sprintf("max(%s-ow*%s,0)", x, ff(clipSlide))
+	}
+	d := ff(float64(slideFrames) / float64(fps))
+	return fmt.Sprintf("if(lt(t,%s),%s+(%s-%s)*(1-pow(1-t/%s,2)),%s)", d, from, x, from, d, x)
+}
+
+// clipSlide is how far (a fraction of the crop's width) a clip's slide comes from: about what a
+// picture's slide travels (its margins are 12 to 30% of the frame).
+const clipSlide = 0.25
+
 // clipMove is a clip's crop: the frame itself, or a closer view when the clip comes back.
 func clipMove(f Frame, variant int) move {
 	margin := []float64{1, 1.2, 1.35}[(variant%3+3)%3]

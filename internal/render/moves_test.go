@@ -237,3 +237,47 @@ func TestTransitions(t *testing.T) {
 			slideAt, slideLater, cutAt, cutLater, margin)
 	}
 }
+
+// TestClipSlide renders a picture then a clip (a red band on light blue, landscape) in a portrait
+// frame, cut and slide: under slide the clip enters with the sideways move (its band away from
+// where the cut shows it, on the cut), then stands where the cut has it.
+func TestClipSlide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ffmpeg")
+	}
+	testtool.Need(t, "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "band.mp4")
+	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+		"color=c=0x40a0ff:s=800x450:r=50:d=2,drawbox=x=380:y=0:w=40:h=450:color=0xff0000:t=fill", "-pix_fmt", "yuv420p", clip).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip: %v %s", err, out)
+	}
+	const fps = 25 // a draft's; the clip's own 50 fps is another rate on purpose
+	at := map[Transition][2]int{}
+	for _, tr := range []Transition{TransitionCut, TransitionSlide} {
+		v := &Video{Out: filepath.Join(dir, string(tr)+".mp4"), Frame: Frame{360, 640}, Duration: 2, Transition: tr, Quality: QualityDraft,
+			Shots: []Shot{{Kind: ShotTitle, Duration: 1}, {Kind: ShotClip, Path: clip, Duration: 1}}}
+		if err := v.Render(t.Context()); err != nil {
+			t.Fatalf("%s: %v", tr, err)
+		}
+		for i, n := range []int{fps + 1, fps + 15} {
+			png := filepath.Join(dir, fmt.Sprintf("%s-%d.png", tr, n))
+			if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-i", v.Out, "-vf", "select=eq(n\\,"+strconv.Itoa(n)+")",
+				"-frames:v", "1", "-update", "1", png).CombinedOutput(); err != nil {
+				t.Fatalf("%s frame %d: %v %s", tr, n, err, out)
+			}
+			box, ok := redBox(t, png)
+			if !ok {
+				t.Fatalf("%s frame %d: no red band", tr, n)
+			}
+			x := at[tr]
+			x[i] = (box.Min.X + box.Max.X) / 2
+			at[tr] = x
+		}
+	}
+	t.Logf("band at %v (cut) and %v (slide), on the cut and half a second later", at[TransitionCut], at[TransitionSlide])
+	if abs(at[TransitionCut][0]-at[TransitionSlide][0]) < 30 || abs(at[TransitionCut][1]-at[TransitionSlide][1]) > 4 {
+		t.Errorf("slide: band at %v, a cut's at %v: want it away from the cut's on the cut, then the same", at[TransitionSlide], at[TransitionCut])
+	}
+}

@@ -208,7 +208,7 @@ func (v *Video) Render(ctx context.Context) error {
 			// (a third more CPU for the clip's shots).
 			m := clipMove(v.Frame, s.Move)
 			graph = append(graph, fmt.Sprintf("[%d:v]crop=w='%d*min(iw/%d,ih/%d)':h='%d*min(iw/%d,ih/%d)':x='%s':y='%s',scale=%d:%d,setsar=1,fps=%d,"+
-				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, W, m.W, m.H, H, m.W, m.H, centredExpr(s.Focus.x(), "w"), centredExpr(s.Focus.y(), "h"), W, H, fps, ds,
+				"trim=duration=%s,setpts=PTS-STARTPTS,format=yuv420p%s%s", in, W, m.W, m.H, H, m.W, m.H, clipX(s.Focus, fps, v.Transition == TransitionSlide && !first), centredExpr(s.Focus.y(), "h"), W, H, fps, ds,
 				v.transition(d, first, last), label))
 		default: // title card
 			color := s.Color
