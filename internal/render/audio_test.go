@@ -24,24 +24,18 @@ func TestSoundLoudness(t *testing.T) {
 	testtool.Need(t, "espeak-ng", "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	ffmpeg := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ffmpeg", append([]string{"-y", "-loglevel", "error"}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("ffmpeg %v: %v %s", args, err, out)
-		}
-	}
 	// Music as a mastered track is: chords and a pink-noise beat at about -13 LUFS, peaks 10 dB
 	// over that. A clip of someone speaking over a brown-noise street, its peaks 15 dB over its
 	// loudness.
 	music, clip := filepath.Join(dir, "music.wav"), filepath.Join(dir, "clip.mp4")
-	ffmpeg("-f", "lavfi", "-i", "aevalsrc='0.25*sin(2*PI*220*t)+0.2*sin(2*PI*277*t)+0.2*sin(2*PI*330*t)*(0.6+0.4*sin(PI*t))':d=20:s=48000",
+	ffmpegOK(t, "make the music", "-f", "lavfi", "-i", "aevalsrc='0.25*sin(2*PI*220*t)+0.2*sin(2*PI*277*t)+0.2*sin(2*PI*330*t)*(0.6+0.4*sin(PI*t))':d=20:s=48000",
 		"-f", "lavfi", "-i", "anoisesrc=color=pink:a=0.9:d=20:r=48000",
 		"-filter_complex", "[1:a]volume='if(lt(mod(t,0.5),0.06),1,0.02)':eval=frame[beat];[0:a][beat]amix=inputs=2:normalize=0", "-ac", "2", music)
 	street := &Speech{Out: filepath.Join(dir, "street.wav"), Voice: "en", Script: "Over here, the market opens at six and the bread is still warm."}
 	if _, err := street.Speak(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ffmpeg("-f", "lavfi", "-i", "color=c=0x10b010:s=320x180:r=25:d=4", "-i", street.Out, "-f", "lavfi", "-i", "anoisesrc=color=brown:a=0.05:d=4",
+	ffmpegOK(t, "make the clip", "-f", "lavfi", "-i", "color=c=0x10b010:s=320x180:r=25:d=4", "-i", street.Out, "-f", "lavfi", "-i", "anoisesrc=color=brown:a=0.05:d=4",
 		"-filter_complex", "[1:a]aresample=48000[s];[s][2:a]amix=inputs=2:normalize=0:duration=longest[a]", "-map", "0:v", "-map", "[a]",
 		"-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-t", "4", clip)
 
@@ -116,6 +110,34 @@ func TestMusicUnderVoice(t *testing.T) {
 	testtool.Need(t, "espeak-ng", "ffmpeg")
 	t.Parallel()
 	dir := t.TempDir()
+	narrated := narratedPlan(t, dir)
+	for name, amp := range map[string]float64{"loud": 0.5, "quiet": 0.05} {
+		music := filepath.Join(dir, name+".wav")
+		ffmpegOK(t, "make the music", "-f", "lavfi", "-i",
+			fmt.Sprintf("aevalsrc='%g*(sin(2*PI*220*t)+0.8*sin(2*PI*277*t)+0.8*sin(2*PI*330*t))*(0.6+0.4*sin(PI*t))':d=20:s=48000", amp),
+			"-ac", "2", music)
+		// The narration, then 5 s of music alone (its last 1.5 s fading out).
+		p := narrated
+		p.Target, p.Music = p.NarrationSecs+5, music
+		v := p.Video(filepath.Join(dir, name+".mp4"))
+		v.Transition = TransitionCut
+		if err := v.Render(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		speech := segmentLUFS(t, v.Out, 0, p.NarrationSecs)
+		alone := segmentLUFS(t, v.Out, p.NarrationSecs+0.8, 2.5)
+		t.Logf("%s music: speech %.1f LUFS, music alone %.1f LUFS: %.1f LU under", name, speech, alone, speech-alone)
+		if under := speech - alone; math.Abs(under-musicUnderVoice) > 2 {
+			t.Errorf("%s music: %.1f LU under the speech (%.1f against %.1f LUFS), want %.0f±2", name, under, alone, speech, musicUnderVoice)
+		}
+	}
+}
+
+// narratedPlan is a plan for a 320x180 video without captions, narrated (in dir) by espeak-ng's
+// English voice saying one sentence: what the tests of the sound under the voice add music or a
+// clip to.
+func narratedPlan(t *testing.T, dir string) Plan {
+	t.Helper()
 	script := "The harbour wakes before the town does, and the boats slip out one by one."
 	font, err := FontFor(script)
 	if err != nil {
@@ -126,28 +148,8 @@ func TestMusicUnderVoice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, amp := range map[string]float64{"loud": 0.5, "quiet": 0.05} {
-		music := filepath.Join(dir, name+".wav")
-		if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
-			fmt.Sprintf("aevalsrc='%g*(sin(2*PI*220*t)+0.8*sin(2*PI*277*t)+0.8*sin(2*PI*330*t))*(0.6+0.4*sin(PI*t))':d=20:s=48000", amp),
-			"-ac", "2", music).CombinedOutput(); err != nil {
-			t.Fatalf("ffmpeg: %v %s", err, out)
-		}
-		// The narration, then 5 s of music alone (its last 1.5 s fading out).
-		p := Plan{Script: script, Sentences: spoken.Sentences, Narration: sp.Out, NarrationSecs: spoken.Duration, Target: spoken.Duration + 5,
-			Frame: Frame{320, 180}, Music: music, Font: font, Uncaptioned: true}
-		v := p.Video(filepath.Join(dir, name+".mp4"))
-		v.Transition = TransitionCut
-		if err := v.Render(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		speech := segmentLUFS(t, v.Out, 0, spoken.Duration)
-		alone := segmentLUFS(t, v.Out, spoken.Duration+0.8, 2.5)
-		t.Logf("%s music: speech %.1f LUFS, music alone %.1f LUFS: %.1f LU under", name, speech, alone, speech-alone)
-		if under := speech - alone; math.Abs(under-musicUnderVoice) > 2 {
-			t.Errorf("%s music: %.1f LU under the speech (%.1f against %.1f LUFS), want %.0f±2", name, under, alone, speech, musicUnderVoice)
-		}
-	}
+	return Plan{Script: script, Sentences: spoken.Sentences, Narration: sp.Out, NarrationSecs: spoken.Duration, Frame: Frame{320, 180},
+		Font: font, Uncaptioned: true}
 }
 
 // segmentLUFS is the integrated loudness (ebur128) of a file's sound over d seconds from at.
@@ -178,26 +180,15 @@ func TestClipAudio(t *testing.T) {
 	testtool.Need(t, "espeak-ng", "ffmpeg")
 	t.Parallel()
 	dir := t.TempDir()
-	script := "The harbour wakes before the town does, and the boats slip out one by one."
-	font, err := FontFor(script)
-	if err != nil {
-		testtool.Missing(t, err.Error())
-	}
-	sp := &Speech{Out: filepath.Join(dir, "voice.wav"), Voice: "en", Script: script}
-	spoken, err := sp.Speak(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	narrated := narratedPlan(t, dir)
 	clip := filepath.Join(dir, "clip.mp4")
-	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i", "color=c=0x10b010:s=320x180:r=25:d=8",
+	ffmpegOK(t, "make the clip", "-f", "lavfi", "-i", "color=c=0x10b010:s=320x180:r=25:d=8",
 		"-f", "lavfi", "-i", "sine=frequency=60:duration=8", "-filter:a", "volume=0.5", "-c:v", "libx264", "-preset", "ultrafast",
-		"-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", clip).CombinedOutput(); err != nil {
-		t.Fatalf("make the clip: %v %s", err, out)
-	}
+		"-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", clip)
 	hum := map[ClipAudio]float64{}
 	for _, c := range []ClipAudio{ClipKeep, ClipDuck, ClipMute} {
-		p := Plan{Script: script, Sentences: spoken.Sentences, Narration: sp.Out, NarrationSecs: spoken.Duration, Frame: Frame{320, 180},
-			Font: font, Uncaptioned: true, Material: []Material{{Path: clip, Kind: ShotClip, Duration: 8, Sound: true}}}
+		p := narrated
+		p.Material = []Material{{Path: clip, Kind: ShotClip, Duration: 8, Sound: true}}
 		v := p.Video(filepath.Join(dir, string(c)+".mp4"))
 		v.ClipAudio, v.Transition = c, TransitionCut
 		if err := v.Render(t.Context()); err != nil {

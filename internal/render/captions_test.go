@@ -294,9 +294,7 @@ func TestCaptionHighlightMoves(t *testing.T) {
 	// The centre of the highlighted pixels, as a share of the frame's width.
 	centre := func(at string) float64 {
 		out := filepath.Join(dir, "f"+at+".png")
-		if err := (Tools{}).Run(t.Context(), "ffmpeg", "-y", "-loglevel", "error", "-ss", at, "-i", v.Out, "-frames:v", "1", out); err != nil {
-			t.Fatal(err)
-		}
+		ffmpegOK(t, "the frame at "+at+" s", "-ss", at, "-i", v.Out, "-frames:v", "1", out)
 		img := readPNG(t, out)
 		sum, n := 0, 0
 		b := img.Bounds()

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/reelforge/reelforge/internal/testtool"
@@ -84,10 +85,8 @@ func TestRenderPortraitFace(t *testing.T) {
 	// 600x800 upright: grey, a red square face of 120x120 centred at (0.5, 0.17). Stored turned a
 	// quarter to the left (800x600) with orientation 6, which ffmpeg turns back.
 	stored := filepath.Join(dir, "stored.jpg")
-	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
-		"color=c=0x808080:s=600x800,drawbox=x=240:y=76:w=120:h=120:color=0xff0000:t=fill,transpose=2", "-frames:v", "1", "-q:v", "2", stored).CombinedOutput(); err != nil {
-		t.Fatalf("make the photo: %v %s", err, out)
-	}
+	ffmpegOK(t, "make the photo", "-f", "lavfi", "-i",
+		"color=c=0x808080:s=600x800,drawbox=x=240:y=76:w=120:h=120:color=0xff0000:t=fill,transpose=2", "-frames:v", "1", "-q:v", "2", stored)
 	photo := filepath.Join(dir, "portrait.jpg")
 	withOrientation(t, stored, photo, 6)
 	size, err := Tools{}.PictureSize(t.Context(), photo)
@@ -106,12 +105,7 @@ func TestRenderPortraitFace(t *testing.T) {
 	for move := range moves {
 		fps := v.Quality.FPS()
 		for _, n := range []int{move * fps, move*fps + fps - 1} {
-			png := filepath.Join(dir, "frame.png")
-			if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-i", v.Out, "-vf", "select=eq(n\\,"+strconv.Itoa(n)+")",
-				"-frames:v", "1", "-update", "1", png).CombinedOutput(); err != nil {
-				t.Fatalf("frame %d: %v %s", n, err, out)
-			}
-			box, ok := redBox(t, png)
+			box, ok := redBox(t, frameAt(t, v.Out, n))
 			b := image.Rect(2, 2, v.Frame.W-2, v.Frame.H-2)
 			if !ok || !box.In(b) || box.Dx() < 100 || abs(box.Dx()-box.Dy()) > 6 {
 				t.Errorf("move %d, frame %d: the face at %v of the %v frame, want it whole and inside (square, not cut)", move, n, box, v.Frame)
@@ -175,6 +169,24 @@ func readPNG(t *testing.T, path string) image.Image {
 	return img
 }
 
+// ffmpegOK runs ffmpeg with args (overwriting its output, quiet but for errors) and fails the test,
+// naming what the run was for, when ffmpeg does.
+func ffmpegOK(t *testing.T, what string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ffmpeg", append([]string{"-y", "-loglevel", "error"}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: ffmpeg %v: %v %s", what, args, err, out)
+	}
+}
+
+// frameAt writes frame n (counted from 0) of a video to a PNG beside it and is the PNG's path.
+func frameAt(t *testing.T, video string, n int) string {
+	t.Helper()
+	png := fmt.Sprintf("%s-%d.png", strings.TrimSuffix(video, filepath.Ext(video)), n)
+	ffmpegOK(t, fmt.Sprintf("frame %d of %s", n, filepath.Base(video)), "-i", video, "-vf", "select=eq(n\\,"+strconv.Itoa(n)+")",
+		"-frames:v", "1", "-update", "1", png)
+	return png
+}
+
 // TestTransitions renders two shots of one picture (a red band on light blue) with each transition and
 // reads the frames around the cut: a fade dips through black (the second shot's first frame dark,
 // the first shot's last one darkened, its middle not), a cut does not; a slide brings the second
@@ -188,10 +200,7 @@ func TestTransitions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	pic := filepath.Join(dir, "band.png")
-	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
-		"color=c=0x40a0ff:s=800x450,drawbox=x=380:y=0:w=40:h=450:color=0xff0000:t=fill", "-frames:v", "1", pic).CombinedOutput(); err != nil {
-		t.Fatalf("make the picture: %v %s", err, out)
-	}
+	ffmpegOK(t, "make the picture", "-f", "lavfi", "-i", "color=c=0x40a0ff:s=800x450,drawbox=x=380:y=0:w=40:h=450:color=0xff0000:t=fill", "-frames:v", "1", pic)
 	size := Frame{800, 450}
 	const fps = 25 // a draft's
 	frames := map[Transition]map[int]string{}
@@ -203,12 +212,7 @@ func TestTransitions(t *testing.T) {
 		}
 		frames[tr] = map[int]string{}
 		for _, n := range []int{fps / 2, fps - 1, fps, fps + 12} {
-			png := filepath.Join(dir, fmt.Sprintf("%s-%d.png", tr, n))
-			if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-i", v.Out, "-vf", "select=eq(n\\,"+strconv.Itoa(n)+")",
-				"-frames:v", "1", "-update", "1", png).CombinedOutput(); err != nil {
-				t.Fatalf("%s frame %d: %v %s", tr, n, err, out)
-			}
-			frames[tr][n] = png
+			frames[tr][n] = frameAt(t, v.Out, n)
 		}
 	}
 	luma := func(tr Transition, n int) float64 { return sampledLuma(readPNG(t, frames[tr][n])) }
@@ -249,10 +253,8 @@ func TestClipSlide(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	clip := filepath.Join(dir, "band.mp4")
-	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
-		"color=c=0x40a0ff:s=800x450:r=50:d=2,drawbox=x=380:y=0:w=40:h=450:color=0xff0000:t=fill", "-pix_fmt", "yuv420p", clip).CombinedOutput(); err != nil {
-		t.Fatalf("make the clip: %v %s", err, out)
-	}
+	ffmpegOK(t, "make the clip", "-f", "lavfi", "-i",
+		"color=c=0x40a0ff:s=800x450:r=50:d=2,drawbox=x=380:y=0:w=40:h=450:color=0xff0000:t=fill", "-pix_fmt", "yuv420p", clip)
 	const fps = 25 // a draft's; the clip's own 50 fps is another rate on purpose
 	at := map[Transition][2]int{}
 	for _, tr := range []Transition{TransitionCut, TransitionSlide} {
@@ -262,12 +264,7 @@ func TestClipSlide(t *testing.T) {
 			t.Fatalf("%s: %v", tr, err)
 		}
 		for i, n := range []int{fps + 1, fps + 15} {
-			png := filepath.Join(dir, fmt.Sprintf("%s-%d.png", tr, n))
-			if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-i", v.Out, "-vf", "select=eq(n\\,"+strconv.Itoa(n)+")",
-				"-frames:v", "1", "-update", "1", png).CombinedOutput(); err != nil {
-				t.Fatalf("%s frame %d: %v %s", tr, n, err, out)
-			}
-			box, ok := redBox(t, png)
+			box, ok := redBox(t, frameAt(t, v.Out, n))
 			if !ok {
 				t.Fatalf("%s frame %d: no red band", tr, n)
 			}

@@ -60,20 +60,14 @@ func TestRenderPlatformFile(t *testing.T) {
 	if err != nil {
 		testtool.Missing(t, err.Error())
 	}
-	ffmpeg := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ffmpeg", append([]string{"-y", "-loglevel", "error"}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("ffmpeg %v: %v %s", args, err, out)
-		}
-	}
 	// Three pictures of one colour each, a clip with a tone of its own, and music: a 60 Hz hum,
 	// under the voice's pitch, so its level can be read apart from the speech (hum).
 	for name, colour := range map[string]string{"red.png": "0xd01010", "blue.png": "0x1020d0", "yellow.png": "0xd0d010"} {
-		ffmpeg("-f", "lavfi", "-i", "color=c="+colour+":s=1200x1600,drawgrid=w=100:h=100:t=3:c=black", "-frames:v", "1", filepath.Join(dir, name))
+		ffmpegOK(t, "make "+name, "-f", "lavfi", "-i", "color=c="+colour+":s=1200x1600,drawgrid=w=100:h=100:t=3:c=black", "-frames:v", "1", filepath.Join(dir, name))
 	}
-	ffmpeg("-f", "lavfi", "-i", "color=c=0x10b010:s=640x360:r=25:d=2", "-f", "lavfi", "-i", "sine=frequency=1000:duration=2",
+	ffmpegOK(t, "make the clip", "-f", "lavfi", "-i", "color=c=0x10b010:s=640x360:r=25:d=2", "-f", "lavfi", "-i", "sine=frequency=1000:duration=2",
 		"-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", filepath.Join(dir, "clip.mp4"))
-	ffmpeg("-f", "lavfi", "-i", "sine=frequency=60:duration=30", "-ac", "2", filepath.Join(dir, "music.wav"))
+	ffmpegOK(t, "make the music", "-f", "lavfi", "-i", "sine=frequency=60:duration=30", "-ac", "2", filepath.Join(dir, "music.wav"))
 
 	// Two sentences with a 3 s pause between them, so the music has a gap to come back up in.
 	sp := &Speech{Out: filepath.Join(dir, "voice.wav"), Voice: "en", Script: "The harbour wakes before the town does, and the boats slip out one by one.\nThe light turns gold on the water, and then it is day."}
@@ -275,10 +269,7 @@ func TestStillFocus(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	pic := filepath.Join(dir, "wide.png")
-	if out, err := exec.Command("ffmpeg", "-y", "-loglevel", "error", "-f", "lavfi", "-i",
-		"color=c=0x1020d0:s=1600x1200,drawbox=x=0:y=0:w=400:h=1200:color=0xd01010:t=fill", "-frames:v", "1", pic).CombinedOutput(); err != nil {
-		t.Fatalf("make the picture: %v %s", err, out)
-	}
+	ffmpegOK(t, "make the picture", "-f", "lavfi", "-i", "color=c=0x1020d0:s=1600x1200,drawbox=x=0:y=0:w=400:h=1200:color=0xd01010:t=fill", "-frames:v", "1", pic)
 	for name, tc := range map[string]struct {
 		focus Focus
 		red   bool
