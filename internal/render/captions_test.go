@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/binary"
 	"image"
+	"iter"
 	"math"
 	"os"
 	"os/exec"
@@ -35,21 +36,17 @@ func TestLayout(t *testing.T) {
 		"Honestly, most people never notice the difference ☕🔥 until they try it side by side.",
 	}
 	for _, text := range tests {
-		pages := layout(text, width, 3)
 		var all []string
-		for _, page := range pages {
-			if len(page) > 3 {
-				t.Errorf("%q: a page of %d lines", text, len(page))
+		for l := range laidOut(text, width) {
+			if l.span == l.page[0] && len(l.page) > 3 {
+				t.Errorf("%q: a page of %d lines", text, len(l.page))
 			}
-			for _, l := range page {
-				line := text[l.from:l.to]
-				all = append(all, line)
-				if w := uniseg.StringWidth(line); w > width || len(page) > 1 && w < width/3 {
-					t.Errorf("%q: line %q is %d columns wide, want %d to %d", text, line, w, width/3, width)
-				}
-				if first := []rune(line)[0]; strings.ContainsRune("，。、！？；：”）,.;:!?", first) {
-					t.Errorf("%q: line %q starts with punctuation", text, line)
-				}
+			all = append(all, l.line)
+			if w := uniseg.StringWidth(l.line); w > width || len(l.page) > 1 && w < width/3 {
+				t.Errorf("%q: line %q is %d columns wide, want %d to %d", text, l.line, w, width/3, width)
+			}
+			if first := []rune(l.line)[0]; strings.ContainsRune("，。、！？；：”）,.;:!?", first) {
+				t.Errorf("%q: line %q starts with punctuation", text, l.line)
 			}
 		}
 		// Nothing lost, and a line ends only where a word does: at a space, or between two
@@ -65,8 +62,8 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%q: a word split between %q and %q", text, all[i-1], all[i])
 			}
 		}
-		if len(pages) == 0 {
-			t.Errorf("%q: no pages", text)
+		if len(all) == 0 {
+			t.Errorf("%q: no lines", text)
 		}
 	}
 	// The orphan: a caption a little longer than a line is two lines of about even length
@@ -75,6 +72,27 @@ func TestLayout(t *testing.T) {
 		lines := strings.Split(Wrap(text, width, 0), "\n")
 		if len(lines) != 2 || uniseg.StringWidth(lines[0]) < width/3 || uniseg.StringWidth(lines[1]) < width/3 {
 			t.Errorf("Wrap(%q, %d) = %q, want two lines of at least %d columns", text, width, lines, width/3)
+		}
+	}
+}
+
+// laidLine is a line of a caption as layout breaks it.
+type laidLine struct {
+	span        // the line's bytes in the caption
+	line string // its text
+	page []span // the lines of its page
+}
+
+// laidOut yields the lines layout breaks text into at width (in columns), three lines a page as
+// the captions have them, page by page.
+func laidOut(text string, width int) iter.Seq[laidLine] {
+	return func(yield func(laidLine) bool) {
+		for _, page := range layout(text, width, 3) {
+			for _, l := range page {
+				if !yield(laidLine{l, text[l.from:l.to], page}) {
+					return
+				}
+			}
 		}
 	}
 }
@@ -90,11 +108,9 @@ func TestLayoutKeepsTheDashWithItsClause(t *testing.T) {
 	}
 	for _, width := range []int{22, 31, 40} {
 		for _, text := range texts {
-			for _, page := range layout(text, width, 3) {
-				for _, l := range page {
-					if line := text[l.from:l.to]; strings.HasPrefix(line, "—") {
-						t.Errorf("layout(%q, %d): the line %q opens with a dash", text, width, line)
-					}
+			for l := range laidOut(text, width) {
+				if strings.HasPrefix(l.line, "—") {
+					t.Errorf("layout(%q, %d): the line %q opens with a dash", text, width, l.line)
 				}
 			}
 		}
@@ -123,17 +139,15 @@ func TestLayoutKeepsAWordWithItsClause(t *testing.T) {
 			units := spokenUnits(text)
 			var lines []string
 			var words [][]string // each line's words
-			for _, page := range layout(text, width, 3) {
-				for _, l := range page {
-					lines = append(lines, text[l.from:l.to])
-					var in []string
-					for _, u := range units {
-						if u.from >= l.from && u.from < l.to {
-							in = append(in, unitText(text, u))
-						}
+			for l := range laidOut(text, width) {
+				lines = append(lines, l.line)
+				var in []string
+				for _, u := range units {
+					if u.from >= l.from && u.from < l.to {
+						in = append(in, unitText(text, u))
 					}
-					words = append(words, in)
 				}
+				words = append(words, in)
 			}
 			for i := 1; i < len(lines); i++ {
 				if endsClause(lines[i-1]) {
@@ -162,13 +176,10 @@ func TestLayoutKeepsAnArticleWithItsNoun(t *testing.T) {
 	for _, f := range []Frame{{1080, 1920}, {1080, 1080}, {1920, 1080}, {720, 1280}} {
 		width := columns(f.W, fontSize(f))
 		for _, text := range texts {
-			for _, page := range layout(text, width, 3) {
-				for _, l := range page {
-					line := text[l.from:l.to]
-					words := strings.Fields(line)
-					if last := strings.ToLower(words[len(words)-1]); l.to < len(text) && (last == "a" || last == "an" || last == "the") {
-						t.Errorf("%v: %q has the line %q, ending with an article", f, text, line)
-					}
+			for l := range laidOut(text, width) {
+				words := strings.Fields(l.line)
+				if last := strings.ToLower(words[len(words)-1]); l.to < len(text) && (last == "a" || last == "an" || last == "the") {
+					t.Errorf("%v: %q has the line %q, ending with an article", f, text, l.line)
 				}
 			}
 		}
@@ -345,15 +356,12 @@ func TestLayoutChineseWords(t *testing.T) {
 		width := columns(f.W, fontSize(f))
 		for _, text := range captions {
 			inside := zhwords.Inside(text)
-			for _, page := range layout(text, width, 3) {
-				for _, l := range page {
-					line := text[l.from:l.to]
-					if l.to < len(text) && inside[l.to] {
-						t.Errorf("%v: %q breaks inside a word after %q", f, text, line)
-					}
-					if w := uniseg.StringWidth(line); len(page) > 1 && w <= width/3 {
-						t.Errorf("%v: %q has the orphan line %q (%d of %d columns)", f, text, line, w, width)
-					}
+			for l := range laidOut(text, width) {
+				if l.to < len(text) && inside[l.to] {
+					t.Errorf("%v: %q breaks inside a word after %q", f, text, l.line)
+				}
+				if w := uniseg.StringWidth(l.line); len(l.page) > 1 && w <= width/3 {
+					t.Errorf("%v: %q has the orphan line %q (%d of %d columns)", f, text, l.line, w, width)
 				}
 			}
 		}
