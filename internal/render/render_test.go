@@ -67,8 +67,8 @@ func TestPlanVideo(t *testing.T) {
 		"narration sped up to the target": {
 			plan:    Plan{Script: script, Sentences: measured, Narration: "n.wav", NarrationSecs: 6, Target: 4, Material: material},
 			wantDur: 4, wantTempo: 1.5,
-			// 4 s is one shot's most: no cut needed.
-			wantShots: []Shot{{Kind: ShotImage, Path: "a.png", Duration: 4}},
+			// 4 s is one shot's most, but two pictures were given: each is shown.
+			wantShots: []Shot{{Kind: ShotImage, Path: "a.png", Duration: 2}, {Kind: ShotImage, Path: "b.png", Duration: 2, Move: 1}},
 			wantFirst: Caption{Text: "One.", From: 0, To: 0.8}, wantSecond: Caption{Text: "Two.", From: 0.8, To: 2.3 / 1.5},
 		},
 		"no material, no narration: title cards by length": {
@@ -408,5 +408,42 @@ func TestPlanPacing(t *testing.T) {
 	// 12 sentences: at least 9 of the cuts (and the start) on a sentence's start.
 	if onBoundary < 10 || len(v.Shots) < 15 {
 		t.Errorf("%d shots, %d starting on a sentence; want at least 15 shots and 10 on sentences: %+v", len(v.Shots), onBoundary, v.Shots)
+	}
+}
+
+// TestPlanShowsEveryItem: more material than the pacing has shots is shown, each item once in the
+// creator's order, in shorter shots (at least MinShow); material past what shots of MinShow can
+// hold is left out rather than cut shorter.
+func TestPlanShowsEveryItem(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		secs        float64
+		items, want int // items given, shots wanted
+	}{
+		{4, 2, 2},  // one 4 s shot by pacing: two of 2 s
+		{10, 5, 5}, // three by pacing
+		{30, 12, 12},
+		{30, 3, 8},  // scarce material: the pacing's shots, reused
+		{10, 40, 9}, // the pacing's three shots of 3.3 s in three parts each: 1.1 s
+	} {
+		var material []Material
+		for i := range tt.items {
+			material = append(material, Material{Path: fmt.Sprintf("%02d.jpg", i), Kind: ShotImage})
+		}
+		p := Plan{Script: "One sentence of the video.", Target: tt.secs, Material: material}
+		v := p.Video("out.mp4")
+		total := 0.0
+		for k, s := range v.Shots {
+			if want := material[k%len(material)].Path; s.Path != want {
+				t.Errorf("%v s, %d items: shot %d shows %s, want %s", tt.secs, tt.items, k, s.Path, want)
+			}
+			if s.Duration < MinShow-1e-9 || s.Duration > wantMaxShot+1e-9 {
+				t.Errorf("%v s, %d items: shot %d lasts %.2f s, want %v..%v", tt.secs, tt.items, k, s.Duration, MinShow, wantMaxShot)
+			}
+			total += s.Duration
+		}
+		if len(v.Shots) != tt.want || math.Abs(total-tt.secs) > 1e-6 {
+			t.Errorf("%v s, %d items: %d shots lasting %.2f s, want %d lasting %v", tt.secs, tt.items, len(v.Shots), total, tt.want, tt.secs)
+		}
 	}
 }

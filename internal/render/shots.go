@@ -14,6 +14,10 @@ const (
 	minCut  = 1.5
 )
 
+// MinShow is the shortest shot made to show more material: more material than the pacing has
+// shots is shown too, each item once, in shots down to MinShow seconds.
+const MinShow = 1.0
+
 // materialShots cuts total seconds into shots of p.Material: at sentence boundaries (times' starts)
 // where one falls between minCut and maxShot into a shot, else in equal parts of at most maxShot
 // up to the next boundary. The material comes in the creator's order, again and again; a picture
@@ -50,6 +54,7 @@ func (p *Plan) materialShots(times []Timed, total float64) []Shot {
 		cuts = append(cuts, end)
 		t = end
 	}
+	cuts = showEach(cuts, len(p.Material))
 	shots := make([]Shot, 0, len(cuts))
 	uses := make([]int, len(p.Material))
 	shown := make([]float64, len(p.Material)) // seconds of each clip shown so far
@@ -74,6 +79,45 @@ func (p *Plan) materialShots(times []Timed, total float64) []Shot {
 		start = end
 	}
 	return shots
+}
+
+// showEach cuts the shots (cuts: the end of each) into equal parts until there is a shot for each
+// of n items of material, each time the shot whose parts are longest taking one part more, while
+// its parts last at least MinShow: a creator who gave twelve photos for 30 s sees all twelve, not
+// the first nine the pacing alone has room for. The cuts the pacing chose (sentence boundaries)
+// stay; the new ones fall within a shot.
+func showEach(cuts []float64, n int) []float64 {
+	if len(cuts) >= n {
+		return cuts
+	}
+	lengths := make([]float64, len(cuts))
+	parts := make([]int, len(cuts))
+	start := 0.0
+	for k, end := range cuts {
+		lengths[k], parts[k], start = end-start, 1, end
+	}
+	for shots := len(cuts); shots < n; shots++ {
+		k := 0
+		for j := range lengths {
+			if lengths[j]/float64(parts[j]+1) > lengths[k]/float64(parts[k]+1) {
+				k = j
+			}
+		}
+		if lengths[k]/float64(parts[k]+1) < MinShow-1e-9 {
+			break // the rest of the material is left out (the render's result says how much)
+		}
+		parts[k]++
+	}
+	out := make([]float64, 0, n)
+	start = 0
+	for k, end := range cuts {
+		for p := 1; p < parts[k]; p++ {
+			out = append(out, start+lengths[k]*float64(p)/float64(parts[k]))
+		}
+		out = append(out, end)
+		start = end
+	}
+	return out
 }
 
 // titleCards are the shots of a video without material: a card per beat, in turn of the palette,

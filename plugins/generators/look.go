@@ -78,3 +78,14 @@ func longestShot(v *render.Video) float64 {
 	}
 	return longest
 }
+
+// shownMaterial is how many items of material v's shots show.
+func shownMaterial(v *render.Video) int {
+	seen := map[string]bool{}
+	for _, s := range v.Shots {
+		if s.Path != "" {
+			seen[s.Path] = true
+		}
+	}
+	return len(seen)
+}

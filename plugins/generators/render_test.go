@@ -201,8 +201,8 @@ func TestRenderFromMaterial(t *testing.T) {
 	if seen["red"] == 0 || seen["blue"] == 0 || seen["green"] == 0 {
 		t.Errorf("sampled frames %v: want the red and the blue picture and the green clip", seen)
 	}
-	if res["caption_timing"] != "measured" || res["images"] != 2.0 || res["clips"] != 1.0 {
-		t.Errorf("result %v: want captions on measured sentence times, two images and a clip", res)
+	if res["caption_timing"] != "measured" || res["images"] != 2.0 || res["clips"] != 1.0 || res["material_shown"] != 3.0 || res["material"] != nil {
+		t.Errorf("result %v: want captions on measured sentence times, two images and a clip, all three shown", res)
 	}
 }
 
