@@ -224,6 +224,10 @@ func (f Field) check(v any) string {
 	switch f.Type {
 	case TypeString:
 		s, ok := v.(string)
+		if _, list := v.([]any); list && strings.Contains(f.Description, "comma-separated") {
+			// A list is what a caller of an input of several items sends first (media, tags).
+			return "must be one string of its items, comma-separated, not a list"
+		}
 		if !ok {
 			return "must be a string"
 		}

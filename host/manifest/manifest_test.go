@@ -29,6 +29,7 @@ inputs:
   - {name: draft, type: boolean}
   - {name: meta, type: object}
   - {name: summary, type: string, required: true}
+  - {name: tags, type: string, description: "labels of yours, comma-separated"}
 steps:
   - {id: a, agent: script_writer}
   - {id: b, agent: rewriter, depends_on: [a], retries: 1}
@@ -177,6 +178,9 @@ func TestValidateInputs(t *testing.T) {
 		"wrong types": {in: map[string]any{"summary": 3, "duration": "15", "draft": "yes", "meta": []any{}}, want: []errcode.FieldError{
 			{Field: "duration", Problem: "must be a number"}, {Field: "draft", Problem: "must be a boolean"},
 			{Field: "meta", Problem: "must be an object"}, {Field: "summary", Problem: "must be a string"}}},
+		"list for a comma-separated string": {in: map[string]any{"summary": "s", "tags": []any{"a", "b"}}, want: []errcode.FieldError{
+			{Field: "tags", Problem: "must be one string of its items, comma-separated, not a list"}}},
+		"list for a string": {in: map[string]any{"summary": []any{"a"}}, want: []errcode.FieldError{{Field: "summary", Problem: "must be a string"}}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
