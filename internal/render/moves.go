@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -129,9 +130,15 @@ func (m move) X(frames int, whip bool) string {
 		if m.X0 > 0.5 {
 			far = "0"
 		}
-		x = fmt.Sprintf("if(lt(n,%d),(iw-ow)*%s+(%s-(iw-ow)*%s)*(1-pow(1-n/%d,2)),%s)", slideFrames, far, x, far, slideFrames, x)
+		x = slideIn("n", strconv.Itoa(slideFrames), "(iw-ow)*"+far, x)
 	}
 	return x
+}
+
+// slideIn is a crop position that moves from from to to over the first length of clock (n, in
+// frames, or t, in seconds), easing out (quadratic), and is to after it: the slide transition.
+func slideIn(clock, length, from, to string) string {
+	return fmt.Sprintf("if(lt(%s,%s),%s+(%s-(%s))*(1-pow(1-%s/%s,2)),%s)", clock, length, from, to, from, clock, length, to)
 }
 
 // Y is the crop's y expression over frames frames.
@@ -153,8 +160,7 @@ func clipX(focus Focus, fps int, whip bool) string {
 	if focus.x() > 0.5 {
 		from = fmt.Sprintf("max(%s-ow*%s,0)", x, ff(clipSlide))
 	}
-	d := ff(float64(slideFrames) / float64(fps))
-	return fmt.Sprintf("if(lt(t,%s),%s+(%s-%s)*(1-pow(1-t/%s,2)),%s)", d, from, x, from, d, x)
+	return slideIn("t", ff(float64(slideFrames)/float64(fps)), from, x)
 }
 
 // clipSlide is how far (a fraction of the crop's width) a clip's slide comes from: about what a

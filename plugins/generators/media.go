@@ -263,13 +263,14 @@ func (d *executor) video(ctx context.Context, lj *localJob) (map[string]any, err
 	maps.Copy(res, soundNotes(v))
 	res["quality"], res["fps"], res["transition"], res["longest_shot"] = string(look.quality), look.quality.FPS(), string(look.transition), round(longestShot(v))
 	textNotes(res, glyphs)
+	shown := shownMaterial(v)
+	res["material_shown"] = shown
 	if len(p.Material) == 0 {
 		res["material"] = "none: title cards"
-	} else if shown := shownMaterial(v); shown < len(p.Material) {
+	} else if shown < len(p.Material) {
 		res["material"] = fmt.Sprintf("%d of the %d items shown: a %g s video has no room for more shots of at least %g s",
 			shown, len(p.Material), round(v.Duration), render.MinShow)
 	}
-	res["material_shown"] = shownMaterial(v)
 	if v.Tempo > 1 {
 		res["narration_tempo"] = round(v.Tempo)
 	}
