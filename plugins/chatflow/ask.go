@@ -117,7 +117,8 @@ type prediction struct {
 // answers non-2xx after the retries (a 4xx but 408 and 429 is not retried), or answers neither text
 // nor json (nor fields of the flow's own: ownFields), it answers from a local prompt template over
 // search (the model of opts.GenerateFunc when one answers, else an extractive answer of the best
-// sentences, each cited by number; NoBasis without hits) and reports degraded = true. The error is non-nil only when the question is empty
+// sentences, each cited by number; NoBasis without hits) and reports degraded = true, the reason
+// saying what the tool did. The error is non-nil only when the question is empty
 // (VALIDATION_ERROR), ctx ended, or the fallback itself failed (CHATFLOW_ERROR).
 func Ask(ctx context.Context, opts Options, q Question, search SearchFunc) (Answer, bool, error) {
 	opts = opts.WithDefaults()
